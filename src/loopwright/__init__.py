@@ -1,0 +1,26 @@
+"""loopwright: a standalone, Dify-compatible agent runtime."""
+
+from loopwright.agent import (
+    Agent,
+    AgentError,
+    AgentEvent,
+    AgentMaxIterationError,
+    AgentRepeatedToolCallError,
+    AgentResult,
+)
+from loopwright.tools import Tool, ToolContext, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentEvent",
+    "AgentMaxIterationError",
+    "AgentRepeatedToolCallError",
+    "AgentResult",
+    "Tool",
+    "ToolContext",
+    "__version__",
+    "tool",
+]

@@ -1,0 +1,136 @@
+"""``Agent``: the configuration of an agent, and ``run``/``stream`` to use it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright.agent.events import AgentEvent, AgentResult, Finished
+from loopwright.agent.factory import StrategyName, create_strategy
+from loopwright.agent.guardrails import RepeatGuard
+from loopwright.agent.loop import LoopSettings, RunState, run_loop
+from loopwright.agent.prompts import fill_inputs
+from loopwright.agent.react import ParserMode
+from loopwright.model.base import Model
+from loopwright.model.entities import (
+    ContentPart,
+    ModelFeature,
+    PromptMessage,
+    SystemMessage,
+    TextPart,
+    UserMessage,
+)
+from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
+from loopwright.tools.engine import ToolEngine
+
+
+@dataclass
+class Agent:
+    """An agent: a model, tools, an instruction, and how to run them.
+
+    ``instruction`` may hold ``{{variables}}`` filled from the ``inputs`` of each run. ``strategy`` is
+    ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
+    or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
+    offered no tools.
+    """
+
+    model: Model
+    tools: Sequence[ToolLike] = ()
+    instruction: str = ""
+    strategy: StrategyName = "auto"
+    max_iterations: int = 10
+    parser_mode: ParserMode = "robust"
+    react_stop: str | None = "Observation"
+    stop: Sequence[str] = ()
+    model_params: Mapping[str, Any] = field(default_factory=dict)
+    max_parallel_tools: int = 8
+    tool_timeout: float = 30.0
+    observation_token_limit: int | None = 4000
+    repeated_call_limit: int | None = 3
+    max_malformed_retries: int = 2
+    context: ToolContext = field(default_factory=ToolContext)
+    _engine: ToolEngine | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 0:
+            raise ValueError("max_iterations must be 0 or more")
+        create_strategy(self.model, self.strategy)  # fail early on a bad strategy name
+
+    async def run(
+        self,
+        query: str,
+        *,
+        history: Sequence[PromptMessage] | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        files: Sequence[ContentPart] | None = None,
+    ) -> AgentResult:
+        """Run to the end and return the result; raises what ``stream`` raises."""
+        async for event in self.stream(query, history=history, inputs=inputs, files=files):
+            if type(event) is Finished:
+                return event.result
+        raise AssertionError("an agent run always ends with a finished event or an error")
+
+    async def stream(
+        self,
+        query: str,
+        *,
+        history: Sequence[PromptMessage] | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        files: Sequence[ContentPart] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run and yield events as they happen; the last one is ``finished`` with the result.
+
+        Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
+        ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors."""
+        engine = await self._tool_engine()
+        strategy = create_strategy(
+            self.model,
+            self.strategy,
+            parser_mode=self.parser_mode,
+            react_stop=self.react_stop,
+            stop=self.stop,
+        )
+        state = RunState(
+            instruction=fill_inputs(self.instruction, inputs),
+            query=query,
+            user_message=self._user_message(query, files),
+            history=[m for m in history or () if not isinstance(m, SystemMessage)],
+        )
+        settings = LoopSettings(
+            max_iterations=self.max_iterations,
+            max_parallel_tools=self.max_parallel_tools,
+            max_malformed_retries=self.max_malformed_retries,
+            params=self.model_params,
+            tool_context=self.context,
+            guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
+        )
+        schemas = [t.schema for t in engine.tools.values()]
+        async for event in run_loop(self.model, strategy, engine, schemas, state, settings):
+            yield event
+
+    def _user_message(self, query: str, files: Sequence[ContentPart] | None) -> UserMessage:
+        # Files reach the model only when it can see them (Dify: the vision feature); they go first.
+        if files and ModelFeature.VISION in self.model.features:
+            return UserMessage([*files, TextPart(query)])
+        return UserMessage(query)
+
+    async def _tool_engine(self) -> ToolEngine:
+        if self._engine is not None:
+            return self._engine
+        tools: list[Tool] = []
+        dynamic = False
+        for item in self.tools:
+            if isinstance(item, Tool):
+                tools.append(item)
+            elif isinstance(item, Toolset):
+                tools.extend(await item.get_tools())
+                dynamic = True  # a toolset may change between runs; ask it again next time
+            else:
+                raise TypeError(f"not a tool or toolset: {item!r}")
+        engine = ToolEngine(
+            tools, default_timeout=self.tool_timeout, observation_token_limit=self.observation_token_limit
+        )
+        if not dynamic:
+            self._engine = engine
+        return engine

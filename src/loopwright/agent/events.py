@@ -1,0 +1,102 @@
+"""What an agent run streams: small typed events joined in one union, and the final result.
+
+Each event has a ``type`` string. A Dify-style log tree (round → thought → tool_call) can be derived
+from them: ``round_started``/``round_finished`` bracket a round, ``text_delta``s are its thought, and
+``tool_call_started``/``tool_call_finished`` pairs (matched by ``id``) are its tool calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from loopwright.model.entities import PromptMessage, Usage
+from loopwright.tools.base import ToolOutput
+from loopwright.tools.engine import ToolInvokeMeta
+
+FinishReason = Literal["stop", "max_iterations", "cancelled", "error"]
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call of a round with its outcome (``observation`` is None until it finished)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+    observation: str | None = None
+    files: list[ToolOutput] = field(default_factory=list)
+    meta: ToolInvokeMeta | None = None
+
+
+@dataclass(slots=True)
+class AgentResult:
+    """The outcome of a run. ``messages`` is the conversation so far (without the system prompt), to
+    pass as ``history`` to the next turn."""
+
+    text: str
+    files: list[ToolOutput]
+    usage: Usage
+    finish_reason: FinishReason
+    rounds: int
+    messages: list[PromptMessage]
+
+
+@dataclass(slots=True)
+class RoundStarted:
+    round: int
+    type: Literal["round_started"] = field(default="round_started", init=False)
+
+
+@dataclass(slots=True)
+class TextDelta:
+    """Text as the model streams it. ``channel="thought"`` is the model's own text (in ReAct, its
+    thought; in function calling, everything it writes); ``"answer"`` is a ReAct final answer, which
+    arrives inside an action and is streamed after it was parsed."""
+
+    round: int
+    text: str
+    channel: Literal["thought", "answer"] = "thought"
+    type: Literal["text_delta"] = field(default="text_delta", init=False)
+
+
+@dataclass(slots=True)
+class ToolCallStarted:
+    round: int
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+    type: Literal["tool_call_started"] = field(default="tool_call_started", init=False)
+
+
+@dataclass(slots=True)
+class ToolCallFinished:
+    round: int
+    id: str
+    name: str
+    observation: str
+    files: list[ToolOutput]
+    meta: ToolInvokeMeta
+    type: Literal["tool_call_finished"] = field(default="tool_call_finished", init=False)
+
+
+@dataclass(slots=True)
+class RoundFinished:
+    """A round is over: its thought text, its tool calls in the model's order, its own usage, and the
+    final answer if this round gave one."""
+
+    round: int
+    thought: str
+    calls: list[ToolCallRecord]
+    usage: Usage
+    answer: str | None = None
+    type: Literal["round_finished"] = field(default="round_finished", init=False)
+
+
+@dataclass(slots=True)
+class Finished:
+    result: AgentResult
+    type: Literal["finished"] = field(default="finished", init=False)
+
+
+AgentEvent = RoundStarted | TextDelta | ToolCallStarted | ToolCallFinished | RoundFinished | Finished

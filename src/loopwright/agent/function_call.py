@@ -1,0 +1,103 @@
+"""Function calling: tools go to the model's API; its tool calls come back as structured deltas."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from loopwright.agent.events import TextDelta, ToolCallRecord
+from loopwright.agent.loop import ModelRequest, RoundReply, RunState
+from loopwright.model.entities import (
+    AssistantMessage,
+    LLMChunk,
+    PromptMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSchema,
+    Usage,
+)
+from loopwright.tools.engine import ToolInvokeMeta
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str
+    name: str
+    arguments: list[str]
+
+
+class FunctionCallStrategy:
+    name = "function-calling"
+
+    def __init__(self, stop: Sequence[str] = ()) -> None:
+        self.stop = list(stop)
+
+    def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest:
+        messages: list[PromptMessage] = []
+        if state.instruction:
+            messages.append(SystemMessage(state.instruction))
+        messages += state.history
+        messages.append(state.user_message)
+        messages += state.turn
+        return ModelRequest(messages, tools, self.stop)
+
+    async def read(self, chunks: AsyncIterator[LLMChunk], state: RunState) -> AsyncIterator[TextDelta | RoundReply]:
+        rnd = state.round
+        texts: list[str] = []
+        partial: list[_PartialCall] = []
+        by_index: dict[int, _PartialCall] = {}
+        usage: Usage | None = None
+        async for chunk in chunks:
+            if chunk.text:
+                texts.append(chunk.text)
+                yield TextDelta(rnd, chunk.text)
+            if chunk.tool_calls:
+                for d in chunk.tool_calls:
+                    current = by_index.get(d.index)
+                    # Some servers reuse index 0 for every call; a new id means a new call.
+                    if current is None or (d.id and current.id and d.id != current.id):
+                        current = _PartialCall(d.id or "", d.name or "", [])
+                        by_index[d.index] = current
+                        partial.append(current)
+                    elif d.name and not current.name:
+                        current.name = d.name
+                    if d.id and not current.id:
+                        current.id = d.id
+                    if d.arguments:
+                        current.arguments.append(d.arguments)
+            if chunk.usage is not None:
+                usage = chunk.usage
+        text = "".join(texts)
+        calls = [_to_record(p, rnd, i) for i, p in enumerate(partial)]
+        yield RoundReply(text, calls, usage, answer=None if calls else text)
+
+    def record(self, state: RunState, reply: RoundReply) -> None:
+        calls = [ToolCall(c.id, c.name, _raw_arguments(c)) for c in reply.calls]
+        state.turn.append(AssistantMessage(reply.text, calls))
+        for c in reply.calls:
+            state.turn.append(ToolMessage(c.observation or "", c.id, c.name))
+
+    def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
+        raise AssertionError("function calling replies are never malformed as a whole")
+
+
+def _to_record(p: _PartialCall, rnd: int, index: int) -> ToolCallRecord:
+    raw = "".join(p.arguments)
+    call_id = p.id or f"call_{rnd}_{index}"
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as e:
+        args = None
+        problem = f"the arguments are not valid JSON ({e.msg} at position {e.pos})"
+    else:
+        problem = None if isinstance(args, dict) else "the arguments are not a JSON object"
+    if problem is None:
+        return ToolCallRecord(call_id, p.name, args)
+    observation = f"tool call error: {problem}. Call the tool again with its arguments as one JSON object."
+    return ToolCallRecord(call_id, p.name, raw, observation, [], ToolInvokeMeta(0.0, problem, {}))
+
+
+def _raw_arguments(c: ToolCallRecord) -> str:
+    return c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments, ensure_ascii=False)

@@ -1,0 +1,231 @@
+"""The one agent loop both strategies share: prompt → model → read reply → tools → repeat.
+
+Iteration cap, last-round tool withholding, usage accounting, the repeated-call guardrail, parse
+recovery, concurrent tool execution and every event live here. A strategy only builds the request and
+reads the reply (``Strategy`` below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from loopwright.agent.errors import AgentMaxIterationError
+from loopwright.agent.events import (
+    AgentEvent,
+    AgentResult,
+    Finished,
+    RoundFinished,
+    RoundStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+)
+from loopwright.agent.guardrails import RepeatGuard
+from loopwright.agent.prompts import ScratchpadStep
+from loopwright.model.base import Model
+from loopwright.model.entities import (
+    AssistantMessage,
+    LLMChunk,
+    PromptMessage,
+    ToolSchema,
+    Usage,
+    UserMessage,
+)
+from loopwright.tools.base import ToolContext, ToolOutput
+from loopwright.tools.engine import ToolEngine
+
+
+@dataclass(slots=True)
+class LoopSettings:
+    """The knobs of the loop, taken from the Agent once per run."""
+
+    max_iterations: int
+    max_parallel_tools: int
+    max_malformed_retries: int
+    params: Mapping[str, Any]
+    tool_context: ToolContext
+    guard: RepeatGuard | None
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything one run changes. Strategies read it to build requests and append to it."""
+
+    instruction: str
+    query: str
+    user_message: UserMessage
+    history: list[PromptMessage]
+    turn: list[PromptMessage] = field(default_factory=list)  # this turn's assistant/tool messages
+    scratchpad: list[ScratchpadStep] = field(default_factory=list)  # ReAct only
+    usage: Usage = field(default_factory=Usage)
+    files: list[ToolOutput] = field(default_factory=list)
+    round: int = 0
+    malformed_streak: int = 0
+    cache: dict[str, Any] = field(default_factory=dict)  # per-run memo for strategies
+
+
+@dataclass(slots=True)
+class RoundReply:
+    """What a strategy read from one model reply."""
+
+    text: str
+    calls: list[ToolCallRecord]
+    usage: Usage | None
+    answer: str | None = None  # the final answer, when the reply has no tool calls
+    answer_streamed: bool = True  # False when the answer came inside an action and was not yet shown
+    problem: str | None = None  # the reply attempted an action that could not be read
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    messages: list[PromptMessage]
+    tools: Sequence[ToolSchema]
+    stop: Sequence[str]
+
+
+class Strategy(Protocol):
+    """How one kind of agent talks to the model; everything else is the loop's."""
+
+    def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest: ...
+
+    def read(self, chunks: AsyncIterator[LLMChunk], state: RunState) -> AsyncIterator[TextDelta | RoundReply]: ...
+
+    def record(self, state: RunState, reply: RoundReply) -> None:
+        """Append a finished tool round (calls with observations) to the state."""
+
+    def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
+        """Append an unreadable reply and the corrective note sent back to the model."""
+
+
+def malformed_note(problem: str) -> str:
+    return (
+        f"Your last reply could not be used: {problem}. Reply with a Thought, then an Action with exactly "
+        'one JSON blob in a ``` fence: {"action": <tool name or "Final Answer">, "action_input": <input>}.'
+    )
+
+
+async def run_loop(
+    model: Model,
+    strategy: Strategy,
+    engine: ToolEngine,
+    tools: Sequence[ToolSchema],
+    state: RunState,
+    settings: LoopSettings,
+) -> AsyncIterator[AgentEvent]:
+    cap = min(settings.max_iterations, 99) + 1
+    for rnd in range(1, cap + 1):
+        state.round = rnd
+        last = rnd == cap
+        yield RoundStarted(rnd)
+        req = strategy.request(state, () if last else tools)
+        reply: RoundReply | None = None
+        started = time.perf_counter()
+        chunks = model.stream(req.messages, tools=req.tools, stop=req.stop, params=settings.params)
+        async for item in strategy.read(chunks, state):
+            if type(item) is TextDelta:
+                yield item
+            else:
+                reply = item  # type: ignore[assignment]
+        assert reply is not None, "a strategy must end its reply with a RoundReply"
+        usage = reply.usage or Usage()
+        if not usage.latency:  # a copy: the provider's object is not ours to change
+            usage = replace(usage, latency=time.perf_counter() - started)
+        state.usage = state.usage.plus(usage)
+
+        if reply.calls and last:
+            raise AgentMaxIterationError(settings.max_iterations)
+        if reply.problem is not None:
+            state.malformed_streak += 1
+            if state.malformed_streak <= settings.max_malformed_retries and not last:
+                strategy.record_problem(state, reply, malformed_note(reply.problem))
+                yield RoundFinished(rnd, reply.text, [], usage)
+                continue
+            reply.answer = reply.text.strip()  # out of retries: the reply's text is the best answer
+        if not reply.calls:
+            for event in _finish(state, reply, usage):
+                yield event
+            return
+        state.malformed_streak = 0
+        if settings.guard is not None:
+            settings.guard.check(reply.calls)
+        async for event in _run_calls(engine, reply.calls, rnd, settings):
+            if type(event) is ToolCallFinished:
+                state.files.extend(event.files)
+            yield event
+        strategy.record(state, reply)
+        yield RoundFinished(rnd, reply.text, reply.calls, usage)
+    raise AssertionError("unreachable: the last round either answers or raises")
+
+
+def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent]:
+    answer = reply.answer if reply.answer is not None else reply.text
+    events: list[AgentEvent] = []
+    if answer and not reply.answer_streamed:
+        events.append(TextDelta(state.round, answer, "answer"))
+    state.turn.append(AssistantMessage(answer))
+    result = AgentResult(
+        text=answer,
+        files=state.files,
+        usage=state.usage,
+        finish_reason="stop",
+        rounds=state.round,
+        messages=[*state.history, state.user_message, *state.turn],
+    )
+    events.append(RoundFinished(state.round, reply.text, [], usage, answer))
+    events.append(Finished(result))
+    return events
+
+
+async def _run_calls(
+    engine: ToolEngine, calls: list[ToolCallRecord], rnd: int, settings: LoopSettings
+) -> AsyncIterator[AgentEvent]:
+    """Run a round's calls, at most ``max_parallel_tools`` at a time. Started/finished events stream
+    as calls start and end; each record gets its observation, so the model sees results in its own
+    order whatever order they finished in."""
+    ready = [c for c in calls if c.observation is not None]  # refused before running (bad arguments)
+    todo = [c for c in calls if c.observation is None]
+    for c in ready:
+        yield ToolCallStarted(rnd, c.id, c.name, c.arguments)
+        yield _finished_event(rnd, c)
+    if len(todo) == 1:  # the common case needs no task or queue
+        call = todo[0]
+        yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
+        await _invoke(engine, call, settings.tool_context)
+        yield _finished_event(rnd, call)
+        return
+    if not todo:
+        return
+    queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
+    gate = asyncio.Semaphore(max(1, settings.max_parallel_tools))
+
+    async def one(call: ToolCallRecord) -> None:
+        async with gate:
+            queue.put_nowait(ToolCallStarted(rnd, call.id, call.name, call.arguments))
+            await _invoke(engine, call, settings.tool_context)
+            queue.put_nowait(_finished_event(rnd, call))
+
+    tasks = [asyncio.create_task(one(c)) for c in todo]
+    try:
+        for _ in range(2 * len(todo)):
+            yield await queue.get()
+    finally:
+        for t in tasks:
+            t.cancel()  # a consumer that stops listening (a stopped run) stops the tools too
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _invoke(engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext) -> None:
+    result = await engine.invoke(call.name, call.arguments, ctx)
+    call.observation = result.observation
+    call.files = result.files
+    call.meta = result.meta
+
+
+def _finished_event(rnd: int, call: ToolCallRecord) -> ToolCallFinished:
+    assert call.observation is not None and call.meta is not None
+    return ToolCallFinished(rnd, call.id, call.name, call.observation, call.files, call.meta)

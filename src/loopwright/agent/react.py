@@ -1,0 +1,177 @@
+"""ReAct: tools are described in the prompt; the model writes Thought/Action text that the streaming
+parser reads. Chat models get a system prompt plus messages, completion models one prompt."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from loopwright.agent.events import TextDelta, ToolCallRecord
+from loopwright.agent.loop import ModelRequest, RoundReply, RunState
+from loopwright.agent.prompts import (
+    CONTINUE,
+    REACT_CHAT_TEMPLATE,
+    REACT_COMPLETION_TEMPLATE,
+    ScratchpadStep,
+    action_json,
+    react_history,
+    render_completion_prompt,
+    render_historic_text,
+    render_react_system,
+    render_scratchpad,
+)
+from loopwright.agent.react_parser import Action, DifyParserError, ReactParser, is_final_answer
+from loopwright.model.entities import (
+    AssistantMessage,
+    LLMChunk,
+    PromptMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSchema,
+    Usage,
+    UserMessage,
+)
+
+ParserMode = Literal["robust", "dify"]
+
+
+class ReactStrategy:
+    """``mode`` is the model's mode (chat or completion); ``parser_mode="dify"`` also keeps Dify's
+    runner rules: only the last action of a reply runs, and only an exact "final answer" ends."""
+
+    name = "react"
+
+    def __init__(
+        self,
+        mode: Literal["chat", "completion"] = "chat",
+        *,
+        parser_mode: ParserMode = "robust",
+        stop: Sequence[str] = ("Observation",),
+        template: str | None = None,
+    ) -> None:
+        self.mode = mode
+        self.parser_mode = parser_mode
+        self.stop = list(stop)
+        self.template = template or (REACT_CHAT_TEMPLATE if mode == "chat" else REACT_COMPLETION_TEMPLATE)
+
+    def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest:
+        if self.mode == "completion":
+            prompt = render_completion_prompt(
+                self.template,
+                state.instruction,
+                tools,
+                self._memo(state, "history_text", lambda: render_historic_text(self._history(state))),
+                state.query,
+                render_scratchpad(state.scratchpad),
+            )
+            return ModelRequest([UserMessage(prompt)], (), self.stop)
+        key = "system" if tools else "system_last"
+        system = self._memo(state, key, lambda: render_react_system(self.template, state.instruction, tools))
+        messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
+        if state.scratchpad:
+            messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
+            messages.append(UserMessage(CONTINUE))
+        # Tools travel in the prompt; the API never sees them.
+        return ModelRequest(messages, (), self.stop)
+
+    async def read(self, chunks: AsyncIterator[LLMChunk], state: RunState) -> AsyncIterator[TextDelta | RoundReply]:
+        rnd = state.round
+        parser = ReactParser(mode=self.parser_mode)
+        texts: list[str] = []
+        actions: list[Action] = []
+        usage: Usage | None = None
+        error: str | None = None
+        async for chunk in chunks:
+            if chunk.usage is not None:
+                usage = chunk.usage
+            if not chunk.text or error is not None:
+                continue
+            try:
+                events = parser.feed(chunk.text)
+            except DifyParserError as e:
+                error = f"the action could not be read ({e})"
+                continue
+            for ev in events:
+                if type(ev) is str:
+                    texts.append(ev)
+                    yield TextDelta(rnd, ev)
+                else:
+                    actions.append(ev)  # type: ignore[arg-type]
+        if error is None:
+            try:
+                tail = parser.flush()
+            except DifyParserError as e:
+                error, tail = f"the action could not be read ({e})", []
+            for ev in tail:
+                if type(ev) is str:
+                    texts.append(ev)
+                    yield TextDelta(rnd, ev)
+                else:
+                    actions.append(ev)  # type: ignore[arg-type]
+        problem = error or ("; ".join(parser.problems) if parser.problems else None)
+        yield self._reply("".join(texts), actions, usage, problem, rnd)
+
+    def _reply(self, text: str, actions: list[Action], usage: Usage | None, problem: str | None, rnd: int) -> RoundReply:
+        if self.parser_mode == "dify":
+            actions = actions[-1:]  # Dify runs only the last action of a reply
+            finals = [a for a in actions if a.name.lower() == "final answer"]
+        else:
+            finals = [a for a in actions if is_final_answer(a.name)]
+        tool_actions = [a for a in actions if a not in finals]
+        if tool_actions:
+            calls = [ToolCallRecord(f"call_{uuid.uuid4().hex[:24]}", a.name, _tool_input(a.input)) for a in tool_actions]
+            return RoundReply(text, calls, usage)
+        if finals:
+            return RoundReply(text, [], usage, answer=_answer_text(finals[-1].input), answer_streamed=False)
+        if problem is not None:
+            return RoundReply(text, [], usage, problem=problem)
+        # Plain text with no attempt at an action is the answer (Dify saves an empty answer here).
+        return RoundReply(text, [], usage, answer=text.strip())
+
+    def record(self, state: RunState, reply: RoundReply) -> None:
+        step = ScratchpadStep(thought=reply.text.strip())
+        calls: list[ToolCall] = []
+        for c in reply.calls:
+            step.actions.append((action_json(c.name, c.arguments), c.observation or ""))
+            raw = c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments, ensure_ascii=False)
+            calls.append(ToolCall(c.id, c.name, raw))
+        state.scratchpad.append(step)
+        state.turn.append(AssistantMessage(reply.text.strip(), calls))
+        state.turn.extend(ToolMessage(c.observation or "", c.id, c.name) for c in reply.calls)
+
+    def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
+        state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note))
+
+    def _history(self, state: RunState) -> list[PromptMessage]:
+        return self._memo(state, "history", lambda: react_history(state.history))  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _memo(state: RunState, key: str, build: Any) -> Any:
+        value = state.cache.get(key)
+        if value is None:
+            value = state.cache[key] = build()
+        return value
+
+
+def _tool_input(value: Any) -> dict[str, Any] | str:
+    """A tool input as the engine takes it: a dict, or a string (tried as JSON first, as Dify does)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        return decoded if isinstance(decoded, dict) else value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

@@ -1,0 +1,168 @@
+"""A model that replays a script of replies: for deterministic tests and demos, never the network."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright.model.base import ModelError, estimate_message_tokens
+from loopwright.model.entities import (
+    LLMChunk,
+    ModelFeature,
+    ModelMode,
+    PromptMessage,
+    ToolCallDelta,
+    ToolSchema,
+    Usage,
+)
+
+
+class ScriptExhaustedError(ModelError):
+    """The scripted model was called more times than its script has replies."""
+
+
+CallSpec = tuple[str, Any] | tuple[str, Any, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One scripted model reply: text, tool calls (name, arguments, optional id), usage, or an error.
+
+    Arguments given as a ``str`` are sent verbatim, so a script can produce malformed JSON.
+    """
+
+    content: str = ""
+    calls: tuple[CallSpec, ...] = ()
+    usage: Usage | None = None
+    raises: BaseException | None = None
+
+    @classmethod
+    def text(cls, text: str, *, usage: Usage | None = None) -> Reply:
+        return cls(content=text, usage=usage)
+
+    @classmethod
+    def tool_calls(cls, *calls: CallSpec, text: str = "", usage: Usage | None = None) -> Reply:
+        return cls(content=text, calls=tuple(calls), usage=usage)
+
+    @classmethod
+    def error(cls, exc: BaseException) -> Reply:
+        return cls(raises=exc)
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """What the scripted model received in one call."""
+
+    messages: list[PromptMessage]
+    tools: list[ToolSchema]
+    stop: list[str]
+    params: dict[str, Any]
+
+
+@dataclass
+class ScriptedModel:
+    """Replays ``replies`` in order, one per ``stream`` call, split into chunks of ``chunk_size``.
+
+    It honours stop words as a real model does (the text ends before the first stop word), streams
+    tool-call arguments in fragments when it declares ``stream-tool-call``, records every request in
+    ``requests``, and raises :class:`ScriptExhaustedError` when the script runs out.
+    """
+
+    replies: Sequence[Reply | str]
+    features: Iterable[ModelFeature | str] = ()
+    mode: ModelMode | str = ModelMode.CHAT
+    chunk_size: int = 4
+    delay: float = 0.0
+    context_size: int = 8192
+    name: str = "scripted"
+    requests: list[ModelRequest] = field(default_factory=list, init=False)
+    _next: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.features = frozenset(ModelFeature(f) for f in self.features)
+        self.mode = ModelMode(self.mode)
+        if self.chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        self.replies = [Reply.text(r) if isinstance(r, str) else r for r in self.replies]
+
+    @property
+    def remaining(self) -> int:
+        return len(self.replies) - self._next
+
+    def count_tokens(self, messages: Sequence[PromptMessage]) -> int:
+        return estimate_message_tokens(messages)
+
+    def stream(
+        self,
+        messages: Sequence[PromptMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        stop: Sequence[str] = (),
+        params: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[LLMChunk]:
+        n = self._next
+        if n >= len(self.replies):
+            raise ScriptExhaustedError(
+                f"ScriptedModel has no reply left for call #{n + 1}: the script has {len(self.replies)}"
+            )
+        self._next = n + 1
+        self.requests.append(ModelRequest(list(messages), list(tools), list(stop), dict(params or {})))
+        reply = self.replies[n]
+        assert isinstance(reply, Reply)
+        return self._replay(reply, stop, messages)
+
+    async def _replay(
+        self, reply: Reply, stop: Sequence[str], messages: Sequence[PromptMessage]
+    ) -> AsyncIterator[LLMChunk]:
+        if reply.raises is not None:
+            raise reply.raises
+        text = _cut_at_stop(reply.content, stop)
+        size = self.chunk_size
+        for i in range(0, len(text), size):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield LLMChunk(text=text[i : i + size])
+        if reply.calls:
+            for chunk in self._call_chunks(reply.calls):
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                yield chunk
+        usage = reply.usage or _default_usage(messages, text, reply.calls)
+        yield LLMChunk(usage=usage, finish_reason="tool_calls" if reply.calls else "stop")
+
+    def _call_chunks(self, calls: tuple[CallSpec, ...]) -> list[LLMChunk]:
+        whole: list[ToolCallDelta] = []
+        pieces: list[LLMChunk] = []
+        streams = ModelFeature.STREAM_TOOL_CALL in self.features  # type: ignore[operator]
+        for index, spec in enumerate(calls):
+            name, args = spec[0], spec[1]
+            call_id = spec[2] if len(spec) > 2 else f"call_{self._next}_{index}"  # type: ignore[misc]
+            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            if not streams:
+                whole.append(ToolCallDelta(index=index, id=call_id, name=name, arguments=raw))
+                continue
+            pieces.append(LLMChunk(tool_calls=[ToolCallDelta(index=index, id=call_id, name=name)]))
+            for i in range(0, len(raw), self.chunk_size):
+                delta = ToolCallDelta(index=index, arguments=raw[i : i + self.chunk_size])
+                pieces.append(LLMChunk(tool_calls=[delta]))
+        return pieces if streams else [LLMChunk(tool_calls=whole)]
+
+
+def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    cut = len(text)
+    for word in stop:
+        if word:
+            at = text.find(word)
+            if 0 <= at < cut:
+                cut = at
+    return text[:cut]
+
+
+def _default_usage(messages: Sequence[PromptMessage], text: str, calls: tuple[CallSpec, ...]) -> Usage:
+    # Cheap and deterministic: a scripted model has no tokenizer, and this runs in benchmarks.
+    prompt = sum(len(m.content) if isinstance(m.content, str) else 16 for m in messages) // 4 + 1
+    completion = len(text) // 4 + 8 * len(calls) + 1
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)

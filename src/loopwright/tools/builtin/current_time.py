@@ -1,0 +1,27 @@
+"""``current_time``: the current date and time in a timezone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from loopwright.tools.base import Tool, ToolInvokeError
+from loopwright.tools.function import function_tool
+
+
+async def current_time(timezone: str = "UTC") -> str:
+    """Get the current date and time.
+
+    Args:
+        timezone: An IANA timezone name such as "UTC", "Europe/Paris" or "Asia/Tokyo".
+    """
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolInvokeError(f"unknown timezone {timezone!r}; use an IANA name like 'Europe/Paris'") from None
+    now = datetime.now(zone)
+    return now.strftime(f"%Y-%m-%d %H:%M:%S %A ({timezone}, UTC%z)")
+
+
+def current_time_tool() -> Tool:
+    return function_tool(current_time)

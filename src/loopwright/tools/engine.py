@@ -1,0 +1,233 @@
+"""The tool engine: runs one tool call and always returns an observation, never raises.
+
+Failures become Dify's observation strings (reference §6.3) so the model can react and the run goes on;
+timeouts, truncation of long observations and an optional TTL cache are ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright.model.base import estimate_tokens
+from loopwright.tools.base import (
+    BlobMessage,
+    FileMessage,
+    ImageMessage,
+    JsonMessage,
+    LinkMessage,
+    TextMessage,
+    Tool,
+    ToolContext,
+    ToolCredentialError,
+    ToolInvokeError,
+    ToolOutput,
+    ToolParameterValidationError,
+    VariableMessage,
+    cast_value,
+)
+
+log = logging.getLogger(__name__)
+
+IMAGE_SENT = (
+    "image has been created and sent to user already, you do not need to create it, "
+    "just tell the user to check it now."
+)
+
+
+@dataclass(slots=True)
+class ToolInvokeMeta:
+    """Dify's ToolInvokeMeta (time_cost, error, tool_config) plus whether the result came from cache."""
+
+    time_cost: float = 0.0
+    error: str | None = None
+    tool_config: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time_cost": self.time_cost, "error": self.error, "tool_config": self.tool_config}
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What one call produced: the observation the model sees, every output, the file outputs."""
+
+    observation: str
+    outputs: list[ToolOutput]
+    meta: ToolInvokeMeta
+
+    @property
+    def files(self) -> list[ToolOutput]:
+        return [o for o in self.outputs if isinstance(o, ImageMessage | BlobMessage | FileMessage)]
+
+
+class _TTLCache:
+    """A small bounded cache of tool results keyed by tool name and canonical arguments."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._data: OrderedDict[tuple[str, str], tuple[float, ToolResult]] = OrderedDict()
+        self._max = max_entries
+
+    def get(self, key: tuple[str, str], now: float) -> ToolResult | None:
+        hit = self._data.get(key)
+        if hit is None:
+            return None
+        if hit[0] <= now:
+            del self._data[key]
+            return None
+        return hit[1]
+
+    def put(self, key: tuple[str, str], result: ToolResult, expires: float) -> None:
+        self._data[key] = (expires, result)
+        self._data.move_to_end(key)
+        while len(self._data) > self._max:
+            self._data.popitem(last=False)
+
+
+class ToolEngine:
+    """Invokes tools by name for one agent. Holds the tool table and the result cache."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        default_timeout: float = 30.0,
+        observation_token_limit: int | None = 4000,
+    ) -> None:
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in self.tools:
+                log.warning("two tools are named %r; the later one is used", t.name)
+            self.tools[t.name] = t
+        self.default_timeout = default_timeout
+        self.observation_token_limit = observation_token_limit
+        self._cache = _TTLCache()
+
+    async def invoke(
+        self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ToolResult:
+        tool = self.tools.get(name)
+        if tool is None:
+            return _error_result(f"there is not a tool named {name}")
+        started = time.perf_counter()
+        meta = ToolInvokeMeta(tool_config={"tool_name": name})
+        try:
+            args = prepare_arguments(tool, arguments)
+            key = (name, _canonical(args)) if tool.cache_ttl else None
+            if key is not None and (hit := self._cache.get(key, time.monotonic())) is not None:
+                return ToolResult(hit.observation, hit.outputs, ToolInvokeMeta(0.0, None, meta.tool_config, True))
+            timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+            async with asyncio.timeout(timeout):
+                outputs = [m async for m in tool.invoke(args, ctx or ToolContext())]
+        except ToolParameterValidationError as e:
+            return _error_result(f"tool parameters validation error: {e}, please check your tool parameters")
+        except ToolCredentialError:
+            return _error_result("Please check your tool provider credentials")
+        except ToolInvokeError as e:
+            return _error_result(f"tool invoke error: {e}")
+        except TimeoutError:
+            meta.time_cost = time.perf_counter() - started
+            meta.error = f"timed out after {timeout:g} s"
+            return ToolResult(f"tool invoke error: {meta.error}", [], meta)
+        except Exception as e:  # a tool's own bug must not end the run
+            meta.time_cost = time.perf_counter() - started
+            meta.error = str(e) or type(e).__name__
+            log.info("tool %s failed: %s", name, meta.error)
+            return ToolResult(f"tool invoke error: {meta.error}", [], meta)
+        meta.time_cost = time.perf_counter() - started
+        result = ToolResult(self._truncate(render_observation(outputs)), outputs, meta)
+        if key is not None:
+            assert tool.cache_ttl is not None
+            self._cache.put(key, result, time.monotonic() + tool.cache_ttl)
+        return result
+
+    def _truncate(self, text: str) -> str:
+        limit = self.observation_token_limit
+        # No tokenizer yields more tokens than characters, so short texts skip the count.
+        if limit is None or len(text) <= limit:
+            return text
+        tokens = estimate_tokens(text)
+        if tokens <= limit:
+            return text
+        keep = int(len(text) * limit / tokens)
+        return (
+            f"{text[:keep]}\n[truncated: the tool returned about {tokens} tokens; "
+            f"only the first {limit} are shown]"
+        )
+
+
+def prepare_arguments(tool: Tool, arguments: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a tool is invoked with: decoded, merged with configured form values (which win),
+    defaults filled, required ones checked, and values cast to the declared types."""
+    args = _decode_arguments(tool, arguments)
+    if tool.form_values:
+        args.update(tool.form_values)
+    for p in tool.parameters:
+        if p.name in args:
+            args[p.name] = cast_value(p, args[p.name])
+        elif p.default is not None:
+            args[p.name] = p.default
+        elif p.required:
+            raise ToolParameterValidationError(f"missing required parameter {p.name!r}")
+    return args
+
+
+def _decode_arguments(tool: Tool, arguments: str | Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(arguments, str):
+        return dict(arguments)
+    text = arguments.strip()
+    if not text:
+        return {}
+    try:
+        decoded = json.loads(text)
+    except json.JSONDecodeError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded
+    llm_params = tool.llm_parameters
+    if len(llm_params) == 1:  # a plain string for a one-parameter tool, as Dify accepts
+        return {llm_params[0].name: arguments}
+    raise ToolParameterValidationError(f"tool arguments should be a JSON object, but got: {arguments!r}")
+
+
+def render_observation(outputs: list[ToolOutput]) -> str:
+    """The text the model sees for a tool's outputs (Dify's rules, with readable variables and files)."""
+    texts: list[str] = []
+    jsons: list[str] = []
+    for out in outputs:
+        if isinstance(out, TextMessage):
+            texts.append(out.text)
+        elif isinstance(out, JsonMessage):
+            if not out.suppress_output:
+                jsons.append(json.dumps(out.data, ensure_ascii=False, default=str))
+        elif isinstance(out, LinkMessage):
+            texts.append(f"result link: {out.url}. please tell user to check it.")
+        elif isinstance(out, ImageMessage) or (
+            isinstance(out, BlobMessage | FileMessage) and out.mime_type.startswith("image/")
+        ):
+            texts.append(IMAGE_SENT)
+        elif isinstance(out, BlobMessage):
+            texts.append(f"file created: {out.filename or 'unnamed'} ({out.mime_type}, {len(out.data)} bytes)")
+        elif isinstance(out, FileMessage):
+            texts.append(f"file created: {out.filename or out.url} ({out.mime_type})")
+        elif isinstance(out, VariableMessage):
+            texts.append(f"{out.name}: {json.dumps(out.value, ensure_ascii=False, default=str)}")
+        # Log messages are progress for the user interface; the model does not need them.
+    if jsons:
+        seen = set(texts)
+        texts.extend(j for j in jsons if j not in seen)
+    return "".join(texts)
+
+
+def _error_result(text: str) -> ToolResult:
+    return ToolResult(text, [], ToolInvokeMeta(0.0, text, {}))
+
+
+def _canonical(args: Mapping[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)

@@ -1,0 +1,213 @@
+"""``@tool``: a Tool from a typed Python function (sync or async) and its docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any, get_type_hints, overload
+
+import pydantic
+
+from loopwright.tools.base import (
+    FILE_OUTPUTS,
+    BlobMessage,
+    JsonMessage,
+    LinkMessage,
+    LogMessage,
+    ParameterType,
+    TextMessage,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolParameter,
+    ToolParameterValidationError,
+    VariableMessage,
+)
+
+_OUTPUT_TYPES = (TextMessage, JsonMessage, LinkMessage, LogMessage, VariableMessage, *FILE_OUTPUTS)
+_JSON_TO_PARAM: dict[str, ParameterType] = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "array": "array",
+    "object": "object",
+}
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    cache_ttl: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    cache_ttl: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
+    model sees, the docstring's first paragraph the description, and an ``Args:`` section the
+    parameter descriptions. A parameter annotated ``ToolContext`` receives the call's context.
+    Sync functions run in a worker thread, never on the event loop."""
+
+    def build(f: Callable[..., Any]) -> Tool:
+        return function_tool(f, name=name, description=description, timeout=timeout, cache_ttl=cache_ttl)
+
+    return build(fn) if fn is not None else build
+
+
+def function_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    cache_ttl: float | None = None,
+) -> Tool:
+    doc = inspect.getdoc(fn) or ""
+    summary, arg_docs = _parse_docstring(doc)
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    ctx_param: str | None = None
+    for pname, p in inspect.signature(fn).parameters.items():
+        hint = hints.get(pname, Any)
+        if hint is ToolContext:
+            ctx_param = pname
+            continue
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[pname] = (hint, pydantic.Field(default, description=arg_docs.get(pname) or None))
+    args_model = pydantic.create_model(f"{fn.__name__}_arguments", **fields)
+    schema = _inline_refs(args_model.model_json_schema())
+    required = set(schema.get("required", ()))
+    params = tuple(
+        ToolParameter(
+            name=pname,
+            type=_JSON_TO_PARAM.get(prop.get("type", ""), "any"),
+            required=pname in required,
+            description=prop.get("description", ""),
+            schema=prop,
+        )
+        for pname, prop in schema.get("properties", {}).items()
+    )
+    invoke = _make_invoke(fn, args_model, ctx_param)
+    return Tool(
+        name=name or fn.__name__,
+        description=description or summary,
+        parameters=params,
+        invoke=invoke,
+        timeout=timeout,
+        cache_ttl=cache_ttl,
+    )
+
+
+def _make_invoke(
+    fn: Callable[..., Any], args_model: type[pydantic.BaseModel], ctx_param: str | None
+) -> Callable[[dict[str, Any], ToolContext], AsyncIterator[ToolOutput]]:
+    validate = args_model.__pydantic_validator__.validate_python
+    is_async_gen = inspect.isasyncgenfunction(fn)
+    is_coro = inspect.iscoroutinefunction(fn)
+
+    async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
+        try:
+            kwargs = validate(args).__dict__
+        except pydantic.ValidationError as e:
+            raise ToolParameterValidationError(_short_validation_error(e)) from None
+        if ctx_param is not None:
+            kwargs = {**kwargs, ctx_param: ctx}
+        if is_async_gen:
+            async for item in fn(**kwargs):
+                for out in to_outputs(item):
+                    yield out
+            return
+        result = await fn(**kwargs) if is_coro else await asyncio.to_thread(fn, **kwargs)
+        for out in to_outputs(result):
+            yield out
+
+    return invoke
+
+
+def to_outputs(result: Any) -> list[ToolOutput]:
+    """Turn a function's return value into tool outputs: strings become text, dicts and lists JSON,
+    bytes a blob, tool outputs pass through, ``None`` nothing."""
+    if result is None:
+        return []
+    if isinstance(result, _OUTPUT_TYPES):
+        return [result]
+    if isinstance(result, str):
+        return [TextMessage(result)]
+    if isinstance(result, bytes):
+        return [BlobMessage(result)]
+    if isinstance(result, list) and result and all(isinstance(r, _OUTPUT_TYPES) for r in result):
+        return list(result)
+    if isinstance(result, dict | list | tuple):
+        return [JsonMessage(result)]
+    if isinstance(result, pydantic.BaseModel):
+        return [JsonMessage(result.model_dump(mode="json"))]
+    return [TextMessage(str(result))]
+
+
+def _short_validation_error(e: pydantic.ValidationError) -> str:
+    parts = []
+    for err in e.errors(include_url=False):
+        loc = ".".join(str(x) for x in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
+_ARG_LINE = re.compile(r"^\s+(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The summary (text before any section) and Google-style ``Args:`` descriptions."""
+    m = _ARGS_HEADER.search(doc)
+    summary = (doc[: m.start()] if m else doc).strip()
+    summary = re.split(r"\n\s*\n", summary)[0].replace("\n", " ") if summary else ""
+    args: dict[str, str] = {}
+    if m:
+        current = None
+        for line in doc[m.end() :].splitlines():
+            if line and not line[0].isspace():
+                break  # the next section
+            hit = _ARG_LINE.match(line)
+            if hit and (current is None or len(line) - len(line.lstrip()) <= 4):
+                current = hit.group(1)
+                args[current] = hit.group(2).strip()
+            elif current and line.strip():
+                args[current] += " " + line.strip()
+    return summary, args
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline pydantic's ``$defs`` references and drop its ``title`` noise: models read plain schemas
+    best, and some providers reject ``$ref``."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+                return walk({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+            out = {k: walk(v) for k, v in node.items() if k not in ("title", "$defs", "properties")}
+            if "properties" in node:  # property names are data, never schema keywords to drop
+                out["properties"] = {k: walk(v) for k, v in node["properties"].items()}
+            return out
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        return node
+
+    out: dict[str, Any] = walk(schema)
+    return out
