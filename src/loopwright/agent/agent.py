@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.factory import StrategyName, create_strategy
 from loopwright.agent.guardrails import RepeatGuard
-from loopwright.agent.loop import LoopSettings, RunState, run_loop
+from loopwright.agent.loop import LoopSettings, RunState, Strategy, run_loop
 from loopwright.agent.prompts import fill_inputs
 from loopwright.agent.react import ParserMode
 from loopwright.model.base import Model
@@ -51,6 +51,7 @@ class Agent:
     max_malformed_retries: int = 2
     context: ToolContext = field(default_factory=ToolContext)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
+    _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0:
@@ -66,31 +67,29 @@ class Agent:
         files: Sequence[ContentPart] | None = None,
     ) -> AgentResult:
         """Run to the end and return the result; raises what ``stream`` raises."""
+        result: AgentResult | None = None
+        # Consume the stream to its end rather than returning at "finished": an async generator left
+        # unfinished is closed later by the event loop, through a thread-safe wake-up (a syscall).
         async for event in self.stream(query, history=history, inputs=inputs, files=files):
             if type(event) is Finished:
-                return event.result
-        raise AssertionError("an agent run always ends with a finished event or an error")
+                result = event.result
+        assert result is not None, "an agent run always ends with a finished event or an error"
+        return result
 
-    async def stream(
+    def stream(
         self,
         query: str,
         *,
         history: Sequence[PromptMessage] | None = None,
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
-        ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors."""
-        engine = await self._tool_engine()
-        strategy = create_strategy(
-            self.model,
-            self.strategy,
-            parser_mode=self.parser_mode,
-            react_stop=self.react_stop,
-            stop=self.stop,
-        )
+        ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
+        Closing the generator early cancels the model stream and running tool calls."""
+        strategy = self._get_strategy()
         state = RunState(
             instruction=fill_inputs(self.instruction, inputs),
             query=query,
@@ -105,9 +104,18 @@ class Agent:
             tool_context=self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
         )
-        schemas = [t.schema for t in engine.tools.values()]
-        async for event in run_loop(self.model, strategy, engine, schemas, state, settings):
-            yield event
+        return run_loop(self.model, strategy, self._tool_engine, state, settings)
+
+    def _get_strategy(self) -> Strategy:
+        # Strategies keep no per-run state, so one serves every run (and keeps its prompt caches)
+        # until a setting it depends on changes.
+        key = (self.model, self.strategy, self.parser_mode, self.react_stop, tuple(self.stop))
+        if self._strategy is None or self._strategy[0] != key:
+            strategy = create_strategy(
+                self.model, self.strategy, parser_mode=self.parser_mode, react_stop=self.react_stop, stop=self.stop
+            )
+            self._strategy = (key, strategy)
+        return self._strategy[1]
 
     def _user_message(self, query: str, files: Sequence[ContentPart] | None) -> UserMessage:
         # Files reach the model only when it can see them (Dify: the vision feature); they go first.

@@ -7,6 +7,7 @@ from them: ``round_started``/``round_finished`` bracket a round, ``text_delta``s
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +28,13 @@ class ToolCallRecord:
     observation: str | None = None
     files: list[ToolOutput] = field(default_factory=list)
     meta: ToolInvokeMeta | None = None
+    raw_arguments: str | None = None  # the arguments as the model wrote them, when it wrote JSON text
+
+    def arguments_json(self) -> str:
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        args = self.arguments
+        return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
 
 
 @dataclass(slots=True)

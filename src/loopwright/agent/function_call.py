@@ -74,7 +74,7 @@ class FunctionCallStrategy:
         yield RoundReply(text, calls, usage, answer=None if calls else text)
 
     def record(self, state: RunState, reply: RoundReply) -> None:
-        calls = [ToolCall(c.id, c.name, _raw_arguments(c)) for c in reply.calls]
+        calls = [ToolCall(c.id, c.name, c.arguments_json()) for c in reply.calls]
         state.turn.append(AssistantMessage(reply.text, calls))
         for c in reply.calls:
             state.turn.append(ToolMessage(c.observation or "", c.id, c.name))
@@ -94,10 +94,6 @@ def _to_record(p: _PartialCall, rnd: int, index: int) -> ToolCallRecord:
     else:
         problem = None if isinstance(args, dict) else "the arguments are not a JSON object"
     if problem is None:
-        return ToolCallRecord(call_id, p.name, args)
+        return ToolCallRecord(call_id, p.name, args, raw_arguments=raw)
     observation = f"tool call error: {problem}. Call the tool again with its arguments as one JSON object."
     return ToolCallRecord(call_id, p.name, raw, observation, [], ToolInvokeMeta(0.0, problem, {}))
-
-
-def _raw_arguments(c: ToolCallRecord) -> str:
-    return c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments, ensure_ascii=False)

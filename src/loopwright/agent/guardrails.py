@@ -14,7 +14,8 @@ REPEATED_TOOL_CALL_LIMIT = 3
 
 class RepeatGuard:
     """Raises when the last ``limit`` tool calls of a run (in the model's order, across rounds) are
-    identical in name and arguments."""
+    identical in name and arguments. Identical calls within one round count once: asking for the same
+    thing several times at once is odd but finite; asking again every round is the loop to stop."""
 
     def __init__(self, limit: int = REPEATED_TOOL_CALL_LIMIT) -> None:
         if limit < 2:
@@ -23,9 +24,16 @@ class RepeatGuard:
         self._recent: deque[tuple[str, str]] = deque(maxlen=limit)
 
     def check(self, calls: Iterable[ToolCallRecord]) -> None:
-        for call in calls:
-            args = call.arguments
-            canonical = args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False)
-            self._recent.append((call.name, canonical))
+        signatures = dict.fromkeys((c.name, _canonical(c)) for c in calls)
+        for signature in signatures:
+            self._recent.append(signature)
             if len(self._recent) == self.limit and len(set(self._recent)) == 1:
-                raise AgentRepeatedToolCallError(call.name, self.limit)
+                raise AgentRepeatedToolCallError(signature[0], self.limit)
+
+
+def _canonical(call: ToolCallRecord) -> str:
+    if isinstance(call.arguments, str):
+        return call.arguments
+    if call.raw_arguments is not None:
+        return call.raw_arguments  # a looping model repeats its own text; no need to re-encode
+    return json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loopwright.agent.errors import AgentMaxIterationError
@@ -112,11 +113,14 @@ def malformed_note(problem: str) -> str:
 async def run_loop(
     model: Model,
     strategy: Strategy,
-    engine: ToolEngine,
-    tools: Sequence[ToolSchema],
+    get_engine: Callable[[], Awaitable[ToolEngine]],
     state: RunState,
     settings: LoopSettings,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
+    """The events of one run. The caller iterates this generator directly (no wrapper generator):
+    every level of async generators costs time on each event."""
+    engine = await get_engine()
+    tools = engine.schemas
     cap = min(settings.max_iterations, 99) + 1
     for rnd in range(1, cap + 1):
         state.round = rnd
@@ -126,15 +130,17 @@ async def run_loop(
         reply: RoundReply | None = None
         started = time.perf_counter()
         chunks = model.stream(req.messages, tools=req.tools, stop=req.stop, params=settings.params)
-        async for item in strategy.read(chunks, state):
-            if type(item) is TextDelta:
-                yield item
-            else:
-                reply = item  # type: ignore[assignment]
+        # aclosing: a consumer that stops listening closes the model's stream right away.
+        async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
+            async for item in items:
+                if type(item) is TextDelta:
+                    yield item
+                else:
+                    reply = item  # type: ignore[assignment]
         assert reply is not None, "a strategy must end its reply with a RoundReply"
         usage = reply.usage or Usage()
         if not usage.latency:  # a copy: the provider's object is not ours to change
-            usage = replace(usage, latency=time.perf_counter() - started)
+            usage = usage.with_latency(time.perf_counter() - started)
         state.usage = state.usage.plus(usage)
 
         if reply.calls and last:
@@ -153,10 +159,18 @@ async def run_loop(
         state.malformed_streak = 0
         if settings.guard is not None:
             settings.guard.check(reply.calls)
-        async for event in _run_calls(engine, reply.calls, rnd, settings):
-            if type(event) is ToolCallFinished:
-                state.files.extend(event.files)
-            yield event
+        if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
+            call = reply.calls[0]
+            yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
+            await _invoke(engine, call, settings.tool_context)
+            state.files.extend(call.files)
+            yield _finished_event(rnd, call)
+        else:
+            async with aclosing(_run_calls(engine, reply.calls, rnd, settings)) as call_events:
+                async for event in call_events:
+                    if type(event) is ToolCallFinished:
+                        state.files.extend(event.files)
+                    yield event
         strategy.record(state, reply)
         yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
@@ -192,12 +206,6 @@ async def _run_calls(
     for c in ready:
         yield ToolCallStarted(rnd, c.id, c.name, c.arguments)
         yield _finished_event(rnd, c)
-    if len(todo) == 1:  # the common case needs no task or queue
-        call = todo[0]
-        yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
-        await _invoke(engine, call, settings.tool_context)
-        yield _finished_event(rnd, call)
-        return
     if not todo:
         return
     queue: asyncio.Queue[AgentEvent] = asyncio.Queue()

@@ -56,6 +56,7 @@ class ReactStrategy:
         self.parser_mode = parser_mode
         self.stop = list(stop)
         self.template = template or (REACT_CHAT_TEMPLATE if mode == "chat" else REACT_COMPLETION_TEMPLATE)
+        self._systems: dict[tuple[str, int], tuple[Sequence[ToolSchema], str]] = {}
 
     def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest:
         if self.mode == "completion":
@@ -68,8 +69,7 @@ class ReactStrategy:
                 render_scratchpad(state.scratchpad),
             )
             return ModelRequest([UserMessage(prompt)], (), self.stop)
-        key = "system" if tools else "system_last"
-        system = self._memo(state, key, lambda: render_react_system(self.template, state.instruction, tools))
+        system = self._system_prompt(state.instruction, tools)
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
         if state.scratchpad:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
@@ -136,14 +136,24 @@ class ReactStrategy:
         calls: list[ToolCall] = []
         for c in reply.calls:
             step.actions.append((action_json(c.name, c.arguments), c.observation or ""))
-            raw = c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments, ensure_ascii=False)
-            calls.append(ToolCall(c.id, c.name, raw))
+            calls.append(ToolCall(c.id, c.name, c.arguments_json()))
         state.scratchpad.append(step)
         state.turn.append(AssistantMessage(reply.text.strip(), calls))
         state.turn.extend(ToolMessage(c.observation or "", c.id, c.name) for c in reply.calls)
 
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note))
+
+    def _system_prompt(self, instruction: str, tools: Sequence[ToolSchema]) -> str:
+        # Keyed by the identity of the tool list (the engine's, stable across runs); the entry keeps a
+        # reference to the list so that identity cannot be reused by another list while cached.
+        key = (instruction, id(tools))
+        hit = self._systems.get(key)
+        if hit is None:
+            if len(self._systems) >= 64:  # instructions vary with inputs; keep the cache small
+                self._systems.clear()
+            hit = self._systems[key] = (tools, render_react_system(self.template, instruction, tools))
+        return hit[1]
 
     def _history(self, state: RunState) -> list[PromptMessage]:
         return self._memo(state, "history", lambda: react_history(state.history))  # type: ignore[no-any-return]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from loopwright.model.entities import (
@@ -41,7 +41,7 @@ class Model(Protocol):
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
         params: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[LLMChunk]: ...
+    ) -> AsyncGenerator[LLMChunk, None]: ...
 
     def count_tokens(self, messages: Sequence[PromptMessage]) -> int: ...
 
@@ -51,16 +51,26 @@ class Model(Protocol):
 _TOKEN_RE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
 
 
+def _weight(word: str) -> int:
+    # Long words split into several tokens.
+    return 1 + (len(word) - 1) // 6 if len(word) > 6 else 1
+
+
 def estimate_tokens(text: str) -> int:
     """An offline estimate of the token count of ``text``."""
     if not text:
         return 0
+    return sum(_weight(m.group()) for m in _TOKEN_RE.finditer(text))
+
+
+def token_prefix_length(text: str, limit: int) -> int:
+    """The length of the longest prefix of ``text`` whose estimated token count is at most ``limit``."""
     n = 0
     for m in _TOKEN_RE.finditer(text):
-        word = m.group()
-        # Long words split into several tokens; ~4 characters per token is typical.
-        n += 1 + (len(word) - 1) // 6 if len(word) > 6 else 1
-    return n
+        n += _weight(m.group())
+        if n > limit:
+            return m.start()
+    return len(text)
 
 
 def estimate_message_tokens(messages: Sequence[PromptMessage]) -> int:

@@ -174,8 +174,8 @@ class Usage:
     latency: float = 0.0
 
     def plus(self, other: Usage | None) -> Usage:
-        """A new Usage that adds ``other``'s counts and prices. Neither operand is changed; unit prices,
-        currency and latency come from the first operand that has any (as Dify's accumulation)."""
+        """A new Usage that adds ``other``'s counts, prices and latency. Neither operand is changed; unit
+        prices and currency come from the first operand that has any (as Dify's accumulation)."""
         if other is None:
             return Usage(*_fields(self))
         first = self if (self.total_tokens or self.latency) else other
@@ -193,6 +193,12 @@ class Usage:
             currency=first.currency,
             latency=self.latency + other.latency,
         )
+
+    def with_latency(self, latency: float) -> Usage:
+        """A copy with ``latency`` set (cheaper than ``dataclasses.replace`` on the hot path)."""
+        copy = Usage(*_fields(self))
+        copy.latency = latency
+        return copy
 
     def to_dict(self) -> dict[str, Any]:
         """Dify's wire shape: prices as decimal strings."""

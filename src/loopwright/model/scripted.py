@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +68,8 @@ class ScriptedModel:
 
     It honours stop words as a real model does (the text ends before the first stop word), streams
     tool-call arguments in fragments when it declares ``stream-tool-call``, records every request in
-    ``requests``, and raises :class:`ScriptExhaustedError` when the script runs out.
+    ``requests`` (up to ``record`` of them), and raises :class:`ScriptExhaustedError` when the script
+    runs out — unless ``cycle`` is set, when it starts over (for demos and benchmarks).
     """
 
     replies: Sequence[Reply | str]
@@ -78,8 +79,11 @@ class ScriptedModel:
     delay: float = 0.0
     context_size: int = 8192
     name: str = "scripted"
+    cycle: bool = False
+    record: int | None = None
     requests: list[ModelRequest] = field(default_factory=list, init=False)
     _next: int = field(default=0, init=False)
+    _calls: list[list[tuple[str, str, str | None]]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.features = frozenset(ModelFeature(f) for f in self.features)
@@ -87,6 +91,8 @@ class ScriptedModel:
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
         self.replies = [Reply.text(r) if isinstance(r, str) else r for r in self.replies]
+        # Arguments rendered once, not on every replay.
+        self._calls = [[_render_call(spec) for spec in r.calls] for r in self.replies]
 
     @property
     def remaining(self) -> int:
@@ -102,21 +108,29 @@ class ScriptedModel:
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
         params: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[LLMChunk]:
+    ) -> AsyncGenerator[LLMChunk, None]:
         n = self._next
+        if self.cycle and n >= len(self.replies):
+            n = 0
         if n >= len(self.replies):
             raise ScriptExhaustedError(
                 f"ScriptedModel has no reply left for call #{n + 1}: the script has {len(self.replies)}"
             )
         self._next = n + 1
-        self.requests.append(ModelRequest(list(messages), list(tools), list(stop), dict(params or {})))
+        if self.record is None or len(self.requests) < self.record:
+            self.requests.append(ModelRequest(list(messages), list(tools), list(stop), dict(params or {})))
         reply = self.replies[n]
         assert isinstance(reply, Reply)
-        return self._replay(reply, stop, messages)
+        return self._replay(reply, self._calls[n], n + 1, stop, messages)
 
     async def _replay(
-        self, reply: Reply, stop: Sequence[str], messages: Sequence[PromptMessage]
-    ) -> AsyncIterator[LLMChunk]:
+        self,
+        reply: Reply,
+        calls: list[tuple[str, str, str | None]],
+        call_number: int,
+        stop: Sequence[str],
+        messages: Sequence[PromptMessage],
+    ) -> AsyncGenerator[LLMChunk, None]:
         if reply.raises is not None:
             raise reply.raises
         text = _cut_at_stop(reply.content, stop)
@@ -125,22 +139,20 @@ class ScriptedModel:
             if self.delay:
                 await asyncio.sleep(self.delay)
             yield LLMChunk(text=text[i : i + size])
-        if reply.calls:
-            for chunk in self._call_chunks(reply.calls):
+        if calls:
+            for chunk in self._call_chunks(calls, call_number):
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 yield chunk
         usage = reply.usage or _default_usage(messages, text, reply.calls)
         yield LLMChunk(usage=usage, finish_reason="tool_calls" if reply.calls else "stop")
 
-    def _call_chunks(self, calls: tuple[CallSpec, ...]) -> list[LLMChunk]:
+    def _call_chunks(self, calls: list[tuple[str, str, str | None]], call_number: int) -> list[LLMChunk]:
         whole: list[ToolCallDelta] = []
         pieces: list[LLMChunk] = []
         streams = ModelFeature.STREAM_TOOL_CALL in self.features  # type: ignore[operator]
-        for index, spec in enumerate(calls):
-            name, args = spec[0], spec[1]
-            call_id = spec[2] if len(spec) > 2 else f"call_{self._next}_{index}"  # type: ignore[misc]
-            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        for index, (name, raw, given_id) in enumerate(calls):
+            call_id = given_id or f"call_{call_number}_{index}"
             if not streams:
                 whole.append(ToolCallDelta(index=index, id=call_id, name=name, arguments=raw))
                 continue
@@ -149,6 +161,12 @@ class ScriptedModel:
                 delta = ToolCallDelta(index=index, arguments=raw[i : i + self.chunk_size])
                 pieces.append(LLMChunk(tool_calls=[delta]))
         return pieces if streams else [LLMChunk(tool_calls=whole)]
+
+
+def _render_call(spec: CallSpec) -> tuple[str, str, str | None]:
+    args = spec[1]
+    raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return spec[0], raw, spec[2] if len(spec) > 2 else None  # type: ignore[misc]
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:

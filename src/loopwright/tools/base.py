@@ -245,7 +245,9 @@ class Tool:
     timeout: float | None = None
     cache_ttl: float | None = None
     label: str = ""
-    # The JSON-schema properties were built from a callable that validates its own arguments.
+    # The invoke function validates and coerces its own arguments (``@tool`` does, with pydantic), so
+    # the engine's Dify-style casting is skipped.
+    validates_arguments: bool = False
     _schema: ToolSchema | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.model.base import estimate_tokens
+from loopwright.model.base import estimate_tokens, token_prefix_length
 from loopwright.tools.base import (
     BlobMessage,
     FileMessage,
@@ -67,14 +67,17 @@ class ToolResult:
         return [o for o in self.outputs if isinstance(o, ImageMessage | BlobMessage | FileMessage)]
 
 
+_NO_CONTEXT = ToolContext()
+
+
 class _TTLCache:
     """A small bounded cache of tool results keyed by tool name and canonical arguments."""
 
     def __init__(self, max_entries: int = 1024) -> None:
-        self._data: OrderedDict[tuple[str, str], tuple[float, ToolResult]] = OrderedDict()
+        self._data: OrderedDict[tuple[str, str, str], tuple[float, ToolResult]] = OrderedDict()
         self._max = max_entries
 
-    def get(self, key: tuple[str, str], now: float) -> ToolResult | None:
+    def get(self, key: tuple[str, str, str], now: float) -> ToolResult | None:
         hit = self._data.get(key)
         if hit is None:
             return None
@@ -83,7 +86,7 @@ class _TTLCache:
             return None
         return hit[1]
 
-    def put(self, key: tuple[str, str], result: ToolResult, expires: float) -> None:
+    def put(self, key: tuple[str, str, str], result: ToolResult, expires: float) -> None:
         self._data[key] = (expires, result)
         self._data.move_to_end(key)
         while len(self._data) > self._max:
@@ -105,6 +108,7 @@ class ToolEngine:
             if t.name in self.tools:
                 log.warning("two tools are named %r; the later one is used", t.name)
             self.tools[t.name] = t
+        self.schemas = [t.schema for t in self.tools.values()]
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
         self._cache = _TTLCache()
@@ -117,27 +121,27 @@ class ToolEngine:
             return _error_result(f"there is not a tool named {name}")
         started = time.perf_counter()
         meta = ToolInvokeMeta(tool_config={"tool_name": name})
+        ctx = ctx or _NO_CONTEXT
+        deadline: asyncio.Timeout | None = None
+        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             args = prepare_arguments(tool, arguments)
-            key = (name, _canonical(args)) if tool.cache_ttl else None
+            # The user is part of the key: a tool may answer differently per user (it gets the context).
+            key = (name, ctx.user_id, _canonical(args)) if tool.cache_ttl else None
             if key is not None and (hit := self._cache.get(key, time.monotonic())) is not None:
                 return ToolResult(hit.observation, hit.outputs, ToolInvokeMeta(0.0, None, meta.tool_config, True))
-            timeout = tool.timeout if tool.timeout is not None else self.default_timeout
-            async with asyncio.timeout(timeout):
-                outputs = [m async for m in tool.invoke(args, ctx or ToolContext())]
+            async with asyncio.timeout(timeout) as deadline:
+                outputs = [m async for m in tool.invoke(args, ctx)]
         except ToolParameterValidationError as e:
             return _error_result(f"tool parameters validation error: {e}, please check your tool parameters")
         except ToolCredentialError:
             return _error_result("Please check your tool provider credentials")
         except ToolInvokeError as e:
             return _error_result(f"tool invoke error: {e}")
-        except TimeoutError:
+        except Exception as e:  # a tool's own bug (or its own timeout) must not end the run
             meta.time_cost = time.perf_counter() - started
-            meta.error = f"timed out after {timeout:g} s"
-            return ToolResult(f"tool invoke error: {meta.error}", [], meta)
-        except Exception as e:  # a tool's own bug must not end the run
-            meta.time_cost = time.perf_counter() - started
-            meta.error = str(e) or type(e).__name__
+            expired = isinstance(e, TimeoutError) and deadline is not None and deadline.expired()
+            meta.error = f"timed out after {timeout:g} s" if expired else (str(e) or type(e).__name__)
             log.info("tool %s failed: %s", name, meta.error)
             return ToolResult(f"tool invoke error: {meta.error}", [], meta)
         meta.time_cost = time.perf_counter() - started
@@ -155,7 +159,7 @@ class ToolEngine:
         tokens = estimate_tokens(text)
         if tokens <= limit:
             return text
-        keep = int(len(text) * limit / tokens)
+        keep = token_prefix_length(text, limit)
         return (
             f"{text[:keep]}\n[truncated: the tool returned about {tokens} tokens; "
             f"only the first {limit} are shown]"
@@ -168,9 +172,11 @@ def prepare_arguments(tool: Tool, arguments: str | Mapping[str, Any]) -> dict[st
     args = _decode_arguments(tool, arguments)
     if tool.form_values:
         args.update(tool.form_values)
+    validated = tool.validates_arguments
     for p in tool.parameters:
         if p.name in args:
-            args[p.name] = cast_value(p, args[p.name])
+            if not validated:
+                args[p.name] = cast_value(p, args[p.name])
         elif p.default is not None:
             args[p.name] = p.default
         elif p.required:

@@ -110,6 +110,7 @@ def function_tool(
         invoke=invoke,
         timeout=timeout,
         cache_ttl=cache_ttl,
+        validates_arguments=True,
     )
 
 
@@ -148,6 +149,8 @@ def to_outputs(result: Any) -> list[ToolOutput]:
         return [result]
     if isinstance(result, str):
         return [TextMessage(result)]
+    if isinstance(result, int | float):  # before the pydantic check below, which is slow to miss
+        return [TextMessage(str(result))]
     if isinstance(result, bytes):
         return [BlobMessage(result)]
     if isinstance(result, list) and result and all(isinstance(r, _OUTPUT_TYPES) for r in result):

@@ -37,7 +37,10 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "max": max,
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e}
-_MAX_EXPONENT = 10_000  # 2 ** 10_000 is fine; 9 ** 9 ** 9 would hang the worker
+_MAX_EXPONENT = 10_000
+# Integers stay below ~3,900 decimal digits: enough for any real arithmetic, small enough that no
+# operation takes noticeable time and every result can be printed (Python refuses > 4,300 digits).
+_MAX_BITS = 13_000
 _MAX_LENGTH = 500
 
 
@@ -63,8 +66,7 @@ def _eval(node: ast.expr) -> Any:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
-            raise ValueError(f"exponent larger than {_MAX_EXPONENT}")
+        _check_size(node.op, left, right)
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
@@ -80,6 +82,19 @@ def _eval(node: ast.expr) -> Any:
     raise ValueError(f"unsupported element in expression: {ast.unparse(node)!r}")
 
 
+def _check_size(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse, before computing, an integer result too large to compute quickly or print."""
+    if isinstance(op, ast.Pow):
+        if abs(right) > _MAX_EXPONENT:
+            raise ValueError(f"exponent larger than {_MAX_EXPONENT}")
+        if isinstance(left, int) and isinstance(right, int) and right > 0:
+            if max(left.bit_length() - 1, 1) * right > _MAX_BITS and abs(left) > 1:
+                raise ValueError("the result is too large")
+    elif isinstance(op, ast.Mult) and isinstance(left, int) and isinstance(right, int):
+        if left.bit_length() + right.bit_length() > _MAX_BITS:
+            raise ValueError("the result is too large")
+
+
 async def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression and return the result.
 
@@ -89,11 +104,11 @@ async def calculator(expression: str) -> str:
     """
     try:
         value = evaluate(expression)
+        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+            value = int(value)
+        return str(value)
     except (ValueError, TypeError) as e:
         raise ToolInvokeError(str(e)) from None
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        value = int(value)
-    return str(value)
 
 
 def calculator_tool() -> Tool:

@@ -1,0 +1,46 @@
+"""Strategy selection (reference §5, the newer StrategyFactory)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright.agent.factory import create_strategy
+from loopwright.agent.function_call import FunctionCallStrategy
+from loopwright.agent.react import ReactStrategy
+from loopwright.testing import ScriptedModel
+
+
+@pytest.mark.parametrize(
+    ("features", "requested", "expected"),
+    [
+        (["tool-call"], "auto", FunctionCallStrategy),
+        (["multi-tool-call"], "auto", FunctionCallStrategy),
+        (["stream-tool-call"], "auto", FunctionCallStrategy),
+        ([], "auto", ReactStrategy),
+        (["vision"], "auto", ReactStrategy),
+        (["tool-call"], "function-calling", FunctionCallStrategy),
+        ([], "function-calling", ReactStrategy),  # explicit FC falls back to ReAct when unsupported
+        (["tool-call"], "react", ReactStrategy),  # explicit ReAct always gives ReAct
+    ],
+)
+def test_selection_matrix(features: list[str], requested: str, expected: type) -> None:
+    assert isinstance(create_strategy(ScriptedModel([], features=features), requested), expected)  # type: ignore[arg-type]
+
+
+def test_react_prompt_follows_the_model_mode() -> None:
+    chat = create_strategy(ScriptedModel([], mode="chat"), "react")
+    completion = create_strategy(ScriptedModel([], mode="completion"), "react")
+    assert isinstance(chat, ReactStrategy) and chat.mode == "chat"
+    assert isinstance(completion, ReactStrategy) and completion.mode == "completion"
+
+
+def test_stop_words() -> None:
+    s = create_strategy(ScriptedModel([]), "react", stop=["END"])
+    assert isinstance(s, ReactStrategy) and s.stop == ["END", "Observation"]
+    s = create_strategy(ScriptedModel([]), "react", react_stop=None)
+    assert isinstance(s, ReactStrategy) and s.stop == []
+
+
+def test_unknown_strategy_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown strategy 'cot'"):
+        create_strategy(ScriptedModel([]), "cot")  # type: ignore[arg-type]
