@@ -50,7 +50,10 @@ async def nap(ms: int) -> str:
 
 def fc_agent(tool_name: str, tools: list) -> Agent:  # type: ignore[type-arg]
     model = ScriptedModel(
-        [Reply.tool_calls((tool_name, {"a": 2, "b": 3}), usage=USAGE), Reply.text("The answer is 5.", usage=USAGE)],
+        [
+            Reply.tool_calls((tool_name, {"a": 2, "b": 3}), usage=USAGE),
+            Reply.text("The answer is 5.", usage=USAGE),
+        ],
         features=FC,
         chunk_size=1 << 20,
         cycle=True,
@@ -63,7 +66,10 @@ def react_agent() -> Agent:
     step = 'Thought: add\nAction:\n```json\n{"action": "add", "action_input": {"a": 2, "b": 3}}\n```'
     final = 'Thought: done\nAction:\n```json\n{"action": "Final Answer", "action_input": "5"}\n```'
     model = ScriptedModel(
-        [Reply.text(step, usage=USAGE), Reply.text(final, usage=USAGE)], chunk_size=1 << 20, cycle=True, record=0
+        [Reply.text(step, usage=USAGE), Reply.text(final, usage=USAGE)],
+        chunk_size=1 << 20,
+        cycle=True,
+        record=0,
     )
     return Agent(model=model, tools=[add], instruction="You are a calculator.")
 
@@ -116,7 +122,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def main() -> None:
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
+    print(
+        f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    )
     print(f"python: {platform.python_version()}")
     results = {}
     for label, agent in [

@@ -11,7 +11,7 @@ import pytest
 from loopwright import Agent, AgentMaxIterationError, tool
 from loopwright.agent import TextDelta, ToolCallFinished
 from loopwright.model.entities import AssistantMessage, SystemMessage, UserMessage
-from loopwright.testing import Reply, ScriptedModel
+from loopwright.testing import ScriptedModel
 
 
 @tool
@@ -159,7 +159,10 @@ async def test_malformed_replies_are_bounded_then_the_text_is_the_answer() -> No
 async def test_unknown_tool_observation() -> None:
     model = ScriptedModel([action("search", {"q": "x"}), final("none")])
     events = [e async for e in Agent(model=model, tools=[add]).stream("?")]
-    assert next(e for e in events if isinstance(e, ToolCallFinished)).observation == "there is not a tool named search"
+    assert (
+        next(e for e in events if isinstance(e, ToolCallFinished)).observation
+        == "there is not a tool named search"
+    )
 
 
 async def test_last_round_prompt_lists_no_tools_and_a_tool_call_there_raises() -> None:
@@ -177,14 +180,22 @@ async def test_history_is_rendered_as_react_text() -> None:
     first = await agent.run("2+2?")
     await agent.run("What did I ask?", history=first.messages)
     msgs = model.requests[2].messages
-    assert [type(m).__name__ for m in msgs] == ["SystemMessage", "UserMessage", "AssistantMessage", "UserMessage"]
+    assert [type(m).__name__ for m in msgs] == [
+        "SystemMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "UserMessage",
+    ]
     assert isinstance(msgs[2], AssistantMessage)
     assert msgs[2].content.startswith("Thought: I should act.\n\nAction: ")
     assert "Observation: 4\n\nFinal Answer: 4" in msgs[2].content
 
 
 async def test_dify_parser_mode_runs_only_the_last_action() -> None:
-    reply = 'Thought: two\nAction: {"action": "add", "action_input": {"a": 1, "b": 1}}\nAction: {"action": "add", "action_input": {"a": 5, "b": 5}}'
+    reply = (
+        'Thought: two\nAction: {"action": "add", "action_input": {"a": 1, "b": 1}}\n'
+        'Action: {"action": "add", "action_input": {"a": 5, "b": 5}}'
+    )
     model = ScriptedModel([reply, final("10")])
     events = [e async for e in Agent(model=model, tools=[add], parser_mode="dify").stream("?")]
     assert [e.observation for e in events if isinstance(e, ToolCallFinished)] == ["10"]

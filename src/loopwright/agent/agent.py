@@ -112,7 +112,11 @@ class Agent:
         key = (self.model, self.strategy, self.parser_mode, self.react_stop, tuple(self.stop))
         if self._strategy is None or self._strategy[0] != key:
             strategy = create_strategy(
-                self.model, self.strategy, parser_mode=self.parser_mode, react_stop=self.react_stop, stop=self.stop
+                self.model,
+                self.strategy,
+                parser_mode=self.parser_mode,
+                react_stop=self.react_stop,
+                stop=self.stop,
             )
             self._strategy = (key, strategy)
         return self._strategy[1]

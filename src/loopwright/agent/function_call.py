@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from loopwright.agent.events import TextDelta, ToolCallRecord
@@ -43,7 +43,9 @@ class FunctionCallStrategy:
         messages += state.turn
         return ModelRequest(messages, tools, self.stop)
 
-    async def read(self, chunks: AsyncIterator[LLMChunk], state: RunState) -> AsyncIterator[TextDelta | RoundReply]:
+    async def read(
+        self, chunks: AsyncIterator[LLMChunk], state: RunState
+    ) -> AsyncGenerator[TextDelta | RoundReply, None]:
         rnd = state.round
         texts: list[str] = []
         partial: list[_PartialCall] = []
@@ -86,14 +88,15 @@ class FunctionCallStrategy:
 def _to_record(p: _PartialCall, rnd: int, index: int) -> ToolCallRecord:
     raw = "".join(p.arguments)
     call_id = p.id or f"call_{rnd}_{index}"
+    problem: str | None = None
     try:
         args = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as e:
         args = None
         problem = f"the arguments are not valid JSON ({e.msg} at position {e.pos})"
-    else:
-        problem = None if isinstance(args, dict) else "the arguments are not a JSON object"
-    if problem is None:
+    if problem is None and not isinstance(args, dict):
+        problem = "the arguments are not a JSON object"
+    if problem is None and isinstance(args, dict):
         return ToolCallRecord(call_id, p.name, args, raw_arguments=raw)
     observation = f"tool call error: {problem}. Call the tool again with its arguments as one JSON object."
     return ToolCallRecord(call_id, p.name, raw, observation, [], ToolInvokeMeta(0.0, problem, {}))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import aclosing
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -94,7 +94,9 @@ class Strategy(Protocol):
 
     def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest: ...
 
-    def read(self, chunks: AsyncIterator[LLMChunk], state: RunState) -> AsyncIterator[TextDelta | RoundReply]: ...
+    def read(
+        self, chunks: AsyncIterator[LLMChunk], state: RunState
+    ) -> AsyncGenerator[TextDelta | RoundReply, None]: ...
 
     def record(self, state: RunState, reply: RoundReply) -> None:
         """Append a finished tool round (calls with observations) to the state."""
@@ -197,7 +199,7 @@ def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent
 
 async def _run_calls(
     engine: ToolEngine, calls: list[ToolCallRecord], rnd: int, settings: LoopSettings
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """Run a round's calls, at most ``max_parallel_tools`` at a time. Started/finished events stream
     as calls start and end; each record gets its observation, so the model sees results in its own
     order whatever order they finished in."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, Literal
 
 from loopwright.agent.events import TextDelta, ToolCallRecord
@@ -77,7 +77,9 @@ class ReactStrategy:
         # Tools travel in the prompt; the API never sees them.
         return ModelRequest(messages, (), self.stop)
 
-    async def read(self, chunks: AsyncIterator[LLMChunk], state: RunState) -> AsyncIterator[TextDelta | RoundReply]:
+    async def read(
+        self, chunks: AsyncIterator[LLMChunk], state: RunState
+    ) -> AsyncGenerator[TextDelta | RoundReply, None]:
         rnd = state.round
         parser = ReactParser(mode=self.parser_mode)
         texts: list[str] = []
@@ -114,7 +116,9 @@ class ReactStrategy:
         problem = error or ("; ".join(parser.problems) if parser.problems else None)
         yield self._reply("".join(texts), actions, usage, problem, rnd)
 
-    def _reply(self, text: str, actions: list[Action], usage: Usage | None, problem: str | None, rnd: int) -> RoundReply:
+    def _reply(
+        self, text: str, actions: list[Action], usage: Usage | None, problem: str | None, rnd: int
+    ) -> RoundReply:
         if self.parser_mode == "dify":
             actions = actions[-1:]  # Dify runs only the last action of a reply
             finals = [a for a in actions if a.name.lower() == "final answer"]
@@ -122,7 +126,10 @@ class ReactStrategy:
             finals = [a for a in actions if is_final_answer(a.name)]
         tool_actions = [a for a in actions if a not in finals]
         if tool_actions:
-            calls = [ToolCallRecord(f"call_{uuid.uuid4().hex[:24]}", a.name, _tool_input(a.input)) for a in tool_actions]
+            calls = [
+                ToolCallRecord(f"call_{uuid.uuid4().hex[:24]}", a.name, _tool_input(a.input))
+                for a in tool_actions
+            ]
             return RoundReply(text, calls, usage)
         if finals:
             return RoundReply(text, [], usage, answer=_answer_text(finals[-1].input), answer_streamed=False)

@@ -83,6 +83,7 @@ class ScriptedModel:
     record: int | None = None
     requests: list[ModelRequest] = field(default_factory=list, init=False)
     _next: int = field(default=0, init=False)
+    _script: list[Reply] = field(default_factory=list, init=False, repr=False)
     _calls: list[list[tuple[str, str, str | None]]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -90,13 +91,13 @@ class ScriptedModel:
         self.mode = ModelMode(self.mode)
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
-        self.replies = [Reply.text(r) if isinstance(r, str) else r for r in self.replies]
+        self._script = [Reply.text(r) if isinstance(r, str) else r for r in self.replies]
         # Arguments rendered once, not on every replay.
-        self._calls = [[_render_call(spec) for spec in r.calls] for r in self.replies]
+        self._calls = [[_render_call(spec) for spec in r.calls] for r in self._script]
 
     @property
     def remaining(self) -> int:
-        return len(self.replies) - self._next
+        return len(self._script) - self._next
 
     def count_tokens(self, messages: Sequence[PromptMessage]) -> int:
         return estimate_message_tokens(messages)
@@ -110,17 +111,16 @@ class ScriptedModel:
         params: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
         n = self._next
-        if self.cycle and n >= len(self.replies):
+        if self.cycle and n >= len(self._script):
             n = 0
-        if n >= len(self.replies):
+        if n >= len(self._script):
             raise ScriptExhaustedError(
-                f"ScriptedModel has no reply left for call #{n + 1}: the script has {len(self.replies)}"
+                f"ScriptedModel has no reply left for call #{n + 1}: the script has {len(self._script)}"
             )
         self._next = n + 1
         if self.record is None or len(self.requests) < self.record:
             self.requests.append(ModelRequest(list(messages), list(tools), list(stop), dict(params or {})))
-        reply = self.replies[n]
-        assert isinstance(reply, Reply)
+        reply = self._script[n]
         return self._replay(reply, self._calls[n], n + 1, stop, messages)
 
     async def _replay(
@@ -150,7 +150,7 @@ class ScriptedModel:
     def _call_chunks(self, calls: list[tuple[str, str, str | None]], call_number: int) -> list[LLMChunk]:
         whole: list[ToolCallDelta] = []
         pieces: list[LLMChunk] = []
-        streams = ModelFeature.STREAM_TOOL_CALL in self.features  # type: ignore[operator]
+        streams = ModelFeature.STREAM_TOOL_CALL in self.features
         for index, (name, raw, given_id) in enumerate(calls):
             call_id = given_id or f"call_{call_number}_{index}"
             if not streams:
@@ -166,7 +166,7 @@ class ScriptedModel:
 def _render_call(spec: CallSpec) -> tuple[str, str, str | None]:
     args = spec[1]
     raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-    return spec[0], raw, spec[2] if len(spec) > 2 else None  # type: ignore[misc]
+    return spec[0], raw, spec[2] if len(spec) > 2 else None
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:

@@ -129,7 +129,9 @@ class ToolEngine:
             # The user is part of the key: a tool may answer differently per user (it gets the context).
             key = (name, ctx.user_id, _canonical(args)) if tool.cache_ttl else None
             if key is not None and (hit := self._cache.get(key, time.monotonic())) is not None:
-                return ToolResult(hit.observation, hit.outputs, ToolInvokeMeta(0.0, None, meta.tool_config, True))
+                return ToolResult(
+                    hit.observation, hit.outputs, ToolInvokeMeta(0.0, None, meta.tool_config, True)
+                )
             async with asyncio.timeout(timeout) as deadline:
                 outputs = [m async for m in tool.invoke(args, ctx)]
         except ToolParameterValidationError as e:
@@ -219,7 +221,9 @@ def render_observation(outputs: list[ToolOutput]) -> str:
         ):
             texts.append(IMAGE_SENT)
         elif isinstance(out, BlobMessage):
-            texts.append(f"file created: {out.filename or 'unnamed'} ({out.mime_type}, {len(out.data)} bytes)")
+            texts.append(
+                f"file created: {out.filename or 'unnamed'} ({out.mime_type}, {len(out.data)} bytes)"
+            )
         elif isinstance(out, FileMessage):
             texts.append(f"file created: {out.filename or out.url} ({out.mime_type})")
         elif isinstance(out, VariableMessage):

@@ -54,7 +54,8 @@ def evaluate(expression: str) -> int | float:
     except SyntaxError:
         raise ValueError(f"not an arithmetic expression: {expression!r}") from None
     try:
-        return _eval(tree.body)
+        value: int | float = _eval(tree.body)
+        return value
     except ZeroDivisionError:
         raise ValueError("division by zero") from None
     except OverflowError:
@@ -62,7 +63,11 @@ def evaluate(expression: str) -> int | float:
 
 
 def _eval(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
@@ -87,12 +92,16 @@ def _check_size(op: ast.operator, left: Any, right: Any) -> None:
     if isinstance(op, ast.Pow):
         if abs(right) > _MAX_EXPONENT:
             raise ValueError(f"exponent larger than {_MAX_EXPONENT}")
-        if isinstance(left, int) and isinstance(right, int) and right > 0:
-            if max(left.bit_length() - 1, 1) * right > _MAX_BITS and abs(left) > 1:
-                raise ValueError("the result is too large")
-    elif isinstance(op, ast.Mult) and isinstance(left, int) and isinstance(right, int):
-        if left.bit_length() + right.bit_length() > _MAX_BITS:
+        ints = isinstance(left, int) and isinstance(right, int)
+        if ints and right > 0 and abs(left) > 1 and max(left.bit_length() - 1, 1) * right > _MAX_BITS:
             raise ValueError("the result is too large")
+    elif (
+        isinstance(op, ast.Mult)
+        and isinstance(left, int)
+        and isinstance(right, int)
+        and left.bit_length() + right.bit_length() > _MAX_BITS
+    ):
+        raise ValueError("the result is too large")
 
 
 async def calculator(expression: str) -> str:

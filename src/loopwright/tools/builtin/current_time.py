@@ -18,7 +18,9 @@ async def current_time(timezone: str = "UTC") -> str:
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ToolInvokeError(f"unknown timezone {timezone!r}; use an IANA name like 'Europe/Paris'") from None
+        raise ToolInvokeError(
+            f"unknown timezone {timezone!r}; use an IANA name like 'Europe/Paris'"
+        ) from None
     now = datetime.now(zone)
     return now.strftime(f"%Y-%m-%d %H:%M:%S %A ({timezone}, UTC%z)")
 
