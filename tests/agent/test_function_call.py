@@ -51,7 +51,9 @@ async def test_one_tool_round_then_answer() -> None:
 
     types = [e.type for e in events]  # type: ignore[attr-defined]
     assert types[0] == "round_started" and types[-1] == "finished"
-    assert types.index("tool_call_started") < types.index("tool_call_finished") < types.index("round_finished")
+    assert (
+        types.index("tool_call_started") < types.index("tool_call_finished") < types.index("round_finished")
+    )
     result = events[-1].result  # type: ignore[attr-defined]
     assert result.text == "It is 5."
     assert result.rounds == 2 and result.finish_reason == "stop"
@@ -77,7 +79,11 @@ async def test_usage_is_summed_over_rounds() -> None:
     u2 = Usage(prompt_tokens=20, completion_tokens=3, total_tokens=23)
     model = fc_model(Reply.tool_calls(("add", {"a": 1, "b": 1}), usage=u1), Reply.text("2", usage=u2))
     result = await Agent(model=model, tools=[add]).run("1+1?")
-    assert (result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens) == (30, 5, 35)
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens) == (
+        30,
+        5,
+        35,
+    )
     assert u1.total_tokens == 12 and u2.total_tokens == 23  # never aliased or mutated
 
 
@@ -103,7 +109,9 @@ async def test_history_round_trips_into_the_next_turn() -> None:
 
 async def test_instruction_variables_are_filled_from_inputs() -> None:
     model = fc_model(Reply.text("Bonjour"))
-    await Agent(model=model, instruction="Answer in {{language}} to {{name}}.").run("hi", inputs={"language": "French"})
+    await Agent(model=model, instruction="Answer in {{language}} to {{name}}.").run(
+        "hi", inputs={"language": "French"}
+    )
     assert model.requests[0].messages[0].content == "Answer in French to {{name}}."
 
 
@@ -133,7 +141,9 @@ async def test_parallelism_is_bounded() -> None:
 
 
 async def test_duplicate_tool_names_are_kept_apart_by_call_id() -> None:
-    model = fc_model(Reply.tool_calls(("add", {"a": 1, "b": 1}, "x"), ("add", {"a": 2, "b": 2}, "y")), Reply.text("2, 4"))
+    model = fc_model(
+        Reply.tool_calls(("add", {"a": 1, "b": 1}, "x"), ("add", {"a": 2, "b": 2}, "y")), Reply.text("2, 4")
+    )
     events = await collect(Agent(model=model, tools=[add]), "two sums")
     obs = {e.id: e.observation for e in events if isinstance(e, ToolCallFinished)}
     assert obs == {"x": "2", "y": "4"}
@@ -150,7 +160,11 @@ async def test_unknown_tool_and_failing_tool_become_observations() -> None:
 
 
 async def test_unparseable_arguments_ask_the_model_to_resend() -> None:
-    model = fc_model(Reply.tool_calls(("add", '{"a": 1, "b": ')), Reply.tool_calls(("add", {"a": 1, "b": 2})), Reply.text("3"))
+    model = fc_model(
+        Reply.tool_calls(("add", '{"a": 1, "b": ')),
+        Reply.tool_calls(("add", {"a": 1, "b": 2})),
+        Reply.text("3"),
+    )
     events = await collect(Agent(model=model, tools=[add]), "1+2")
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert "not valid JSON" in finished[0].observation and "JSON object" in finished[0].observation
@@ -190,7 +204,9 @@ async def test_tool_cache_hit_skips_the_second_invocation() -> None:
         return f"value of {key}"
 
     model = fc_model(
-        Reply.tool_calls(("lookup", {"key": "k"})), Reply.tool_calls(("lookup", {"key": "k"})), Reply.text("ok")
+        Reply.tool_calls(("lookup", {"key": "k"})),
+        Reply.tool_calls(("lookup", {"key": "k"})),
+        Reply.text("ok"),
     )
     events = await collect(Agent(model=model, tools=[lookup]), "go")
     finished = [e for e in events if isinstance(e, ToolCallFinished)]

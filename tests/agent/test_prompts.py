@@ -26,7 +26,9 @@ from loopwright.model.entities import (
 
 TOOLS = [
     ToolSchema("tool1", "first", {"type": "object", "properties": {}, "required": []}),
-    ToolSchema("tool2", "second", {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+    ToolSchema(
+        "tool2", "second", {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    ),
 ]
 
 
@@ -86,7 +88,12 @@ def test_react_history_keeps_every_step_and_the_final_text() -> None:
         AssistantMessage("answer 2"),
     ]
     out = react_history(history)
-    assert [type(m).__name__ for m in out] == ["UserMessage", "AssistantMessage", "UserMessage", "AssistantMessage"]
+    assert [type(m).__name__ for m in out] == [
+        "UserMessage",
+        "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+    ]
     first = out[1].content
     assert first == (
         'Thought: t1\n\nAction: {"action": "tool1", "action_input": {}}\n\nObservation: o1\n\n'
