@@ -28,24 +28,22 @@ raw text of an action).  With ``record=True`` the parser keeps :attr:`ReactParse
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from json_repair import loads as _repair_loads
+from loopwright.agent.action_json import (
+    FORMAT_HINT,
+    NAME_LIMIT,
+    Action,
+    all_actions,
+    convert,
+    loads_lenient,
+    plain_input,
+    snip,
+)
 
 __all__ = ["Action", "DifyParserError", "ReactParser", "is_final_answer"]
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """An action read from a reply: a tool name and its input (any JSON value in robust mode;
-    a ``dict`` or ``str`` in dify mode)."""
-
-    name: str
-    input: Any
 
 
 Event = str | Action
@@ -107,16 +105,7 @@ _LIST_PART = re.compile(r"\[\s*(?:\{\s*(?:[A-Za-z_][\w-]*\s*)?)?\Z")
 
 # Text that suggests an action attempt (for unreadable blobs and unclosed fences).
 _ACTION_HINT = re.compile(r"action|tool|function|arguments", re.IGNORECASE)
-_QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.DOTALL)
-_MISSING_VALUE = re.compile(r":\s*[,}\]]")
-_FENCED = re.compile(r"```[\w+#.-]*\s*(.*?)\s*```", re.DOTALL)
 
-_INPUT_KEYS: Final = frozenset(("arguments", "args", "parameters", "params"))
-_NAME_KEYS: Final = frozenset(
-    ("action", "tool", "name", "tool name", "action name", "function", "function name", "tool call")
-)
-_NAME_LIMIT: Final = 200
-_FORMAT = 'Write it as {"action": "<tool name>", "action_input": <input>}.'
 
 # States
 (
@@ -141,14 +130,6 @@ def _end(m: re.Match[str] | None, default: int) -> int:
     return m.end() if m is not None else default
 
 
-def _snip(raw: str, limit: int = 120) -> str:
-    s = raw.strip()
-    return s if len(s) <= limit else s[:limit] + "…"
-
-
-_DECODER = json.JSONDecoder(strict=False)  # json.loads(strict=False) would build one per call
-
-
 def _maybe_label(s: str, k: int) -> bool:
     """Could a line starting at ``s[k]`` begin with a label (now or once more text comes)?"""
     if s[k] not in _LABEL_FIRST:
@@ -157,149 +138,6 @@ def _maybe_label(s: str, k: int) -> bool:
         return True
     p = _end(_SPACES.match(s, k), k)
     return len(s) - p <= _MAX_LABEL and s[p:].lower() in _LABEL_PREFIXES
-
-
-def _loads(raw: str, repair: bool) -> tuple[bool, Any]:
-    """Strict JSON first; then, if allowed, ``json_repair`` (never raises)."""
-    try:
-        return True, _DECODER.decode(raw)
-    except (ValueError, RecursionError):
-        pass
-    if not repair or _MISSING_VALUE.search(_QUOTED.sub('""', raw)):
-        return False, None  # a key without a value: json_repair would invent one
-    try:
-        value = _repair_loads(raw)
-    except Exception:
-        return False, None
-    # json_repair always returns something: keep it only if it is the kind of value the blob opens
-    opener = raw.lstrip()[:1]
-    if (opener == "{" and not isinstance(value, dict)) or (opener == "[" and not isinstance(value, list)):
-        return False, None
-    if value is None or value == "":
-        return False, None
-    return True, value
-
-
-# --------------------------------------------------------------------------------------------
-# JSON value -> actions
-
-Converted = list[Action] | str | None  # actions, a problem description, or "not an attempt"
-
-
-_KEY_CACHE: dict[str, str] = {}
-
-
-def _norm_key(key: str) -> str:
-    norm = _KEY_CACHE.get(key)
-    if norm is None:
-        norm = " ".join(key.lower().replace("_", " ").replace("-", " ").split())
-        if len(_KEY_CACHE) < 512:
-            _KEY_CACHE[key] = norm
-    return norm
-
-
-def _convert(obj: Any, depth: int = 0) -> Converted:
-    if depth > 4:
-        return None
-    if isinstance(obj, list):
-        return _convert_list(obj, depth)
-    if isinstance(obj, dict):
-        return _convert_dict(obj, depth)
-    return None
-
-
-def _all_actions(results: list[Converted]) -> list[Action] | None:
-    """The actions, in order, if every result is a list of actions; else None."""
-    actions: list[Action] = []
-    for r in results:
-        if not isinstance(r, list):
-            return None
-        actions.extend(r)
-    return actions
-
-
-def _convert_list(items: list[Any], depth: int) -> Converted:
-    if not items:
-        return None
-    results = [_convert(x, depth + 1) for x in items]
-    actions = _all_actions(results)
-    if actions is not None:
-        return actions
-    for r in results:
-        if isinstance(r, str):
-            return r
-    if any(isinstance(r, list) for r in results):
-        return f"The JSON list {_show(items)} mixes actions with other values."
-    return None
-
-
-def _unwrap(d: dict[str, Any], depth: int) -> Converted:
-    """A one-key object whose value is an action object (or a list of them)."""
-    ((key, value),) = d.items()
-    if not isinstance(value, dict | list) or not value:
-        return None
-    inner = _convert(value, depth + 1)
-    if isinstance(inner, list):
-        return inner
-    norm = _norm_key(key)
-    if "input" not in norm and any(w in norm for w in ("tool", "function", "action", "call")):
-        return inner or f"The object under {key!r} is not an action. {_FORMAT}"
-    return None
-
-
-def _show(value: Any) -> str:
-    return _snip(json.dumps(value, ensure_ascii=False))
-
-
-def _convert_dict(d: dict[str, Any], depth: int) -> Converted:
-    if len(d) == 1:
-        wrapped = _unwrap(d, depth)
-        if wrapped is not None:
-            return wrapped
-    missing = object()
-    name: Any = missing
-    value: Any = missing
-    strong = False
-    input_key = ""
-    others: list[Any] = []
-    for key, item in d.items():
-        norm = _norm_key(key)
-        if "input" in norm or norm in _INPUT_KEYS:
-            value, input_key = item, norm
-        elif norm in _NAME_KEYS:
-            name = item
-            strong = strong or norm != "name"
-        else:
-            others.append(item)
-    if name is missing and value is not missing and len(others) == 1:
-        name = others[0]  # Dify: any other key names the action
-        strong = True
-    if name is missing:
-        if value is not missing and ("action" in input_key or "tool" in input_key):
-            return f"The action {_show(d)} has an input but no action name. {_FORMAT}"
-        return None
-    if value is missing:
-        return f"The action {_show(d)} has no input. {_FORMAT}" if strong else None
-    if not isinstance(name, str) or not name.strip():
-        return f"The action name in {_show(d)} is not a non-empty string. {_FORMAT}"
-    return [Action(name.strip(), value)]
-
-
-def _plain_input(text: str) -> Any:
-    """The value of a classic ``Action Input:`` that is not an inline JSON object."""
-    t = text.strip()
-    m = _FENCED.fullmatch(t)
-    if m:
-        t = m.group(1)
-    if t[:1] in ("{", "["):
-        ok, value = _loads(t, repair=True)
-        if ok:
-            return value
-    elif t[:1] == '"':
-        ok, value = _loads(t, repair=False)
-        if ok:
-            return value
-    return t
 
 
 def _merge(events: list[Event]) -> list[Event]:
@@ -654,15 +492,15 @@ class ReactParser:
             return j
         if buf[j] in "\r\n{[`":
             self._release_held()
-            self._set_soft('An "Action:" label is not followed by a readable action. ' + _FORMAT)
+            self._set_soft('An "Action:" label is not followed by a readable action. ' + FORMAT_HINT)
             self._state = _TEXT
             return j
         self._state = _NAME
         return j
 
     def _classic_failed(self, line: bool) -> None:
-        name = _snip(self._release_held(), 60)
-        self._set_soft(f'The action {name!r} has no "Action Input:" line. ' + _FORMAT)
+        name = snip(self._release_held(), 60)
+        self._set_soft(f'The action {name!r} has no "Action Input:" line. ' + FORMAT_HINT)
         self._state = _TEXT
         self._line = line
 
@@ -672,7 +510,7 @@ class ReactParser:
         if end > i:
             self._held.append(buf[i:end])
             self._held_len += end - i
-        if self._held_len > _NAME_LIMIT or (m is not None and buf[end] != "\n"):
+        if self._held_len > NAME_LIMIT or (m is not None and buf[end] != "\n"):
             self._classic_failed(False)
             return end
         if m is None:
@@ -740,7 +578,7 @@ class ReactParser:
         self._held_len = 0
         self._blob = []
         self._state = _TEXT
-        self._act([Action(self._name, _plain_input(text))], raw)
+        self._act([Action(self._name, plain_input(text))], raw)
 
     # ---------------------------------------------------------------- JSON objects
 
@@ -800,7 +638,7 @@ class ReactParser:
         """The JSON value being scanned (inline, classic input or fenced) has just closed."""
         if self._state == _FENCE_JSON:
             raw = "".join(self._blob[self._vstart :])
-            ok, value = _loads(raw, repair=_ACTION_HINT.search(raw) is not None)
+            ok, value = loads_lenient(raw, repair=_ACTION_HINT.search(raw) is not None)
             self._values.append((ok, value, raw))
             self._in_value = False
             return
@@ -808,7 +646,7 @@ class ReactParser:
         self._blob = []
         self._state = _TEXT
         if self._ctx == _INPUT_START:
-            ok, value = _loads(raw, repair=True)
+            ok, value = loads_lenient(raw, repair=True)
             held = "".join(self._held)
             self._held.clear()
             self._held_len = 0
@@ -818,9 +656,9 @@ class ReactParser:
 
     def _resolve(self, raw: str) -> None:
         """A complete inline JSON candidate: actions, or text (with a problem if it tried)."""
-        ok, value = _loads(raw, repair=_ACTION_HINT.search(raw) is not None)
+        ok, value = loads_lenient(raw, repair=_ACTION_HINT.search(raw) is not None)
         if ok:
-            result = _convert(value)
+            result = convert(value)
         else:
             result = _unreadable(raw)
         if isinstance(result, list):
@@ -914,16 +752,16 @@ class ReactParser:
         self._blob = []
         self._state = _TEXT
         if pure:
-            results = [_convert(v) if ok else _unreadable(r) for ok, v, r in self._values]
-            actions = _all_actions(results)
+            results = [convert(v) if ok else _unreadable(r) for ok, v, r in self._values]
+            actions = all_actions(results)
             if actions is not None:
                 self._act(actions, raw)
                 return
             problem = next((r for r in results if isinstance(r, str)), None)
             if problem is None and any(isinstance(r, list) for r in results):
-                problem = f"The fenced block {_snip(raw)} mixes actions with other JSON values. {_FORMAT}"
+                problem = f"The fenced block {snip(raw)} mixes actions with other JSON values. {FORMAT_HINT}"
         elif self._jsonish() and _ACTION_HINT.search(raw):
-            problem = f"The fenced block {_snip(raw)} holds text besides the action JSON. {_FORMAT}"
+            problem = f"The fenced block {snip(raw)} holds text besides the action JSON. {FORMAT_HINT}"
         else:
             problem = None
         if problem is not None:
@@ -936,12 +774,12 @@ class ReactParser:
     def _unclosed_fence(self) -> None:
         raw = "".join(self._blob)
         if self._state == _FENCE_JSON and not self._in_value and self._values:
-            actions = _all_actions([_convert(v) if ok else None for ok, v, _ in self._values])
+            actions = all_actions([convert(v) if ok else None for ok, v, _ in self._values])
             if actions is not None:  # only the closing fence is missing
                 self._act(actions, raw)
                 return
         if self._tag == "json" or (self._state == _FENCE_JSON and _ACTION_HINT.search(raw)):
-            self._problem(f"The fenced block {_snip(raw)} is not closed: the action is incomplete.")
+            self._problem(f"The fenced block {snip(raw)} is not closed: the action is incomplete.")
         self._emit(raw)
 
     # ---------------------------------------------------------------- final answer
@@ -958,7 +796,7 @@ class ReactParser:
             return
         if state == _AFTER_ACTION:
             self._release_held()
-            self._set_soft('An "Action:" label is not followed by a readable action. ' + _FORMAT)
+            self._set_soft('An "Action:" label is not followed by a readable action. ' + FORMAT_HINT)
         elif state in (_NAME, _AWAIT_INPUT):
             self._classic_failed(False)
         elif state == _INPUT_START:
@@ -979,9 +817,9 @@ class ReactParser:
         if self._ctx == _INPUT_START:
             name = self._name
             self._release_held()
-            self._problem(f"The Action Input of {name!r} is incomplete JSON: {_snip(raw)}")
+            self._problem(f"The Action Input of {name!r} is incomplete JSON: {snip(raw)}")
         elif _ACTION_HINT.search(raw):
-            self._problem(f"The action JSON {_snip(raw)} is incomplete.")
+            self._problem(f"The action JSON {snip(raw)} is incomplete.")
         self._emit(raw)
 
 
@@ -1003,5 +841,5 @@ _HANDLERS: tuple[Callable[[ReactParser, str, int, bool], int], ...] = (
 
 def _unreadable(raw: str) -> str | None:
     if _ACTION_HINT.search(raw):
-        return f"Could not read the action {_snip(raw)}: it is not valid JSON. {_FORMAT}"
+        return f"Could not read the action {snip(raw)}: it is not valid JSON. {FORMAT_HINT}"
     return None
