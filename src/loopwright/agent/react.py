@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
 from loopwright.agent.events import TextDelta, ToolCallRecord
@@ -86,33 +86,28 @@ class ReactStrategy:
         actions: list[Action] = []
         usage: Usage | None = None
         error: str | None = None
-        async for chunk in chunks:
-            if chunk.usage is not None:
-                usage = chunk.usage
-            if not chunk.text or error is not None:
-                continue
-            try:
-                events = parser.feed(chunk.text)
-            except DifyParserError as e:
-                error = f"the action could not be read ({e})"
-                continue
+
+        def step(events: list[str | Action]) -> list[TextDelta]:
+            deltas = []
             for ev in events:
                 if type(ev) is str:
                     texts.append(ev)
-                    yield TextDelta(rnd, ev)
+                    deltas.append(TextDelta(rnd, ev))
                 else:
                     actions.append(ev)  # type: ignore[arg-type]
+            return deltas
+
+        async for chunk in chunks:
+            if chunk.usage is not None:
+                usage = chunk.usage
+            if chunk.text and error is None:
+                events, error = _parse(parser.feed, chunk.text)
+                for delta in step(events):
+                    yield delta
         if error is None:
-            try:
-                tail = parser.flush()
-            except DifyParserError as e:
-                error, tail = f"the action could not be read ({e})", []
-            for ev in tail:
-                if type(ev) is str:
-                    texts.append(ev)
-                    yield TextDelta(rnd, ev)
-                else:
-                    actions.append(ev)  # type: ignore[arg-type]
+            events, error = _parse(parser.flush)
+            for delta in step(events):
+                yield delta
         problem = error or ("; ".join(parser.problems) if parser.problems else None)
         yield self._reply("".join(texts), actions, usage, problem, rnd)
 
@@ -171,6 +166,14 @@ class ReactStrategy:
         if value is None:
             value = state.cache[key] = build()
         return value
+
+
+def _parse(call: Callable[..., list[str | Action]], *args: str) -> tuple[list[str | Action], str | None]:
+    """Parser output, and in dify mode the error Dify would raise (with the text it gave first)."""
+    try:
+        return call(*args), None
+    except DifyParserError as e:
+        return e.events, f"the action could not be read ({e})"
 
 
 def _tool_input(value: Any) -> dict[str, Any] | str:
