@@ -232,11 +232,13 @@ def test_nested_huge_power_is_refused_quickly() -> None:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"  # imports done; now time the evaluation only
         try:
-            out, _ = proc.communicate(timeout=1.0)
+            out, _ = proc.communicate(timeout=5.0)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            pytest.fail("evaluate('(10 ** 10000) ** 10000') was still computing after 1 s")
+            pytest.fail(
+                "evaluate('(10 ** 10000) ** 10000') was still computing after 5 s (unbounded, it takes minutes)"
+            )
     assert out.startswith("refused:"), out
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import AsyncIterator, Callable
@@ -25,6 +24,7 @@ from loopwright.tools.base import (
     ToolParameterValidationError,
     VariableMessage,
 )
+from loopwright.tools.threads import run_sync
 
 _OUTPUT_TYPES = (TextMessage, JsonMessage, LinkMessage, LogMessage, VariableMessage, *FILE_OUTPUTS)
 _JSON_TO_PARAM: dict[str, ParameterType] = {
@@ -133,7 +133,7 @@ def _make_invoke(
                 for out in to_outputs(item):
                     yield out
             return
-        result = await fn(**kwargs) if is_coro else await asyncio.to_thread(fn, **kwargs)
+        result = await fn(**kwargs) if is_coro else await run_sync(fn, **kwargs)
         for out in to_outputs(result):
             yield out
 
