@@ -237,7 +237,7 @@ def test_nested_huge_power_is_refused_quickly() -> None:
             proc.kill()
             proc.communicate()
             pytest.fail(
-                "evaluate('(10 ** 10000) ** 10000') was still computing after 5 s (unbounded, it takes minutes)"
+                "evaluate('(10 ** 10000) ** 10000') still computing after 5 s"
             )
     assert out.startswith("refused:"), out
 
