@@ -317,3 +317,37 @@ async def test_arguments_sent_back_are_the_models_json() -> None:
     await Agent(model=model, tools=[add]).run("go")
     call = next(m for m in model.requests[1].messages if isinstance(m, AssistantMessage)).tool_calls[0]
     assert json.loads(call.arguments) == {"a": 1, "b": 2}
+
+
+async def test_a_model_error_ends_the_run_with_that_error() -> None:
+    from loopwright.model import ModelError
+
+    model = fc_model(Reply.tool_calls(("add", {"a": 1, "b": 1})), Reply.error(ModelError("rate limited")))
+    events: list[object] = []
+    with pytest.raises(ModelError, match="rate limited"):
+        async for event in Agent(model=model, tools=[add]).stream("go"):
+            events.append(event)
+    assert [e.type for e in events][-1] == "round_started"  # type: ignore[attr-defined]
+
+
+async def test_toolsets_contribute_their_tools_and_are_asked_each_run() -> None:
+    class Numbers:
+        def __init__(self) -> None:
+            self.asked = 0
+
+        async def get_tools(self) -> list[object]:
+            self.asked += 1
+            return [add]
+
+    numbers = Numbers()
+    model = fc_model(Reply.tool_calls(("add", {"a": 1, "b": 2})), Reply.text("3"), Reply.text("again"))
+    agent = Agent(model=model, tools=[numbers])  # type: ignore[list-item]
+    assert (await agent.run("1+2")).text == "3"
+    await agent.run("again")
+    assert numbers.asked == 2
+    assert [t.name for t in model.requests[0].tools] == ["add"]
+
+
+def test_not_a_tool_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="not a tool or toolset"):
+        Agent(model=fc_model(Reply.text("x")), tools=["add"])  # type: ignore[list-item]

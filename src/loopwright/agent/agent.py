@@ -57,6 +57,9 @@ class Agent:
         if self.max_iterations < 0:
             raise ValueError("max_iterations must be 0 or more")
         create_strategy(self.model, self.strategy)  # fail early on a bad strategy name
+        for item in self.tools:
+            if not isinstance(item, Tool | Toolset):
+                raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")
 
     async def run(
         self,
@@ -135,11 +138,9 @@ class Agent:
         for item in self.tools:
             if isinstance(item, Tool):
                 tools.append(item)
-            elif isinstance(item, Toolset):
+            else:
                 tools.extend(await item.get_tools())
                 dynamic = True  # a toolset may change between runs; ask it again next time
-            else:
-                raise TypeError(f"not a tool or toolset: {item!r}")
         engine = ToolEngine(
             tools, default_timeout=self.tool_timeout, observation_token_limit=self.observation_token_limit
         )
