@@ -351,3 +351,16 @@ async def test_toolsets_contribute_their_tools_and_are_asked_each_run() -> None:
 def test_not_a_tool_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="not a tool or toolset"):
         Agent(model=fc_model(Reply.text("x")), tools=["add"])  # type: ignore[list-item]
+
+
+async def test_tool_choice_applies_to_the_first_round_only() -> None:
+    model = fc_model(Reply.tool_calls(("add", {"a": 1, "b": 2})), Reply.text("3"))
+    await Agent(model=model, tools=[add], tool_choice="required", model_params={"temperature": 0}).run("go")
+    assert model.requests[0].params == {"temperature": 0, "tool_choice": "required"}
+    assert model.requests[1].params == {"temperature": 0}
+
+
+async def test_tool_choice_is_not_sent_without_tools() -> None:
+    model = fc_model(Reply.text("hi"))
+    await Agent(model=model, tool_choice="required").run("go")
+    assert "tool_choice" not in model.requests[0].params

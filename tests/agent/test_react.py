@@ -205,3 +205,11 @@ async def test_dify_parser_error_is_a_recoverable_problem() -> None:
     model = ScriptedModel(['{"action": "calc", "action_input": 3}', final("ok")])
     result = await Agent(model=model, tools=[add], parser_mode="dify").run("?")
     assert result.text == "ok" and result.rounds == 2
+
+
+async def test_react_rounds_tell_the_model_which_tools_the_prompt_offers() -> None:
+    model = ScriptedModel([action("add", {"a": 1, "b": 1}), final("2")])
+    await Agent(model=model, tools=[add], max_iterations=1, tool_choice="add").run("1+1")
+    first, last = model.requests
+    assert [t.name for t in first.params["react_tools"]] == ["add"] and first.params["tool_choice"] == "add"
+    assert list(last.params["react_tools"]) == [] and "tool_choice" not in last.params

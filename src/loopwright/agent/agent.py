@@ -44,6 +44,7 @@ class Agent:
     react_stop: str | None = "Observation"
     stop: Sequence[str] = ()
     model_params: Mapping[str, Any] = field(default_factory=dict)
+    tool_choice: str = "auto"
     max_parallel_tools: int = 8
     tool_timeout: float = 30.0
     observation_token_limit: int | None = 4000
@@ -104,6 +105,7 @@ class Agent:
             max_parallel_tools=self.max_parallel_tools,
             max_malformed_retries=self.max_malformed_retries,
             params=self.model_params,
+            tool_choice=self.tool_choice,
             tool_context=self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
         )

@@ -49,6 +49,7 @@ class LoopSettings:
     max_parallel_tools: int
     max_malformed_retries: int
     params: Mapping[str, Any]
+    tool_choice: str  # for the first round; later rounds are "auto"
     tool_context: ToolContext
     guard: RepeatGuard | None
 
@@ -87,6 +88,7 @@ class ModelRequest:
     messages: list[PromptMessage]
     tools: Sequence[ToolSchema]
     stop: Sequence[str]
+    react_tools: Sequence[ToolSchema] | None = None  # ReAct: the tools its prompt offers (see model.base)
 
 
 class Strategy(Protocol):
@@ -131,7 +133,9 @@ async def run_loop(
         req = strategy.request(state, () if last else tools)
         reply: RoundReply | None = None
         started = time.perf_counter()
-        chunks = model.stream(req.messages, tools=req.tools, stop=req.stop, params=settings.params)
+        chunks = model.stream(
+            req.messages, tools=req.tools, stop=req.stop, params=_round_params(settings, req, rnd)
+        )
         # aclosing: a consumer that stops listening closes the model's stream right away.
         async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
             async for item in items:
@@ -176,6 +180,21 @@ async def run_loop(
         strategy.record(state, reply)
         yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
+
+
+def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> Mapping[str, Any]:
+    """The model parameters of one round: the agent's, plus ``tool_choice`` (first round only, and
+    only when tools are offered) and, for ReAct, ``react_tools``."""
+    choice = settings.tool_choice if rnd == 1 else "auto"
+    offered = req.tools if req.react_tools is None else req.react_tools
+    if req.react_tools is None and (choice == "auto" or not offered):
+        return settings.params  # the common case: no copy
+    params = dict(settings.params)
+    if choice != "auto" and offered:
+        params["tool_choice"] = choice
+    if req.react_tools is not None:
+        params["react_tools"] = req.react_tools
+    return params
 
 
 def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent]:

@@ -68,14 +68,14 @@ class ReactStrategy:
                 state.query,
                 render_scratchpad(state.scratchpad),
             )
-            return ModelRequest([UserMessage(prompt)], (), self.stop)
+            return ModelRequest([UserMessage(prompt)], (), self.stop, tools)
         system = self._system_prompt(state.instruction, tools)
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
         if state.scratchpad:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
             messages.append(UserMessage(CONTINUE))
         # Tools travel in the prompt; the API never sees them.
-        return ModelRequest(messages, (), self.stop)
+        return ModelRequest(messages, (), self.stop, tools)
 
     async def read(
         self, chunks: AsyncIterator[LLMChunk], state: RunState

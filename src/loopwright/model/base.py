@@ -27,6 +27,15 @@ class Model(Protocol):
 
     ``stream`` returns the reply as chunks; a provider that cannot stream tool calls sends them whole
     in one chunk. ``count_tokens`` must work offline.
+
+    ``params`` holds sampling parameters (``temperature``, ``max_tokens``, …) and two keys the agent
+    sets that every provider must honour or ignore, never pass on blindly:
+
+    - ``tool_choice``: ``"auto"`` (absent), ``"required"``, ``"none"`` or a tool name, as in the
+      OpenAI API; sent only in a round that offers tools.
+    - ``react_tools``: the tools a ReAct prompt offers this round (empty on the last round). A
+      provider that can constrain decoding (the local llama.cpp model) builds a grammar from them so
+      every reply is a well-formed action naming one of them or the final answer.
     """
 
     name: str
