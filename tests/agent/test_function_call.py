@@ -245,12 +245,30 @@ async def test_iteration_cap_is_99_plus_one() -> None:
     assert result.rounds == 100 and model.requests[-1].tools == []
 
 
-async def test_repeated_identical_calls_stop_the_run() -> None:
+async def test_a_repeated_identical_call_is_not_run_again_and_the_model_must_answer() -> None:
+    runs = []
+
+    @tool
+    def count(n: int) -> int:
+        """Count."""
+        runs.append(n)
+        return n
+
+    same = Reply.tool_calls(("count", {"n": 1}))
+    model = fc_model(same, same, same, Reply.text("it is 1"))
+    events = await collect(Agent(model=model, tools=[count]), "loop")
+    assert runs == [1, 1]  # the third identical call did not run
+    third = [e for e in events if isinstance(e, ToolCallFinished)][2]
+    assert "3 times in a row" in third.observation and third.meta.error == "repeated call"
+    assert model.requests[3].tools == []  # the next round offered no tools
+    assert events[-1].result.text == "it is 1"  # type: ignore[attr-defined]
+
+
+async def test_calling_a_tool_again_after_the_repeat_warning_stops_the_run() -> None:
     same = Reply.tool_calls(("add", {"a": 1, "b": 1}))
-    model = fc_model(same, same, same, Reply.text("never"))
+    model = fc_model(same, same, same, same)
     with pytest.raises(AgentRepeatedToolCallError, match="'add' 3 times"):
         await Agent(model=model, tools=[add]).run("loop")
-    assert model.remaining == 1
 
 
 async def test_repeat_guard_can_be_disabled() -> None:

@@ -35,4 +35,11 @@ def create_strategy(
         return FunctionCallStrategy(stop=stop)
     react_stops = [*stop, react_stop] if react_stop and react_stop not in stop else list(stop)
     mode: Literal["chat", "completion"] = "completion" if model.mode == ModelMode.COMPLETION else "chat"
-    return ReactStrategy(mode, parser_mode=parser_mode, stop=react_stops)
+    # A model may bring its own ReAct prompt (the small local model does).
+    return ReactStrategy(
+        mode,
+        parser_mode=parser_mode,
+        stop=react_stops,
+        template=getattr(model, "react_template", None),
+        continue_message=getattr(model, "react_continue", None),
+    )

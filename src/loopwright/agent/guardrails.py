@@ -6,14 +6,13 @@ import json
 from collections import deque
 from collections.abc import Iterable
 
-from loopwright.agent.errors import AgentRepeatedToolCallError
 from loopwright.agent.events import ToolCallRecord
 
 REPEATED_TOOL_CALL_LIMIT = 3
 
 
 class RepeatGuard:
-    """Raises when the last ``limit`` tool calls of a run (in the model's order, across rounds) are
+    """Notices when the last ``limit`` tool calls of a run (in the model's order, across rounds) are
     identical in name and arguments. Identical calls within one round count once: asking for the same
     thing several times at once is odd but finite; asking again every round is the loop to stop."""
 
@@ -23,12 +22,21 @@ class RepeatGuard:
         self.limit = limit
         self._recent: deque[tuple[str, str]] = deque(maxlen=limit)
 
-    def check(self, calls: Iterable[ToolCallRecord]) -> None:
+    def repeated(self, calls: Iterable[ToolCallRecord]) -> str | None:
+        """The name of the tool called ``limit`` times in a row with the same arguments, if any."""
         signatures = dict.fromkeys((c.name, _canonical(c)) for c in calls)
         for signature in signatures:
             self._recent.append(signature)
             if len(self._recent) == self.limit and len(set(self._recent)) == 1:
-                raise AgentRepeatedToolCallError(signature[0], self.limit)
+                return signature[0]
+        return None
+
+
+def repeated_call_note(name: str, times: int) -> str:
+    return (
+        f"You have called {name} {times} times in a row with the same arguments and got the same result. "
+        "Do not call it again: give your final answer now from the observations you have."
+    )
 
 
 def _canonical(call: ToolCallRecord) -> str:

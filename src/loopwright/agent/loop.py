@@ -14,7 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from loopwright.agent.errors import AgentMaxIterationError
+from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
     AgentResult,
@@ -26,7 +26,7 @@ from loopwright.agent.events import (
     ToolCallRecord,
     ToolCallStarted,
 )
-from loopwright.agent.guardrails import RepeatGuard
+from loopwright.agent.guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.prompts import ScratchpadStep
 from loopwright.model.base import Model
 from loopwright.model.entities import (
@@ -38,7 +38,7 @@ from loopwright.model.entities import (
     UserMessage,
 )
 from loopwright.tools.base import ToolContext, ToolOutput
-from loopwright.tools.engine import ToolEngine
+from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
 
 
 @dataclass(slots=True)
@@ -68,6 +68,7 @@ class RunState:
     files: list[ToolOutput] = field(default_factory=list)
     round: int = 0
     malformed_streak: int = 0
+    repeated: str | None = None  # a tool the model kept calling with the same arguments
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo for strategies
 
 
@@ -128,7 +129,8 @@ async def run_loop(
     cap = min(settings.max_iterations, 99) + 1
     for rnd in range(1, cap + 1):
         state.round = rnd
-        last = rnd == cap
+        # The last round, or the one after a repeated call, offers no tools: the model must answer.
+        last = rnd == cap or state.repeated is not None
         yield RoundStarted(rnd)
         req = strategy.request(state, () if last else tools)
         reply: RoundReply | None = None
@@ -150,6 +152,10 @@ async def run_loop(
         state.usage = state.usage.plus(usage)
 
         if reply.calls and last:
+            if state.repeated is not None:
+                raise AgentRepeatedToolCallError(
+                    state.repeated, settings.guard.limit if settings.guard else 0
+                )
             raise AgentMaxIterationError(settings.max_iterations)
         if reply.problem is not None:
             state.malformed_streak += 1
@@ -164,7 +170,7 @@ async def run_loop(
             return
         state.malformed_streak = 0
         if settings.guard is not None:
-            settings.guard.check(reply.calls)
+            _hold_repeats(settings.guard, state, reply.calls)
         if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
             call = reply.calls[0]
             yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
@@ -180,6 +186,19 @@ async def run_loop(
         strategy.record(state, reply)
         yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
+
+
+def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecord]) -> None:
+    """A call repeated ``guard.limit`` times is not run again: the model is told so and gets one
+    more round, without tools, to answer."""
+    name = guard.repeated(calls)
+    if name is None:
+        return
+    state.repeated = name
+    note = repeated_call_note(name, guard.limit)
+    for call in calls:
+        call.observation = note
+        call.meta = ToolInvokeMeta(0.0, "repeated call", {})
 
 
 def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> Mapping[str, Any]:

@@ -98,7 +98,9 @@ def render_tools(tools: Sequence[ToolSchema]) -> str:
     return json.dumps([t.to_dict() for t in tools], ensure_ascii=False)
 
 
-_PLACEHOLDER = re.compile(r"\{\{(instruction|tools|tool_names|historic_messages|agent_scratchpad|query)\}\}")
+_PLACEHOLDER = re.compile(
+    r"\{\{(instruction|tools|tool_names|tool_list|historic_messages|agent_scratchpad|query)\}\}"
+)
 
 
 def _substitute(template: str, values: Mapping[str, str]) -> str:
@@ -116,7 +118,19 @@ def _tool_values(instruction: str, tools: Sequence[ToolSchema]) -> dict[str, str
         "instruction": instruction,
         "tools": render_tools(tools),
         "tool_names": ", ".join(t.name for t in tools),
+        "tool_list": render_tool_list(tools),
     }
+
+
+def render_tool_list(tools: Sequence[ToolSchema]) -> str:
+    """``{{tool_list}}`` (ours, not Dify's): one line per tool with its arguments, which small models
+    read more easily than a JSON schema."""
+    lines = []
+    for t in tools:
+        props = t.parameters.get("properties", {})
+        args = ", ".join(f'"{name}": {p.get("type", "any")}' for name, p in props.items())
+        lines.append(f"- {t.name}: {t.description} Arguments: {{{args}}}")
+    return "\n".join(lines) or "(no tools)"
 
 
 @dataclass(slots=True)

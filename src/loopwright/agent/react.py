@@ -51,11 +51,15 @@ class ReactStrategy:
         parser_mode: ParserMode = "robust",
         stop: Sequence[str] = ("Observation",),
         template: str | None = None,
+        continue_message: str | None = None,
     ) -> None:
         self.mode = mode
         self.parser_mode = parser_mode
         self.stop = list(stop)
         self.template = template or (REACT_CHAT_TEMPLATE if mode == "chat" else REACT_COMPLETION_TEMPLATE)
+        # Dify sends the literal "continue"; a model may bring its own text, where "{observation}"
+        # stands for the last step's observations (small models act on what the last turn says).
+        self.continue_message = continue_message or CONTINUE
         self._systems: dict[tuple[str, int], tuple[Sequence[ToolSchema], str]] = {}
 
     def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest:
@@ -73,7 +77,7 @@ class ReactStrategy:
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
         if state.scratchpad:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
-            messages.append(UserMessage(CONTINUE))
+            messages.append(UserMessage(self._continue(state)))
         # Tools travel in the prompt; the API never sees them.
         return ModelRequest(messages, (), self.stop, tools)
 
@@ -145,6 +149,13 @@ class ReactStrategy:
 
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note))
+
+    def _continue(self, state: RunState) -> str:
+        if "{observation}" not in self.continue_message:
+            return self.continue_message
+        step = state.scratchpad[-1]
+        observation = "\n".join(obs for _, obs in step.actions) or step.observation
+        return self.continue_message.replace("{observation}", observation)
 
     def _system_prompt(self, instruction: str, tools: Sequence[ToolSchema]) -> str:
         # Keyed by the identity of the tool list (the engine's, stable across runs); the entry keeps a

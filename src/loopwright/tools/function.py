@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import AsyncIterator, Callable
-from typing import Any, get_type_hints, overload
+from typing import Annotated, Any, get_type_hints, overload
 
 import pydantic
 
@@ -79,7 +79,7 @@ def function_tool(
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     ctx_param: str | None = None
     for pname, p in inspect.signature(fn).parameters.items():
@@ -88,7 +88,9 @@ def function_tool(
             ctx_param = pname
             continue
         default = ... if p.default is inspect.Parameter.empty else p.default
-        fields[pname] = (hint, pydantic.Field(default, description=arg_docs.get(pname) or None))
+        # Annotated (not a bare Field default) keeps constraints the hint itself carries.
+        doc = pydantic.Field(description=arg_docs.get(pname) or None)
+        fields[pname] = (Annotated[hint, doc], default)
     args_model = pydantic.create_model(f"{fn.__name__}_arguments", **fields)
     schema = _inline_refs(args_model.model_json_schema())
     required = set(schema.get("required", ()))

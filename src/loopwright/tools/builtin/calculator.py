@@ -6,7 +6,9 @@ import ast
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from loopwright.tools.base import Tool, ToolInvokeError
 from loopwright.tools.function import function_tool
@@ -104,12 +106,17 @@ def _check_size(op: ast.operator, left: Any, right: Any) -> None:
         raise ValueError("the result is too large")
 
 
-async def calculator(expression: str) -> str:
+# The characters an expression can use; the schema says so, which also keeps a constrained
+# (grammar-guided) model from writing anything else.
+EXPRESSION_PATTERN = r"^[0-9a-z(+\-][0-9a-z+\-*/%^(). ,]*$"
+
+
+async def calculator(expression: Annotated[str, Field(pattern=EXPRESSION_PATTERN)]) -> str:
     """Evaluate an arithmetic expression and return the result.
 
     Args:
-        expression: The expression, e.g. "17 * 23" or "sqrt(2) / 3". Supports + - * / // % ** and
-            sqrt, abs, round, floor, ceil, exp, log, log10, sin, cos, tan, min, max, pi, e.
+        expression: The expression, e.g. "(2 + 3) * 4" or "sqrt(2) / 3". Supports + - * / // % ** ^
+            and sqrt, abs, round, floor, ceil, exp, log, log10, sin, cos, tan, min, max, pi, e.
     """
     try:
         value = evaluate(expression)
