@@ -126,3 +126,13 @@ def test_every_grammar_parses(choice: str, offered: int) -> None:
     assert undefined_rules(grammar) == set()
     assert undefined_rules("root ::= thing") == {"thing"}
     LlamaGrammar.from_string(grammar, verbose=False)
+
+
+async def test_the_choice_of_tool_is_scored_by_the_model(model: LocalModel) -> None:
+    from loopwright.model import local_choice
+
+    loaded = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values()))
+    prompt = "Question: What is the capital of France?\nAnswer: The capital of France is"
+    scores = local_choice.score(loaded.llama, prompt, [("paris", " Paris."), ("tokyo", " Tokyo.")])
+    assert scores["paris"] > scores["tokyo"]  # the model's own probabilities, not word matching
+    assert local_choice.choose(loaded.llama, prompt, [("tokyo", " Tokyo."), ("paris", " Paris.")]) == "paris"

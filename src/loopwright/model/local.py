@@ -36,9 +36,11 @@ from loopwright.model.entities import (
     ToolMessage,
     ToolSchema,
     Usage,
+    UserMessage,
     content_text,
 )
-from loopwright.model.local_grammar import react_grammar
+from loopwright.model.local_choice import choose
+from loopwright.model.local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
 from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -194,19 +196,19 @@ class LocalModel:
             await self.load()
             loaded = _cache[self._key()]
         prompt, template_stops = self._render(loaded, messages)
-        grammar = None
-        react_tools = params.get("react_tools")
-        if react_tools is not None:
-            # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
-            prefix = " " if self.mode == ModelMode.COMPLETION else "Thought: "
-            grammar = react_grammar(react_tools, str(params.get("tool_choice", "auto")), prefix=prefix)
         request = _Request(
             prompt=prompt,
             stop=[*stop, *template_stops],
             max_tokens=int(params.get("max_tokens", self.max_tokens)),
             sampling={k: params[k] for k in _SAMPLING_KEYS if k in params},
-            grammar=grammar,
+            react_tools=params.get("react_tools"),
+            tool_choice=str(params.get("tool_choice", "auto")),
+            # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
+            prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
         )
+        if request.react_tools and _asks_a_question(messages):
+            neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
+            request.neutral_prompt = self._render(loaded, neutral)[0]
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
@@ -215,13 +217,42 @@ class LocalModel:
             yield chunk
 
 
+NEUTRAL_QUESTION = "N/A"
+
+
+def _asks_a_question(messages: Sequence[PromptMessage]) -> bool:
+    """Whether the last message is the user's question (not a tool round's follow-up), which is where
+    the choice of a tool is calibrated."""
+    if not messages or not isinstance(messages[-1], UserMessage):
+        return False
+    text = content_text(messages[-1].content)
+    return not (text.startswith("Observation:") or text == "continue")
+
+
 @dataclass
 class _Request:
     prompt: str
     stop: list[str]
     max_tokens: int
     sampling: dict[str, Any]
-    grammar: str | None
+    react_tools: Sequence[ToolSchema] | None
+    tool_choice: str
+    prefix: str
+    neutral_prompt: str | None = None  # the prompt with the question replaced, for calibration
+
+
+def _react_grammar(llama: Any, request: _Request) -> Any:
+    """The grammar for a ReAct reply, after the model chose between its options as a whole."""
+    if request.react_tools is None:
+        return None
+    choice = request.tool_choice
+    if choice in ("auto", "required") and request.react_tools:
+        options = [(t.name, f"{request.prefix}{DECISION_PREFIX} {t.name}.") for t in request.react_tools]
+        if choice == "auto":
+            options.append(("none", request.prefix + FINAL_DECISION))
+        choice = choose(llama, request.prompt, options, request.neutral_prompt)
+    grammar = react_grammar(request.react_tools, choice, prefix=request.prefix)
+    return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 
 
 async def _generate(loaded: _Loaded, request: _Request) -> AsyncGenerator[LLMChunk, None]:
@@ -260,13 +291,12 @@ async def _generate(loaded: _Loaded, request: _Request) -> AsyncGenerator[LLMChu
 
 
 def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event, put: Any) -> None:
-    llama_cpp: Any = importlib.import_module("llama_cpp")
-    grammar = llama_cpp.LlamaGrammar.from_string(request.grammar, verbose=False) if request.grammar else None
     with loaded.lock:  # requests queue here, in their own threads, never on the event loop
         if cancel.is_set():
             return
         llama = loaded.llama
         started = time.perf_counter()
+        grammar = _react_grammar(llama, request)
         prompt_tokens = len(llama.tokenize(request.prompt.encode(), add_bos=False, special=True))
         generated: list[str] = []
         stream = llama.create_completion(

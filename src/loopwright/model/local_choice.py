@@ -1,0 +1,89 @@
+"""Choosing the action of a ReAct reply by the model's own probabilities.
+
+With ``tool_choice="auto"`` the grammar lets a reply open with "Tool needed: <tool>." for any offered
+tool or "Tool needed: none.". Greedy decoding settles that on the first token where the options
+differ, where a small model's prior for the short, common "none" outweighs its reading of the
+question. Here each option is scored whole — the log-probability of its tokens after the prompt —
+and, when a neutral prompt is given (the same prompt with the question replaced by "N/A"), calibrated
+by subtracting the option's score there ("contextual calibration", Zhao et al. 2021): what counts is
+how much the question itself moves the model toward an option. Nothing looks at the question's words;
+the model's own probabilities decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def choose(llama: Any, prompt: str, options: Sequence[tuple[str, str]], neutral: str | None = None) -> str:
+    """The key of the best option; ``options`` are ``(key, text that follows the prompt)``."""
+    scores = score(llama, prompt, options)
+    if neutral is not None:
+        prior = _prior(llama, neutral, options)
+        scores = {k: v - CALIBRATION * prior[k] for k, v in scores.items()}
+    return max(scores, key=scores.__getitem__)
+
+
+# How much of the neutral prompt's preference is removed. On bench/eval_local_tools.py with the
+# default model: 0 (greedy) selects the right tool for 62 % of the questions, 0.5 for 46 %, 0.75 for
+# 67 % (42 % with valid arguments), 1 for 67 % (38 %; greetings start calling tools).
+CALIBRATION = 0.75
+
+_priors: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, float]] = {}
+
+
+def _prior(llama: Any, neutral: str, options: Sequence[tuple[str, str]]) -> dict[str, float]:
+    key = (neutral, tuple(options))
+    prior = _priors.get(key)
+    if prior is None:
+        if len(_priors) > 32:
+            _priors.clear()
+        prior = _priors[key] = score(llama, neutral, options)
+    return prior
+
+
+def score(llama: Any, prompt: str, options: Sequence[tuple[str, str]]) -> dict[str, float]:
+    """Log-probability of each option's text after the prompt."""
+    prompt_tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
+    base = _eval_prompt(llama, prompt_tokens)
+    first = _log_softmax(_last_logits(llama))
+    scores: dict[str, float] = {}
+    for key, text in options:
+        tokens = llama.tokenize((prompt + text).encode(), add_bos=False, special=True)[len(prompt_tokens) :]
+        if not tokens:
+            scores[key] = 0.0
+            continue
+        total = float(first[tokens[0]])
+        llama.n_tokens = base
+        for previous, token in zip(tokens, tokens[1:], strict=False):
+            llama.eval([previous])
+            total += float(_log_softmax(_last_logits(llama))[token])
+        scores[key] = total
+    llama.n_tokens = base  # later generation reuses the evaluated prompt
+    return scores
+
+
+def _eval_prompt(llama: Any, tokens: list[int]) -> int:
+    # Reuse what the context already holds of this prompt; evaluate at least the last token, whose
+    # logits the scoring needs.
+    held = llama.input_ids[: llama.n_tokens].tolist()
+    common = 0
+    for a, b in zip(held, tokens, strict=False):
+        if a != b:
+            break
+        common += 1
+    llama.n_tokens = min(common, len(tokens) - 1)
+    llama.eval(tokens[llama.n_tokens :])
+    return int(llama.n_tokens)
+
+
+def _last_logits(llama: Any) -> Any:
+    return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+
+
+def _log_softmax(logits: Any) -> Any:
+    shifted = logits - logits.max()
+    return shifted - np.log(np.exp(shifted).sum())
