@@ -17,7 +17,7 @@ async def current_time(timezone: str = "UTC") -> str:
     """
     try:
         zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # tzdata raises IsADirectoryError for "Asia"
         raise ToolInvokeError(
             f"unknown timezone {timezone!r}; use an IANA name like 'Europe/Paris'"
         ) from None
