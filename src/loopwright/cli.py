@@ -184,14 +184,6 @@ def _agent(settings: Settings, tools: list[Tool], instruction: str) -> Agent:
     )
 
 
-def _resolved_strategy(agent: Agent) -> str:
-    from loopwright.agent.factory import supports_tool_calls
-
-    if agent.strategy != "react" and supports_tool_calls(agent.model):
-        return "function-calling"
-    return "react"
-
-
 async def _load(model: Model, console: Console | None) -> None:
     """Load the model's weights when it has a ``load`` coroutine, under a spinner."""
     load = getattr(model, "load", None)
@@ -441,9 +433,7 @@ def _header(console: Console, agent: Agent) -> None:
     from rich.text import Text
 
     tools = ", ".join(t.name for t in agent.tools if hasattr(t, "name")) or "none"
-    console.print(
-        Text(f"model {agent.model.name} · {_resolved_strategy(agent)} · tools: {tools}", style="dim")
-    )
+    console.print(Text(f"model {agent.model.name} · {agent.strategy_kind} · tools: {tools}", style="dim"))
 
 
 @app.command()

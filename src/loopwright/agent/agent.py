@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.factory import StrategyName, create_strategy
 from loopwright.agent.guardrails import RepeatGuard
 from loopwright.agent.loop import LoopSettings, RunState, Strategy, run_loop
 from loopwright.agent.prompts import fill_inputs
-from loopwright.agent.react import ParserMode
+from loopwright.agent.react import ParserMode, ReactStrategy
 from loopwright.model.base import Model
 from loopwright.model.entities import (
     ContentPart,
@@ -110,6 +110,11 @@ class Agent:
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
         )
         return run_loop(self.model, strategy, self._tool_engine, state, settings)
+
+    @property
+    def strategy_kind(self) -> Literal["function-calling", "react"]:
+        """The strategy runs use: ``"auto"`` resolved against the model's features."""
+        return "react" if isinstance(self._get_strategy(), ReactStrategy) else "function-calling"
 
     def _get_strategy(self) -> Strategy:
         # Strategies keep no per-run state, so one serves every run (and keeps its prompt caches)

@@ -1,0 +1,228 @@
+"""Agent events → Dify's agent-chat stream: thought rows and SSE events, built in memory.
+
+One :class:`DifyStream` per message. ``feed(event)`` updates the in-memory mirror of the message's
+``MessageAgentThought`` rows (the same values the store persists) and returns the wire events to send,
+field for field as Dify's Service API (reference §7.6). Building an event never reads the database:
+the rows here are the source, and the store writes them (``DifyStream.dirty``) when it likes.
+
+Order, as Dify's (one tool round, then the answer):
+function calling — ``agent_thought``(empty) → ``agent_message``… → ``agent_thought``(tool, input) →
+[``message_file``…] → ``agent_thought``(+observation) → ``agent_thought``(2, empty) →
+``agent_message``… → ``agent_thought``(2, thought) → ``message_end``;
+ReAct — the same, except that the final round emits no ``agent_thought``: its answer arrives as one
+``agent_message`` before ``message_end``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from loopwright.agent.errors import AgentError
+from loopwright.agent.events import (
+    AgentEvent,
+    Finished,
+    RoundFinished,
+    RoundStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from loopwright.model.base import ModelError
+from loopwright.model.entities import Usage
+from loopwright.store.codec import encode_per_tool, join_tool_names, tool_labels
+from loopwright.tools.base import BlobMessage, FileMessage, ImageMessage, ToolOutput
+
+WireEvent = dict[str, Any]
+PING = "event: ping\n\n"
+
+
+def sse(event: WireEvent) -> str:
+    """One SSE frame, as Dify writes it."""
+    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+@dataclass(slots=True)
+class ThoughtRow:
+    """The in-memory mirror of one ``MessageAgentThought`` row (one round)."""
+
+    id: str
+    position: int
+    thought: str = ""
+    names: list[str] = field(default_factory=list)
+    inputs: list[Any] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    metas: list[dict[str, Any]] = field(default_factory=list)
+    call_ids: list[str] = field(default_factory=list)
+    message_files: list[str] = field(default_factory=list)
+    answer: str = ""
+    usage: Usage | None = None
+
+    @property
+    def tool(self) -> str:
+        return join_tool_names(self.names)
+
+    @property
+    def tool_input(self) -> str:
+        return encode_per_tool(self.names, self.inputs) if self.names else ""
+
+    @property
+    def observation(self) -> str:
+        return encode_per_tool(self.names, self.observations) if any(self.observations) else ""
+
+    @property
+    def tool_meta(self) -> str:
+        return encode_per_tool(self.names, self.metas) if any(self.metas) else "{}"
+
+
+@dataclass(slots=True)
+class MessageContext:
+    task_id: str
+    message_id: str
+    conversation_id: str
+    created_at: int
+    first_position: int = 1  # thoughts continue after any the message already has
+
+
+class DifyStream:
+    """Translates one run's events; ``answer`` and ``usage`` are the message's when it ends."""
+
+    def __init__(self, ctx: MessageContext, strategy: Literal["function-calling", "react"]) -> None:
+        self.ctx = ctx
+        self.react = strategy == "react"
+        self.thoughts: list[ThoughtRow] = []
+        self.dirty: set[str] = set()  # thought ids changed since the store last saved them
+        self.answer = ""
+        self.usage = Usage()
+        self.files: list[tuple[str, ToolOutput]] = []
+        self._text: list[str] = []
+
+    def feed(self, event: AgentEvent) -> list[WireEvent]:
+        if isinstance(event, TextDelta):
+            if event.channel == "thought":
+                self._text.append(event.text)
+            return [self._wrap("agent_message", id=self.ctx.message_id, answer=event.text)]
+        if isinstance(event, RoundStarted):
+            row = ThoughtRow(str(uuid.uuid4()), self.ctx.first_position + len(self.thoughts))
+            self.thoughts.append(row)
+            self._text = []
+            return [self._thought(row)]
+        if isinstance(event, ToolCallStarted):
+            row = self.thoughts[-1]
+            row.thought = "".join(self._text).strip()
+            row.names.append(event.name)
+            row.inputs.append(event.arguments)
+            row.observations.append("")
+            row.metas.append({})
+            row.call_ids.append(event.id)
+            return [self._thought(row)]
+        if isinstance(event, ToolCallFinished):
+            return self._call_finished(event)
+        if isinstance(event, RoundFinished):
+            return self._round_finished(event)
+        if isinstance(event, Finished):
+            self.answer = event.result.text
+            self.usage = event.result.usage
+            return [self.message_end()]
+        return []
+
+    def _call_finished(self, event: ToolCallFinished) -> list[WireEvent]:
+        row = self.thoughts[-1]
+        i = row.call_ids.index(event.id)
+        row.observations[i] = event.observation
+        row.metas[i] = event.meta.to_dict()
+        out: list[WireEvent] = []
+        for output in event.files:
+            file_id = str(uuid.uuid4())
+            row.message_files.append(file_id)
+            self.files.append((file_id, output))
+            out.append(self._message_file(file_id, output))
+        out.append(self._thought(row))
+        return out
+
+    def _round_finished(self, event: RoundFinished) -> list[WireEvent]:
+        row = self.thoughts[-1]
+        row.usage = event.usage
+        row.thought = event.thought.strip()
+        self.dirty.add(row.id)
+        if event.answer is None:
+            return []  # the tool events already showed this round's state
+        row.answer = event.answer
+        if self.react:
+            # Dify appends a ReAct final answer to the last thought and shows no event for it (unless
+            # the answer is the thought itself: a plain-text reply).
+            if row.thought != event.answer:
+                row.thought += event.answer
+            return []
+        return [self._thought(row)]
+
+    def message_end(self) -> WireEvent:
+        usage = self.usage.to_dict()
+        metadata: dict[str, Any] = {"annotation_reply": None, "retriever_resources": [], "usage": usage}
+        return self._wrap("message_end", id=self.ctx.message_id, metadata=metadata, files=None)
+
+    def error(self, exc: BaseException) -> WireEvent:
+        """Dify's ``error`` event (no ``task_id``) for what ended a run."""
+        code, status, message = error_fields(exc)
+        return {**self._head("error"), "code": code, "message": message, "status": status}
+
+    def _thought(self, row: ThoughtRow) -> WireEvent:
+        self.dirty.add(row.id)
+        return self._wrap(
+            "agent_thought",
+            id=row.id,
+            position=row.position,
+            thought=row.thought,
+            observation=row.observation,
+            tool=row.tool,
+            tool_labels=tool_labels(row.tool),
+            tool_input=row.tool_input,
+            message_files=list(row.message_files),
+        )
+
+    def _message_file(self, file_id: str, output: ToolOutput) -> WireEvent:
+        mime = getattr(output, "mime_type", None) or "application/octet-stream"
+        url = output.url if isinstance(output, ImageMessage | FileMessage) else ""
+        if isinstance(output, ImageMessage | FileMessage | BlobMessage):
+            kind = file_type(
+                mime if not isinstance(output, ImageMessage) else (output.mime_type or "image/png")
+            )
+        else:
+            kind = "custom"
+        return self._wrap("message_file", id=file_id, type=kind, belongs_to="assistant", url=url)
+
+    def _head(self, name: str) -> WireEvent:
+        ctx = self.ctx
+        return {
+            "event": name,
+            "conversation_id": ctx.conversation_id,
+            "message_id": ctx.message_id,
+            "created_at": ctx.created_at,
+        }
+
+    def _wrap(self, name: str, **fields: Any) -> WireEvent:
+        return {**self._head(name), "task_id": self.ctx.task_id, **fields}
+
+
+def file_type(mime: str) -> str:
+    """Dify's MessageFile type from a MIME type."""
+    major = mime.split("/", 1)[0]
+    if major in ("image", "video", "audio"):
+        return major
+    if major == "text" or mime == "application/pdf":
+        return "document"
+    return "custom"
+
+
+def error_fields(exc: BaseException) -> tuple[str, int, str]:
+    """``(code, status, message)`` as Dify maps errors to its ``error`` event. Agent errors keep their
+    own message (Dify hides them behind "Internal Server Error, please contact support.")."""
+    if isinstance(exc, ModelError):
+        return "completion_request_error", 400, str(exc)
+    if isinstance(exc, AgentError):
+        return "internal_server_error", 500, str(exc)
+    if isinstance(exc, ValueError):
+        return "invalid_param", 400, str(exc)
+    return "internal_server_error", 500, "Internal Server Error, please contact support."

@@ -1,0 +1,102 @@
+"""The database handle: an async engine, a session factory, schema creation and Alembic migrations.
+
+URL resolution (first that is set wins):
+
+1. the ``url`` argument;
+2. ``DATABASE_URL`` (e.g. ``postgresql+asyncpg://user:pw@host/db``);
+3. ``sqlite+aiosqlite:///<LOOPWRIGHT_DB>``, with ``LOOPWRIGHT_DB`` defaulting to ``./loopwright.db``.
+
+SQLite connections get ``journal_mode=WAL``, ``foreign_keys=ON`` and ``busy_timeout``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, event
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from loopwright.store.models import Base
+
+__all__ = ["DEFAULT_DB_PATH", "Database", "resolve_url"]
+
+DEFAULT_DB_PATH = "./loopwright.db"
+SQLITE_BUSY_TIMEOUT_MS = 5000
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def resolve_url(url: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The database URL: ``url``, else ``DATABASE_URL``, else SQLite at ``LOOPWRIGHT_DB``."""
+    env = os.environ if env is None else env
+    if url:
+        return url
+    if env.get("DATABASE_URL"):
+        return env["DATABASE_URL"]
+    return f"sqlite+aiosqlite:///{env.get('LOOPWRIGHT_DB') or DEFAULT_DB_PATH}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")  # ignored (stays "memory") for in-memory databases
+    finally:
+        cursor.close()
+
+
+class Database:
+    """An async engine and its session factory. ``await close()`` when done."""
+
+    def __init__(self, url: str | None = None, *, echo: bool = False) -> None:
+        self.url = resolve_url(url)
+        self.engine: AsyncEngine = create_async_engine(self.url, echo=echo)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.sessionmaker: async_sessionmaker[AsyncSession] = async_sessionmaker(
+            self.engine, expire_on_commit=False
+        )
+
+    def session(self) -> AsyncSession:
+        """A new session; use as ``async with db.session() as s:`` and commit yourself."""
+        return self.sessionmaker()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction: committed on success, rolled back on error."""
+        async with self.sessionmaker() as session, session.begin():
+            yield session
+
+    async def create_all(self) -> None:
+        """Create every table from the models (tests, throwaway databases)."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+
+    async def migrate(self, revision: str = "head") -> None:
+        """Run the Alembic migrations up to ``revision`` on this database."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(_upgrade, revision)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def alembic_config(connection: Connection | None = None) -> Any:
+    """An Alembic ``Config`` for loopwright's migrations, optionally bound to an open connection."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _upgrade(connection: Connection, revision: str) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(connection), revision)

@@ -1,0 +1,143 @@
+"""A conversation's history as prompt messages, rebuilt from stored messages and agent thoughts
+(Dify's ``organize_agent_history``), and trimmed to a token budget by whole turns
+(``AgentHistoryPromptTransform``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright.model.entities import (
+    AssistantMessage,
+    PromptMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from loopwright.store import codec
+from loopwright.store.models import Message, MessageAgentThought
+
+__all__ = ["UUID_NIL", "load_history", "rebuild_history", "thread_messages", "trim_to_budget"]
+
+UUID_NIL = "00000000-0000-0000-0000-000000000000"
+"""A ``parent_message_id`` meaning "the message before, in a linear conversation"."""
+
+
+def thread_messages(newest_first: Sequence[Message]) -> list[Message]:
+    """The messages of the current thread, newest first.
+
+    The newest message is in the thread. From there the thread continues at its parent; a parent of
+    ``UUID_NIL`` means "the next older message" (linear history); no parent at all means the message
+    starts the thread, so nothing older belongs to it.
+    """
+    out: list[Message] = []
+    wanted: str | None = None  # the id the thread continues at; UUID_NIL = whichever comes next
+    for msg in newest_first:
+        if out and wanted not in (msg.id, UUID_NIL):
+            continue
+        out.append(msg)
+        if not msg.parent_message_id:
+            break
+        wanted = msg.parent_message_id
+    return out
+
+
+def _thought_messages(row: MessageAgentThought) -> list[PromptMessage]:
+    names = codec.split_tool_names(row.tool)
+    if not names:
+        return [AssistantMessage(content=row.thought or "")]
+    keys = codec.unique_tool_keys(names)
+    inputs = codec.decode_history_inputs(row.tool, row.tool_input)
+    outputs = codec.decode_history_observations(row.tool, row.observation)
+    calls: list[ToolCall] = []
+    results: list[PromptMessage] = []
+    for name, key in zip(names, keys, strict=True):
+        call_id = str(uuid.uuid4())
+        calls.append(ToolCall(id=call_id, name=name, arguments=json.dumps(inputs[key])))
+        results.append(ToolMessage(content=outputs[key], tool_call_id=call_id, name=name))
+    return [AssistantMessage(content=row.thought or "", tool_calls=calls), *results]
+
+
+def rebuild_history(
+    messages: Sequence[Message],
+    thoughts: Mapping[str, Sequence[MessageAgentThought]],
+    *,
+    exclude_message_id: str | None = None,
+) -> list[PromptMessage]:
+    """Prompt messages for ``messages`` (chronological) and their thoughts (by message id, in position
+    order). Each message gives its query as a user message, then per thought either an assistant message
+    with tool calls plus one tool message per call, or the thought as assistant text; a message without
+    thoughts gives its answer when non-empty. ``exclude_message_id`` (the current message) is skipped."""
+    out: list[PromptMessage] = []
+    for msg in messages:
+        if msg.id == exclude_message_id:
+            continue
+        out.append(UserMessage(content=msg.query))
+        rows = thoughts.get(msg.id) or ()
+        if rows:
+            for row in rows:
+                out.extend(_thought_messages(row))
+        elif msg.answer:
+            out.append(AssistantMessage(content=msg.answer))
+    return out
+
+
+async def load_history(
+    session: AsyncSession, conversation_id: str, *, exclude_message_id: str | None = None
+) -> list[PromptMessage]:
+    """The conversation's current thread rebuilt as prompt messages (see :func:`rebuild_history`)."""
+    stmt = (
+        select(Message)
+        .where(Message.conversation_id == conversation_id)
+        .order_by(Message.created_at.desc(), Message.id.desc())
+    )
+    thread = thread_messages(list(await session.scalars(stmt)))
+    thread.reverse()
+    ids = [m.id for m in thread]
+    by_message: dict[str, list[MessageAgentThought]] = {}
+    if ids:
+        rows = await session.scalars(
+            select(MessageAgentThought)
+            .where(MessageAgentThought.message_id.in_(ids))
+            .order_by(MessageAgentThought.message_id, MessageAgentThought.position)
+        )
+        for row in rows:
+            by_message.setdefault(row.message_id, []).append(row)
+    return rebuild_history(thread, by_message, exclude_message_id=exclude_message_id)
+
+
+def trim_to_budget(
+    messages: Sequence[PromptMessage],
+    count_tokens: Callable[[Sequence[PromptMessage]], int],
+    budget: int,
+    max_messages: int | None = None,
+) -> list[PromptMessage]:
+    """Fit history into ``budget`` tokens (and at most ``max_messages`` non-system messages).
+
+    Everything is returned unchanged when it fits. Otherwise the system messages are kept and turns (a
+    turn starts at a user message) are taken from the newest backwards; the first turn that would
+    overflow is dropped with everything older. Tokens are counted over system messages plus kept turns.
+    """
+    system = [m for m in messages if isinstance(m, SystemMessage)]
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
+    if count_tokens(list(messages)) <= budget and (max_messages is None or len(rest) <= max_messages):
+        return list(messages)
+    kept: list[PromptMessage] = []  # newest first
+    turn: list[PromptMessage] = []
+    for msg in reversed(rest):
+        turn.append(msg)
+        if not isinstance(msg, UserMessage):
+            continue
+        candidate = kept + turn
+        too_many = max_messages is not None and len(candidate) > max_messages
+        if too_many or count_tokens(system + candidate[::-1]) > budget:
+            break
+        kept = candidate
+        turn = []
+    return system + kept[::-1]

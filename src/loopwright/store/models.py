@@ -1,0 +1,279 @@
+"""SQLAlchemy models: apps, versioned app configs, API keys, end users, conversations, messages, agent
+thoughts, files and feedback. Column names follow Dify's ``models/model.py`` where Dify has them.
+
+Conventions: UUID strings as primary keys; naive UTC timestamps (as Dify); money in :class:`DecimalText`
+(a decimal string on SQLite, ``NUMERIC`` elsewhere); Dify's JSON-in-text columns stay text and are read
+and written through :mod:`loopwright.store.codec`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    Numeric,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+__all__ = [
+    "ApiKey",
+    "App",
+    "AppConfig",
+    "Base",
+    "Conversation",
+    "DecimalText",
+    "EndUser",
+    "Message",
+    "MessageAgentThought",
+    "MessageFeedback",
+    "MessageFile",
+    "UploadFile",
+    "new_id",
+    "utcnow",
+]
+
+PRICE_UNIT = Decimal("0.001")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def utcnow() -> datetime:
+    """Naive UTC, as Dify stores timestamps."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class DecimalText(TypeDecorator[Decimal]):
+    """A Decimal stored losslessly: ``NUMERIC(precision, scale)`` where the database has decimals, a
+    decimal string on SQLite (which would otherwise round through float and warn)."""
+
+    impl = Numeric
+    cache_ok = True
+
+    def __init__(self, precision: int = 10, scale: int = 7) -> None:
+        super().__init__()
+        self.precision = precision
+        self.scale = scale
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(40))
+        return dialect.type_descriptor(Numeric(self.precision, self.scale, asdecimal=True))
+
+    def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        value = Decimal(value)
+        return str(value) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        return value if isinstance(value, Decimal) else Decimal(str(value))
+
+    @property
+    def python_type(self) -> type[Decimal]:
+        return Decimal
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+def _id() -> Mapped[str]:
+    return mapped_column(String(36), primary_key=True, default=new_id)
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+def _money(default: str = "0") -> Mapped[Decimal]:
+    return mapped_column(DecimalText(10, 7), nullable=False, default=Decimal(default))
+
+
+class App(Base):
+    __tablename__ = "apps"
+
+    id: Mapped[str] = _id()
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    mode: Mapped[str] = mapped_column(String(32), nullable=False, default="agent-chat")
+    description: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    icon: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = _created()
+
+
+class AppConfig(Base):
+    """One version of an app's configuration. Versions are appended, never updated in place, so a
+    conversation can stay pinned to the version it started with."""
+
+    __tablename__ = "app_configs"
+    __table_args__ = (UniqueConstraint("app_id", "version", name="uq_app_configs_app_version"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_token", "token", unique=True),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    token: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = _created()
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class EndUser(Base):
+    """A client's ``user`` string, scoped to one app."""
+
+    __tablename__ = "end_users"
+    __table_args__ = (UniqueConstraint("app_id", "session_id", name="uq_end_users_app_session"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    session_id: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_app_end_user", "app_id", "end_user_id", "updated_at"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    app_config_id: Mapped[str] = mapped_column(ForeignKey("app_configs.id"), nullable=False)
+    end_user_id: Mapped[str] = mapped_column(ForeignKey("end_users.id"), nullable=False)
+    name: Mapped[str] = mapped_column(String(255), nullable=False, default="New conversation")
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    status: Mapped[str] = mapped_column(String(32), nullable=False, default="normal")
+    is_deleted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_conversation_created", "conversation_id", "created_at"),)
+
+    id: Mapped[str] = _id()
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    )
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    query: Mapped[str] = mapped_column(Text, nullable=False)
+    answer: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    message_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    answer_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    total_price: Mapped[Decimal] = _money()
+    currency: Mapped[str] = mapped_column(String(16), nullable=False, default="USD")
+    provider_response_latency: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="normal")
+    error: Mapped[str | None] = mapped_column(Text)
+    message_metadata: Mapped[str | None] = mapped_column(Text)
+    parent_message_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = _created()
+
+
+class MessageAgentThought(Base):
+    """One round of an agent: Dify's ``message_agent_thoughts``, text encodings included
+    (see :mod:`loopwright.store.codec`)."""
+
+    __tablename__ = "message_agent_thoughts"
+    __table_args__ = (Index("ix_message_agent_thoughts_message_position", "message_id", "position"),)
+
+    id: Mapped[str] = _id()
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), nullable=False)
+    message_chain_id: Mapped[str | None] = mapped_column(String(36))
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    thought: Mapped[str | None] = mapped_column(Text)
+    tool: Mapped[str | None] = mapped_column(Text)
+    tool_labels_str: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    tool_meta_str: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    tool_input: Mapped[str | None] = mapped_column(Text)
+    observation: Mapped[str | None] = mapped_column(Text)
+    tool_process_data: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(Text)
+    message_token: Mapped[int | None] = mapped_column(Integer)
+    message_unit_price: Mapped[Decimal | None] = mapped_column(DecimalText(10, 7))
+    message_price_unit: Mapped[Decimal] = _money(str(PRICE_UNIT))
+    message_files: Mapped[str | None] = mapped_column(Text)
+    answer: Mapped[str | None] = mapped_column(Text)
+    answer_token: Mapped[int | None] = mapped_column(Integer)
+    answer_unit_price: Mapped[Decimal | None] = mapped_column(DecimalText(10, 7))
+    answer_price_unit: Mapped[Decimal] = _money(str(PRICE_UNIT))
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    total_price: Mapped[Decimal | None] = mapped_column(DecimalText(10, 7))
+    currency: Mapped[str | None] = mapped_column(String(16))
+    latency: Mapped[float | None] = mapped_column(Float)
+    created_by_role: Mapped[str] = mapped_column(String(32), nullable=False)
+    created_by: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class MessageFile(Base):
+    __tablename__ = "message_files"
+    __table_args__ = (Index("ix_message_files_message", "message_id"),)
+
+    id: Mapped[str] = _id()
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), nullable=False)
+    type: Mapped[str] = mapped_column(String(32), nullable=False)
+    transfer_method: Mapped[str] = mapped_column(String(32), nullable=False)
+    url: Mapped[str | None] = mapped_column(Text)
+    belongs_to: Mapped[str] = mapped_column(String(16), nullable=False, default="user")
+    upload_file_id: Mapped[str | None] = mapped_column(ForeignKey("upload_files.id"))
+    created_by_role: Mapped[str] = mapped_column(String(32), nullable=False)
+    created_by: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class UploadFile(Base):
+    __tablename__ = "upload_files"
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    end_user_id: Mapped[str | None] = mapped_column(ForeignKey("end_users.id"))
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    size: Mapped[int] = mapped_column(Integer, nullable=False)
+    extension: Mapped[str] = mapped_column(String(32), nullable=False, default="")
+    mime_type: Mapped[str] = mapped_column(String(255), nullable=False, default="application/octet-stream")
+    storage_key: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class MessageFeedback(Base):
+    """One end user's rating of one message (``like`` | ``dislike``)."""
+
+    __tablename__ = "message_feedbacks"
+    __table_args__ = (
+        UniqueConstraint("message_id", "end_user_id", name="uq_message_feedbacks_message_end_user"),
+    )
+
+    id: Mapped[str] = _id()
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), nullable=False)
+    end_user_id: Mapped[str] = mapped_column(ForeignKey("end_users.id"), nullable=False)
+    rating: Mapped[str] = mapped_column(String(16), nullable=False)
+    content: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)

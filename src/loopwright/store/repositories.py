@@ -1,0 +1,461 @@
+"""Small async functions over an ``AsyncSession``: apps and configs, API keys, end users, conversations,
+messages, the thought store and feedback.
+
+The functions ``flush`` but never ``commit``: the caller owns the transaction
+(``async with db.transaction() as s: ...``). Lookups scoped to an app or an end user return ``None``
+for anything outside that scope, so one end user never sees another's conversation.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright.model.entities import Usage
+from loopwright.store import codec
+from loopwright.store.models import (
+    PRICE_UNIT,
+    ApiKey,
+    App,
+    AppConfig,
+    Conversation,
+    EndUser,
+    Message,
+    MessageAgentThought,
+    MessageFeedback,
+    utcnow,
+)
+
+__all__ = [
+    "Page",
+    "add_config_version",
+    "create_api_key",
+    "create_app",
+    "create_conversation",
+    "create_message",
+    "create_thought",
+    "delete_conversation",
+    "find_app_by_key",
+    "get_conversation",
+    "get_message",
+    "get_or_create_end_user",
+    "latest_config",
+    "list_conversations",
+    "list_messages",
+    "list_thoughts",
+    "rename_conversation",
+    "save_message_result",
+    "save_thought",
+    "set_feedback",
+]
+
+T = TypeVar("T")
+
+API_KEY_PREFIX = "app-"
+
+
+@dataclass(slots=True)
+class Page(Generic[T]):
+    """One page of a cursor-paginated list (Dify's ``{limit, has_more, data}``)."""
+
+    items: list[T]
+    has_more: bool
+    limit: int
+
+
+# --- apps, configs, keys, end users ---------------------------------------------------------------
+
+
+async def create_app(
+    session: AsyncSession,
+    name: str,
+    config: Mapping[str, Any],
+    *,
+    description: str = "",
+    icon: str | None = None,
+    mode: str = "agent-chat",
+) -> tuple[App, AppConfig]:
+    """A new app and its configuration version 1."""
+    app = App(name=name, description=description, icon=icon, mode=mode)
+    session.add(app)
+    await session.flush()
+    return app, await add_config_version(session, app.id, config)
+
+
+async def add_config_version(session: AsyncSession, app_id: str, config: Mapping[str, Any]) -> AppConfig:
+    """Append a configuration version (the previous ones stay, pinned by their conversations)."""
+    current = await session.scalar(select(func.max(AppConfig.version)).where(AppConfig.app_id == app_id))
+    row = AppConfig(app_id=app_id, version=(current or 0) + 1, config=dict(config))
+    session.add(row)
+    await session.flush()
+    return row
+
+
+async def latest_config(session: AsyncSession, app_id: str) -> AppConfig | None:
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version.desc()).limit(1)
+    return await session.scalar(stmt)
+
+
+async def create_api_key(session: AsyncSession, app_id: str) -> ApiKey:
+    """A new key ``app-`` + 24 URL-safe characters."""
+    key = ApiKey(app_id=app_id, token=API_KEY_PREFIX + secrets.token_urlsafe(18))
+    session.add(key)
+    await session.flush()
+    return key
+
+
+async def find_app_by_key(session: AsyncSession, token: str) -> App | None:
+    """The app an API key belongs to (and mark the key used), or ``None`` for an unknown key."""
+    key = await session.scalar(select(ApiKey).where(ApiKey.token == token))
+    if key is None:
+        return None
+    key.last_used_at = utcnow()
+    await session.flush()
+    return await session.get(App, key.app_id)
+
+
+async def get_or_create_end_user(session: AsyncSession, app_id: str, session_id: str) -> EndUser:
+    """The end user for a client's ``user`` string within one app."""
+    stmt = select(EndUser).where(EndUser.app_id == app_id, EndUser.session_id == session_id)
+    user = await session.scalar(stmt)
+    if user is None:
+        user = EndUser(app_id=app_id, session_id=session_id)
+        session.add(user)
+        await session.flush()
+    return user
+
+
+# --- conversations --------------------------------------------------------------------------------
+
+
+async def create_conversation(
+    session: AsyncSession,
+    app_id: str,
+    end_user_id: str,
+    *,
+    app_config_id: str | None = None,
+    name: str = "New conversation",
+    inputs: Mapping[str, Any] | None = None,
+) -> Conversation:
+    """A conversation pinned to ``app_config_id`` (default: the app's latest configuration)."""
+    if app_config_id is None:
+        config = await latest_config(session, app_id)
+        if config is None:
+            raise ValueError(f"app {app_id} has no configuration")
+        app_config_id = config.id
+    now = utcnow()
+    conv = Conversation(
+        app_id=app_id,
+        end_user_id=end_user_id,
+        app_config_id=app_config_id,
+        name=name,
+        inputs=dict(inputs or {}),
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(conv)
+    await session.flush()
+    return conv
+
+
+async def get_conversation(
+    session: AsyncSession, app_id: str, end_user_id: str, conversation_id: str
+) -> Conversation | None:
+    """The conversation if it exists, belongs to this app and end user, and is not deleted."""
+    stmt = select(Conversation).where(
+        Conversation.id == conversation_id,
+        Conversation.app_id == app_id,
+        Conversation.end_user_id == end_user_id,
+        Conversation.is_deleted.is_(False),
+    )
+    return await session.scalar(stmt)
+
+
+async def list_conversations(
+    session: AsyncSession, app_id: str, end_user_id: str, *, limit: int = 20, last_id: str | None = None
+) -> Page[Conversation]:
+    """An end user's conversations, most recently updated first; ``last_id`` continues after that
+    conversation (an unknown ``last_id`` gives an empty page)."""
+    scope = and_(
+        Conversation.app_id == app_id,
+        Conversation.end_user_id == end_user_id,
+        Conversation.is_deleted.is_(False),
+    )
+    stmt = select(Conversation).where(scope)
+    if last_id is not None:
+        last = await session.scalar(select(Conversation).where(scope, Conversation.id == last_id))
+        if last is None:
+            return Page([], False, limit)
+        stmt = stmt.where(
+            or_(
+                Conversation.updated_at < last.updated_at,
+                and_(Conversation.updated_at == last.updated_at, Conversation.id < last.id),
+            )
+        )
+    stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(limit + 1)
+    rows = list(await session.scalars(stmt))
+    return Page(rows[:limit], len(rows) > limit, limit)
+
+
+async def rename_conversation(session: AsyncSession, conversation: Conversation, name: str) -> Conversation:
+    conversation.name = name
+    conversation.updated_at = utcnow()
+    await session.flush()
+    return conversation
+
+
+async def delete_conversation(session: AsyncSession, conversation: Conversation) -> None:
+    """Soft delete: the rows stay, lookups and lists no longer return it."""
+    conversation.is_deleted = True
+    conversation.updated_at = utcnow()
+    await session.flush()
+
+
+# --- messages -------------------------------------------------------------------------------------
+
+
+async def create_message(
+    session: AsyncSession,
+    conversation: Conversation,
+    query: str,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    parent_message_id: str | None = None,
+) -> Message:
+    """A new message (empty answer) in ``conversation``; the conversation's ``updated_at`` moves."""
+    now = utcnow()
+    msg = Message(
+        conversation_id=conversation.id,
+        app_id=conversation.app_id,
+        query=query,
+        inputs=dict(inputs if inputs is not None else conversation.inputs),
+        parent_message_id=parent_message_id,
+        created_at=now,
+    )
+    conversation.updated_at = now
+    session.add(msg)
+    await session.flush()
+    return msg
+
+
+async def get_message(session: AsyncSession, conversation_id: str, message_id: str) -> Message | None:
+    stmt = select(Message).where(Message.id == message_id, Message.conversation_id == conversation_id)
+    return await session.scalar(stmt)
+
+
+async def list_messages(
+    session: AsyncSession, conversation_id: str, *, limit: int = 20, first_id: str | None = None
+) -> Page[Message]:
+    """Messages oldest first, as Dify's message list: the newest ``limit`` messages, or with
+    ``first_id`` the ``limit`` messages just before that one; ``has_more`` says older ones exist."""
+    stmt = select(Message).where(Message.conversation_id == conversation_id)
+    if first_id is not None:
+        first = await get_message(session, conversation_id, first_id)
+        if first is None:
+            return Page([], False, limit)
+        stmt = stmt.where(
+            or_(
+                Message.created_at < first.created_at,
+                and_(Message.created_at == first.created_at, Message.id < first.id),
+            )
+        )
+    stmt = stmt.order_by(Message.created_at.desc(), Message.id.desc()).limit(limit + 1)
+    rows = list(await session.scalars(stmt))
+    page = rows[:limit]
+    page.reverse()
+    return Page(page, len(rows) > limit, limit)
+
+
+async def save_message_result(
+    session: AsyncSession,
+    message_id: str,
+    *,
+    answer: str | None = None,
+    usage: Usage | None = None,
+    status: str | None = None,
+    error: str | None = None,
+    metadata: str | None = None,
+) -> Message:
+    """Record the outcome of a message: answer, usage (tokens, price, currency, latency), status
+    (``normal`` | ``error`` | ``stopped``), error text and metadata JSON."""
+    msg = await session.get(Message, message_id)
+    if msg is None:
+        raise LookupError(f"message {message_id} not found")
+    if status is not None and status not in ("normal", "error", "stopped"):
+        raise ValueError(f"invalid message status: {status!r}")
+    if answer is not None:
+        msg.answer = answer
+    if usage is not None:
+        msg.message_tokens = usage.prompt_tokens
+        msg.answer_tokens = usage.completion_tokens
+        msg.total_price = usage.total_price
+        msg.currency = usage.currency
+        msg.provider_response_latency = usage.latency
+    if status is not None:
+        msg.status = status
+    if error is not None:
+        msg.error = error
+    if metadata is not None:
+        msg.message_metadata = metadata
+    await session.flush()
+    return msg
+
+
+# --- the thought store ----------------------------------------------------------------------------
+
+
+async def create_thought(
+    session: AsyncSession,
+    message_id: str,
+    position: int,
+    *,
+    created_by: str = "",
+    created_by_role: str = "account",
+    thought_id: str | None = None,
+) -> MessageAgentThought:
+    """A new thought row with Dify's initial values (``create_agent_thought``). ``created_by_role`` is
+    ``"account"`` by default, as Dify writes even for end users. ``thought_id`` gives the row an id
+    chosen earlier (the one already sent to clients in ``agent_thought`` events)."""
+    row = MessageAgentThought(
+        message_id=message_id,
+        position=position,
+        message_chain_id=None,
+        thought="",
+        tool="",
+        tool_labels_str="{}",
+        tool_meta_str="{}",
+        tool_input="",
+        observation="",
+        tool_process_data=None,
+        message="",
+        message_token=0,
+        message_unit_price=Decimal(0),
+        message_price_unit=PRICE_UNIT,
+        message_files="[]",
+        answer="",
+        answer_token=0,
+        answer_unit_price=Decimal(0),
+        answer_price_unit=PRICE_UNIT,
+        tokens=0,
+        total_price=Decimal(0),
+        currency="USD",
+        latency=0.0,
+        created_by_role=created_by_role,
+        created_by=created_by,
+    )
+    if thought_id is not None:
+        row.id = thought_id
+    session.add(row)
+    await session.flush()
+    return row
+
+
+def _encode_tool_values(value: Mapping[str, Any] | Sequence[Any] | str, tool: str | None) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return codec.dump_json(dict(value))
+    return codec.encode_per_tool(codec.split_tool_names(tool), list(value))
+
+
+async def save_thought(
+    session: AsyncSession,
+    thought_id: str,
+    *,
+    tool_names: Sequence[str] | str | None = None,
+    tool_input: Mapping[str, Any] | Sequence[Any] | str | None = None,
+    thought: str | None = None,
+    observation: Mapping[str, Any] | Sequence[Any] | str | None = None,
+    tool_meta: Mapping[str, Any] | str | None = None,
+    answer: str | None = None,
+    file_ids: Sequence[str] | None = None,
+    usage: Usage | None = None,
+    labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> MessageAgentThought:
+    """Update a thought with Dify's ``save_agent_thought`` rules.
+
+    - ``thought`` is appended; ``tool_names``, ``tool_input``, ``observation`` and ``answer`` overwrite
+      only when truthy (``""``, ``{}``, ``[]`` never overwrite);
+    - ``tool_names`` as a list is ``;``-joined; dicts are JSON-dumped (``ensure_ascii=False``); a list of
+      inputs or observations is keyed by the row's tool names with duplicates numbered (``name_1`` …);
+    - ``file_ids`` overwrites ``message_files`` when non-empty; ``tool_meta`` overwrites when not None;
+    - ``usage`` sets the token counts, unit prices, price units and total price;
+    - ``tool_labels_str`` is recomputed every time from the tool names (``labels`` or the name itself).
+    """
+    row = await session.get(MessageAgentThought, thought_id)
+    if row is None:
+        raise LookupError(f"thought {thought_id} not found")
+    if thought:
+        row.thought = (row.thought or "") + thought
+    if tool_names:
+        row.tool = tool_names if isinstance(tool_names, str) else codec.join_tool_names(tool_names)
+    if tool_input:
+        row.tool_input = _encode_tool_values(tool_input, row.tool)
+    if observation:
+        row.observation = _encode_tool_values(observation, row.tool)
+    if answer:
+        row.answer = answer
+    if file_ids:
+        row.message_files = codec.dump_json(list(file_ids))
+    if usage is not None:
+        row.message_token = usage.prompt_tokens
+        row.message_price_unit = usage.prompt_price_unit
+        row.message_unit_price = usage.prompt_unit_price
+        row.answer_token = usage.completion_tokens
+        row.answer_price_unit = usage.completion_price_unit
+        row.answer_unit_price = usage.completion_unit_price
+        row.tokens = usage.total_tokens
+        row.total_price = usage.total_price
+    row.tool_labels_str = codec.dump_json(codec.tool_labels(row.tool, labels))
+    if tool_meta is not None:
+        row.tool_meta_str = tool_meta if isinstance(tool_meta, str) else codec.dump_json(dict(tool_meta))
+    await session.flush()
+    return row
+
+
+async def list_thoughts(session: AsyncSession, message_id: str) -> list[MessageAgentThought]:
+    stmt = (
+        select(MessageAgentThought)
+        .where(MessageAgentThought.message_id == message_id)
+        .order_by(MessageAgentThought.position)
+    )
+    return list(await session.scalars(stmt))
+
+
+# --- feedback -------------------------------------------------------------------------------------
+
+
+async def set_feedback(
+    session: AsyncSession,
+    message_id: str,
+    end_user_id: str,
+    rating: str | None,
+    content: str | None = None,
+) -> MessageFeedback | None:
+    """Set an end user's rating of a message (``like`` | ``dislike``); ``None`` removes it."""
+    if rating not in (None, "like", "dislike"):
+        raise ValueError(f"invalid rating: {rating!r}")
+    stmt = select(MessageFeedback).where(
+        MessageFeedback.message_id == message_id, MessageFeedback.end_user_id == end_user_id
+    )
+    row = await session.scalar(stmt)
+    if rating is None:
+        if row is not None:
+            await session.delete(row)
+            await session.flush()
+        return None
+    if row is None:
+        row = MessageFeedback(message_id=message_id, end_user_id=end_user_id, rating=rating, content=content)
+        session.add(row)
+    else:
+        row.rating = rating
+        row.content = content
+        row.updated_at = utcnow()
+    await session.flush()
+    return row

@@ -1,0 +1,81 @@
+"""App configuration: loopwright YAML and the import of a Dify agent-chat DSL export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopwright.app.config import AppConfig, ConfigImportError, import_dify_dsl, load_app_yaml
+
+DSL = (Path(__file__).parent / "fixtures" / "dify-agent-app.yml").read_text(encoding="utf-8")
+
+
+def test_dify_export_maps_model_prompt_tools_form_and_settings() -> None:
+    report = import_dify_dsl(DSL)
+    c = report.config
+    assert report.name == "Time Helper"
+    assert c.model == "openai:gpt-4o-mini" and c.model_params == {"temperature": 0.2}
+    assert c.strategy == "function-calling" and c.max_iterations == 5
+    assert c.instruction == "You help {{name}} with times."
+    assert [(t.name, t.form_values) for t in c.tools] == [("current_time", {"timezone": "Europe/Paris"})]
+    assert [(f.variable, f.type, f.required) for f in c.user_input_form] == [
+        ("name", "text-input", True),
+        ("style", "select", False),
+    ]
+    assert c.user_input_form[0].max_length == 48 and c.user_input_form[1].options == ["short", "long"]
+    assert c.file_upload.enabled and c.file_upload.number_limits == 2
+    assert c.file_upload.transfer_methods == ["remote_url"]
+    assert c.opening_statement == "Hi! Ask me the time." and c.suggested_questions == [
+        "What time is it in Paris?"
+    ]
+
+
+def test_dify_export_reports_what_it_cannot_map() -> None:
+    warnings = "\n".join(import_dify_dsl(DSL).warnings)
+    assert "'google_search'" in warnings  # a tool with no equivalent
+    assert "annotation replies" in warnings
+    assert "knowledge bases" in warnings
+    assert "external_data_tool" in warnings
+
+
+def test_other_providers_become_openai_compatible_with_a_warning() -> None:
+    text = DSL.replace("langgenius/openai/openai", "langgenius/ollama/ollama").replace(
+        "gpt-4o-mini", "qwen2.5"
+    )
+    report = import_dify_dsl(text)
+    assert report.config.model == "openai-compatible:qwen2.5"
+    assert any("OPENAI_BASE_URL" in w for w in report.warnings)
+
+
+def test_not_an_agent_app_is_refused() -> None:
+    with pytest.raises(ConfigImportError, match="not an agent-chat app export"):
+        import_dify_dsl(DSL.replace("mode: agent-chat", "mode: workflow"))
+
+
+def test_loopwright_yaml() -> None:
+    name, config = load_app_yaml(
+        "name: Calc\nmodel: scripted:/tmp/x.json\nstrategy: react\ntools:\n  - name: calculator\n"
+    )
+    assert name == "Calc" and config.model == "scripted:/tmp/x.json" and config.tools[0].name == "calculator"
+    assert config == AppConfig(model="scripted:/tmp/x.json", strategy="react", tools=[{"name": "calculator"}])  # type: ignore[list-item]
+
+
+def test_load_app_yaml_also_takes_a_dify_export() -> None:
+    name, config = load_app_yaml(DSL)
+    assert name == "Time Helper" and config.model == "openai:gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1, 2]", "must be a YAML mapping"),
+        ("name: x\nmax_iterations: 500\n", "max_iterations"),
+        ("name: x\nmodle: local\n", "modle"),
+        ("model: local\n", "no name"),
+        ("name: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_bad_app_yaml_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ConfigImportError, match=message):
+        load_app_yaml(text)

@@ -1,0 +1,164 @@
+"""generate(): a message from request to stored answer, on a real SQLite file and the scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopwright import tool
+from loopwright.app.config import AppConfig, ToolConfig
+from loopwright.app.generate import (
+    ChatRequest,
+    ConversationNotFoundError,
+    build_agent,
+    conversation_name,
+    prepare,
+    run_message,
+)
+from loopwright.model.base import ModelError
+from loopwright.model.entities import AssistantMessage, ToolMessage, UserMessage
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import Message
+from loopwright.testing import Reply, ScriptedModel
+
+FC = ["tool-call", "stream-tool-call"]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}")
+    await database.create_all()
+    yield database
+    await database.close()
+
+
+async def new_app(db: Database, config: AppConfig) -> str:
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(s, "calc", config.model_dump())
+        return app.id
+
+
+async def chat(db: Database, app_id: str, model: ScriptedModel, request: ChatRequest) -> list[dict[str, Any]]:
+    prepared = await prepare(db.sessionmaker, app_id, request)
+    agent = build_agent(prepared.config, model, [add])
+    return [e async for e in run_message(db.sessionmaker, prepared, agent, request)]
+
+
+CONFIG = AppConfig(model="scripted", instruction="You add numbers.", tools=[ToolConfig(name="add")])
+
+
+async def test_a_message_is_streamed_and_stored(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")], features=FC
+    )
+    events = await chat(db, app_id, model, ChatRequest("What is 2 + 3, please tell me?", "alice"))
+    assert events[-1]["event"] == "message_end"
+    ids = {e["id"] for e in events if e["event"] == "agent_thought"}
+    conversation_id, message_id = events[0]["conversation_id"], events[0]["message_id"]
+
+    async with db.transaction() as s:
+        message = await s.get(Message, message_id)
+        assert message is not None
+        assert message.answer == "It is 5." and message.status == "normal"
+        assert message.message_tokens > 0 and message.answer_tokens > 0
+        thoughts = await repo.list_thoughts(s, message_id)
+        alice = await repo.get_or_create_end_user(s, app_id, "alice")
+        conv = await repo.get_conversation(s, app_id, alice.id, conversation_id)
+    assert {t.id for t in thoughts} == ids  # stored rows carry the ids the client saw
+    first, second = thoughts
+    assert (first.position, first.tool, first.thought) == (1, "add", "Adding.")
+    assert json.loads(first.tool_input) == {"add": {"a": 2, "b": 3}}
+    assert json.loads(first.observation) == {"add": "5"}
+    assert json.loads(first.tool_labels_str) == {"add": {"en_US": "add", "zh_Hans": "add"}}
+    assert first.tokens > 0 and second.thought == "It is 5." and second.answer == "It is 5."
+    assert conv is not None and conv.name == conversation_name("What is 2 + 3, please tell me?")
+    assert conv.name == "What is 2 + 3, pleas…"
+
+
+async def test_the_next_turn_sees_the_history_and_keeps_the_pinned_config(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3})), Reply.text("5"), Reply.text("You asked 2 + 3.")],
+        features=FC,
+    )
+    first = await chat(db, app_id, model, ChatRequest("2 + 3?", "alice"))
+    async with db.transaction() as s:  # a new config version must not affect the conversation
+        await repo.add_config_version(
+            s, app_id, AppConfig(model="scripted", instruction="CHANGED").model_dump()
+        )
+    conv_id = first[0]["conversation_id"]
+    second = await chat(db, app_id, model, ChatRequest("What did I ask?", "alice", conversation_id=conv_id))
+    assert second[0]["conversation_id"] == conv_id
+    sent = model.requests[2].messages
+    assert sent[0].content == "You add numbers."  # the pinned configuration, not the new version
+    kinds = [type(m) for m in sent[1:]]
+    assert kinds == [UserMessage, AssistantMessage, ToolMessage, AssistantMessage, UserMessage]
+    assert sent[3].content == "5"
+
+
+async def test_another_users_conversation_does_not_exist(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("hi")], features=FC)
+    events = await chat(db, app_id, model, ChatRequest("hello", "alice"))
+    with pytest.raises(ConversationNotFoundError, match="Conversation Not Exists."):
+        await prepare(
+            db.sessionmaker,
+            app_id,
+            ChatRequest("hi", "mallory", conversation_id=events[0]["conversation_id"]),
+        )
+
+
+async def test_a_stopped_run_saves_what_it_did(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
+    request = ChatRequest("talk", "alice")
+    prepared = await prepare(db.sessionmaker, app_id, request)
+    gen = run_message(db.sessionmaker, prepared, build_agent(prepared.config, model, [add]), request)
+    seen = [await gen.__anext__() for _ in range(3)]  # thought, then two deltas
+    await gen.aclose()
+    async with db.transaction() as s:
+        message = await s.get(Message, prepared.context.message_id)
+        thoughts = await repo.list_thoughts(s, prepared.context.message_id)
+    assert message is not None and message.status == "stopped"
+    assert [t.id for t in thoughts] == [seen[0]["id"]]
+
+
+async def test_a_failing_model_gives_difys_error_event_and_is_recorded(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.error(ModelError("the model server is down"))], features=FC)
+    events = await chat(db, app_id, model, ChatRequest("hi", "alice"))
+    error = events[-1]
+    assert (
+        error["event"] == "error" and error["code"] == "completion_request_error" and error["status"] == 400
+    )
+    assert "task_id" not in error
+    async with db.transaction() as s:
+        message = await s.get(Message, error["message_id"])
+    assert message is not None and message.status == "error" and message.error == "the model server is down"
+
+
+async def test_a_react_plain_text_answer_is_saved(db: Database) -> None:
+    app_id = await new_app(db, AppConfig(model="scripted", strategy="react"))
+    events = await chat(
+        db, app_id, ScriptedModel(["Paris is the capital."]), ChatRequest("Capital?", "alice")
+    )
+    async with db.transaction() as s:
+        message = await s.get(Message, events[0]["message_id"])
+    assert message is not None and message.answer == "Paris is the capital."  # Dify saves ""
+
+
+async def test_an_unknown_tool_in_the_config_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="not available: 'search'"):
+        build_agent(AppConfig(tools=[ToolConfig(name="search")]), ScriptedModel([]), [add])

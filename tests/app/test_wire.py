@@ -1,0 +1,166 @@
+"""Agent events → Dify's SSE events and thought rows (reference §7.6), with the scripted model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loopwright import Agent, AgentMaxIterationError, tool
+from loopwright.app.wire import PING, DifyStream, MessageContext, error_fields, file_type, sse
+from loopwright.model.base import ModelError
+from loopwright.testing import Reply, ScriptedModel
+from loopwright.tools import ImageMessage
+
+FC = ["tool-call", "stream-tool-call"]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def draw() -> ImageMessage:
+    """Draw."""
+    return ImageMessage("https://files.example/p.png", "image/png")
+
+
+def ctx() -> MessageContext:
+    return MessageContext(task_id="t1", message_id="m1", conversation_id="c1", created_at=1700000000)
+
+
+async def wire(agent: Agent, query: str, strategy: str) -> tuple[DifyStream, list[dict[str, Any]]]:
+    stream = DifyStream(ctx(), strategy)  # type: ignore[arg-type]
+    events: list[dict[str, Any]] = []
+    async for event in agent.stream(query):
+        events += stream.feed(event)
+    return stream, events
+
+
+def shape(events: list[dict[str, Any]]) -> list[str]:
+    """Event names with consecutive agent_message deltas folded, and thought positions."""
+    out: list[str] = []
+    for e in events:
+        name = e["event"] if e["event"] != "agent_thought" else f"agent_thought{e['position']}"
+        if out and out[-1] == name == "agent_message":
+            continue
+        out.append(name)
+    return out
+
+
+async def test_function_calling_stream_has_difys_order_and_fields() -> None:
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")], features=FC
+    )
+    stream, events = await wire(Agent(model=model, tools=[add]), "2+3?", "function-calling")
+    assert shape(events) == [
+        "agent_thought1",
+        "agent_message",
+        "agent_thought1",
+        "agent_thought1",
+        "agent_thought2",
+        "agent_message",
+        "agent_thought2",
+        "message_end",
+    ]
+    for e in events:  # the wrapper fields of every data event
+        assert (e["conversation_id"], e["message_id"], e["created_at"], e["task_id"]) == (
+            "c1",
+            "m1",
+            1700000000,
+            "t1",
+        )
+    thoughts = [e for e in events if e["event"] == "agent_thought"]
+    assert len({t["id"] for t in thoughts[:3]}) == 1  # the same row, upserted
+    called, observed = thoughts[1], thoughts[2]
+    assert called["tool"] == "add" and json.loads(called["tool_input"]) == {"add": {"a": 2, "b": 3}}
+    assert called["thought"] == "Adding." and called["observation"] == ""
+    assert called["tool_labels"] == {"add": {"en_US": "add", "zh_Hans": "add"}}
+    assert json.loads(observed["observation"]) == {"add": "5"}
+    assert thoughts[-1]["thought"] == "It is 5." and thoughts[-1]["tool"] == ""
+    assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == "Adding.It is 5."
+    end = events[-1]
+    assert end["metadata"]["usage"]["total_tokens"] == stream.usage.total_tokens > 0
+    assert end["metadata"]["retriever_resources"] == [] and end["files"] is None
+    assert stream.answer == "It is 5."
+    assert {r.id for r in stream.thoughts} <= stream.dirty and stream.thoughts[0].usage is not None
+
+
+async def test_react_stream_has_no_thought_event_for_the_final_answer() -> None:
+    step = 'Thought: add them\nAction:\n```json\n{"action": "add", "action_input": {"a": 1, "b": 1}}\n```'
+    final = 'Thought: done\nAction:\n```json\n{"action": "Final Answer", "action_input": "2"}\n```'
+    stream, events = await wire(Agent(model=ScriptedModel([step, final]), tools=[add]), "1+1", "react")
+    assert shape(events) == [
+        "agent_thought1",
+        "agent_message",
+        "agent_thought1",
+        "agent_thought1",
+        "agent_thought2",
+        "agent_message",
+        "message_end",
+    ]
+    assert events[-2]["answer"] == "2"  # the whole final answer as one agent_message
+    last = stream.thoughts[-1]
+    assert last.answer == "2" and last.thought.endswith("2")  # appended, as Dify saves it
+
+
+async def test_duplicate_tool_names_keep_every_call() -> None:
+    model = ScriptedModel(
+        [
+            Reply.tool_calls(("add", {"a": 1, "b": 1}, "x"), ("add", {"a": 2, "b": 2}, "y")),
+            Reply.text("2, 4"),
+        ],
+        features=FC,
+    )
+    _, events = await wire(Agent(model=model, tools=[add]), "sums", "function-calling")
+    last_round1 = [e for e in events if e["event"] == "agent_thought" and e["position"] == 1][-1]
+    assert last_round1["tool"] == "add;add"
+    assert json.loads(last_round1["tool_input"]) == {"add": {"a": 1, "b": 1}, "add_1": {"a": 2, "b": 2}}
+    assert json.loads(last_round1["observation"]) == {"add": "2", "add_1": "4"}
+
+
+async def test_tool_files_become_message_file_events_recorded_on_the_thought() -> None:
+    model = ScriptedModel([Reply.tool_calls(("draw", {})), Reply.text("here")], features=FC)
+    stream, events = await wire(Agent(model=model, tools=[draw]), "draw", "function-calling")
+    files = [e for e in events if e["event"] == "message_file"]
+    assert len(files) == 1 and files[0]["type"] == "image" and files[0]["belongs_to"] == "assistant"
+    after = events[events.index(files[0]) + 1]
+    assert after["event"] == "agent_thought" and after["message_files"] == [files[0]["id"]]
+    assert stream.files[0][0] == files[0]["id"]
+
+
+def test_sse_framing_and_ping() -> None:
+    assert sse({"event": "x", "answer": "é"}) == 'data: {"event": "x", "answer": "é"}\n\n'
+    assert PING == "event: ping\n\n"
+
+
+def test_error_mapping() -> None:
+    stream = DifyStream(ctx(), "react")
+    err = stream.error(ValueError("bad input"))
+    assert err == {
+        "event": "error",
+        "conversation_id": "c1",
+        "message_id": "m1",
+        "created_at": 1700000000,
+        "code": "invalid_param",
+        "message": "bad input",
+        "status": 400,
+    }
+    assert error_fields(ModelError("rate limited")) == ("completion_request_error", 400, "rate limited")
+    code, status, message = error_fields(AgentMaxIterationError(3))
+    assert (code, status) == ("internal_server_error", 500) and "maximum iteration limit of 3" in message
+    assert error_fields(RuntimeError("secret detail"))[2] == "Internal Server Error, please contact support."
+
+
+def test_file_types() -> None:
+    assert [
+        file_type(m) for m in ("image/png", "audio/mpeg", "video/mp4", "application/pdf", "text/plain")
+    ] == [
+        "image",
+        "audio",
+        "video",
+        "document",
+        "document",
+    ]
+    assert file_type("application/zip") == "custom"

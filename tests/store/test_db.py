@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from loopwright.store import models as m
+from loopwright.store.db import Database, resolve_url
+
+
+def test_resolve_url() -> None:
+    assert resolve_url("sqlite+aiosqlite:///x.db", {}) == "sqlite+aiosqlite:///x.db"
+    assert resolve_url(None, {}) == "sqlite+aiosqlite:///./loopwright.db"
+    assert resolve_url(None, {"LOOPWRIGHT_DB": "/d/l.db"}) == "sqlite+aiosqlite:////d/l.db"
+    env = {"LOOPWRIGHT_DB": "/d/l.db", "DATABASE_URL": "postgresql+asyncpg://u@h/db"}
+    assert resolve_url(None, env) == "postgresql+asyncpg://u@h/db"
+
+
+def test_database_reads_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("LOOPWRIGHT_DB", str(tmp_path / "env.db"))
+    assert Database().url == f"sqlite+aiosqlite:///{tmp_path / 'env.db'}"
+
+
+async def test_sqlite_pragmas(db: Database) -> None:
+    async with db.engine.connect() as conn:
+        assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+        assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+        assert (await conn.execute(text("PRAGMA busy_timeout"))).scalar() == 5000
+
+
+async def test_models_round_trip(db: Database) -> None:
+    async with db.transaction() as s:
+        app = m.App(name="a")
+        s.add(app)
+        await s.flush()
+        cfg = m.AppConfig(app_id=app.id, version=1, config={"model": "x", "tools": ["t"]})
+        user = m.EndUser(app_id=app.id, session_id="u1")
+        s.add_all([cfg, user])
+        await s.flush()
+        conv = m.Conversation(app_id=app.id, app_config_id=cfg.id, end_user_id=user.id, inputs={"k": "v"})
+        s.add(conv)
+        await s.flush()
+        msg = m.Message(conversation_id=conv.id, app_id=app.id, query="hi", total_price=Decimal("0.0001234"))
+        s.add(msg)
+        await s.flush()
+        ids = (app.id, conv.id, msg.id)
+    async with db.session() as s:
+        app2 = await s.get(m.App, ids[0])
+        assert app2 is not None and app2.mode == "agent-chat" and app2.created_at is not None
+        conv2 = await s.get(m.Conversation, ids[1])
+        assert conv2 is not None
+        assert conv2.inputs == {"k": "v"} and conv2.is_deleted is False and conv2.status == "normal"
+        msg2 = await s.get(m.Message, ids[2])
+        assert msg2 is not None
+        assert msg2.total_price == Decimal("0.0001234") and isinstance(msg2.total_price, Decimal)
+        assert (msg2.answer, msg2.status, msg2.currency) == ("", "normal", "USD")
+
+
+async def test_foreign_keys_enforced(db: Database) -> None:
+    with pytest.raises(IntegrityError):
+        async with db.transaction() as s:
+            s.add(m.EndUser(app_id="missing", session_id="u"))
+
+
+def _schema(conn: Connection) -> dict[str, Any]:
+    insp = inspect(conn)
+    out: dict[str, Any] = {}
+    for table in insp.get_table_names():
+        if table == "alembic_version":
+            continue
+        out[table] = {
+            "columns": {
+                c["name"]: (str(c["type"]), c["nullable"], c.get("primary_key"))
+                for c in insp.get_columns(table)
+            },
+            "indexes": sorted(
+                (i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in insp.get_indexes(table)
+            ),
+            "uniques": sorted(
+                (u["name"], tuple(u["column_names"])) for u in insp.get_unique_constraints(table)
+            ),
+            "fks": sorted(
+                (tuple(f["constrained_columns"]), f["referred_table"], tuple(f["referred_columns"]))
+                for f in insp.get_foreign_keys(table)
+            ),
+        }
+    return out
+
+
+async def test_migrate_matches_create_all(tmp_path: Path) -> None:
+    created = Database(f"sqlite+aiosqlite:///{tmp_path / 'created.db'}")
+    migrated = Database(f"sqlite+aiosqlite:///{tmp_path / 'migrated.db'}")
+    try:
+        await created.create_all()
+        await migrated.migrate()
+        await migrated.migrate()  # idempotent at head
+        async with created.engine.connect() as c1, migrated.engine.connect() as c2:
+            a = await c1.run_sync(_schema)
+            b = await c2.run_sync(_schema)
+            version = (await c2.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        assert set(a) == {t.name for t in m.Base.metadata.sorted_tables}
+        assert a == b
+        assert version == "0001_initial"
+    finally:
+        await created.close()
+        await migrated.close()
