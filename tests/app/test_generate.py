@@ -162,3 +162,39 @@ async def test_a_react_plain_text_answer_is_saved(db: Database) -> None:
 async def test_an_unknown_tool_in_the_config_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="not available: 'search'"):
         build_agent(AppConfig(tools=[ToolConfig(name="search")]), ScriptedModel([]), [add])
+
+
+async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Database) -> None:
+    import asyncio
+
+    cancelled = asyncio.Event()
+
+    @tool
+    async def slow(n: int) -> str:
+        """Takes a long time."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    app_id = await new_app(db, AppConfig(model="scripted", tools=[ToolConfig(name="slow")]))
+    model = ScriptedModel([Reply.tool_calls(("slow", {"n": 1})), Reply.text("never")], features=FC)
+    request = ChatRequest("go", "alice")
+    prepared = await prepare(db.sessionmaker, app_id, request)
+    stop = asyncio.Event()
+    events = []
+    async for event in run_message(
+        db.sessionmaker, prepared, build_agent(prepared.config, model, [slow]), request, stop=stop
+    ):
+        events.append(event)
+        if event["event"] == "agent_thought" and event["tool"] == "slow":
+            stop.set()  # the tool is now running
+    assert cancelled.is_set()
+    assert events[-1]["event"] == "message_end"
+    async with db.transaction() as s:
+        message = await s.get(Message, prepared.context.message_id)
+        thoughts = await repo.list_thoughts(s, prepared.context.message_id)
+    assert message is not None and message.status == "stopped"
+    assert thoughts[0].tool == "slow"  # saved as far as it got

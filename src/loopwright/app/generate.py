@@ -10,6 +10,7 @@ never reads the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -19,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from loopwright.agent import Agent, RoundFinished
+from loopwright.agent import Agent, AgentEvent, RoundFinished
 from loopwright.app.config import AppConfig
 from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent
 from loopwright.model.base import Model
@@ -141,24 +142,30 @@ async def run_message(
     agent: Agent,
     request: ChatRequest,
     *,
+    stop: asyncio.Event | None = None,
     on_saved: Callable[[], None] | None = None,
 ) -> AsyncGenerator[WireEvent, None]:
-    """Run the agent for a prepared message and yield Dify's wire events. Closing the generator (a
-    stopped run) cancels the model and tools; what was done is saved with status ``stopped`` and a
-    ``message_end`` is still yielded when the consumer is listening."""
+    """Run the agent for a prepared message and yield Dify's wire events.
+
+    Setting ``stop`` cancels the model stream and any tool call in flight at once (Dify only stops at
+    its next publish); what was done is saved with status ``stopped`` and ``message_end`` follows.
+    Closing the generator does the same without the final event."""
     ctx = prepared.context
     stream = DifyStream(ctx, agent.strategy_kind)
     history = fit_history(prepared.history, agent, prepared.config, request.query)
     started = time.perf_counter()
     status, error = "normal", None
+    source = agent.stream(request.query, history=history, inputs=prepared.inputs, files=request.files or None)
     try:
-        async for event in agent.stream(
-            request.query, history=history, inputs=prepared.inputs, files=request.files or None
-        ):
+        async for event in _until(source, stop) if stop is not None else source:
             for wire in stream.feed(event):
                 yield wire
             if type(event) is RoundFinished:
                 await _save_thoughts(sessions, ctx.message_id, stream)
+    except RunStopped:
+        status = "stopped"
+        stream.usage = _round_usage(stream.thoughts)
+        yield stream.message_end()
     except (asyncio.CancelledError, GeneratorExit):
         status = "stopped"
         raise
@@ -169,6 +176,35 @@ async def run_message(
         await asyncio.shield(_finish(sessions, ctx, stream, status, error, time.perf_counter() - started))
         if on_saved is not None:
             on_saved()
+
+
+class RunStopped(Exception):
+    """The run's stop event was set."""
+
+
+async def _until(
+    events: AsyncGenerator[AgentEvent, None], stop: asyncio.Event
+) -> AsyncGenerator[AgentEvent, None]:
+    """``events`` until ``stop`` is set; then the pending step is cancelled (which cancels the model
+    stream or the tools it is waiting on) and :class:`RunStopped` is raised."""
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(events))
+            done, _ = await asyncio.wait({step, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if step not in done:
+                step.cancel()
+                with contextlib.suppress(BaseException):
+                    await step
+                raise RunStopped
+            try:
+                event = step.result()
+            except StopAsyncIteration:
+                return
+            yield event
+    finally:
+        stopper.cancel()
+        await events.aclose()
 
 
 async def _finish(
