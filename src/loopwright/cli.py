@@ -653,6 +653,16 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _register_admin_commands() -> None:
+    from loopwright.cli_admin import apps, keys
+
+    app.add_typer(apps, name="app")
+    app.add_typer(keys, name="key")
+
+
+_register_admin_commands()
+
+
 def main() -> None:
     """The console script's entry point."""
     app(prog_name="loopwright")

@@ -1,0 +1,81 @@
+"""The HTTP server: Dify's Service API for agent-chat apps, on FastAPI.
+
+``create_app(db)`` builds the ASGI app; ``run_server(...)`` migrates the database and serves it with
+uvicorn (what ``loopwright serve`` calls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from loopwright.config import Settings
+from loopwright.server import errors, routes_app, routes_chat, routes_conversations
+from loopwright.server.state import ServerState
+from loopwright.store.db import Database
+from loopwright.tools.base import Tool
+
+DEFAULT_PING_INTERVAL = 10.0
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5001
+
+
+def create_app(
+    db: Database,
+    settings: Settings | None = None,
+    *,
+    ping_interval: float = DEFAULT_PING_INTERVAL,
+    tools: Sequence[Tool] | None = None,
+) -> FastAPI:
+    """The Service API app on ``db``. ``settings`` (default: :func:`load_settings` when first needed)
+    configure model providers; ``tools`` default to the built-in tools; ``ping_interval`` is the
+    silence after which a stream sends ``event: ping``."""
+    if tools is None:
+        from loopwright.tools.builtin import builtin_tools
+
+        tools = builtin_tools()
+    state = ServerState(db, settings, ping_interval=ping_interval, tools=tools)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await state.runs.shutdown()  # stopped runs are saved before the process ends
+
+    app = FastAPI(
+        title="loopwright",
+        description="Dify-compatible Service API for agent-chat apps",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.db = db
+    app.state.loopwright = state
+    errors.install(app)
+    app.include_router(routes_chat.router)
+    app.include_router(routes_conversations.router)
+    app.include_router(routes_app.router)
+    return app
+
+
+def serve(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """Serve ``app`` with uvicorn until interrupted (one process: runs live in its memory)."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level="info", ws="none")
+
+
+def run_server(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    database_url: str | None = None,
+    *,
+    ping_interval: float = DEFAULT_PING_INTERVAL,
+) -> None:
+    """Migrate the database, build the app and serve it (blocks)."""
+    db = Database(database_url)
+    asyncio.run(db.migrate())
+    serve(create_app(db, ping_interval=ping_interval), host, port)

@@ -1,0 +1,126 @@
+"""Dify's error bodies: every error response is ``{"code", "message", "status"}``.
+
+Request validation errors (FastAPI's 422) become 400 ``invalid_param``; an unexpected exception becomes
+500 ``internal_server_error`` without a traceback (it is logged).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("loopwright.server")
+
+INTERNAL_MESSAGE = "Internal Server Error, please contact support."
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "file_too_large",
+    415: "unsupported_media_type",
+}
+
+
+class ApiError(Exception):
+    """An error answered with Dify's body."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def invalid_param(message: str) -> ApiError:
+    return ApiError(400, "invalid_param", message)
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(404, "not_found", message)
+
+
+def error_body(status: int, code: str, message: str) -> dict[str, Any]:
+    return {"code": code, "message": message, "status": status}
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse(error_body(status, code, message), status_code=status)
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """One readable line for the first problem, e.g. ``query is required``."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    err = errors[0]
+    loc = [str(x) for x in err.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]  # where it was, not what
+    where = ".".join(loc)
+    if err.get("type") == "missing":
+        return f"{where} is required" if where else "request body is required"
+    if err.get("type") == "json_invalid":
+        return "the request body is not valid JSON"
+    msg = str(err.get("msg", "invalid value"))
+    return f"{where}: {msg}" if where else msg
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers (and the catch-all middleware) on ``app``."""
+
+    async def api_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error_response(exc.status, exc.code, exc.message)
+
+    async def request_invalid(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(400, "invalid_param", validation_message(exc))
+
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        fallback = "internal_server_error" if exc.status_code >= 500 else "error"
+        code = _HTTP_CODES.get(exc.status_code, fallback)
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return error_response(exc.status_code, code, message)
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, request_invalid)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_middleware(CatchAll)
+
+
+class CatchAll:
+    """Turns an unexpected exception into 500 ``internal_server_error`` (if the response has not
+    started yet; a stream that already started is simply closed)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                return
+            response = error_response(500, "internal_server_error", INTERNAL_MESSAGE)
+            await response(scope, receive, send)

@@ -1,0 +1,89 @@
+"""``GET /v1/parameters`` and ``GET /v1/info``: what a client needs to show the app."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+
+from loopwright.app.config import AppConfig, FileUpload, InputField
+from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.errors import ApiError
+from loopwright.server.state import ServerState, get_state
+from loopwright.store import repositories as repo
+
+router = APIRouter()
+
+SYSTEM_PARAMETERS = {
+    "file_size_limit": 15,
+    "image_file_size_limit": 10,
+    "audio_file_size_limit": 50,
+    "video_file_size_limit": 100,
+    "workflow_file_upload_limit": 10,
+}
+_DISABLED = {"enabled": False}
+
+
+def form_entry(f: InputField) -> dict[str, Any]:
+    """One ``user_input_form`` entry in Dify's shape: ``{type: {label, variable, required, …}}``."""
+    spec: dict[str, Any] = {"label": f.label or f.variable, "variable": f.variable, "required": f.required}
+    if f.type in ("text-input", "paragraph"):
+        if f.max_length is not None:
+            spec["max_length"] = f.max_length
+        spec["default"] = "" if f.default is None else f.default
+    elif f.type == "select":
+        spec["options"] = list(f.options)
+        spec["default"] = "" if f.default is None else f.default
+    else:
+        spec["default"] = f.default
+    return {f.type: spec}
+
+
+def file_upload_body(fu: FileUpload) -> dict[str, Any]:
+    return {
+        "enabled": fu.enabled,
+        "allowed_file_types": list(fu.allowed_types),
+        "allowed_file_extensions": [],
+        "allowed_file_upload_methods": list(fu.transfer_methods),
+        "number_limits": fu.number_limits,
+        "image": {
+            "enabled": fu.enabled and "image" in fu.allowed_types,
+            "number_limits": fu.number_limits,
+            "detail": "high",
+            "transfer_methods": list(fu.transfer_methods),
+        },
+    }
+
+
+def parameters_body(config: AppConfig) -> dict[str, Any]:
+    return {
+        "opening_statement": config.opening_statement,
+        "suggested_questions": list(config.suggested_questions),
+        "suggested_questions_after_answer": dict(_DISABLED),
+        "speech_to_text": dict(_DISABLED),
+        "text_to_speech": dict(_DISABLED),
+        "retriever_resource": dict(_DISABLED),
+        "annotation_reply": dict(_DISABLED),
+        "more_like_this": dict(_DISABLED),
+        "sensitive_word_avoidance": dict(_DISABLED),
+        "user_input_form": [form_entry(f) for f in config.user_input_form],
+        "file_upload": file_upload_body(config.file_upload),
+        "system_parameters": dict(SYSTEM_PARAMETERS),
+    }
+
+
+@router.get("/v1/parameters")
+async def parameters(
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+) -> dict[str, Any]:
+    async with state.db.transaction() as session:
+        row = await repo.latest_config(session, app.id)
+    if row is None:
+        raise ApiError(400, "app_unavailable", "App unavailable, please check your app configurations.")
+    return parameters_body(AppConfig.model_validate(row.config))
+
+
+@router.get("/v1/info")
+async def info(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
+    return {"name": app.name, "description": app.description, "tags": [], "mode": "agent-chat"}

@@ -1,0 +1,69 @@
+"""What the server's routes share: the database, the runs, the built models and the tools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from fastapi import Request
+
+from loopwright.config import ConfigError, Settings, build_model, load_settings
+from loopwright.model.base import Model, ModelError
+from loopwright.server.errors import ApiError, invalid_param
+from loopwright.server.runs import RunRegistry
+from loopwright.store.db import Database
+from loopwright.tools.base import Tool
+
+
+class ServerState:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings | None,
+        *,
+        ping_interval: float,
+        tools: Sequence[Tool],
+    ) -> None:
+        self.db = db
+        self.ping_interval = ping_interval
+        self.tools = list(tools)
+        self.runs = RunRegistry()
+        self._settings = settings
+        self._models: dict[str, Model] = {}
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    def model(self, spec: str) -> Model:
+        """The model an app's spec names, built once per spec and shared by every request (a scripted
+        model's replies are consumed across requests, as one script for the whole conversation)."""
+        model = self._models.get(spec)
+        if model is None:
+            try:
+                model = build_model(spec, self.settings)
+            except ConfigError as exc:
+                raise ApiError(400, "provider_not_initialize", str(exc)) from None
+            except ModelError as exc:
+                raise ApiError(400, "completion_request_error", str(exc)) from None
+            self._models[spec] = model
+        return model
+
+
+def get_state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.loopwright
+    return state
+
+
+def require_user(user: str | None) -> str:
+    """The ``user`` field every Service API call carries (body or query)."""
+    if user is None or not user.strip():
+        raise invalid_param("user is required")
+    return user
+
+
+def timestamp(value: datetime) -> int:
+    """Unix seconds of a stored (naive UTC) datetime."""
+    return int(value.replace(tzinfo=UTC).timestamp()) if value.tzinfo is None else int(value.timestamp())

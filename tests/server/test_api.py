@@ -1,0 +1,220 @@
+"""Auth and scoping, conversations, parameters, info and feedback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.server.conftest import NewApp, ServiceApp
+
+
+async def chat(
+    client: httpx.AsyncClient, app: ServiceApp, user: str = "alice", **body: Any
+) -> dict[str, Any]:
+    r = await client.post(
+        "/v1/chat-messages", json={"query": "hello there", "user": user, **body}, headers=app.headers
+    )
+    assert r.status_code == 200, r.text
+    result: dict[str, Any] = r.json()
+    return result
+
+
+UNAUTHORIZED = {"code": "unauthorized", "status": 401}
+
+
+async def test_auth_matrix(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello.", "Again."])
+    other = await new_app(["Other."], name="other")
+    conv_id = (await chat(client, app))["conversation_id"]
+
+    for headers in ({}, {"Authorization": "Bearer app-wrong"}, {"Authorization": app.key}):
+        r = await client.get("/v1/conversations", params={"user": "alice"}, headers=headers)
+        assert r.status_code == 401
+        body = r.json()
+        assert {k: body[k] for k in ("code", "status")} == UNAUTHORIZED and body["message"]
+        r = await client.post("/v1/chat-messages", json={"query": "x", "user": "alice"}, headers=headers)
+        assert r.status_code == 401
+
+    # another user of the same app: the conversation does not exist for them
+    params = {"conversation_id": conv_id, "user": "bob"}
+    r = await client.get("/v1/messages", params=params, headers=app.headers)
+    assert r.status_code == 404 and r.json()["message"] == "Conversation Not Exists."
+    r = await client.get("/v1/conversations", params={"user": "bob"}, headers=app.headers)
+    assert r.json()["data"] == []
+    r = await client.post(
+        "/v1/chat-messages",
+        json={"query": "x", "user": "bob", "conversation_id": conv_id},
+        headers=app.headers,
+    )
+    assert r.status_code == 404
+    r = await client.request(
+        "DELETE", f"/v1/conversations/{conv_id}", json={"user": "bob"}, headers=app.headers
+    )
+    assert r.status_code == 404
+
+    # another app's key, same user string: nothing
+    r = await client.get(
+        "/v1/messages", params={"conversation_id": conv_id, "user": "alice"}, headers=other.headers
+    )
+    assert r.status_code == 404
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=other.headers)
+    assert r.json()["data"] == []
+
+    # the owner still sees it
+    r = await client.get(
+        "/v1/messages", params={"conversation_id": conv_id, "user": "alice"}, headers=app.headers
+    )
+    assert r.status_code == 200 and len(r.json()["data"]) == 1
+
+
+async def test_user_is_required(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    r = await client.get("/v1/conversations", headers=app.headers)
+    assert r.status_code == 400 and r.json() == {
+        "code": "invalid_param",
+        "message": "user is required",
+        "status": 400,
+    }
+
+
+async def test_conversations_list_rename_delete(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["One.", "Two.", "Three."], opening_statement="Welcome!")
+    ids = [
+        (await chat(client, app, query=f"question number {i} is long"))["conversation_id"] for i in range(3)
+    ]
+
+    r = await client.get("/v1/conversations", params={"user": "alice", "limit": 2}, headers=app.headers)
+    page = r.json()
+    assert page["limit"] == 2 and page["has_more"] is True
+    assert [c["id"] for c in page["data"]] == ids[::-1][:2]  # most recently updated first
+    conv = page["data"][0]
+    assert set(conv) == {"id", "name", "inputs", "status", "introduction", "created_at", "updated_at"}
+    assert conv["name"] == "question number 2 is…" and conv["introduction"] == "Welcome!"
+    assert conv["status"] == "normal" and isinstance(conv["created_at"], int)
+    r = await client.get(
+        "/v1/conversations", params={"user": "alice", "last_id": page["data"][-1]["id"]}, headers=app.headers
+    )
+    assert [c["id"] for c in r.json()["data"]] == [ids[0]] and r.json()["has_more"] is False
+    r = await client.get(
+        "/v1/conversations",
+        params={"user": "alice", "last_id": "00000000-0000-4000-8000-000000000000"},
+        headers=app.headers,
+    )
+    assert r.status_code == 404
+
+    r = await client.post(
+        f"/v1/conversations/{ids[0]}/name", json={"name": "Maths", "user": "alice"}, headers=app.headers
+    )
+    assert r.status_code == 200 and r.json()["name"] == "Maths" and r.json()["id"] == ids[0]
+    r = await client.post(
+        f"/v1/conversations/{ids[0]}/name", json={"auto_generate": True, "user": "alice"}, headers=app.headers
+    )
+    assert r.json()["name"] == "question number 0 is…"
+    r = await client.post(f"/v1/conversations/{ids[0]}/name", json={"user": "alice"}, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+
+    r = await client.request(
+        "DELETE", f"/v1/conversations/{ids[0]}", json={"user": "alice"}, headers=app.headers
+    )
+    assert r.status_code == 200 and r.json() == {"result": "success"}
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert ids[0] not in [c["id"] for c in r.json()["data"]]
+    r = await client.request(
+        "DELETE", f"/v1/conversations/{ids[0]}", json={"user": "alice"}, headers=app.headers
+    )
+    assert r.status_code == 404 and r.json()["message"] == "Conversation Not Exists."
+
+
+async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(
+        ["Hello."],
+        opening_statement="Hi, I add numbers.",
+        suggested_questions=["What is 1+1?"],
+        user_input_form=[
+            {"variable": "name", "label": "Name", "required": True, "max_length": 48},
+            {
+                "variable": "tone",
+                "label": "Tone",
+                "type": "select",
+                "options": ["dry", "warm"],
+                "default": "dry",
+            },
+            {"variable": "n", "label": "N", "type": "number"},
+        ],
+        file_upload={"enabled": True, "allowed_types": ["image"], "number_limits": 2},
+    )
+    r = await client.get("/v1/parameters", headers=app.headers)
+    assert r.status_code == 200
+    p = r.json()
+    assert p["opening_statement"] == "Hi, I add numbers." and p["suggested_questions"] == ["What is 1+1?"]
+    for key in (
+        "suggested_questions_after_answer",
+        "speech_to_text",
+        "text_to_speech",
+        "retriever_resource",
+        "annotation_reply",
+        "more_like_this",
+    ):
+        assert p[key] == {"enabled": False}
+    assert p["user_input_form"] == [
+        {
+            "text-input": {
+                "label": "Name",
+                "variable": "name",
+                "required": True,
+                "max_length": 48,
+                "default": "",
+            }
+        },
+        {
+            "select": {
+                "label": "Tone",
+                "variable": "tone",
+                "required": False,
+                "options": ["dry", "warm"],
+                "default": "dry",
+            }
+        },
+        {"number": {"label": "N", "variable": "n", "required": False, "default": None}},
+    ]
+    fu = p["file_upload"]
+    assert fu["enabled"] is True and fu["number_limits"] == 2 and fu["image"]["enabled"] is True
+    assert fu["allowed_file_upload_methods"] == ["local_file", "remote_url"]
+    assert p["system_parameters"]["file_size_limit"] > 0
+
+    r = await client.get("/v1/info", headers=app.headers)
+    assert r.json() == {"name": "calc", "description": "calc app", "tags": [], "mode": "agent-chat"}
+
+
+async def test_feedback(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    sent = await chat(client, app)
+    message_id, conv_id = sent["message_id"], sent["conversation_id"]
+
+    async def feedback() -> Any:
+        r = await client.get(
+            "/v1/messages", params={"conversation_id": conv_id, "user": "alice"}, headers=app.headers
+        )
+        return r.json()["data"][0]["feedback"]
+
+    url = f"/v1/messages/{message_id}/feedbacks"
+    r = await client.post(
+        url, json={"rating": "like", "user": "alice", "content": "nice"}, headers=app.headers
+    )
+    assert r.status_code == 200 and r.json() == {"result": "success"}
+    assert await feedback() == {"rating": "like"}
+    await client.post(url, json={"rating": "dislike", "user": "alice"}, headers=app.headers)
+    assert await feedback() == {"rating": "dislike"}
+    await client.post(url, json={"rating": None, "user": "alice"}, headers=app.headers)
+    assert await feedback() is None
+    r = await client.post(url, json={"rating": "like", "user": "bob"}, headers=app.headers)
+    assert r.status_code == 404 and r.json()["message"] == "Message Not Exists."
+    r = await client.post(url, json={"rating": "meh", "user": "alice"}, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+
+
+async def test_stop_of_an_unknown_task_is_success(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    r = await client.post("/v1/chat-messages/no-such-task/stop", json={"user": "alice"}, headers=app.headers)
+    assert r.status_code == 200 and r.json() == {"result": "success"}

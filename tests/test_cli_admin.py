@@ -1,0 +1,63 @@
+"""``loopwright app create`` and ``loopwright key create`` against a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopwright.cli import app
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+
+DSL = Path(__file__).parent / "app" / "fixtures" / "dify-agent-app.yml"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "lw.db"
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("LOOPWRIGHT_DB", str(path))
+    return path
+
+
+async def _lookup(path: Path, token: str) -> tuple[str, dict[str, object]] | None:
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with db.transaction() as s:
+            found = await repo.find_app_by_key(s, token)
+            if found is None:
+                return None
+            config = await repo.latest_config(s, found.id)
+            assert config is not None
+            return found.id, dict(config.config)
+    finally:
+        await db.close()
+
+
+def test_create_an_app_and_a_key_that_finds_it(db_path: Path) -> None:
+    runner = CliRunner()
+    made = runner.invoke(app, ["app", "create", "Calc", "--model", "local", "--tool", "calculator"])
+    assert made.exit_code == 0, made.output
+    app_id = made.output.strip()
+    key = runner.invoke(app, ["key", "create", "--app", app_id])
+    assert key.exit_code == 0 and key.output.strip().startswith("app-")
+    found = asyncio.run(_lookup(db_path, key.output.strip()))
+    assert found is not None and found[0] == app_id
+    assert found[1]["model"] == "local" and found[1]["tools"] == [{"name": "calculator", "form_values": {}}]
+
+
+def test_create_from_a_dify_export_reports_what_was_left_out(db_path: Path) -> None:
+    result = CliRunner().invoke(app, ["app", "create", "--from-yaml", str(DSL)])
+    assert result.exit_code == 0
+    assert "warning:" in result.output and "google_search" in result.output
+
+
+def test_errors_are_one_clear_line(db_path: Path) -> None:
+    runner = CliRunner()
+    bad_tool = runner.invoke(app, ["app", "create", "X", "--tool", "search"])
+    assert bad_tool.exit_code == 1 and "unknown tool 'search'" in bad_tool.output
+    no_app = runner.invoke(app, ["key", "create", "--app", "nope"])
+    assert no_app.exit_code == 1 and "no app with id 'nope'" in no_app.output
