@@ -222,30 +222,28 @@ async def test_results_too_large_to_print_get_a_clear_message() -> None:
 
 
 _HANG_SCRIPT = """
+import time
 from loopwright.tools.builtin.calculator import evaluate
-print("ready", flush=True)
+started = time.perf_counter()
 try:
     evaluate("(10 ** 10000) ** 10000")
 except ValueError as e:
-    print("refused:", e, flush=True)
+    print("refused:", e, round(time.perf_counter() - started, 3), flush=True)
 else:
     print("computed", flush=True)
 """
 
 
 def test_nested_huge_power_is_refused_quickly() -> None:
-    with subprocess.Popen(
-        [sys.executable, "-c", _HANG_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as proc:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"  # imports done; now time the evaluation only
-        try:
-            out, _ = proc.communicate(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail("evaluate('(10 ** 10000) ** 10000') still computing after 5 s")
-    assert out.startswith("refused:"), out
+    # In a subprocess, so an unbounded computation (minutes) is killed instead of hanging the suite.
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _HANG_SCRIPT], capture_output=True, text=True, timeout=60, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("evaluate('(10 ** 10000) ** 10000') was still computing after 60 s")
+    assert proc.stdout.startswith("refused:"), proc.stdout + proc.stderr
+    assert float(proc.stdout.split()[-1]) < 0.5  # the evaluation itself, imports excluded
 
 
 # --- current_time --------------------------------------------------------------------------------------
