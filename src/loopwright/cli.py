@@ -654,10 +654,11 @@ def _escape(text: str) -> str:
 
 
 def _register_admin_commands() -> None:
-    from loopwright.cli_admin import apps, keys
+    from loopwright.cli_admin import apps, keys, serve
 
     app.add_typer(apps, name="app")
     app.add_typer(keys, name="key")
+    app.command()(serve)
 
 
 _register_admin_commands()

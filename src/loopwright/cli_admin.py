@@ -106,3 +106,13 @@ async def _create_key(app_id: str) -> str | None:
             return (await repo.create_api_key(session, app_id)).token
     finally:
         await db.close()
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 5001,
+) -> None:
+    """Serve the Dify-compatible HTTP API (/v1) for every app in the database."""
+    from loopwright.server.app import run_server
+
+    run_server(host=host, port=port)

@@ -29,7 +29,7 @@ from loopwright.store import codec
 from loopwright.store import repositories as repo
 from loopwright.store.history import UUID_NIL, load_history, trim_to_budget
 from loopwright.store.models import AppConfig as AppConfigRow
-from loopwright.store.models import MessageAgentThought
+from loopwright.store.models import MessageAgentThought, unix_seconds
 from loopwright.tools.base import Tool
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
@@ -101,7 +101,7 @@ async def prepare(sessions: async_sessionmaker[AsyncSession], app_id: str, reque
             task_id=str(uuid.uuid4()),
             message_id=message.id,
             conversation_id=conv.id,
-            created_at=int(message.created_at.timestamp()),
+            created_at=unix_seconds(message.created_at),
         )
         return Prepared(AppConfig.model_validate(row.config), context, history, inputs)
 

@@ -77,5 +77,11 @@ def run_server(
 ) -> None:
     """Migrate the database, build the app and serve it (blocks)."""
     db = Database(database_url)
-    asyncio.run(db.migrate())
+    asyncio.run(_migrate(db))
     serve(create_app(db, ping_interval=ping_interval), host, port)
+
+
+async def _migrate(db: Database) -> None:
+    await db.migrate()
+    # The pool's connections belong to this event loop; uvicorn runs its own.
+    await db.engine.dispose()

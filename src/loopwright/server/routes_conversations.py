@@ -15,10 +15,10 @@ from loopwright.app.generate import conversation_name
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import invalid_param, not_found
 from loopwright.server.routes_chat import CONVERSATION_NOT_EXISTS
-from loopwright.server.state import ServerState, get_state, require_user, timestamp
+from loopwright.server.state import ServerState, get_state, require_user
 from loopwright.store import repositories as repo
 from loopwright.store.models import AppConfig as AppConfigRow
-from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFeedback
+from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFeedback, unix_seconds
 
 router = APIRouter()
 
@@ -64,8 +64,8 @@ async def conversation_body(session: AsyncSession, conv: Conversation) -> dict[s
         "inputs": dict(conv.inputs or {}),
         "status": conv.status,
         "introduction": introduction,
-        "created_at": timestamp(conv.created_at),
-        "updated_at": timestamp(conv.updated_at),
+        "created_at": unix_seconds(conv.created_at),
+        "updated_at": unix_seconds(conv.updated_at),
     }
 
 
@@ -153,7 +153,7 @@ def thought_body(t: MessageAgentThought) -> dict[str, Any]:
         "tool": t.tool,
         "tool_labels": _json(t.tool_labels_str, {}),
         "tool_input": t.tool_input,
-        "created_at": timestamp(t.created_at),
+        "created_at": unix_seconds(t.created_at),
         "observation": t.observation,
         "files": files if isinstance(files, list) else [],
     }
@@ -191,7 +191,7 @@ async def list_messages(
                     "message_files": [],
                     "feedback": {"rating": ratings[m.id]} if m.id in ratings else None,
                     "retriever_resources": [],
-                    "created_at": timestamp(m.created_at),
+                    "created_at": unix_seconds(m.created_at),
                     "agent_thoughts": [thought_body(t) for t in thoughts],
                     "status": m.status,
                     "error": m.error,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from fastapi import Request
 
@@ -62,8 +61,3 @@ def require_user(user: str | None) -> str:
     if user is None or not user.strip():
         raise invalid_param("user is required")
     return user
-
-
-def timestamp(value: datetime) -> int:
-    """Unix seconds of a stored (naive UTC) datetime."""
-    return int(value.replace(tzinfo=UTC).timestamp()) if value.tzinfo is None else int(value.timestamp())

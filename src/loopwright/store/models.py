@@ -59,6 +59,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def unix_seconds(value: datetime) -> int:
+    """Unix seconds of a stored datetime (stored naive, in UTC), as Dify's ``created_at`` fields."""
+    return int(value.replace(tzinfo=UTC).timestamp()) if value.tzinfo is None else int(value.timestamp())
+
+
 class DecimalText(TypeDecorator[Decimal]):
     """A Decimal stored losslessly: ``NUMERIC(precision, scale)`` where the database has decimals, a
     decimal string on SQLite (which would otherwise round through float and warn)."""
