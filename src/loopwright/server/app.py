@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from loopwright.config import Settings
-from loopwright.server import errors, routes_app, routes_chat, routes_conversations
+from loopwright.server import errors, routes_app, routes_chat, routes_conversations, routes_files
 from loopwright.server.state import ServerState
 from loopwright.store.db import Database
 from loopwright.tools.base import Tool
@@ -58,6 +58,7 @@ def create_app(
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_app.router)
+    app.include_router(routes_files.router)
     return app
 
 

@@ -45,6 +45,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA journal_mode=WAL")  # ignored (stays "memory") for in-memory databases
+        # With WAL, NORMAL syncs at checkpoints instead of every commit: a crash cannot corrupt the
+        # file, at worst the last commits before a power loss are lost. Commits drop from ~5 ms to µs.
+        cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
 

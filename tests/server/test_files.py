@@ -1,0 +1,202 @@
+"""POST /v1/files/upload through the ASGI app: stored file and row, and Dify's error codes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import func, select
+
+from loopwright.server.routes_files import header_params
+from loopwright.store.db import Database
+from loopwright.store.models import EndUser, UploadFile
+from tests.server.conftest import NewApp
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x01\x02pixels" * 10
+DOCS = {"file_upload": {"enabled": True, "allowed_types": ["image", "document"]}}
+
+
+@pytest.fixture
+def upload_dir(server_app: FastAPI, tmp_path: Path) -> Path:
+    directory = tmp_path / "uploads"
+    server_app.state.loopwright.upload_dir = directory
+    return directory
+
+
+def stored_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.is_file()) if directory.exists() else []
+
+
+async def upload(
+    client: httpx.AsyncClient, headers: dict[str, str], *, user: str | None = "alice", **files: Any
+) -> httpx.Response:
+    data = {"user": user} if user is not None else {}
+    return await client.post("/v1/files/upload", data=data, files=files or None, headers=headers)
+
+
+async def row_count(db: Database) -> int:
+    async with db.transaction() as s:
+        return int(await s.scalar(select(func.count()).select_from(UploadFile)) or 0)
+
+
+async def test_upload_stores_the_file_and_a_row(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, upload_dir: Path
+) -> None:
+    app = await new_app(["hi"])
+    r = await upload(client, app.headers, file=("cat.PNG", PNG, "image/png"))
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert set(body) == {"id", "name", "size", "extension", "mime_type", "created_by", "created_at"}
+    assert (body["name"], body["size"], body["extension"], body["mime_type"]) == (
+        "cat.PNG",
+        len(PNG),
+        "png",
+        "image/png",
+    )
+    assert isinstance(body["created_at"], int)
+    async with db.transaction() as s:
+        row = await s.get(UploadFile, body["id"])
+        assert row is not None
+        assert (row.app_id, row.name, row.size, row.mime_type) == (app.id, "cat.PNG", len(PNG), "image/png")
+        end_user = await s.get(EndUser, row.end_user_id)
+        assert end_user is not None and end_user.session_id == "alice" and body["created_by"] == end_user.id
+        assert row.storage_key == f"{app.id}/{row.id}"  # never the client's name
+    assert stored_files(upload_dir) == [upload_dir / row.storage_key]
+    assert (upload_dir / row.storage_key).read_bytes() == PNG
+
+
+async def test_a_large_binary_document_arrives_intact(
+    client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
+) -> None:
+    app = await new_app(["hi"], **DOCS)
+    # boundary-like bytes inside the content, across many network-sized chunks
+    content = (os.urandom(70_000) + b"\r\n--\r\n\r\n--x") * 5
+    r = await upload(client, app.headers, file=("report.pdf", content, "application/pdf"))
+    assert r.status_code == 201, r.text
+    assert r.json()["size"] == len(content) and r.json()["extension"] == "pdf"
+    [path] = stored_files(upload_dir)
+    assert path.read_bytes() == content
+
+
+async def test_the_clients_filename_never_becomes_a_path(
+    client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
+) -> None:
+    app = await new_app(["hi"])
+    r = await upload(client, app.headers, file=("../../evil/../x.png", PNG, "image/png"))
+    assert r.status_code == 201, r.text
+    assert r.json()["name"] == "x.png"
+    [path] = stored_files(upload_dir)
+    assert path.parent == upload_dir / app.id and path.name == r.json()["id"]
+
+
+async def test_a_missing_type_is_guessed_from_the_extension(
+    client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
+) -> None:
+    app = await new_app(["hi"], **DOCS)
+    r = await upload(client, app.headers, file=("notes.md", b"# Notes\n", "application/octet-stream"))
+    assert r.status_code == 201, r.text
+    assert r.json()["mime_type"] == "text/markdown"
+
+
+async def test_missing_file(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    app = await new_app(["hi"])
+    expected = {"code": "no_file_uploaded", "message": "Please upload your file.", "status": 400}
+    # a multipart form without a file
+    r = await client.post("/v1/files/upload", files={"user": (None, "alice")}, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, expected)
+    # "file" as a plain field is not a file
+    form = {"user": (None, "alice"), "file": (None, "not a file")}
+    r = await client.post("/v1/files/upload", files=form, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, expected)
+    # not multipart at all
+    r = await client.post("/v1/files/upload", json={"user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, expected)
+    assert stored_files(upload_dir) == []
+
+
+async def test_too_large(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, server_app: FastAPI, upload_dir: Path
+) -> None:
+    server_app.state.loopwright.upload_max_bytes = 1000
+    app = await new_app(["hi"])
+    r = await upload(client, app.headers, file=("big.png", b"x" * 1001, "image/png"))
+    assert r.status_code == 413, r.text
+    assert r.json()["code"] == "file_too_large" and r.json()["status"] == 413
+    assert stored_files(upload_dir) == [] and await row_count(db) == 0
+    r = await upload(client, app.headers, file=("fits.png", b"x" * 1000, "image/png"))
+    assert r.status_code == 201 and r.json()["size"] == 1000
+
+
+async def test_unsupported_type(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, upload_dir: Path
+) -> None:
+    images_only = await new_app(["hi"])  # allowed_types defaults to ["image"]
+    r = await upload(client, images_only.headers, file=("a.txt", b"hello", "text/plain"))
+    assert (r.status_code, r.json()) == (
+        415,
+        {"code": "unsupported_file_type", "message": "File type not allowed.", "status": 415},
+    )
+    r = await upload(client, images_only.headers, file=("a.pdf", b"%PDF-1.4", "application/pdf"))
+    assert r.status_code == 415
+    docs = await new_app(["hi"], **DOCS)
+    r = await upload(client, docs.headers, file=("a.zip", b"PK\x03\x04", "application/zip"))
+    assert r.status_code == 415
+    assert stored_files(upload_dir) == [] and await row_count(db) == 0
+    for name, mime in [("a.txt", "text/plain"), ("a.md", "text/markdown"), ("a.pdf", "application/pdf")]:
+        r = await upload(client, docs.headers, file=(name, b"hello", mime))
+        assert r.status_code == 201, (name, r.text)
+    anything = await new_app(["hi"], file_upload={"allowed_types": ["custom"]})
+    r = await upload(client, anything.headers, file=("a.zip", b"PK\x03\x04", "application/zip"))
+    assert r.status_code == 201
+
+
+async def test_auth_required(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    await new_app(["hi"])
+    r = await upload(client, {}, file=("a.png", PNG, "image/png"))
+    assert r.status_code == 401 and r.json()["code"] == "unauthorized"
+    r = await upload(client, {"Authorization": "Bearer app-nope"}, file=("a.png", PNG, "image/png"))
+    assert r.status_code == 401 and r.json()["message"] == "Access token is invalid"
+    assert stored_files(upload_dir) == []
+
+
+async def test_user_required(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, upload_dir: Path
+) -> None:
+    app = await new_app(["hi"])
+    for user in (None, "", "  "):
+        r = await upload(client, app.headers, user=user, file=("a.png", PNG, "image/png"))
+        assert (r.status_code, r.json()) == (
+            400,
+            {"code": "invalid_param", "message": "user is required", "status": 400},
+        )
+    assert stored_files(upload_dir) == [] and await row_count(db) == 0
+
+
+async def test_only_one_file(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, upload_dir: Path
+) -> None:
+    app = await new_app(["hi"])
+    files = [("file", ("a.png", PNG, "image/png")), ("other", ("b.png", PNG, "image/png"))]
+    r = await client.post("/v1/files/upload", data={"user": "alice"}, files=files, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "too_many_files"
+    assert stored_files(upload_dir) == [] and await row_count(db) == 0
+
+
+async def test_malformed_body(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    app = await new_app(["hi"])
+    body = b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\ntruncated'
+    headers = {**app.headers, "Content-Type": "multipart/form-data; boundary=b"}
+    r = await client.post("/v1/files/upload", content=body, headers=headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+    assert stored_files(upload_dir) == []
+
+
+def test_header_params() -> None:
+    value = 'form-data; name="file"; filename="a \\"b\\";c.png"'
+    assert header_params(value) == {"name": "file", "filename": 'a "b";c.png'}
+    value = "form-data; name=file; filename=\"x.png\"; filename*=UTF-8''%E7%8C%AB.png"
+    assert header_params(value)["filename"] == "猫.png"
