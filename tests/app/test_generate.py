@@ -198,3 +198,13 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
         thoughts = await repo.list_thoughts(s, prepared.context.message_id)
     assert message is not None and message.status == "stopped"
     assert thoughts[0].tool == "slow"  # saved as far as it got
+
+
+async def test_nul_characters_from_the_model_are_not_stored(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    events = await chat(
+        db, app_id, ScriptedModel([Reply.text("a\x00b")], features=FC), ChatRequest("hi", "alice")
+    )
+    async with db.transaction() as s:
+        message = await s.get(Message, events[0]["message_id"])
+    assert message is not None and message.answer == "ab"  # PostgreSQL would refuse "a\x00b"

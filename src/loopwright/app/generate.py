@@ -220,11 +220,22 @@ async def _finish(
     if not usage.latency:
         usage = usage.with_latency(elapsed)
     metadata = json.dumps({"usage": usage.to_dict(), "retriever_resources": []}, ensure_ascii=False)
-    answer = stream.answer or _partial_answer(stream)
+    answer = _storable(stream.answer or _partial_answer(stream))
     async with sessions() as session, session.begin():
         await repo.save_message_result(
-            session, ctx.message_id, answer=answer, usage=usage, status=status, error=error, metadata=metadata
+            session,
+            ctx.message_id,
+            answer=answer,
+            usage=usage,
+            status=status,
+            error=_storable(error) if error else None,
+            metadata=metadata,
         )
+
+
+def _storable(text: str) -> str:
+    """Text a database accepts: PostgreSQL refuses NUL characters, which a model may emit."""
+    return text.replace("\x00", "")
 
 
 def _partial_answer(stream: DifyStream) -> str:
@@ -263,14 +274,14 @@ async def _upsert(session: AsyncSession, message_id: str, row: ThoughtRow) -> No
     db_row = await session.get(MessageAgentThought, row.id)
     if db_row is None:  # same id as the wire events already carried
         db_row = await repo.create_thought(session, message_id, row.position, thought_id=row.id)
-    db_row.thought = row.thought
+    db_row.thought = _storable(row.thought)
     db_row.tool = row.tool
     db_row.tool_input = row.tool_input
-    db_row.observation = row.observation
+    db_row.observation = _storable(row.observation)
     db_row.tool_meta_str = row.tool_meta
     db_row.tool_labels_str = codec.dump_json(codec.tool_labels(row.tool))
     db_row.message_files = codec.dump_json(row.message_files)
-    db_row.answer = row.answer
+    db_row.answer = _storable(row.answer)
     if row.usage is not None:
         u = row.usage
         db_row.message_token, db_row.answer_token, db_row.tokens = (

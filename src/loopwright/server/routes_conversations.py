@@ -15,7 +15,7 @@ from loopwright.app.generate import conversation_name
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import invalid_param, not_found
 from loopwright.server.routes_chat import CONVERSATION_NOT_EXISTS
-from loopwright.server.state import ServerState, get_state, require_user
+from loopwright.server.state import MAX_NAME_CHARS, ServerState, get_state, require_user
 from loopwright.store import repositories as repo
 from loopwright.store.models import AppConfig as AppConfigRow
 from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFeedback, unix_seconds
@@ -129,6 +129,8 @@ async def rename_conversation(
             name = (payload.name or "").strip()
             if not name:
                 raise invalid_param("name is required when auto_generate is false")
+            if len(name) > MAX_NAME_CHARS:
+                raise invalid_param(f"name must be at most {MAX_NAME_CHARS} characters")
         await repo.rename_conversation(session, conv, name)
         return await conversation_body(session, conv)
 

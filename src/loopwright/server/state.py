@@ -60,4 +60,9 @@ def require_user(user: str | None) -> str:
     """The ``user`` field every Service API call carries (body or query)."""
     if user is None or not user.strip():
         raise invalid_param("user is required")
+    if len(user) > MAX_NAME_CHARS:  # the column's size, as Dify's
+        raise invalid_param(f"user must be at most {MAX_NAME_CHARS} characters")
     return user
+
+
+MAX_NAME_CHARS = 255

@@ -1,0 +1,243 @@
+"""The PyPI ``dify-client`` SDK as a real client against a real uvicorn server on 127.0.0.1.
+
+The SDK is synchronous (``requests``), so its calls run in a thread while the server runs on the test's
+event loop. Its 0.1.x releases have no ``delete_conversation`` and no stop call: the delete is sent with
+the SDK's own request helper, as later releases do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import uvicorn
+from dify_client import ChatClient
+from fastapi import FastAPI
+
+from loopwright.store.db import Database
+from loopwright.store.models import UploadFile
+from tests.server import conftest as server_fixtures
+from tests.server.conftest import NewApp, ServiceApp
+
+# the server fixtures (a real SQLite database, apps on scripted models, the ASGI app)
+db = server_fixtures.db
+new_app = server_fixtures.new_app
+server_app = server_fixtures.server_app
+
+FC_REPLIES: list[Any] = [
+    {"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}]]},
+    "It is 5.",
+    "Still 5.",
+]
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00pixels" * 20
+
+
+@pytest.fixture
+async def base_url(
+    server_app: FastAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[str]:
+    """The API root (``…/v1``) of the app served by uvicorn on a free port."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    server_app.state.loopwright.upload_dir = tmp_path / "uploads"
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        server_app, host="127.0.0.1", port=port, log_level="warning", ws="none", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    for _ in range(500):
+        if server.started:
+            break
+        await asyncio.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()
+
+
+def sdk(base_url: str, app: ServiceApp) -> ChatClient:
+    client = ChatClient(app.key)
+    client.base_url = base_url
+    return client
+
+
+def ok(response: requests.Response, status: int = 200) -> Any:
+    assert response.status_code == status, (response.status_code, response.text)
+    return response.json()
+
+
+def read_stream(response: requests.Response) -> list[dict[str, Any]]:
+    """The ``data:`` events of a streamed SDK response (pings skipped)."""
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = []
+    for raw in response.iter_lines():
+        line = raw.decode("utf-8")
+        if line.startswith("data: "):
+            events.append(json.loads(line[len("data: ") :]))
+    return events
+
+
+async def test_streaming_chat_with_a_tool_round(base_url: str, new_app: NewApp) -> None:
+    client = sdk(base_url, await new_app(FC_REPLIES))
+
+    def chat() -> list[dict[str, Any]]:
+        response = client.create_chat_message({}, "What is 2 + 3?", "alice", response_mode="streaming")
+        return read_stream(response)
+
+    events = await asyncio.to_thread(chat)
+    names = [e["event"] for e in events]
+    assert names[0] == "agent_thought" and names[-1] == "message_end"
+    assert "agent_message" in names and "error" not in names
+    answer = "".join(e["answer"] for e in events if e["event"] == "agent_message")
+    assert answer.endswith("It is 5.")
+    tool = next(e for e in events if e["event"] == "agent_thought" and e["tool"])
+    assert tool["tool"] == "calculator" and "2+3" in tool["tool_input"]
+    observed = [e for e in events if e["event"] == "agent_thought" and e["observation"]]
+    assert observed and "5" in observed[0]["observation"]
+    end = events[-1]
+    assert end["id"] == events[0]["message_id"] and end["conversation_id"] == events[0]["conversation_id"]
+    assert end["metadata"]["usage"]["total_tokens"] > 0
+
+
+async def test_blocking_chat_history_and_conversation_calls(base_url: str, new_app: NewApp) -> None:
+    client = sdk(base_url, await new_app(FC_REPLIES))
+
+    def scenario() -> dict[str, Any]:
+        first = ok(client.create_chat_message({}, "What is 2 + 3?", "alice"))  # blocking by default
+        cid = first["conversation_id"]
+        second = ok(client.create_chat_message({}, "Sure?", "alice", "blocking", conversation_id=cid))
+        return {
+            "first": first,
+            "second": second,
+            "messages": ok(client.get_conversation_messages("alice", conversation_id=cid)),
+            "conversations": ok(client.get_conversations("alice")),
+            "others": ok(client.get_conversations("bob")),
+            "renamed": ok(client.rename_conversation(cid, "Sums", "alice")),
+            "liked": ok(client.message_feedback(first["message_id"], "like", "alice")),
+            "after": ok(client.get_conversation_messages("alice", conversation_id=cid, limit=1)),
+            "listed": ok(client.get_conversations("alice", limit=5)),
+        }
+
+    r = await asyncio.to_thread(scenario)
+    first, second = r["first"], r["second"]
+    assert first["answer"] == "It is 5." and first["event"] == "message"
+    assert first["message_id"] and first["conversation_id"]
+    assert second["answer"] == "Still 5." and second["conversation_id"] == first["conversation_id"]
+    turns = r["messages"]["data"]
+    assert [(m["query"], m["answer"]) for m in turns] == [
+        ("What is 2 + 3?", "It is 5."),
+        ("Sure?", "Still 5."),
+    ]
+    assert [m["id"] for m in turns] == [first["message_id"], second["message_id"]]
+    assert turns[0]["agent_thoughts"][0]["tool"] == "calculator"
+    assert [c["id"] for c in r["conversations"]["data"]] == [first["conversation_id"]]
+    assert r["others"]["data"] == []
+    assert r["renamed"]["name"] == "Sums" and r["renamed"]["id"] == first["conversation_id"]
+    assert r["liked"] == {"result": "success"}
+    after = r["after"]
+    assert (
+        after["limit"] == 1 and after["has_more"] is True and after["data"][0]["id"] == second["message_id"]
+    )
+    assert r["listed"]["limit"] == 5 and r["listed"]["data"][0]["name"] == "Sums"
+
+
+async def test_feedback_shows_in_history(base_url: str, new_app: NewApp) -> None:
+    client = sdk(base_url, await new_app(["Hello."]))
+
+    def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        sent = ok(client.create_chat_message({}, "hi", "alice"))
+        ok(client.message_feedback(sent["message_id"], "dislike", "alice"))
+        cid = sent["conversation_id"]
+        before = ok(client.get_conversation_messages("alice", conversation_id=cid))
+        ok(client.message_feedback(sent["message_id"], None, "alice"))  # null removes it
+        return before, ok(client.get_conversation_messages("alice", conversation_id=cid))
+
+    before, after = await asyncio.to_thread(scenario)
+    assert before["data"][0]["feedback"] == {"rating": "dislike"}
+    assert after["data"][0]["feedback"] is None
+
+
+async def test_application_parameters(base_url: str, new_app: NewApp) -> None:
+    app = await new_app(
+        ["hi"],
+        opening_statement="Ask me to compute.",
+        suggested_questions=["What is 2 + 3?"],
+        user_input_form=[{"type": "text-input", "variable": "name", "label": "Name", "required": False}],
+    )
+    params = ok(await asyncio.to_thread(sdk(base_url, app).get_application_parameters, "alice"))
+    assert params["opening_statement"] == "Ask me to compute."
+    assert params["suggested_questions"] == ["What is 2 + 3?"]
+    assert params["user_input_form"][0]["text-input"]["variable"] == "name"
+    assert params["system_parameters"]["file_size_limit"] == 15
+
+
+async def test_file_upload(base_url: str, new_app: NewApp, db: Database, tmp_path: Path) -> None:
+    client = sdk(base_url, await new_app(["hi"]))
+
+    def scenario() -> tuple[Any, Any]:
+        typed = client.file_upload("alice", {"file": ("cat.png", PNG, "image/png")})
+        untyped = client.file_upload("alice", {"file": ("dog.png", PNG)})  # the part has no Content-Type
+        return ok(typed, 201), ok(untyped, 201)
+
+    typed, untyped = await asyncio.to_thread(scenario)
+    assert (typed["name"], typed["size"], typed["extension"], typed["mime_type"]) == (
+        "cat.png",
+        len(PNG),
+        "png",
+        "image/png",
+    )
+    assert untyped["mime_type"] == "image/png"
+    async with db.transaction() as s:
+        row = await s.get(UploadFile, typed["id"])
+        assert row is not None
+    assert (tmp_path / "uploads" / row.storage_key).read_bytes() == PNG
+
+
+async def test_file_upload_errors(base_url: str, new_app: NewApp, server_app: FastAPI) -> None:
+    server_app.state.loopwright.upload_max_bytes = 64 * 1024
+    client = sdk(base_url, await new_app(["hi"]))
+
+    def scenario() -> list[requests.Response]:
+        return [
+            client.file_upload("alice", {"file": ("big.png", b"x" * (1024 * 1024), "image/png")}),
+            client.file_upload("alice", {"file": ("a.txt", b"text", "text/plain")}),
+            client.file_upload("alice", {}),
+        ]
+
+    big, text, none = await asyncio.to_thread(scenario)
+    assert big.status_code == 413 and big.json()["code"] == "file_too_large"
+    assert text.status_code == 415 and text.json()["code"] == "unsupported_file_type"
+    assert none.status_code == 400 and none.json()["code"] == "no_file_uploaded"
+
+
+async def test_delete_conversation(base_url: str, new_app: NewApp) -> None:
+    client = sdk(base_url, await new_app(["One.", "Two."]))
+
+    def scenario() -> tuple[Any, Any, Any, Any]:
+        a = ok(client.create_chat_message({}, "first", "alice"))["conversation_id"]
+        b = ok(client.create_chat_message({}, "second", "alice"))["conversation_id"]
+        # dify-client 0.1.x has no delete_conversation; later releases send exactly this request
+        deleted = ok(client._send_request("DELETE", f"/conversations/{a}", {"user": "alice"}))
+        again = client._send_request("DELETE", f"/conversations/{a}", {"user": "alice"})
+        listed = ok(client.get_conversations("alice"))
+        return deleted, again, listed, b
+
+    deleted, again, listed, kept = await asyncio.to_thread(scenario)
+    assert deleted == {"result": "success"}
+    assert again.status_code == 404 and again.json()["code"] == "not_found"
+    assert [c["id"] for c in listed["data"]] == [kept]
