@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-import uvicorn
 from dify_client import ChatClient
 from fastapi import FastAPI
 
 from loopwright.store.db import Database
 from loopwright.store.models import UploadFile
+from tests.live_server import serving
 from tests.server import conftest as server_fixtures
 from tests.server.conftest import NewApp, ServiceApp
 
@@ -47,26 +46,8 @@ async def base_url(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     server_app.state.loopwright.upload_dir = tmp_path / "uploads"
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        server_app, host="127.0.0.1", port=port, log_level="warning", ws="none", lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
+    async with serving(server_app) as url:
+        yield f"{url}/v1"
 
 
 def sdk(base_url: str, app: ServiceApp) -> ChatClient:

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from loopwright.store.db import Database
 from loopwright.store.models import Message
+from tests.live_server import serving
 from tests.server.conftest import NewApp
 
 LONG = "This answer takes a while to stream, chunk after chunk, so that there is time to act. " * 3
@@ -23,26 +22,8 @@ LONG = "This answer takes a while to stream, chunk after chunk, so that there is
 
 @pytest.fixture
 async def base_url(server_app: FastAPI) -> AsyncIterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        server_app, host="127.0.0.1", port=port, log_level="warning", ws="none", lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
+    async with serving(server_app) as url:
+        yield url
 
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
