@@ -164,7 +164,6 @@ async def run_message(
                 await _save_thoughts(sessions, ctx.message_id, stream)
     except RunStopped:
         status = "stopped"
-        stream.usage = _round_usage(stream.thoughts)
         yield stream.message_end()
     except (asyncio.CancelledError, GeneratorExit):
         status = "stopped"
@@ -216,7 +215,7 @@ async def _finish(
     elapsed: float,
 ) -> None:
     await _save_thoughts(sessions, ctx.message_id, stream, everything=True)
-    usage = stream.usage if stream.usage.total_tokens else _round_usage(stream.thoughts)
+    usage = stream.usage
     if not usage.latency:
         usage = usage.with_latency(elapsed)
     metadata = json.dumps({"usage": usage.to_dict(), "retriever_resources": []}, ensure_ascii=False)
@@ -241,15 +240,6 @@ def _storable(text: str) -> str:
 def _partial_answer(stream: DifyStream) -> str:
     """A run that ended early keeps the text it had produced (the last round's)."""
     return stream.thoughts[-1].thought if stream.thoughts else ""
-
-
-def _round_usage(rows: Sequence[ThoughtRow]) -> Any:
-    from loopwright.model.entities import Usage
-
-    total = Usage()
-    for row in rows:
-        total = total.plus(row.usage)
-    return total
 
 
 async def _save_thoughts(

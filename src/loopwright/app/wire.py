@@ -145,6 +145,7 @@ class DifyStream:
     def _round_finished(self, event: RoundFinished) -> list[WireEvent]:
         row = self.thoughts[-1]
         row.usage = event.usage
+        self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
         row.thought = event.thought.strip()
         self.dirty.add(row.id)
         if event.answer is None:
@@ -183,12 +184,11 @@ class DifyStream:
         )
 
     def _message_file(self, file_id: str, output: ToolOutput) -> WireEvent:
-        mime = getattr(output, "mime_type", None) or "application/octet-stream"
         url = output.url if isinstance(output, ImageMessage | FileMessage) else ""
-        if isinstance(output, ImageMessage | FileMessage | BlobMessage):
-            kind = file_type(
-                mime if not isinstance(output, ImageMessage) else (output.mime_type or "image/png")
-            )
+        if isinstance(output, ImageMessage):
+            kind = file_type(output.mime_type or "image/png")
+        elif isinstance(output, FileMessage | BlobMessage):
+            kind = file_type(output.mime_type)
         else:
             kind = "custom"
         return self._wrap("message_file", id=file_id, type=kind, belongs_to="assistant", url=url)

@@ -7,7 +7,7 @@ A tool is a small dataclass holding its schema and an ``invoke`` coroutine funct
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -285,4 +285,3 @@ class Toolset(Protocol):
 
 
 ToolLike = Tool | Toolset
-ToolResultFn = Callable[..., Any | Awaitable[Any]]
