@@ -50,9 +50,9 @@ async def new_app(db: Database, config: AppConfig) -> str:
 
 
 async def chat(db: Database, app_id: str, model: ScriptedModel, request: ChatRequest) -> list[dict[str, Any]]:
-    prepared = await prepare(db.sessionmaker, app_id, request)
+    prepared = await prepare(db, app_id, request)
     agent = build_agent(prepared.config, model, [add])
-    return [e async for e in run_message(db.sessionmaker, prepared, agent, request)]
+    return [e async for e in run_message(db, prepared, agent, request)]
 
 
 CONFIG = AppConfig(model="scripted", instruction="You add numbers.", tools=[ToolConfig(name="add")])
@@ -114,7 +114,7 @@ async def test_another_users_conversation_does_not_exist(db: Database) -> None:
     events = await chat(db, app_id, model, ChatRequest("hello", "alice"))
     with pytest.raises(ConversationNotFoundError, match="Conversation Not Exists."):
         await prepare(
-            db.sessionmaker,
+            db,
             app_id,
             ChatRequest("hi", "mallory", conversation_id=events[0]["conversation_id"]),
         )
@@ -124,8 +124,8 @@ async def test_a_stopped_run_saves_what_it_did(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
     request = ChatRequest("talk", "alice")
-    prepared = await prepare(db.sessionmaker, app_id, request)
-    gen = run_message(db.sessionmaker, prepared, build_agent(prepared.config, model, [add]), request)
+    prepared = await prepare(db, app_id, request)
+    gen = run_message(db, prepared, build_agent(prepared.config, model, [add]), request)
     seen = [await gen.__anext__() for _ in range(3)]  # thought, then two deltas
     await gen.aclose()
     async with db.transaction() as s:
@@ -182,11 +182,11 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
     app_id = await new_app(db, AppConfig(model="scripted", tools=[ToolConfig(name="slow")]))
     model = ScriptedModel([Reply.tool_calls(("slow", {"n": 1})), Reply.text("never")], features=FC)
     request = ChatRequest("go", "alice")
-    prepared = await prepare(db.sessionmaker, app_id, request)
+    prepared = await prepare(db, app_id, request)
     stop = asyncio.Event()
     events = []
     async for event in run_message(
-        db.sessionmaker, prepared, build_agent(prepared.config, model, [slow]), request, stop=stop
+        db, prepared, build_agent(prepared.config, model, [slow]), request, stop=stop
     ):
         events.append(event)
         if event["event"] == "agent_thought" and event["tool"] == "slow":

@@ -1,10 +1,12 @@
 """One agent-chat message, from request to stored answer: the app layer's ``generate()``.
 
-``prepare()`` finds or creates the conversation and the message and loads the history (one short
-transaction); ``run_message()`` runs the agent and yields Dify's wire events as they happen, while the
-thought rows and the answer are written at the end of each round and on every way out — an answer, an
-error, a stop (the caller cancels the iteration) — so nothing done so far is lost. Building an event
-never reads the database.
+``resolve()`` finds the end user, the conversation and its configuration (from memory where it can:
+:mod:`loopwright.app.lookup`) and ``start_message()`` queues the new rows on the database writer, so a
+model starts streaming without waiting for the database; ``prepare()`` does both. ``run_message()``
+runs the agent and yields Dify's wire events as they happen, while the thought rows and the answer
+are written (queued, in order) at the end of each round and on every way out — an answer, an error,
+a stop (the caller cancels the iteration) — so nothing done so far is lost. Building an event never
+reads the database.
 """
 
 from __future__ import annotations
@@ -18,18 +20,20 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.agent import Agent, AgentEvent, RoundFinished
 from loopwright.app.config import AppConfig
+from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent
 from loopwright.model.base import Model
 from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
 from loopwright.store import codec
 from loopwright.store import repositories as repo
+from loopwright.store.db import Database
 from loopwright.store.history import UUID_NIL, load_history, trim_to_budget
-from loopwright.store.models import AppConfig as AppConfigRow
-from loopwright.store.models import MessageAgentThought, unix_seconds
+from loopwright.store.models import Conversation, Message, MessageAgentThought, new_id, unix_seconds, utcnow
 from loopwright.tools.base import Tool
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
@@ -61,49 +65,115 @@ class Prepared:
     inputs: dict[str, Any]
 
 
+@dataclass(slots=True)
+class Target:
+    """Where a new message goes, resolved before anything is written: the end user, the
+    configuration version, and the conversation (``None``: a new one) with its inputs and history."""
+
+    end_user_id: str
+    version: ConfigVersion
+    conversation_id: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    history: list[PromptMessage] = field(default_factory=list)
+
+
+class AppUnavailableError(LookupError):
+    """The app has no configuration to run with."""
+
+
 def conversation_name(query: str) -> str:
     """Dify's first name for a conversation: the first 20 characters of the query, then ``…``."""
     query = query.strip()
     return query if len(query) <= NAME_CHARS else query[:NAME_CHARS] + "…"
 
 
-async def prepare(sessions: async_sessionmaker[AsyncSession], app_id: str, request: ChatRequest) -> Prepared:
-    """Find or create the conversation (same app, same end user, not deleted) and create the message.
-    A conversation keeps the configuration version it started with."""
-    async with sessions() as session, session.begin():
-        user = await repo.get_or_create_end_user(session, app_id, request.user)
-        if request.conversation_id:
-            conv = await repo.get_conversation(session, app_id, user.id, request.conversation_id)
-            if conv is None:
-                raise ConversationNotFoundError()
-            row = await session.get(AppConfigRow, conv.app_config_id)
-            inputs = dict(conv.inputs or {})  # a conversation's inputs are fixed by its first message
+async def resolve(
+    db: Database, lookup: AppLookup, app_id: str, user: str, conversation_id: str | None
+) -> Target:
+    """Find the end user and the conversation (same app, same end user, not deleted — else
+    :class:`ConversationNotFoundError`) with its pinned configuration, inputs and history; or, for a
+    new conversation, the app's latest configuration. Only reads (mostly from memory)."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    if not conversation_id:
+        version = await lookup.latest_config(app_id)
+        if version is None:
+            raise AppUnavailableError(f"app {app_id} has no configuration")
+        return Target(end_user_id, version)
+    await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
+    async with db.sessionmaker() as session:
+        conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
+        if conv is None:
+            raise ConversationNotFoundError()
+        history = await load_history(session, conv.id)
+        config_id, inputs = conv.app_config_id, dict(conv.inputs or {})
+    pinned = await lookup.config(config_id)
+    if pinned is None:
+        raise AppUnavailableError(f"configuration {config_id} is missing")
+    # A conversation's inputs are fixed by its first message.
+    return Target(end_user_id, pinned, conversation_id, inputs, history)
+
+
+def start_message(
+    db: Database, app_id: str, target: Target, query: str, inputs: Mapping[str, Any]
+) -> Prepared:
+    """Queue the rows of the new message (and of its conversation when new) on the database writer
+    and return at once: the run starts while they are written, and every later write of the message
+    is queued behind them."""
+    now = utcnow()
+    message_id = new_id()
+    conversation_id = target.conversation_id or new_id()
+    inputs = dict(inputs if target.conversation_id is None else target.inputs)
+    # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
+    message = Message(
+        id=message_id,
+        conversation_id=conversation_id,
+        app_id=app_id,
+        query=query,
+        inputs=inputs,
+        parent_message_id=UUID_NIL,
+        created_at=now,
+    )
+    conversation = (
+        Conversation(
+            id=conversation_id,
+            app_id=app_id,
+            end_user_id=target.end_user_id,
+            app_config_id=target.version.id,
+            name=conversation_name(query),
+            inputs=inputs,
+            created_at=now,
+            updated_at=now,
+        )
+        if target.conversation_id is None
+        else None
+    )
+
+    async def insert(session: AsyncSession) -> None:
+        if conversation is not None:
+            session.add(conversation)
+            await session.flush()  # the message's foreign key needs it first
         else:
-            row = await repo.latest_config(session, app_id)
-            if row is None:
-                raise LookupError(f"app {app_id} has no configuration")
-            inputs = dict(request.inputs)
-            conv = await repo.create_conversation(
-                session,
-                app_id,
-                user.id,
-                app_config_id=row.id,
-                name=conversation_name(request.query),
-                inputs=inputs,
+            await session.execute(
+                update(Conversation).where(Conversation.id == conversation_id).values(updated_at=now)
             )
-        assert row is not None
-        # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
-        message = await repo.create_message(
-            session, conv, request.query, inputs=inputs, parent_message_id=UUID_NIL
-        )
-        history = await load_history(session, conv.id, exclude_message_id=message.id)
-        context = MessageContext(
-            task_id=str(uuid.uuid4()),
-            message_id=message.id,
-            conversation_id=conv.id,
-            created_at=unix_seconds(message.created_at),
-        )
-        return Prepared(AppConfig.model_validate(row.config), context, history, inputs)
+        session.add(message)
+
+    db.writer.submit(insert, key=conversation_id)
+    context = MessageContext(
+        task_id=str(uuid.uuid4()),
+        message_id=message_id,
+        conversation_id=conversation_id,
+        created_at=unix_seconds(now),
+    )
+    return Prepared(target.version.config, context, target.history, inputs)
+
+
+async def prepare(
+    db: Database, app_id: str, request: ChatRequest, *, lookup: AppLookup | None = None
+) -> Prepared:
+    """Resolve and start a message in one call (the server validates the inputs in between)."""
+    target = await resolve(db, lookup or AppLookup(db), app_id, request.user, request.conversation_id)
+    return start_message(db, app_id, target, request.query, request.inputs)
 
 
 def build_agent(config: AppConfig, model: Model, tools: Sequence[Tool]) -> Agent:
@@ -137,7 +207,7 @@ def fit_history(
 
 
 async def run_message(
-    sessions: async_sessionmaker[AsyncSession],
+    db: Database,
     prepared: Prepared,
     agent: Agent,
     request: ChatRequest,
@@ -147,11 +217,13 @@ async def run_message(
 ) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a prepared message and yield Dify's wire events.
 
-    Setting ``stop`` cancels the model stream and any tool call in flight at once (Dify only stops at
-    its next publish); what was done is saved with status ``stopped`` and ``message_end`` follows.
-    Closing the generator does the same without the final event."""
+    Thought rows are queued for writing at the end of each round and the run ends once everything is
+    written. Setting ``stop`` cancels the model stream and any tool call in flight at once (Dify only
+    stops at its next publish); what was done is saved with status ``stopped`` and ``message_end``
+    follows. Closing the generator does the same without the final event."""
     ctx = prepared.context
     stream = DifyStream(ctx, agent.strategy_kind)
+    saver = _ThoughtSaver(db, ctx)
     history = fit_history(prepared.history, agent, prepared.config, request.query)
     started = time.perf_counter()
     status, error = "normal", None
@@ -161,7 +233,7 @@ async def run_message(
             for wire in stream.feed(event):
                 yield wire
             if type(event) is RoundFinished:
-                await _save_thoughts(sessions, ctx.message_id, stream)
+                saver.save(stream)
     except RunStopped:
         status = "stopped"
         yield stream.message_end()
@@ -172,7 +244,7 @@ async def run_message(
         status, error = "error", str(e)
         yield stream.error(e)
     finally:
-        await asyncio.shield(_finish(sessions, ctx, stream, status, error, time.perf_counter() - started))
+        await asyncio.shield(_finish(db, saver, stream, status, error, time.perf_counter() - started))
         if on_saved is not None:
             on_saved()
 
@@ -207,29 +279,34 @@ async def _until(
 
 
 async def _finish(
-    sessions: async_sessionmaker[AsyncSession],
-    ctx: MessageContext,
+    db: Database,
+    saver: _ThoughtSaver,
     stream: DifyStream,
     status: str,
     error: str | None,
     elapsed: float,
 ) -> None:
-    await _save_thoughts(sessions, ctx.message_id, stream, everything=True)
+    saver.save(stream, everything=True)
     usage = stream.usage
     if not usage.latency:
         usage = usage.with_latency(elapsed)
     metadata = json.dumps({"usage": usage.to_dict(), "retriever_resources": []}, ensure_ascii=False)
     answer = _storable(stream.answer or _partial_answer(stream))
-    async with sessions() as session, session.begin():
+    message_id = stream.ctx.message_id
+
+    async def save(session: AsyncSession) -> None:
         await repo.save_message_result(
             session,
-            ctx.message_id,
+            message_id,
             answer=answer,
             usage=usage,
             status=status,
             error=_storable(error) if error else None,
             metadata=metadata,
         )
+
+    # Waited for, so that a run has ended only when it is stored; a failure is logged by the writer.
+    await asyncio.wait({db.writer.submit(save, key=stream.ctx.conversation_id)})
 
 
 def _storable(text: str) -> str:
@@ -242,43 +319,57 @@ def _partial_answer(stream: DifyStream) -> str:
     return stream.thoughts[-1].thought if stream.thoughts else ""
 
 
-async def _save_thoughts(
-    sessions: async_sessionmaker[AsyncSession],
-    message_id: str,
-    stream: DifyStream,
-    *,
-    everything: bool = False,
-) -> None:
-    """Write the changed thought rows as they stand in memory (the mirror is the source of truth)."""
-    ids = {r.id for r in stream.thoughts} if everything else set(stream.dirty)
-    if not ids:
-        return
-    async with sessions() as session, session.begin():
-        for row in stream.thoughts:
-            if row.id in ids:
-                await _upsert(session, message_id, row)
-    stream.dirty -= ids
+class _ThoughtSaver:
+    """Queues writes of a message's changed thought rows as they stand in memory (the mirror is the
+    source of truth): an insert the first time a row is saved, an update after that."""
+
+    def __init__(self, db: Database, ctx: MessageContext) -> None:
+        self._db = db
+        self._ctx = ctx
+        self._inserted: set[str] = set()
+
+    def save(self, stream: DifyStream, *, everything: bool = False) -> None:
+        ids = {r.id for r in stream.thoughts} if everything else set(stream.dirty)
+        stream.dirty -= ids
+        rows = [r for r in stream.thoughts if r.id in ids]
+        if not rows:
+            return
+        new = {r.id for r in rows} - self._inserted
+        self._inserted |= new
+        message_id = self._ctx.message_id
+
+        async def write(session: AsyncSession) -> None:
+            for row in rows:
+                values = _thought_values(row)
+                if row.id in new:
+                    await repo.create_thought(session, message_id, row.position, thought_id=row.id)
+                await session.execute(
+                    update(MessageAgentThought).where(MessageAgentThought.id == row.id).values(**values)
+                )
+
+        self._db.writer.submit(write, key=self._ctx.conversation_id)
 
 
-async def _upsert(session: AsyncSession, message_id: str, row: ThoughtRow) -> None:
-    db_row = await session.get(MessageAgentThought, row.id)
-    if db_row is None:  # same id as the wire events already carried
-        db_row = await repo.create_thought(session, message_id, row.position, thought_id=row.id)
-    db_row.thought = _storable(row.thought)
-    db_row.tool = row.tool
-    db_row.tool_input = row.tool_input
-    db_row.observation = _storable(row.observation)
-    db_row.tool_meta_str = row.tool_meta
-    db_row.tool_labels_str = codec.dump_json(codec.tool_labels(row.tool))
-    db_row.message_files = codec.dump_json(row.message_files)
-    db_row.answer = _storable(row.answer)
+def _thought_values(row: ThoughtRow) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "thought": _storable(row.thought),
+        "tool": row.tool,
+        "tool_input": row.tool_input,
+        "observation": _storable(row.observation),
+        "tool_meta_str": row.tool_meta,
+        "tool_labels_str": codec.dump_json(codec.tool_labels(row.tool)),
+        "message_files": codec.dump_json(row.message_files),
+        "answer": _storable(row.answer),
+    }
     if row.usage is not None:
         u = row.usage
-        db_row.message_token, db_row.answer_token, db_row.tokens = (
-            u.prompt_tokens,
-            u.completion_tokens,
-            u.total_tokens,
+        values.update(
+            message_token=u.prompt_tokens,
+            answer_token=u.completion_tokens,
+            tokens=u.total_tokens,
+            message_unit_price=u.prompt_unit_price,
+            answer_unit_price=u.completion_unit_price,
+            total_price=u.total_price,
+            latency=u.latency,
         )
-        db_row.message_unit_price, db_row.answer_unit_price = u.prompt_unit_price, u.completion_unit_price
-        db_row.total_price, db_row.latency = u.total_price, u.latency
-    await session.flush()
+    return values

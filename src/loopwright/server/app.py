@@ -13,7 +13,14 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from loopwright.config import Settings
-from loopwright.server import errors, routes_app, routes_chat, routes_conversations, routes_files
+from loopwright.server import (
+    errors,
+    routes_app,
+    routes_chat,
+    routes_conversations,
+    routes_files,
+    routes_tool_files,
+)
 from loopwright.server.state import ServerState
 from loopwright.store.db import Database
 from loopwright.tools.base import Tool
@@ -43,6 +50,7 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await state.runs.shutdown()  # stopped runs are saved before the process ends
+        await db.writer.close()
 
     app = FastAPI(
         title="loopwright",
@@ -59,6 +67,7 @@ def create_app(
     app.include_router(routes_conversations.router)
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
+    app.include_router(routes_tool_files.router)
     return app
 
 

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fastapi import Request
 
+from loopwright.app.lookup import AppLookup, KeyedApp
 from loopwright.server.errors import ApiError
-from loopwright.store import repositories as repo
-from loopwright.store.db import Database
 
-
-@dataclass(frozen=True, slots=True)
-class AuthedApp:
-    id: str
-    name: str
-    description: str
-    mode: str
+AuthedApp = KeyedApp
 
 
 def unauthorized(message: str) -> ApiError:
@@ -31,9 +22,8 @@ async def current_app(request: Request) -> AuthedApp:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise unauthorized("Authorization scheme must be 'Bearer'")
-    db: Database = request.app.state.db
-    async with db.transaction() as session:
-        app = await repo.find_app_by_key(session, token.strip())
-        if app is None:
-            raise unauthorized("Access token is invalid")
-        return AuthedApp(app.id, app.name, app.description, app.mode)
+    lookup: AppLookup = request.app.state.loopwright.lookup
+    app = await lookup.app_for_key(token.strip())
+    if app is None:
+        raise unauthorized("Access token is invalid")
+    return app

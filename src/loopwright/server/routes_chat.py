@@ -11,25 +11,25 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app.config import AppConfig, InputField
+from loopwright.app.config import InputField
 from loopwright.app.generate import (
+    AppUnavailableError,
     ChatRequest,
     ConversationNotFoundError,
-    build_agent,
-    prepare,
+    resolve,
     run_message,
+    start_message,
 )
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param, not_found
 from loopwright.server.runs import Run, events_of, sse_frames
 from loopwright.server.state import ServerState, get_state, require_user
-from loopwright.store import repositories as repo
-from loopwright.store.models import AppConfig as AppConfigRow
 from loopwright.store.models import Message
 
 router = APIRouter()
 
 CONVERSATION_NOT_EXISTS = "Conversation Not Exists."
+APP_UNAVAILABLE = "App unavailable, please check your app configurations."
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -115,22 +115,6 @@ def _number(label: str, value: Any) -> int | float:
     return number
 
 
-async def _app_config(state: ServerState, app_id: str, user: str, conversation_id: str | None) -> AppConfig:
-    """The configuration the message will run with: the conversation's pinned one, else the latest."""
-    async with state.db.transaction() as session:
-        end_user = await repo.get_or_create_end_user(session, app_id, user)
-        if conversation_id is not None:
-            conv = await repo.get_conversation(session, app_id, end_user.id, conversation_id)
-            if conv is None:
-                raise not_found(CONVERSATION_NOT_EXISTS)
-            row = await session.get(AppConfigRow, conv.app_config_id)
-        else:
-            row = await repo.latest_config(session, app_id)
-        if row is None:
-            raise ApiError(400, "app_unavailable", "App unavailable, please check your app configurations.")
-        return AppConfig.model_validate(row.config)
-
-
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
     payload: ChatPayload,
@@ -140,20 +124,21 @@ async def chat_messages(
     user = require_user(payload.user)
     query = payload.query.replace("\x00", "")
     conversation_id = _conversation_id(payload.conversation_id)
-    config = await _app_config(state, app.id, user, conversation_id)
-    inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
-    model = state.model(config.model)
     try:
-        agent = build_agent(config, model, state.tools)
-    except ValueError as exc:
-        raise invalid_param(str(exc)) from None
-    request = ChatRequest(query=query, user=user, inputs=inputs, conversation_id=conversation_id)
-    try:
-        prepared = await prepare(state.db.sessionmaker, app.id, request)
+        target = await resolve(state.db, state.lookup, app.id, user, conversation_id)
     except ConversationNotFoundError:
         raise not_found(CONVERSATION_NOT_EXISTS) from None
+    except AppUnavailableError:
+        raise ApiError(
+            400, "app_unavailable", "App unavailable, please check your app configurations."
+        ) from None
+    config = target.version.config
+    inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
+    agent = state.agent(target.version)
+    request = ChatRequest(query=query, user=user, inputs=inputs, conversation_id=conversation_id)
+    prepared = start_message(state.db, app.id, target, query, inputs)
     run = Run(task_id=prepared.context.task_id, app_id=app.id, user=user)
-    events = run_message(state.db.sessionmaker, prepared, agent, request, stop=run.stop)
+    events = run_message(state.db, prepared, agent, request, stop=run.stop)
     state.runs.start(run, events)
     if payload.response_mode == "streaming":
         return StreamingResponse(

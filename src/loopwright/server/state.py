@@ -6,11 +6,15 @@ from collections.abc import Sequence
 
 from fastapi import Request
 
+from loopwright.agent import Agent
+from loopwright.app.generate import build_agent
+from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.model.base import Model, ModelError
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.runs import RunRegistry
 from loopwright.store.db import Database
+from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.base import Tool
 
 
@@ -27,8 +31,11 @@ class ServerState:
         self.ping_interval = ping_interval
         self.tools = list(tools)
         self.runs = RunRegistry()
+        self.lookup = AppLookup(db)
         self._settings = settings
         self._models: dict[str, Model] = {}
+        self.tool_files: ToolFiles | None = None  # built on first use (routes_tool_files.tool_files_of)
+        self._agents: dict[tuple[str, str], Agent] = {}
 
     @property
     def settings(self) -> Settings:
@@ -50,6 +57,22 @@ class ServerState:
             self._models[spec] = model
         return model
 
+    def agent(self, version: ConfigVersion) -> Agent:
+        """The agent of a configuration version, built once: an Agent is configuration only (runs keep
+        their state apart), so one serves every request, with its prompt caches warm."""
+        model = self.model(version.config.model)
+        key = (version.id, version.config.model)  # one model per spec (see ``model``)
+        agent = self._agents.get(key)
+        if agent is None:
+            try:
+                agent = build_agent(version.config, model, self.tools)
+            except ValueError as exc:
+                raise invalid_param(str(exc)) from None
+            if len(self._agents) >= MAX_CACHED_AGENTS:
+                self._agents.pop(next(iter(self._agents)))
+            self._agents[key] = agent
+        return agent
+
 
 def get_state(request: Request) -> ServerState:
     state: ServerState = request.app.state.loopwright
@@ -66,3 +89,4 @@ def require_user(user: str | None) -> str:
 
 
 MAX_NAME_CHARS = 255
+MAX_CACHED_AGENTS = 256

@@ -6,7 +6,8 @@ URL resolution (first that is set wins):
 2. ``DATABASE_URL`` (e.g. ``postgresql+asyncpg://user:pw@host/db``);
 3. ``sqlite+aiosqlite:///<LOOPWRIGHT_DB>``, with ``LOOPWRIGHT_DB`` defaulting to ``./loopwright.db``.
 
-SQLite connections get ``journal_mode=WAL``, ``foreign_keys=ON`` and ``busy_timeout``.
+SQLite connections get ``journal_mode=WAL``, ``foreign_keys=ON`` and ``busy_timeout``. Writes on the
+hot path go through :attr:`Database.writer` (queued, batched, in order); ``transaction()`` sees them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy import Connection, event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from loopwright.store.models import Base
+from loopwright.store.writer import WriteBehind
 
 __all__ = ["DEFAULT_DB_PATH", "Database", "resolve_url"]
 
@@ -63,6 +65,7 @@ class Database:
         self.sessionmaker: async_sessionmaker[AsyncSession] = async_sessionmaker(
             self.engine, expire_on_commit=False
         )
+        self.writer = WriteBehind(self.sessionmaker)
 
     def session(self) -> AsyncSession:
         """A new session; use as ``async with db.session() as s:`` and commit yourself."""
@@ -70,7 +73,9 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """A session in a transaction: committed on success, rolled back on error."""
+        """A session in a transaction: committed on success, rolled back on error. It sees every write
+        queued on :attr:`writer` before it began."""
+        await self.writer.flush()
         async with self.sessionmaker() as session, session.begin():
             yield session
 
@@ -85,6 +90,7 @@ class Database:
             await conn.run_sync(_upgrade, revision)
 
     async def close(self) -> None:
+        await self.writer.close()
         await self.engine.dispose()
 
 

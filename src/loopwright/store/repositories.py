@@ -42,6 +42,7 @@ __all__ = [
     "create_thought",
     "delete_conversation",
     "find_app_by_key",
+    "find_end_user",
     "get_conversation",
     "get_message",
     "get_or_create_end_user",
@@ -110,20 +111,27 @@ async def create_api_key(session: AsyncSession, app_id: str) -> ApiKey:
     return key
 
 
-async def find_app_by_key(session: AsyncSession, token: str) -> App | None:
-    """The app an API key belongs to (and mark the key used), or ``None`` for an unknown key."""
+async def find_app_by_key(session: AsyncSession, token: str, *, touch: bool = True) -> App | None:
+    """The app an API key belongs to (and, with ``touch``, mark the key used), or ``None`` for an
+    unknown key."""
     key = await session.scalar(select(ApiKey).where(ApiKey.token == token))
     if key is None:
         return None
-    key.last_used_at = utcnow()
-    await session.flush()
+    if touch:
+        key.last_used_at = utcnow()
+        await session.flush()
     return await session.get(App, key.app_id)
+
+
+async def find_end_user(session: AsyncSession, app_id: str, session_id: str) -> EndUser | None:
+    """The end user for a client's ``user`` string within one app, if it has been seen."""
+    stmt = select(EndUser).where(EndUser.app_id == app_id, EndUser.session_id == session_id)
+    return await session.scalar(stmt)
 
 
 async def get_or_create_end_user(session: AsyncSession, app_id: str, session_id: str) -> EndUser:
     """The end user for a client's ``user`` string within one app."""
-    stmt = select(EndUser).where(EndUser.app_id == app_id, EndUser.session_id == session_id)
-    user = await session.scalar(stmt)
+    user = await find_end_user(session, app_id, session_id)
     if user is None:
         user = EndUser(app_id=app_id, session_id=session_id)
         session.add(user)

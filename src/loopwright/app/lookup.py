@@ -1,0 +1,189 @@
+"""What every request looks up, kept in memory: API keys, app configurations, end users.
+
+A chat request used to read the key, the app's latest configuration and the end user from the
+database (and write the key's last use) before its model could start — several transactions per
+request, all serialised behind SQLite's single writer when hundreds arrive at once. These values
+hardly ever change: a configuration version is immutable, an end user never changes once created,
+and keys are only added. So they are cached here, with short lifetimes where a change made by
+another process (the CLI adding a configuration version) must become visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright.app.config import AppConfig
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import ApiKey, EndUser, new_id, utcnow
+from loopwright.store.models import AppConfig as AppConfigRow
+from loopwright.store.writer import WriteOp
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+KEY_TTL = 30.0  # a known key is trusted this long without asking the database again
+LATEST_CONFIG_TTL = 2.0  # a new configuration version saved elsewhere is seen within this
+LAST_USED_EVERY = 60.0  # a key's last_used_at is written at most this often
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedApp:
+    """The app an API key opens."""
+
+    id: str
+    name: str
+    description: str
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigVersion:
+    id: str
+    config: AppConfig
+
+
+class _Bounded(Generic[K, V]):
+    """An LRU map of at most ``size`` entries, each with an optional expiry time."""
+
+    def __init__(self, size: int) -> None:
+        self._data: OrderedDict[K, tuple[float, V]] = OrderedDict()
+        self._size = size
+
+    def get(self, key: K, now: float) -> V | None:
+        hit = self._data.get(key)
+        if hit is None:
+            return None
+        expires, value = hit
+        if expires < now:
+            del self._data[key]
+            return None
+        self._data.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V, expires: float = float("inf")) -> None:
+        self._data[key] = (expires, value)
+        self._data.move_to_end(key)
+        if len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+    def drop(self, key: K) -> None:
+        self._data.pop(key, None)
+
+
+class AppLookup:
+    """Cached lookups over one database; one per server process."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._keys: _Bounded[str, KeyedApp] = _Bounded(10_000)
+        self._key_used: dict[str, float] = {}
+        self._configs: _Bounded[str, ConfigVersion] = _Bounded(1_000)
+        self._latest: _Bounded[str, ConfigVersion] = _Bounded(10_000)
+        self._users: _Bounded[tuple[str, str], str] = _Bounded(100_000)
+        self._creating: dict[tuple[str, str], asyncio.Future[str]] = {}
+
+    async def app_for_key(self, token: str) -> KeyedApp | None:
+        """The app of an API key, or ``None`` for an unknown key (unknown keys are not cached, so a
+        key created a moment ago works at once)."""
+        now = time.monotonic()
+        app = self._keys.get(token, now)
+        if app is None:
+            async with self.db.sessionmaker() as session:
+                row = await repo.find_app_by_key(session, token, touch=False)
+                if row is None:
+                    return None
+                app = KeyedApp(row.id, row.name, row.description, row.mode)
+            self._keys.put(token, app, now + KEY_TTL)
+        if now - self._key_used.get(token, -LAST_USED_EVERY) >= LAST_USED_EVERY:
+            self._key_used[token] = now
+            self.db.writer.submit(_touch_key(token, utcnow()))
+        return app
+
+    async def config(self, config_id: str) -> ConfigVersion | None:
+        """A configuration version by id (versions never change, so they stay cached)."""
+        hit = self._configs.get(config_id, 0.0)
+        if hit is not None:
+            return hit
+        async with self.db.sessionmaker() as session:
+            row = await session.get(AppConfigRow, config_id)
+            if row is None:
+                return None
+            version = ConfigVersion(row.id, AppConfig.model_validate(row.config))
+        self._configs.put(config_id, version)
+        return version
+
+    async def latest_config(self, app_id: str) -> ConfigVersion | None:
+        """The app's newest configuration version (seen within ``LATEST_CONFIG_TTL`` of its saving)."""
+        now = time.monotonic()
+        hit = self._latest.get(app_id, now)
+        if hit is not None:
+            return hit
+        async with self.db.sessionmaker() as session:
+            row = await repo.latest_config(session, app_id)
+            if row is None:
+                return None
+            version = self._configs.get(row.id, 0.0) or ConfigVersion(
+                row.id, AppConfig.model_validate(row.config)
+            )
+        self._configs.put(row.id, version)
+        self._latest.put(app_id, version, now + LATEST_CONFIG_TTL)
+        return version
+
+    def forget_latest(self, app_id: str) -> None:
+        """Drop the cached newest version (this process just saved a new one)."""
+        self._latest.drop(app_id)
+
+    async def end_user_id(self, app_id: str, user: str) -> str:
+        """The id of the end user a client's ``user`` string names in this app, created when new (the
+        row is written behind; concurrent first requests of one user share one creation)."""
+        key = (app_id, user)
+        hit = self._users.get(key, 0.0)
+        if hit is not None:
+            return hit
+        pending = self._creating.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._creating[key] = fut
+        try:
+            user_id = await self._find_or_create_user(app_id, user)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: waiters get it through the shield, nobody else needs it
+            raise
+        else:
+            fut.set_result(user_id)
+            self._users.put(key, user_id)
+            return user_id
+        finally:
+            del self._creating[key]
+
+    async def _find_or_create_user(self, app_id: str, user: str) -> str:
+        async with self.db.sessionmaker() as session:
+            row = await repo.find_end_user(session, app_id, user)
+        if row is not None:
+            return row.id
+        user_id = new_id()
+        created = utcnow()
+
+        async def insert(session: AsyncSession) -> None:
+            session.add(EndUser(id=user_id, app_id=app_id, session_id=user, created_at=created))
+
+        self.db.writer.submit(insert)
+        return user_id
+
+
+def _touch_key(token: str, when: datetime) -> WriteOp:
+    async def op(session: AsyncSession) -> None:
+        await session.execute(update(ApiKey).where(ApiKey.token == token).values(last_used_at=when))
+
+    return op

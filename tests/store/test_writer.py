@@ -1,0 +1,112 @@
+"""The write-behind writer: order, batching, isolation of a failing write, flush/settled, close."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import App, EndUser
+from loopwright.store.writer import WriteOp
+
+
+def insert_user(app_id: str, name: str, user_id: str | None = None) -> WriteOp:
+    async def op(session: AsyncSession) -> None:
+        row = EndUser(app_id=app_id, session_id=name)
+        if user_id is not None:
+            row.id = user_id
+        session.add(row)
+
+    return op
+
+
+async def new_app(db: Database) -> str:
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(s, "w", {})
+        return app.id
+
+
+async def user_names(db: Database, app_id: str) -> list[str]:
+    async with db.sessionmaker() as s:
+        rows = await s.scalars(select(EndUser).where(EndUser.app_id == app_id).order_by(EndUser.created_at))
+        return [r.session_id for r in rows]
+
+
+async def test_writes_land_in_order_in_few_transactions(db: Database) -> None:
+    app_id = await new_app(db)
+    applied: list[int] = []
+
+    def op(i: int) -> WriteOp:
+        async def write(session: AsyncSession) -> None:
+            applied.append(i)
+            session.add(EndUser(app_id=app_id, session_id=f"u{i}"))
+
+        return write
+
+    futures = [db.writer.submit(op(i)) for i in range(200)]
+    await asyncio.gather(*futures)
+    assert applied == list(range(200))
+    assert db.writer.batches < 20  # batched, not one transaction each
+    assert db.writer.pending == 0
+    assert len(await user_names(db, app_id)) == 200
+
+
+async def test_a_failing_write_fails_alone(db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    app_id = await new_app(db)
+    good1 = db.writer.submit(insert_user(app_id, "a"))
+    bad = db.writer.submit(insert_user("no-such-app", "b"))  # foreign key violation
+    good2 = db.writer.submit(insert_user(app_id, "c"))
+    await asyncio.wait({good1, bad, good2})
+    assert good1.exception() is None and good2.exception() is None
+    assert bad.exception() is not None
+    assert sorted(await user_names(db, app_id)) == ["a", "c"]
+    assert "database write failed" in caplog.text
+
+
+async def test_transaction_sees_queued_writes(db: Database) -> None:
+    app_id = await new_app(db)
+    for i in range(5):
+        db.writer.submit(insert_user(app_id, f"q{i}"))
+    async with db.transaction() as s:
+        count = len(list(await s.scalars(select(EndUser).where(EndUser.app_id == app_id))))
+    assert count == 5
+
+
+async def test_settled_waits_for_the_writes_of_one_key(db: Database) -> None:
+    app_id = await new_app(db)
+    gate = asyncio.Event()
+
+    async def slow(session: AsyncSession) -> None:
+        await gate.wait()
+        session.add(EndUser(app_id=app_id, session_id="slow"))
+
+    db.writer.submit(slow, key="conv-1")
+    waiter = asyncio.create_task(db.writer.settled("conv-1"))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    await db.writer.settled("another-key")  # nothing pending under it: returns at once
+    gate.set()
+    await asyncio.wait_for(waiter, 5)
+    assert await user_names(db, app_id) == ["slow"]
+
+
+async def test_close_applies_what_is_queued(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'close.db'}"
+    db = Database(url)
+    await db.create_all()
+    app_id = await new_app(db)
+    for i in range(50):
+        db.writer.submit(insert_user(app_id, f"c{i}"))
+    await db.close()
+    again = Database(url)
+    try:
+        assert len(await user_names(again, app_id)) == 50
+        async with again.sessionmaker() as s:
+            assert await s.get(App, app_id) is not None
+    finally:
+        await again.close()
