@@ -1,20 +1,33 @@
-"""Concurrent streaming conversations against one server process.
+"""Simultaneous streaming conversations against one server process.
 
 Starts `loopwright serve` (one worker, SQLite file) in a subprocess with an app whose scripted model
-streams 20 chunks per second (40 chunks: 2 s per answer), then opens N streaming chats at once from
-this process and reports, per N:
+streams 20 chunks per second, then, per N, opens N streaming chats from this process and reports:
 - errors (non-200, no message_end) and lost messages (not saved as answered);
-- the gap between consecutive events of a stream (p50 / p99 / max, over all streams);
-- server overhead on time to first byte: first agent_message minus the model's own first-chunk delay;
+- the gap between consecutive events of a stream (p50 / p99 / max, over all streams) and the part of
+  it the server added: the gap minus the model's own 50 ms between chunks (p99);
+- server overhead on time to first byte: the first agent_message minus the model's own first-chunk
+  delay (p50 / p99), and how many streams were open at once at the peak;
 - server memory per open stream (peak RSS above idle, divided by N).
 
-Run: .venv/bin/python bench/bench_server.py [N ...]   (default: 100 500 1000)
+Two ways of arriving:
+- ramp (default): requests arrive at a steady rate (``--rate`` per second) and every answer lasts
+  longer than the ramp, so all N streams are open together at the end of it — a loaded server
+  taking new conversations;
+- burst: all N requests at the same instant (the worst case: each waits for the set-up of those
+  before it on one core).
+
+The client is a minimal HTTP/1.1 reader on asyncio streams, so that it costs the second core little
+and what is measured is the server.
+
+Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [N ...]   (default: 100 500 1000)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import math
 import os
 import platform
 import socket
@@ -27,7 +40,7 @@ from pathlib import Path
 import httpx
 
 CHUNK_DELAY = 0.05  # 20 chunks per second per stream
-CHUNKS = 40
+CHUNKS_BURST = 40  # 2 s answers when everything arrives at once
 
 
 def free_port() -> int:
@@ -50,67 +63,125 @@ def cli(*args: str, env: dict[str, str]) -> str:
     ).stdout.strip()
 
 
-async def one_stream(client: httpx.AsyncClient, url: str, key: str, user: str) -> dict[str, object]:
-    body = {"query": "Tell me something.", "user": user, "response_mode": "streaming", "inputs": {}}
+class Counter:
+    def __init__(self) -> None:
+        self.open = 0
+        self.peak = 0
+
+    def enter(self) -> None:
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+
+    def leave(self) -> None:
+        self.open -= 1
+
+
+async def one_stream(port: int, key: str, user: str, streams: Counter) -> dict[str, object]:
+    """POST a streaming chat and time every SSE event (chunked transfer decoding by hand)."""
+    body = json.dumps(
+        {"query": "Tell me something.", "user": user, "response_mode": "streaming", "inputs": {}}
+    ).encode()
+    head = (
+        f"POST /v1/chat-messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
     started = time.perf_counter()
     arrivals: list[float] = []
     first_answer: float | None = None
     ended = False
     try:
-        async with client.stream(
-            "POST", url, json=body, headers={"Authorization": f"Bearer {key}"}
-        ) as response:
-            if response.status_code != 200:
-                return {"error": f"HTTP {response.status_code}"}
-            async for line in response.aiter_lines():
-                if not line.startswith("data: "):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError as e:
+        return {"error": type(e).__name__}
+    streams.enter()
+    try:
+        writer.write(head + body)
+        status = await reader.readline()
+        if b" 200 " not in status:
+            return {"error": f"HTTP {status.decode().strip()}"}
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass  # headers
+        buffer = b""
+        while not ended:
+            size = int((await reader.readline()).strip() or b"0", 16)
+            if size == 0:
+                break
+            buffer += await reader.readexactly(size + 2)
+            buffer = buffer[:-2] if buffer.endswith(b"\r\n") else buffer
+            now = time.perf_counter()
+            *frames, buffer = buffer.split(b"\n\n")
+            for frame in frames:
+                if not frame.startswith(b"data: "):
                     continue
-                now = time.perf_counter()
                 arrivals.append(now)
-                event = json.loads(line[6:])["event"]
+                event = json.loads(frame[6:])["event"]
                 if event == "agent_message" and first_answer is None:
                     first_answer = now - started
                 elif event == "message_end":
                     ended = True
-    except (httpx.HTTPError, OSError) as e:
+    except (OSError, asyncio.IncompleteReadError, ValueError) as e:
         return {"error": type(e).__name__}
+    finally:
+        streams.leave()
+        writer.close()
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     return {"error": None if ended else "no message_end", "gaps": gaps, "first_answer": first_answer}
 
 
-async def run(n: int, url: str, key: str, pid: int) -> None:
+def pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
+
+
+async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag: str) -> None:
     idle = rss_kib(pid)
     peak = idle
-    limits = httpx.Limits(max_connections=n + 16, max_keepalive_connections=n + 16)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(120.0)) as client:
-        tasks = [asyncio.create_task(one_stream(client, url, key, f"user-{i}")) for i in range(n)]
-        while not all(t.done() for t in tasks):
+    streams = Counter()
+    tasks = []
+    for i in range(n):
+        tasks.append(asyncio.create_task(one_stream(port, key, f"{tag}-{i}", streams)))
+        if rate:
+            await asyncio.sleep(1 / rate)
+        if i % 50 == 0:
             peak = max(peak, rss_kib(pid))
-            await asyncio.sleep(0.1)
-        results = [t.result() for t in tasks]
+    while not all(t.done() for t in tasks):
+        peak = max(peak, rss_kib(pid))
+        await asyncio.sleep(0.1)
+    results = [t.result() for t in tasks]
     errors = [r["error"] for r in results if r["error"]]
     gaps = sorted(g for r in results for g in r.get("gaps", []))  # type: ignore[attr-defined]
+    excess = [max(0.0, g - CHUNK_DELAY) for g in gaps]
     firsts = sorted(r["first_answer"] - CHUNK_DELAY for r in results if r.get("first_answer") is not None)  # type: ignore[operator]
-
-    def pct(values: list[float], q: float) -> float:
-        return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
-
     longest = gaps[-1] * 1000 if gaps else float("nan")
     print(
-        f"N={n:5d}  errors {len(errors)}  gap p50 {pct(gaps, 0.5):6.1f} ms  p99 {pct(gaps, 0.99):6.1f} ms  "
-        f"max {longest:7.1f} ms  TTFB overhead p50 {pct(firsts, 0.5):6.1f} ms "
-        f"p99 {pct(firsts, 0.99):7.1f} ms  memory {(peak - idle) / max(n, 1):6.1f} KiB/stream"
+        f"N={n:5d} open at peak {streams.peak:5d}  errors {len(errors)}  "
+        f"gap p50 {pct(gaps, 0.5):5.1f} p99 {pct(gaps, 0.99):6.1f} max {longest:6.1f} ms  "
+        f"added p99 {pct(excess, 0.99):6.1f} ms  "
+        f"TTFB overhead p50 {pct(firsts, 0.5):6.1f} p99 {pct(firsts, 0.99):7.1f} ms  "
+        f"memory {(peak - idle) / max(n, 1):5.1f} KiB/stream"
     )
     if errors:
         print("   errors:", sorted(set(map(str, errors))))
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [100, 500, 1000]
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sizes", nargs="*", type=int, default=[100, 500, 1000])
+    parser.add_argument("--burst", action="store_true", help="all N requests at once")
+    parser.add_argument("--rate", type=float, default=200.0, help="arrivals per second (ramp)")
+    args = parser.parse_args()
+    largest = max(args.sizes)
+    if args.burst:
+        chunks = CHUNKS_BURST
+    else:  # every answer outlasts the longest ramp, so all N are open together at its end
+        chunks = math.ceil((largest / args.rate + 2.0) / CHUNK_DELAY)
+    mode = "burst" if args.burst else f"ramp at {args.rate:g}/s"
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}; "
+        f"{mode}; answers of {chunks} chunks at {1 / CHUNK_DELAY:g}/s"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "script.json"
-        reply = "word " * (CHUNKS * 4 // 5)
+        reply = "word " * (chunks * 4 // 5)
         script.write_text(
             json.dumps({"replies": [{"text": reply}], "chunk_size": 4, "delay": CHUNK_DELAY, "cycle": True})
         )
@@ -127,20 +198,21 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            base = f"http://127.0.0.1:{port}"
             for _ in range(100):
                 try:
-                    httpx.get(f"{base}/v1/info", timeout=1)
+                    httpx.get(f"http://127.0.0.1:{port}/v1/info", timeout=1)
                     break
                 except httpx.HTTPError:
                     time.sleep(0.1)
-            for n in sizes:
-                asyncio.run(run(n, f"{base}/v1/chat-messages", key, server.pid))
+            for i, n in enumerate(args.sizes):
+                rate = None if args.burst else args.rate
+                asyncio.run(run(n, port, key, server.pid, rate=rate, tag=f"r{i}"))
             saved = _count_saved(Path(tmp) / "bench.db")
-            print(f"messages saved with an answer: {saved} of {sum(sizes)} (lost: {sum(sizes) - saved})")
+            total = sum(args.sizes)
+            print(f"messages saved with an answer: {saved} of {total} (lost: {total - saved})")
         finally:
             server.terminate()
-            server.wait(timeout=30)
+            server.wait(timeout=60)
 
 
 def _count_saved(path: Path) -> int:

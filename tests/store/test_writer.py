@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import App, EndUser
-from loopwright.store.writer import WriteOp
+from loopwright.store.writer import Insert, Update, WriteOp
 
 
 def insert_user(app_id: str, name: str, user_id: str | None = None) -> WriteOp:
@@ -110,3 +110,28 @@ async def test_close_applies_what_is_queued(tmp_path: Path) -> None:
             assert await s.get(App, app_id) is not None
     finally:
         await again.close()
+
+
+async def test_rows_are_written_together_parents_first_updates_last(db: Database) -> None:
+    app_id = "11111111-2222-3333-4444-555555555555"  # inserted last, but needed by the rows before
+    gate = asyncio.Event()
+
+    async def hold(_session: AsyncSession) -> None:
+        await gate.wait()
+
+    db.writer.submit(hold)  # the rows below queue up behind it and land in one batch
+    await asyncio.sleep(0)
+    ops: list[WriteOp] = []
+    for i in range(50):
+        uid = f"00000000-0000-0000-0000-{i:012d}"
+        ops.append(Update(EndUser, {"id": uid, "session_id": f"renamed-{i}"}))  # its insert comes later
+        ops.append(Update(EndUser, {"id": uid, "session_id": f"final-{i}"}))  # same keys: order kept
+        ops.append(Insert(EndUser, {"id": uid, "app_id": app_id, "session_id": f"new-{i}"}))
+    ops.append(Insert(App, {"id": app_id, "name": "parent", "mode": "agent-chat"}))
+    futures = [db.writer.submit(op) for op in ops]
+    batches = db.writer.batches
+    gate.set()
+    await asyncio.gather(*futures)
+    assert db.writer.batches == batches + 2  # the held batch, then everything else at once
+    names = await user_names(db, app_id)
+    assert sorted(names) == sorted(f"final-{i}" for i in range(50))

@@ -20,20 +20,26 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from loopwright.agent import Agent, AgentEvent, RoundFinished
 from loopwright.app.config import AppConfig
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent
 from loopwright.model.base import Model
-from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
+from loopwright.model.entities import ContentPart, PromptMessage, Usage, UserMessage
 from loopwright.store import codec
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.history import UUID_NIL, load_history, trim_to_budget
-from loopwright.store.models import Conversation, Message, MessageAgentThought, new_id, unix_seconds, utcnow
+from loopwright.store.models import (
+    PRICE_UNIT,
+    Conversation,
+    Message,
+    MessageAgentThought,
+    new_id,
+    unix_seconds,
+    utcnow,
+)
+from loopwright.store.writer import Insert, Update
 from loopwright.tools.base import Tool
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
@@ -123,42 +129,40 @@ def start_message(
     message_id = new_id()
     conversation_id = target.conversation_id or new_id()
     inputs = dict(inputs if target.conversation_id is None else target.inputs)
-    # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
-    message = Message(
-        id=message_id,
-        conversation_id=conversation_id,
-        app_id=app_id,
-        query=query,
-        inputs=inputs,
-        parent_message_id=UUID_NIL,
-        created_at=now,
-    )
-    conversation = (
-        Conversation(
-            id=conversation_id,
-            app_id=app_id,
-            end_user_id=target.end_user_id,
-            app_config_id=target.version.id,
-            name=conversation_name(query),
-            inputs=inputs,
-            created_at=now,
-            updated_at=now,
+    if target.conversation_id is None:
+        db.writer.submit(
+            Insert(
+                Conversation,
+                {
+                    "id": conversation_id,
+                    "app_id": app_id,
+                    "end_user_id": target.end_user_id,
+                    "app_config_id": target.version.id,
+                    "name": conversation_name(query),
+                    "inputs": inputs,
+                    "status": "normal",
+                    "is_deleted": False,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+            ),
+            key=conversation_id,
         )
-        if target.conversation_id is None
-        else None
-    )
-
-    async def insert(session: AsyncSession) -> None:
-        if conversation is not None:
-            session.add(conversation)
-            await session.flush()  # the message's foreign key needs it first
-        else:
-            await session.execute(
-                update(Conversation).where(Conversation.id == conversation_id).values(updated_at=now)
-            )
-        session.add(message)
-
-    db.writer.submit(insert, key=conversation_id)
+    else:
+        db.writer.submit(
+            Update(Conversation, {"id": conversation_id, "updated_at": now}), key=conversation_id
+        )
+    # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
+    message = {
+        "id": message_id,
+        "conversation_id": conversation_id,
+        "app_id": app_id,
+        "query": query,
+        "inputs": inputs,
+        "parent_message_id": UUID_NIL,
+        "created_at": now,
+    }
+    db.writer.submit(Insert(Message, message), key=conversation_id)
     context = MessageContext(
         task_id=str(uuid.uuid4()),
         message_id=message_id,
@@ -292,21 +296,20 @@ async def _finish(
         usage = usage.with_latency(elapsed)
     metadata = json.dumps({"usage": usage.to_dict(), "retriever_resources": []}, ensure_ascii=False)
     answer = _storable(stream.answer or _partial_answer(stream))
-    message_id = stream.ctx.message_id
-
-    async def save(session: AsyncSession) -> None:
-        await repo.save_message_result(
-            session,
-            message_id,
-            answer=answer,
-            usage=usage,
-            status=status,
-            error=_storable(error) if error else None,
-            metadata=metadata,
-        )
-
+    result = {
+        "id": stream.ctx.message_id,
+        "answer": answer,
+        "message_tokens": usage.prompt_tokens,
+        "answer_tokens": usage.completion_tokens,
+        "total_price": usage.total_price,
+        "currency": usage.currency,
+        "provider_response_latency": usage.latency,
+        "status": status,
+        "error": _storable(error) if error else None,
+        "message_metadata": metadata,
+    }
     # Waited for, so that a run has ended only when it is stored; a failure is logged by the writer.
-    await asyncio.wait({db.writer.submit(save, key=stream.ctx.conversation_id)})
+    await asyncio.wait({db.writer.submit(Update(Message, result), key=stream.ctx.conversation_id)})
 
 
 def _storable(text: str) -> str:
@@ -331,27 +334,40 @@ class _ThoughtSaver:
     def save(self, stream: DifyStream, *, everything: bool = False) -> None:
         ids = {r.id for r in stream.thoughts} if everything else set(stream.dirty)
         stream.dirty -= ids
-        rows = [r for r in stream.thoughts if r.id in ids]
-        if not rows:
-            return
-        new = {r.id for r in rows} - self._inserted
-        self._inserted |= new
-        message_id = self._ctx.message_id
+        for row in stream.thoughts:
+            if row.id not in ids:
+                continue
+            values = _thought_values(row)
+            if row.id in self._inserted:
+                op: Insert | Update = Update(MessageAgentThought, values)
+            else:
+                self._inserted.add(row.id)
+                new = {**_NEW_THOUGHT, **values, "message_id": self._ctx.message_id, "created_at": utcnow()}
+                op = Insert(MessageAgentThought, new)
+            self._db.writer.submit(op, key=self._ctx.conversation_id)
 
-        async def write(session: AsyncSession) -> None:
-            for row in rows:
-                values = _thought_values(row)
-                if row.id in new:
-                    await repo.create_thought(session, message_id, row.position, thought_id=row.id)
-                await session.execute(
-                    update(MessageAgentThought).where(MessageAgentThought.id == row.id).values(**values)
-                )
 
-        self._db.writer.submit(write, key=self._ctx.conversation_id)
+# The columns only an insert sets (Dify's initial values, as ``create_agent_thought``); ``account`` is
+# what Dify writes as the creator's role even for end users.
+_NEW_THOUGHT: dict[str, Any] = {
+    "message_chain_id": None,
+    "tool_process_data": None,
+    "message": "",
+    "message_price_unit": PRICE_UNIT,
+    "answer_price_unit": PRICE_UNIT,
+    "currency": "USD",
+    "created_by_role": "account",
+    "created_by": "",
+}
 
 
 def _thought_values(row: ThoughtRow) -> dict[str, Any]:
-    values: dict[str, Any] = {
+    """Every column a round changes, always the same keys (the writer keeps updates of one table in
+    order only among rows with the same keys)."""
+    u = row.usage or Usage()
+    return {
+        "id": row.id,
+        "position": row.position,
         "thought": _storable(row.thought),
         "tool": row.tool,
         "tool_input": row.tool_input,
@@ -360,16 +376,11 @@ def _thought_values(row: ThoughtRow) -> dict[str, Any]:
         "tool_labels_str": codec.dump_json(codec.tool_labels(row.tool)),
         "message_files": codec.dump_json(row.message_files),
         "answer": _storable(row.answer),
+        "message_token": u.prompt_tokens,
+        "answer_token": u.completion_tokens,
+        "tokens": u.total_tokens,
+        "message_unit_price": u.prompt_unit_price,
+        "answer_unit_price": u.completion_unit_price,
+        "total_price": u.total_price,
+        "latency": u.latency,
     }
-    if row.usage is not None:
-        u = row.usage
-        values.update(
-            message_token=u.prompt_tokens,
-            answer_token=u.completion_tokens,
-            tokens=u.total_tokens,
-            message_unit_price=u.prompt_unit_price,
-            answer_unit_price=u.completion_unit_price,
-            total_price=u.total_price,
-            latency=u.latency,
-        )
-    return values

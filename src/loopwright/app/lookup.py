@@ -11,11 +11,13 @@ another process (the CLI adding a configuration version) must become visible.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,7 +27,7 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import ApiKey, EndUser, new_id, utcnow
 from loopwright.store.models import AppConfig as AppConfigRow
-from loopwright.store.writer import WriteOp
+from loopwright.store.writer import Insert, WriteOp
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -89,7 +91,7 @@ class AppLookup:
         self._configs: _Bounded[str, ConfigVersion] = _Bounded(1_000)
         self._latest: _Bounded[str, ConfigVersion] = _Bounded(10_000)
         self._users: _Bounded[tuple[str, str], str] = _Bounded(100_000)
-        self._creating: dict[tuple[str, str], asyncio.Future[str]] = {}
+        self._inflight: dict[tuple[str, ...], asyncio.Task[Any]] = {}
 
     async def app_for_key(self, token: str) -> KeyedApp | None:
         """The app of an API key, or ``None`` for an unknown key (unknown keys are not cached, so a
@@ -97,29 +99,34 @@ class AppLookup:
         now = time.monotonic()
         app = self._keys.get(token, now)
         if app is None:
-            async with self.db.sessionmaker() as session:
-                row = await repo.find_app_by_key(session, token, touch=False)
-                if row is None:
-                    return None
-                app = KeyedApp(row.id, row.name, row.description, row.mode)
+            app = await self._once(("key", token), self._find_key, token)
+            if app is None:
+                return None
             self._keys.put(token, app, now + KEY_TTL)
         if now - self._key_used.get(token, -LAST_USED_EVERY) >= LAST_USED_EVERY:
             self._key_used[token] = now
             self.db.writer.submit(_touch_key(token, utcnow()))
         return app
 
+    async def _find_key(self, token: str) -> KeyedApp | None:
+        async with self.db.sessionmaker() as session:
+            row = await repo.find_app_by_key(session, token, touch=False)
+            return None if row is None else KeyedApp(row.id, row.name, row.description, row.mode)
+
     async def config(self, config_id: str) -> ConfigVersion | None:
         """A configuration version by id (versions never change, so they stay cached)."""
         hit = self._configs.get(config_id, 0.0)
         if hit is not None:
             return hit
+        version = await self._once(("config", config_id), self._find_config, config_id)
+        if version is not None:
+            self._configs.put(config_id, version)
+        return version
+
+    async def _find_config(self, config_id: str) -> ConfigVersion | None:
         async with self.db.sessionmaker() as session:
             row = await session.get(AppConfigRow, config_id)
-            if row is None:
-                return None
-            version = ConfigVersion(row.id, AppConfig.model_validate(row.config))
-        self._configs.put(config_id, version)
-        return version
+            return None if row is None else ConfigVersion(row.id, AppConfig.model_validate(row.config))
 
     async def latest_config(self, app_id: str) -> ConfigVersion | None:
         """The app's newest configuration version (seen within ``LATEST_CONFIG_TTL`` of its saving)."""
@@ -127,16 +134,20 @@ class AppLookup:
         hit = self._latest.get(app_id, now)
         if hit is not None:
             return hit
+        version = await self._once(("latest", app_id), self._find_latest, app_id)
+        if version is not None:
+            self._configs.put(version.id, version)
+            self._latest.put(app_id, version, now + LATEST_CONFIG_TTL)
+        return version
+
+    async def _find_latest(self, app_id: str) -> ConfigVersion | None:
         async with self.db.sessionmaker() as session:
             row = await repo.latest_config(session, app_id)
             if row is None:
                 return None
-            version = self._configs.get(row.id, 0.0) or ConfigVersion(
+            return self._configs.get(row.id, 0.0) or ConfigVersion(
                 row.id, AppConfig.model_validate(row.config)
             )
-        self._configs.put(row.id, version)
-        self._latest.put(app_id, version, now + LATEST_CONFIG_TTL)
-        return version
 
     def forget_latest(self, app_id: str) -> None:
         """Drop the cached newest version (this process just saved a new one)."""
@@ -149,23 +160,26 @@ class AppLookup:
         hit = self._users.get(key, 0.0)
         if hit is not None:
             return hit
-        pending = self._creating.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._creating[key] = fut
-        try:
-            user_id = await self._find_or_create_user(app_id, user)
-        except BaseException as exc:
-            fut.set_exception(exc)
-            fut.exception()  # retrieved: waiters get it through the shield, nobody else needs it
-            raise
-        else:
-            fut.set_result(user_id)
-            self._users.put(key, user_id)
-            return user_id
-        finally:
-            del self._creating[key]
+        user_id: str = await self._once(("user", app_id, user), self._find_or_create_user, app_id, user)
+        self._users.put(key, user_id)
+        return user_id
+
+    async def _once(self, key: tuple[str, ...], find: Callable[..., Awaitable[V]], *args: Any) -> V:
+        """``await find(*args)``, shared by concurrent callers with the same ``key``: a burst of
+        requests that all miss the cache makes one query, not one each. The query runs in its own
+        task, so a caller that goes away does not cancel it for the others."""
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.ensure_future(find(*args))
+            self._inflight[key] = task
+            task.add_done_callback(functools.partial(self._landed, key))
+        result: V = await asyncio.shield(task)
+        return result
+
+    def _landed(self, key: tuple[str, ...], task: asyncio.Task[Any]) -> None:
+        del self._inflight[key]
+        if not task.cancelled():
+            task.exception()  # retrieved here: every waiter re-raises it; no "never retrieved" warning
 
     async def _find_or_create_user(self, app_id: str, user: str) -> str:
         async with self.db.sessionmaker() as session:
@@ -173,12 +187,8 @@ class AppLookup:
         if row is not None:
             return row.id
         user_id = new_id()
-        created = utcnow()
-
-        async def insert(session: AsyncSession) -> None:
-            session.add(EndUser(id=user_id, app_id=app_id, session_id=user, created_at=created))
-
-        self.db.writer.submit(insert)
+        values = {"id": user_id, "app_id": app_id, "session_id": user, "created_at": utcnow()}
+        self.db.writer.submit(Insert(EndUser, values))
         return user_id
 
 

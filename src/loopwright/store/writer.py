@@ -1,15 +1,20 @@
-"""One in-process writer: database writes queued, batched into few transactions, applied in order.
+"""One in-process writer: database writes queued, batched into few transactions and statements.
 
 Under many simultaneous runs, a transaction per write makes every request wait on the database —
 SQLite takes one writer at a time and its busy handler sleeps between retries, so set-up writes of a
-burst of requests queue for seconds. Here callers ``submit`` a write (a coroutine function over an
-``AsyncSession``) and go on; one task drains the queue, runs everything pending in one transaction
-and resolves each caller's future. A write that fails is retried alone, so it fails by itself and
-never takes the rest of its batch down.
+burst of requests queue for seconds. Here callers ``submit`` a write and go on; one task drains the
+queue, applies everything pending in one transaction and resolves each caller's future. A write that
+fails is retried alone, so it fails by itself and never takes the rest of its batch down.
 
-Order is kept: writes run in the order they were submitted, so a message row always lands before its
-thought rows. ``settled(key)`` waits for the last write submitted under a key (a conversation id), and
-``flush()`` for everything so far — readers use them to see their own writes.
+A write is an :class:`Insert` or an :class:`Update` of one row (by primary key), or, for anything
+else, a coroutine function over an ``AsyncSession``. Rows of one kind are written together, one
+executemany per table — a batch of 500 thought rows is one statement, not 500. Within a batch:
+inserts first, parents before children (tables in foreign-key order), then the functions in the order
+they were submitted, then the updates, each table's in submission order. So a message row always
+lands before its thoughts, and an update after the insert of its row.
+
+``settled(key)`` waits for the last write submitted under a key (a conversation id), and ``flush()``
+for everything so far — readers use them to see their own writes.
 """
 
 from __future__ import annotations
@@ -18,15 +23,40 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from loopwright.store.models import Base
 
 log = logging.getLogger("loopwright.store")
 
-WriteOp = Callable[[AsyncSession], Awaitable[None]]
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """A new row of ``model`` with these column values."""
+
+    model: type[Base]
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """New values for one row of ``model``; ``values`` include the primary key (``id``). Updates of a
+    table that must keep their order have the same keys."""
+
+    model: type[Base]
+    values: Mapping[str, Any]
+
+
+WriteFn = Callable[[AsyncSession], Awaitable[None]]
+WriteOp = Insert | Update | WriteFn
 MAX_BATCH = 512
+# Parents before children, so that foreign keys hold inside a batch.
+_TABLE_ORDER = {table.name: i for i, table in enumerate(Base.metadata.sorted_tables)}
 
 
 @dataclass(slots=True)
@@ -107,8 +137,7 @@ class WriteBehind:
     async def _apply(self, batch: list[_Pending]) -> None:
         try:
             async with self._sessions() as session, session.begin():
-                for item in batch:
-                    await item.op(session)
+                await _write(session, [item.op for item in batch])
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -122,6 +151,38 @@ class WriteBehind:
         self.batches += 1
         for item in batch:
             _settle(item, None)
+
+
+async def _write(session: AsyncSession, ops: list[WriteOp]) -> None:
+    inserts: dict[type[Base], list[Mapping[str, Any]]] = {}
+    updates: dict[type[Base], list[Mapping[str, Any]]] = {}
+    functions: list[WriteFn] = []
+    for op in ops:
+        if isinstance(op, Insert):
+            inserts.setdefault(op.model, []).append(op.values)
+        elif isinstance(op, Update):
+            updates.setdefault(op.model, []).append(op.values)
+        else:
+            functions.append(op)
+    for model in sorted(inserts, key=lambda m: _TABLE_ORDER.get(m.__tablename__, len(_TABLE_ORDER))):
+        await session.execute(insert(model), inserts[model])
+    for fn in functions:
+        await fn(session)
+        await session.flush()
+    for model, rows in updates.items():
+        for same_keys in _runs_of_same_keys(rows):
+            await session.execute(update(model), same_keys)
+
+
+def _runs_of_same_keys(rows: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Consecutive rows with the same keys, together (one executemany each), in order."""
+    runs: list[list[Mapping[str, Any]]] = []
+    for row in rows:
+        if runs and runs[-1][0].keys() == row.keys():
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return runs
 
 
 def _settle(item: _Pending, error: BaseException | None) -> None:
