@@ -56,6 +56,12 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (robust to other load on the machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cli(*args: str, env: dict[str, str]) -> str:
     exe = Path(sys.executable).with_name("loopwright")
     return subprocess.run(
@@ -135,6 +141,7 @@ def pct(values: list[float], q: float) -> float:
 async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag: str) -> None:
     idle = rss_kib(pid)
     peak = idle
+    cpu_before = cpu_seconds(pid)
     streams = Counter()
     tasks = []
     for i in range(n):
@@ -147,6 +154,8 @@ async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag:
         peak = max(peak, rss_kib(pid))
         await asyncio.sleep(0.1)
     results = [t.result() for t in tasks]
+    cpu = cpu_seconds(pid) - cpu_before
+    events = sum(len(r.get("gaps", [])) + 1 for r in results)  # type: ignore[arg-type]
     errors = [r["error"] for r in results if r["error"]]
     gaps = sorted(g for r in results for g in r.get("gaps", []))  # type: ignore[attr-defined]
     excess = [max(0.0, g - CHUNK_DELAY) for g in gaps]
@@ -157,7 +166,8 @@ async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag:
         f"gap p50 {pct(gaps, 0.5):5.1f} p99 {pct(gaps, 0.99):6.1f} max {longest:6.1f} ms  "
         f"added p99 {pct(excess, 0.99):6.1f} ms  "
         f"TTFB overhead p50 {pct(firsts, 0.5):6.1f} p99 {pct(firsts, 0.99):7.1f} ms  "
-        f"memory {(peak - idle) / max(n, 1):5.1f} KiB/stream"
+        f"memory {(peak - idle) / max(n, 1):5.1f} KiB/stream  "
+        f"server CPU {cpu:5.1f} s = {cpu / max(events, 1) * 1e6:5.1f} µs/event"
     )
     if errors:
         print("   errors:", sorted(set(map(str, errors))))

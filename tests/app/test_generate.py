@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -167,11 +168,12 @@ async def test_an_unknown_tool_in_the_config_is_a_clear_error() -> None:
 async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Database) -> None:
     import asyncio
 
-    cancelled = asyncio.Event()
+    started, cancelled = asyncio.Event(), asyncio.Event()
 
     @tool
     async def slow(n: int) -> str:
         """Takes a long time."""
+        started.set()
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
@@ -184,13 +186,19 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
     request = ChatRequest("go", "alice")
     prepared = await prepare(db, app_id, request)
     stop = asyncio.Event()
-    events = []
-    async for event in run_message(
-        db, prepared, build_agent(prepared.config, model, [slow]), request, stop=stop
-    ):
-        events.append(event)
-        if event["event"] == "agent_thought" and event["tool"] == "slow":
-            stop.set()  # the tool is now running
+    events: list[dict[str, Any]] = []
+
+    async def consume() -> None:
+        agent = build_agent(prepared.config, model, [slow])
+        async for event in run_message(db, prepared, agent, request, stop=stop):
+            events.append(event)
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 5)
+    stop.set()
+    task.cancel()  # as the server's stop does: interrupt what the run waits on
+    await asyncio.wait_for(task, 5)  # the run takes the cancellation as its stop and ends normally
+    assert not task.cancelled()
     assert cancelled.is_set()
     assert events[-1]["event"] == "message_end"
     async with db.transaction() as s:
@@ -198,6 +206,50 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
         thoughts = await repo.list_thoughts(s, prepared.context.message_id)
     assert message is not None and message.status == "stopped"
     assert thoughts[0].tool == "slow"  # saved as far as it got
+
+
+async def test_stop_between_events_ends_the_run_as_stopped(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
+    request = ChatRequest("talk", "alice")
+    prepared = await prepare(db, app_id, request)
+    stop = asyncio.Event()
+    events = []
+    async for event in run_message(
+        db, prepared, build_agent(prepared.config, model, [add]), request, stop=stop
+    ):
+        events.append(event)
+        if len(events) == 3:
+            stop.set()
+    assert [e["event"] for e in events][-2:] == ["agent_message", "message_end"]
+    assert len(events) == 4
+    async with db.transaction() as s:
+        message = await s.get(Message, prepared.context.message_id)
+    streamed = "".join(e["answer"] for e in events if e["event"] == "agent_message")
+    assert streamed == "a long a"  # two chunks of four characters
+    assert message is not None and message.status == "stopped" and message.answer == streamed
+
+
+async def test_a_cancellation_that_is_not_a_stop_still_saves_and_propagates(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("slow " * 50)], features=FC, chunk_size=1, delay=0.05)
+    request = ChatRequest("talk", "alice")
+    prepared = await prepare(db, app_id, request)
+
+    async def consume() -> None:
+        agent = build_agent(prepared.config, model, [add])
+        async for _ in run_message(db, prepared, agent, request, stop=asyncio.Event()):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.2)
+    task.cancel()  # a shutdown, say: no stop event set
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with db.transaction() as s:
+        message = await s.get(Message, prepared.context.message_id)
+    assert message is not None and message.status == "stopped"
+    assert message.answer and ("slow " * 50).startswith(message.answer)  # what had streamed
 
 
 async def test_nul_characters_from_the_model_are_not_stored(db: Database) -> None:

@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.agent import Agent, AgentEvent, RoundFinished
+from loopwright.agent import Agent, RoundFinished
 from loopwright.app.config import AppConfig
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent
@@ -233,53 +233,56 @@ async def run_message(
     status, error = "normal", None
     source = agent.stream(request.query, history=history, inputs=prepared.inputs, files=request.files or None)
     try:
-        async for event in _until(source, stop) if stop is not None else source:
+        async for event in source:
             for wire in stream.feed(event):
                 yield wire
             if type(event) is RoundFinished:
                 saver.save(stream)
+            if stop is not None and stop.is_set():
+                raise RunStopped
     except RunStopped:
         status = "stopped"
         yield stream.message_end()
-    except (asyncio.CancelledError, GeneratorExit):
+    except asyncio.CancelledError:
+        status = "stopped"
+        if not _stopping(stop):
+            raise
+        yield stream.message_end()  # the stop cancelled what the run was waiting on
+    except GeneratorExit:
         status = "stopped"
         raise
     except Exception as e:  # a failed run still saves what it did, then tells the client
         status, error = "error", str(e)
         yield stream.error(e)
     finally:
-        await asyncio.shield(_finish(db, saver, stream, status, error, time.perf_counter() - started))
+        with contextlib.suppress(Exception):
+            await source.aclose()  # a stopped run's model stream and tool calls end here
+        saving = asyncio.ensure_future(
+            _finish(db, saver, stream, status, error, time.perf_counter() - started)
+        )
+        try:
+            await asyncio.shield(saving)
+        except asyncio.CancelledError:
+            if not _stopping(stop):
+                raise
+            await saving  # a stop that came while saving: the save goes on to its end
         if on_saved is not None:
             on_saved()
 
 
+def _stopping(stop: asyncio.Event | None) -> bool:
+    """Whether a cancellation is the run's stop (its task is cancelled to interrupt what it waits on:
+    see ``server.runs``); if so it is taken back, and the run ends as stopped."""
+    if stop is None or not stop.is_set():
+        return False
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    return True
+
+
 class RunStopped(Exception):
     """The run's stop event was set."""
-
-
-async def _until(
-    events: AsyncGenerator[AgentEvent, None], stop: asyncio.Event
-) -> AsyncGenerator[AgentEvent, None]:
-    """``events`` until ``stop`` is set; then the pending step is cancelled (which cancels the model
-    stream or the tools it is waiting on) and :class:`RunStopped` is raised."""
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        while True:
-            step = asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({step, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if step not in done:
-                step.cancel()
-                with contextlib.suppress(BaseException):
-                    await step
-                raise RunStopped
-            try:
-                event = step.result()
-            except StopAsyncIteration:
-                return
-            yield event
-    finally:
-        stopper.cancel()
-        await events.aclose()
 
 
 async def _finish(
@@ -295,7 +298,7 @@ async def _finish(
     if not usage.latency:
         usage = usage.with_latency(elapsed)
     metadata = json.dumps({"usage": usage.to_dict(), "retriever_resources": []}, ensure_ascii=False)
-    answer = _storable(stream.answer or _partial_answer(stream))
+    answer = _storable(stream.answer or stream.partial_answer)
     result = {
         "id": stream.ctx.message_id,
         "answer": answer,
@@ -315,11 +318,6 @@ async def _finish(
 def _storable(text: str) -> str:
     """Text a database accepts: PostgreSQL refuses NUL characters, which a model may emit."""
     return text.replace("\x00", "")
-
-
-def _partial_answer(stream: DifyStream) -> str:
-    """A run that ended early keeps the text it had produced (the last round's)."""
-    return stream.thoughts[-1].thought if stream.thoughts else ""
 
 
 class _ThoughtSaver:

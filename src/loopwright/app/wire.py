@@ -97,10 +97,19 @@ class DifyStream:
         self.answer = ""
         self.usage = Usage()
         self.files: list[tuple[str, ToolOutput]] = []
-        self._text: list[str] = []
+        self._text: list[str] = []  # the round's thought text
+        self._streamed: list[str] = []  # every text delta of the round, whatever its channel
+
+    @property
+    def partial_answer(self) -> str:
+        """What a run that ended early had produced: the text streamed in its last round, else the
+        last round's thought."""
+        streamed = "".join(self._streamed).strip()
+        return streamed or (self.thoughts[-1].thought if self.thoughts else "")
 
     def feed(self, event: AgentEvent) -> list[WireEvent]:
         if isinstance(event, TextDelta):
+            self._streamed.append(event.text)
             if event.channel == "thought":
                 self._text.append(event.text)
             return [self._wrap("agent_message", id=self.ctx.message_id, answer=event.text)]
@@ -108,6 +117,7 @@ class DifyStream:
             row = ThoughtRow(str(uuid.uuid4()), self.ctx.first_position + len(self.thoughts))
             self.thoughts.append(row)
             self._text = []
+            self._streamed = []
             return [self._thought(row)]
         if isinstance(event, ToolCallStarted):
             row = self.thoughts[-1]

@@ -141,9 +141,7 @@ async def chat_messages(
     events = run_message(state.db, prepared, agent, request, stop=run.stop)
     state.runs.start(run, events)
     if payload.response_mode == "streaming":
-        return StreamingResponse(
-            sse_frames(run, state.ping_interval), media_type="text/event-stream", headers=SSE_HEADERS
-        )
+        return StreamingResponse(sse_frames(run), media_type="text/event-stream", headers=SSE_HEADERS)
     return JSONResponse(await _blocking_body(state, run))
 
 

@@ -2,8 +2,13 @@
 
 Each run is an asyncio task that consumes ``run_message(...)`` into a queue; the HTTP response only
 reads that queue. A client that disconnects therefore does not stop the run: it continues to its end
-and is saved. ``stop`` sets the run's stop event (the run cancels its model stream or tool call at
-once, saves with status ``stopped`` and sends ``message_end``).
+and is saved. ``stop`` sets the run's stop event and cancels the run's task where it waits (the model
+stream or a tool call); ``run_message`` takes that as a stop: it saves with status ``stopped`` and
+sends ``message_end``.
+
+Pings: one ticker per registry puts ``event: ping`` into the queue of each run that has been silent
+for the ping interval — rather than a timeout around every read of every stream, which under a
+thousand streams costs more than the events themselves.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from loopwright.app.wire import PING, WireEvent, error_fields, sse
 log = logging.getLogger("loopwright.server")
 
 _DONE = None  # the end-of-run sentinel in a run's queue
+_PING: WireEvent = {"event": "ping"}  # queued by the ticker, sent as ``event: ping``
+TICKS_PER_INTERVAL = 4  # a ping follows between 1 and 1.25 intervals of silence
 
 
 @dataclass(eq=False)
@@ -31,6 +38,7 @@ class Run:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     queue: asyncio.Queue[WireEvent | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
+    last_event: float = 0.0  # loop time of the last event queued (pings included)
 
     def done(self) -> bool:
         return self.task is not None and self.task.done()
@@ -39,9 +47,11 @@ class Run:
 class RunRegistry:
     """The runs of one server process."""
 
-    def __init__(self) -> None:
+    def __init__(self, ping_interval: float = 10.0) -> None:
         self._runs: dict[str, Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._ping_interval = ping_interval
+        self._ticker: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -51,33 +61,50 @@ class RunRegistry:
 
     def start(self, run: Run, events: AsyncGenerator[WireEvent, None]) -> Run:
         """Register ``run`` and start consuming ``events`` (from ``run_message``) into its queue."""
+        loop = asyncio.get_running_loop()
+        run.last_event = loop.time()
         self._runs[run.task_id] = run
-        task = asyncio.create_task(self._consume(run, events), name=f"loopwright-run-{run.task_id}")
+        task = loop.create_task(self._consume(run, events), name=f"loopwright-run-{run.task_id}")
         run.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if self._ticker is None or self._ticker.done():
+            self._ticker = loop.create_task(self._tick(), name="loopwright-pings")
         return run
 
     async def _consume(self, run: Run, events: AsyncGenerator[WireEvent, None]) -> None:
+        loop = asyncio.get_running_loop()
+        queue = run.queue
         try:
             async for event in events:
-                run.queue.put_nowait(event)
+                queue.put_nowait(event)
+                run.last_event = loop.time()
         except Exception as exc:  # run_message reports its own errors; this is a failure around it
             log.exception("run %s failed", run.task_id)
             code, status, message = error_fields(exc)
-            run.queue.put_nowait({"event": "error", "code": code, "message": message, "status": status})
+            queue.put_nowait({"event": "error", "code": code, "message": message, "status": status})
         finally:
             with contextlib.suppress(Exception):
                 await events.aclose()
-            run.queue.put_nowait(_DONE)
+            queue.put_nowait(_DONE)
             self._runs.pop(run.task_id, None)
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._runs:
+            await asyncio.sleep(self._ping_interval / TICKS_PER_INTERVAL)
+            now = loop.time()
+            for run in self._runs.values():
+                if now - run.last_event >= self._ping_interval:
+                    run.queue.put_nowait(_PING)
+                    run.last_event = now
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop the run if it belongs to this app and user; whether one was stopped."""
         run = self._runs.get(task_id)
         if run is None or run.app_id != app_id or run.user != user:
             return False
-        run.stop.set()
+        _stop(run)
         return True
 
     async def wait_idle(self) -> None:
@@ -89,8 +116,10 @@ class RunRegistry:
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop every run and wait for them to save; cancel what does not end in time."""
         for run in list(self._runs.values()):
-            run.stop.set()
+            _stop(run)
         tasks = set(self._tasks)
+        if self._ticker is not None:
+            self._ticker.cancel()
         if not tasks:
             return
         _, pending = await asyncio.wait(tasks, timeout=grace)
@@ -100,40 +129,40 @@ class RunRegistry:
             await asyncio.wait(pending, timeout=1.0)
 
 
+def _stop(run: Run) -> None:
+    if run.stop.is_set():
+        return
+    run.stop.set()
+    # Interrupt what the run waits on now (run_message sees the stop event and ends as stopped).
+    if run.task is not None and not run.task.done():
+        run.task.cancel()
+
+
 async def events_of(run: Run) -> AsyncIterator[WireEvent]:
-    """The run's events until it ends."""
+    """The run's events until it ends (pings left out)."""
     while True:
         event = await run.queue.get()
         if event is None:
             return
-        yield event
+        if event is not _PING:
+            yield event
 
 
-async def sse_frames(run: Run, ping_interval: float) -> AsyncIterator[str]:
-    """The run's events as SSE frames, with ``event: ping`` after each ``ping_interval`` of silence.
-    Events already waiting are sent in one write (under load, fewer and larger writes keep every
-    stream on time). Cancelling this (a client that went away) leaves the run going."""
+async def sse_frames(run: Run) -> AsyncIterator[str]:
+    """The run's events as SSE frames; events already waiting go out in one write (under load, fewer
+    and larger writes keep every stream on time). Cancelling this (a client that went away) leaves
+    the run going."""
     queue = run.queue
     while True:
-        if queue.empty():
-            try:
-                async with asyncio.timeout(ping_interval):
-                    first = await queue.get()
-            except TimeoutError:
-                yield PING
-                continue
-        else:
-            first = queue.get_nowait()
-        if first is None:
-            return
-        frames = [sse(first)]
-        ended = False
-        while not queue.empty():
-            event = queue.get_nowait()
+        event = await queue.get()
+        frames: list[str] = []
+        while True:
             if event is None:
-                ended = True
+                if frames:
+                    yield "".join(frames)
+                return
+            frames.append(PING if event is _PING else sse(event))
+            if queue.empty():
                 break
-            frames.append(sse(event))
+            event = queue.get_nowait()
         yield frames[0] if len(frames) == 1 else "".join(frames)
-        if ended:
-            return

@@ -30,7 +30,7 @@ class ServerState:
         self.db = db
         self.ping_interval = ping_interval
         self.tools = list(tools)
-        self.runs = RunRegistry()
+        self.runs = RunRegistry(ping_interval)
         self.lookup = AppLookup(db)
         self._settings = settings
         self._models: dict[str, Model] = {}
