@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from loopwright import Agent, AgentMaxIterationError, tool
+from loopwright.agent.events import TextDelta
 from loopwright.app.wire import PING, DifyStream, MessageContext, error_fields, file_type, sse
 from loopwright.model.base import ModelError
 from loopwright.testing import Reply, ScriptedModel
@@ -164,3 +167,12 @@ def test_file_types() -> None:
         "document",
     ]
     assert file_type("application/zip") == "custom"
+
+
+@pytest.mark.parametrize("text", ["plain", 'quo"te, back\\slash', "line\nbreak\ttab", "é😀", "\x00\x1f", ""])
+def test_a_delta_frame_is_exactly_the_json_dump_of_its_event(text: str) -> None:
+    stream = DifyStream(MessageContext("task", "msg", "conv", 1700000000), "function-calling")
+    (event,) = stream.feed(TextDelta(0, text))
+    expected = f"data: {json.dumps(dict(event), ensure_ascii=False)}\n\n"
+    assert sse(event) == expected
+    assert json.loads(sse(event)[6:])["answer"] == text
