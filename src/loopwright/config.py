@@ -30,6 +30,7 @@ STRATEGIES = ("auto", "function-calling", "react")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 OPENAI_API_BASE = "https://api.openai.com/v1"
 CONFIG_FILE_NAME = "loopwright.toml"
+DEFAULT_FILES_URL_TTL = 300  # seconds a signed tool-file URL stays valid (Dify's FILES_ACCESS_TIMEOUT)
 
 # TOML key -> the environment variable it overrides.
 TOML_KEYS: dict[str, str] = {
@@ -39,6 +40,10 @@ TOML_KEYS: dict[str, str] = {
     "openai_api_key": "OPENAI_API_KEY",
     "max_iterations": "LOOPWRIGHT_MAX_ITERATIONS",
     "strategy": "LOOPWRIGHT_STRATEGY",
+    "secret_key": "LOOPWRIGHT_SECRET_KEY",
+    "files_url": "LOOPWRIGHT_FILES_URL",
+    "files_url_ttl": "LOOPWRIGHT_FILES_URL_TTL",
+    "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
 }
 
 
@@ -62,6 +67,12 @@ class Settings:
     openai_model: str | None = None
     model_origin: str = "default"
     config_path: Path | None = None
+    # Signs tool-file URLs; unset: a random key kept in the data directory (loopwright.tools.files).
+    secret_key: str | None = field(default=None, repr=False)
+    files_url: str = ""  # base of tool-file URLs (Dify's FILES_URL); empty: URLs are relative
+    files_url_ttl: int = DEFAULT_FILES_URL_TTL
+    # Hosts, addresses and networks tools may reach although private (see loopwright.tools.net).
+    tool_allow_hosts: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         key = "'***'" if self.openai_api_key else "None"
@@ -69,7 +80,7 @@ class Settings:
             f"Settings(model={self.model!r}, openai_base_url={self.openai_base_url!r}, "
             f"openai_api_key={key}, max_iterations={self.max_iterations!r}, strategy={self.strategy!r}, "
             f"openai_model={self.openai_model!r}, model_origin={self.model_origin!r}, "
-            f"config_path={self.config_path!r})"
+            f"config_path={self.config_path!r}, tool_allow_hosts={self.tool_allow_hosts!r})"
         )
 
     __str__ = __repr__
@@ -116,6 +127,8 @@ def load_settings(env: Mapping[str, str] = os.environ, path: str | Path | None =
             ) from None
     max_iterations = _check_iterations(max_iterations, origin.get("max_iterations", "max_iterations"))
     strategy = _check_strategy(values.get("strategy", "auto"), origin.get("strategy", "strategy"))
+    ttl = _check_ttl(values.get("files_url_ttl", DEFAULT_FILES_URL_TTL), origin.get("files_url_ttl", ""))
+    allow_hosts = _allow_hosts(values.get("tool_allow_hosts", ()), origin.get("tool_allow_hosts", ""))
 
     api_key: str | None = values.get("openai_api_key")
     base_url = values.get("openai_base_url")
@@ -141,6 +154,10 @@ def load_settings(env: Mapping[str, str] = os.environ, path: str | Path | None =
         openai_model=openai_model,
         model_origin=model_origin,
         config_path=config_path,
+        secret_key=values.get("secret_key"),
+        files_url=str(values.get("files_url", "")).rstrip("/"),
+        files_url_ttl=ttl,
+        tool_allow_hosts=allow_hosts,
     )
 
 
@@ -169,15 +186,41 @@ def _read_toml(path: Path) -> dict[str, Any]:
     for key, value in data.items():
         if key not in TOML_KEYS:
             raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(TOML_KEYS)}")
-        if key == "max_iterations":
+        if key == "tool_allow_hosts" and isinstance(value, list):
+            if not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: tool_allow_hosts must be a list of strings, got {value!r}")
+        elif key in ("max_iterations", "files_url_ttl"):
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{path}: max_iterations must be an integer, got {value!r}")
+                raise ConfigError(f"{path}: {key} must be an integer, got {value!r}")
         elif not isinstance(value, str):
             raise ConfigError(f"{path}: {key} must be a string, got {value!r}")
         elif not value.strip():
             continue  # an empty string leaves the environment's value
         out[key] = value.strip() if isinstance(value, str) else value
     return out
+
+
+def _allow_hosts(value: str | list[str] | tuple[str, ...], where: str) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    hosts = tuple(h.strip() for h in items if h.strip())
+    if hosts:
+        from loopwright.tools.net import NetworkPolicy
+
+        try:
+            NetworkPolicy.from_strings(hosts)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: tool_allow_hosts: {exc}") from None
+    return hosts
+
+
+def _check_ttl(value: Any, where: str) -> int:
+    try:
+        ttl = int(value)
+    except ValueError:
+        ttl = 0
+    if ttl < 1:
+        raise ConfigError(f"{where or 'files_url_ttl'}: files_url_ttl must be a whole number of seconds >= 1")
+    return ttl
 
 
 def _check_iterations(value: Any, where: str) -> int:

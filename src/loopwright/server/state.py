@@ -14,8 +14,8 @@ from loopwright.model.base import Model, ModelError
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.runs import RunRegistry
 from loopwright.store.db import Database
-from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.base import Tool
+from loopwright.tools.files.manager import ToolFiles
 
 
 class ServerState:
