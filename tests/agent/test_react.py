@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
@@ -130,9 +129,20 @@ async def test_several_actions_in_one_reply_run_concurrently() -> None:
         + '```json\n{"action": "wait", "action_input": {"ms": 120}}\n```\n'
     )
     model = ScriptedModel([reply, final("ok")], chunk_size=64)
-    started = time.perf_counter()
+    running = peak = 0
+
+    @tool
+    async def wait(ms: int) -> str:
+        """Wait a while."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(ms / 1000)
+        running -= 1
+        return f"waited {ms}"
+
     events = [e async for e in Agent(model=model, tools=[wait], react_stop=None).stream("go")]
-    assert time.perf_counter() - started < 0.22
+    assert peak == 2  # both calls were in flight at once
     assert [e.observation for e in events if isinstance(e, ToolCallFinished)] == ["waited 120", "waited 120"]
     scratchpad = model.requests[1].messages[2].content
     assert scratchpad.count("Observation: waited 120") == 2

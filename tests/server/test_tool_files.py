@@ -11,7 +11,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from loopwright.server.routes_tool_files import tool_files_of
 from loopwright.tools.files import LocalFileStorage, ToolFile, ToolFiles
 from loopwright.tools.files.signing import signature
 
@@ -198,8 +197,8 @@ async def test_without_configured_files_the_server_builds_them_in_the_data_dir(
     monkeypatch.chdir(tmp_path)
     state = server_app.state.loopwright
     assert state.tool_files is None
-    manager = await tool_files_of(state)
-    assert await tool_files_of(state) is manager
+    manager = await state.files()
+    assert await state.files() is manager
     assert (tmp_path / "loopwright-files" / "secret_key").is_file()
     file: ToolFile = await manager.save_bytes(b"hello", mime_type="text/plain", filename="hello.txt")
     assert (tmp_path / "loopwright-files" / "tool-files" / file.id[:2] / file.id).read_bytes() == b"hello"

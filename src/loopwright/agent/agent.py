@@ -22,7 +22,7 @@ from loopwright.model.entities import (
     UserMessage,
 )
 from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
-from loopwright.tools.engine import ToolEngine
+from loopwright.tools.engine import FileSink, ToolEngine
 
 
 @dataclass
@@ -51,6 +51,7 @@ class Agent:
     repeated_call_limit: int | None = 3
     max_malformed_retries: int = 2
     context: ToolContext = field(default_factory=ToolContext)
+    files: FileSink | None = None  # keeps the files tools make (the server's tool files)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
 
@@ -69,12 +70,13 @@ class Agent:
         history: Sequence[PromptMessage] | None = None,
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
+        context: ToolContext | None = None,
     ) -> AgentResult:
         """Run to the end and return the result; raises what ``stream`` raises."""
         result: AgentResult | None = None
         # Consume the stream to its end rather than returning at "finished": an async generator left
         # unfinished is closed later by the event loop, through a thread-safe wake-up (a syscall).
-        async for event in self.stream(query, history=history, inputs=inputs, files=files):
+        async for event in self.stream(query, history=history, inputs=inputs, files=files, context=context):
             if type(event) is Finished:
                 result = event.result
         assert result is not None, "an agent run always ends with a finished event or an error"
@@ -87,8 +89,10 @@ class Agent:
         history: Sequence[PromptMessage] | None = None,
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
+        context: ToolContext | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
+        ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools.
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
@@ -106,7 +110,7 @@ class Agent:
             max_malformed_retries=self.max_malformed_retries,
             params=self.model_params,
             tool_choice=self.tool_choice,
-            tool_context=self.context,
+            tool_context=context or self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
         )
         return run_loop(self.model, strategy, self._tool_engine, state, settings)
@@ -149,7 +153,10 @@ class Agent:
                 tools.extend(await item.get_tools())
                 dynamic = True  # a toolset may change between runs; ask it again next time
         engine = ToolEngine(
-            tools, default_timeout=self.tool_timeout, observation_token_limit=self.observation_token_limit
+            tools,
+            default_timeout=self.tool_timeout,
+            observation_token_limit=self.observation_token_limit,
+            files=self.files,
         )
         if not dynamic:
             self._engine = engine

@@ -28,6 +28,7 @@ class ToolCallRecord:
     observation: str | None = None
     files: list[ToolOutput] = field(default_factory=list)
     meta: ToolInvokeMeta | None = None
+    outputs: list[ToolOutput] = field(default_factory=list)  # everything the tool yielded
     raw_arguments: str | None = None  # the arguments as the model wrote them, when it wrote JSON text
 
     def arguments_json(self) -> str:
@@ -85,6 +86,7 @@ class ToolCallFinished:
     observation: str
     files: list[ToolOutput]
     meta: ToolInvokeMeta
+    outputs: list[ToolOutput] = field(default_factory=list)  # everything the tool yielded
     type: Literal["tool_call_finished"] = field(default="tool_call_finished", init=False)
 
 

@@ -272,8 +272,9 @@ async def _invoke(engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext) ->
     call.observation = result.observation
     call.files = result.files
     call.meta = result.meta
+    call.outputs = result.outputs
 
 
 def _finished_event(rnd: int, call: ToolCallRecord) -> ToolCallFinished:
     assert call.observation is not None and call.meta is not None
-    return ToolCallFinished(rnd, call.id, call.name, call.observation, call.files, call.meta)
+    return ToolCallFinished(rnd, call.id, call.name, call.observation, call.files, call.meta, call.outputs)

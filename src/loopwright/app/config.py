@@ -53,11 +53,20 @@ class AppConfig(pydantic.BaseModel):
     instruction: str = ""
     user_input_form: list[InputField] = []
     tools: list[ToolConfig] = []
+    # OpenAPI specs, MCP servers, other apps, knowledge bases: see loopwright.app.toolsets.
+    toolsets: list[dict[str, Any]] = []
     max_iterations: int = pydantic.Field(10, ge=0, le=99)
     file_upload: FileUpload = FileUpload()
     opening_statement: str = ""
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
+
+    @pydantic.field_validator("toolsets")
+    @classmethod
+    def _check_toolsets(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from loopwright.app.toolsets import check_source
+
+        return [check_source(entry) for entry in value]
 
 
 class ConfigImportError(ValueError):

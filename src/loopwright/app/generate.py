@@ -16,12 +16,13 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from loopwright.agent import Agent, RoundFinished
 from loopwright.app.config import AppConfig
+from loopwright.app.inputs import InputError, validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent
 from loopwright.model.base import Model
@@ -40,7 +41,9 @@ from loopwright.store.models import (
     utcnow,
 )
 from loopwright.store.writer import Insert, Update
-from loopwright.tools.base import Tool
+from loopwright.tools.app_tool import AppAnswer
+from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike
+from loopwright.tools.engine import FileSink
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
 NAME_CHARS = 20
@@ -59,6 +62,7 @@ class ChatRequest:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     conversation_id: str | None = None
     files: Sequence[ContentPart] = ()
+    call_depth: int = 0  # how deep in apps calling apps as tools this message is
 
 
 @dataclass(slots=True)
@@ -69,6 +73,7 @@ class Prepared:
     context: MessageContext
     history: list[PromptMessage]
     inputs: dict[str, Any]
+    app_id: str = ""
 
 
 @dataclass(slots=True)
@@ -169,7 +174,7 @@ def start_message(
         conversation_id=conversation_id,
         created_at=unix_seconds(now),
     )
-    return Prepared(target.version.config, context, target.history, inputs)
+    return Prepared(target.version.config, context, target.history, inputs, app_id)
 
 
 async def prepare(
@@ -180,8 +185,16 @@ async def prepare(
     return start_message(db, app_id, target, request.query, request.inputs)
 
 
-def build_agent(config: AppConfig, model: Model, tools: Sequence[Tool]) -> Agent:
-    """The agent an app configuration describes, on an already built model."""
+def build_agent(
+    config: AppConfig,
+    model: Model,
+    tools: Sequence[Tool],
+    toolsets: Sequence[ToolLike] = (),
+    files: FileSink | None = None,
+) -> Agent:
+    """The agent an app configuration describes, on an already built model: ``config.tools`` chosen by
+    name from ``tools``, plus the built ``toolsets`` of ``config.toolsets``; ``files`` keeps the files
+    its tools make."""
     by_name = {t.name: t for t in tools}
     chosen = []
     for tc in config.tools:
@@ -191,7 +204,8 @@ def build_agent(config: AppConfig, model: Model, tools: Sequence[Tool]) -> Agent
         chosen.append(tool.configure(**tc.form_values) if tc.form_values else tool)
     return Agent(
         model=model,
-        tools=chosen,
+        tools=[*chosen, *toolsets],
+        files=files,
         instruction=config.instruction,
         strategy=config.strategy,
         max_iterations=config.max_iterations,
@@ -218,6 +232,7 @@ async def run_message(
     *,
     stop: asyncio.Event | None = None,
     on_saved: Callable[[], None] | None = None,
+    stream: DifyStream | None = None,
 ) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a prepared message and yield Dify's wire events.
 
@@ -226,12 +241,25 @@ async def run_message(
     stops at its next publish); what was done is saved with status ``stopped`` and ``message_end``
     follows. Closing the generator does the same without the final event."""
     ctx = prepared.context
-    stream = DifyStream(ctx, agent.strategy_kind)
+    stream = stream or DifyStream(ctx, agent.strategy_kind)
     saver = _ThoughtSaver(db, ctx)
     history = fit_history(prepared.history, agent, prepared.config, request.query)
     started = time.perf_counter()
     status, error = "normal", None
-    source = agent.stream(request.query, history=history, inputs=prepared.inputs, files=request.files or None)
+    tool_context = ToolContext(
+        user_id=request.user,
+        conversation_id=ctx.conversation_id,
+        app_id=prepared.app_id or None,
+        message_id=ctx.message_id,
+        call_depth=request.call_depth,
+    )
+    source = agent.stream(
+        request.query,
+        history=history,
+        inputs=prepared.inputs,
+        files=request.files or None,
+        context=tool_context,
+    )
     try:
         async for event in source:
             for wire in stream.feed(event):
@@ -281,6 +309,33 @@ def _stopping(stop: asyncio.Event | None) -> bool:
     return True
 
 
+async def answer(
+    db: Database,
+    lookup: AppLookup,
+    agent_for: Callable[[ConfigVersion], Awaitable[Agent]],
+    app_id: str,
+    query: str,
+    inputs: Mapping[str, Any],
+    ctx: ToolContext,
+) -> AppAnswer:
+    """One message of an app, run to its end for an app that calls it as a tool (a new conversation
+    of the same end user each time; it is stored like any other)."""
+    user = ctx.user_id or "app-tool"
+    try:
+        target = await resolve(db, lookup, app_id, user, None)
+        checked = validate_inputs(target.version.config.user_input_form, inputs)
+    except (AppUnavailableError, InputError) as exc:
+        raise ToolInvokeError(str(exc)) from None
+    agent = await agent_for(target.version)
+    prepared = start_message(db, app_id, target, query, checked)
+    stream = DifyStream(prepared.context, agent.strategy_kind)
+    request = ChatRequest(query, user, checked, call_depth=ctx.call_depth)
+    async for event in run_message(db, prepared, agent, request, stream=stream):
+        if event["event"] == "error":
+            raise ToolInvokeError(str(event["message"]))
+    return AppAnswer(stream.answer or stream.partial_answer, [o for _, o in stream.files], stream.total_usage)
+
+
 class RunStopped(Exception):
     """The run's stop event was set."""
 
@@ -294,10 +349,12 @@ async def _finish(
     elapsed: float,
 ) -> None:
     saver.save(stream, everything=True)
-    usage = stream.usage
+    usage = stream.total_usage
     if not usage.latency:
         usage = usage.with_latency(elapsed)
-    metadata = json.dumps({"usage": usage.to_dict(), "retriever_resources": []}, ensure_ascii=False)
+    metadata = json.dumps(
+        {"usage": usage.to_dict(), "retriever_resources": stream.retriever_resources}, ensure_ascii=False
+    )
     answer = _storable(stream.answer or stream.partial_answer)
     result = {
         "id": stream.ctx.message_id,

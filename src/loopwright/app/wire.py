@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from json.encoder import encode_basestring
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 from loopwright.agent.errors import AgentError
@@ -31,10 +31,13 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from loopwright.knowledge.citations import merge_retriever_resources
 from loopwright.model.base import ModelError
 from loopwright.model.entities import Usage
 from loopwright.store.codec import encode_per_tool, join_tool_names, tool_labels
-from loopwright.tools.base import BlobMessage, FileMessage, ImageMessage, ToolOutput
+from loopwright.tools.app_tool import USAGE_VARIABLE
+from loopwright.tools.base import BlobMessage, FileMessage, ImageMessage, ToolOutput, VariableMessage
+from loopwright.tools.knowledge import RESOURCES_VARIABLE
 
 WireEvent = dict[str, Any]
 PING = "event: ping\n\n"
@@ -109,6 +112,8 @@ class DifyStream:
         self.answer = ""
         self.usage = Usage()
         self.files: list[tuple[str, ToolOutput]] = []
+        self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
+        self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
         self._delta_head = self._wrap("agent_message", id=ctx.message_id, answer="")
         # json.dumps of the head with "answer" last, cut before the answer's value: '…"answer": '
@@ -153,7 +158,23 @@ class DifyStream:
             return [self.message_end()]
         return []
 
+    @property
+    def total_usage(self) -> Usage:
+        """The message's usage: its own rounds and the runs of apps it called as tools."""
+        return self.usage.plus(self._inner_usage) if self._inner_usage.total_tokens else self.usage
+
+    @property
+    def retriever_resources(self) -> list[dict[str, Any]]:
+        """The citations of every retriever call so far, deduplicated and numbered as Dify does."""
+        return merge_retriever_resources(self._resources) if self._resources else []
+
     def _call_finished(self, event: ToolCallFinished) -> list[WireEvent]:
+        for item in event.outputs:
+            if isinstance(item, VariableMessage) and item.internal:
+                if item.name == RESOURCES_VARIABLE and isinstance(item.value, list):
+                    self._resources.append(item.value)
+                elif item.name == USAGE_VARIABLE and isinstance(item.value, Usage):
+                    self._inner_usage = self._inner_usage.plus(item.value)
         row = self.thoughts[-1]
         i = row.call_ids.index(event.id)
         row.observations[i] = event.observation
@@ -191,8 +212,11 @@ class DifyStream:
         return delta
 
     def message_end(self) -> WireEvent:
-        usage = self.usage.to_dict()
-        metadata: dict[str, Any] = {"annotation_reply": None, "retriever_resources": [], "usage": usage}
+        metadata: dict[str, Any] = {
+            "annotation_reply": None,
+            "retriever_resources": self.retriever_resources,
+            "usage": self.total_usage.to_dict(),
+        }
         return self._wrap("message_end", id=self.ctx.message_id, metadata=metadata, files=None)
 
     def error(self, exc: BaseException) -> WireEvent:

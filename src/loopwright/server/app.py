@@ -50,6 +50,7 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await state.runs.shutdown()  # stopped runs are saved before the process ends
+        await state.aclose()
         await db.writer.close()
 
     app = FastAPI(

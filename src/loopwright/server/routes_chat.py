@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import uuid
-from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app.config import InputField
 from loopwright.app.generate import (
     AppUnavailableError,
     ChatRequest,
@@ -20,6 +17,7 @@ from loopwright.app.generate import (
     run_message,
     start_message,
 )
+from loopwright.app.inputs import InputError, validate_inputs
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param, not_found
 from loopwright.server.runs import Run, events_of, sse_frames
@@ -61,60 +59,6 @@ def _conversation_id(value: str | None) -> str | None:
         raise invalid_param("conversation_id is not a valid UUID") from None
 
 
-def validate_inputs(form: Sequence[InputField], inputs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The inputs of a new conversation, checked against the app's form as Dify does: only the form's
-    variables are kept; strings lose ``\\x00``; a missing optional field takes its default."""
-    given = dict(inputs or {})
-    out: dict[str, Any] = {}
-    for f in form:
-        label = f.label or f.variable
-        value = given.get(f.variable)
-        if value is None or value == "":
-            if f.required:
-                raise invalid_param(f"{label} is required in input form")
-            if f.default not in (None, ""):
-                out[f.variable] = f.default
-            elif value == "":
-                out[f.variable] = ""
-            continue
-        out[f.variable] = _check_value(f, label, value)
-    return out
-
-
-def _check_value(f: InputField, label: str, value: Any) -> Any:
-    if f.type == "number":
-        return _number(label, value)
-    if f.type == "checkbox":
-        if not isinstance(value, bool):
-            raise invalid_param(f"{label} in input form must be a boolean")
-        return value
-    if not isinstance(value, str):
-        raise invalid_param(f"{label} in input form must be a string")
-    value = value.replace("\x00", "")
-    if f.type == "select" and value not in f.options:
-        raise invalid_param(f"{label} in input form must be one of the following: {f.options}")
-    if f.max_length is not None and len(value) > f.max_length:
-        raise invalid_param(f"{label} in input form must be less than {f.max_length} characters")
-    return value
-
-
-def _number(label: str, value: Any) -> int | float:
-    if isinstance(value, bool):
-        raise invalid_param(f"{label} in input form must be a valid number")
-    if isinstance(value, int | float):
-        number: int | float = value
-    elif isinstance(value, str):
-        try:
-            number = int(value) if value.strip().lstrip("+-").isdigit() else float(value)
-        except ValueError:
-            raise invalid_param(f"{label} in input form must be a valid number") from None
-    else:
-        raise invalid_param(f"{label} in input form must be a valid number")
-    if isinstance(number, float) and not math.isfinite(number):
-        raise invalid_param(f"{label} in input form must be a valid number")
-    return number
-
-
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
     payload: ChatPayload,
@@ -133,8 +77,11 @@ async def chat_messages(
             400, "app_unavailable", "App unavailable, please check your app configurations."
         ) from None
     config = target.version.config
-    inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
-    agent = state.agent(target.version)
+    try:
+        inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
+    except InputError as exc:
+        raise invalid_param(str(exc)) from None
+    agent = await state.agent(target.version)
     request = ChatRequest(query=query, user=user, inputs=inputs, conversation_id=conversation_id)
     prepared = start_message(state.db, app.id, target, query, inputs)
     run = Run(task_id=prepared.context.task_id, app_id=app.id, user=user)

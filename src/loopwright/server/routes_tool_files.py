@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 
 from loopwright.server.errors import ApiError, not_found
 from loopwright.server.state import ServerState, get_state
-from loopwright.tools.files.manager import ToolFile, ToolFiles, load_tool_files
+from loopwright.tools.files.manager import ToolFile
 
 router = APIRouter()
 
@@ -47,16 +47,6 @@ def file_not_found() -> ApiError:
     return not_found("file is not found")
 
 
-async def tool_files_of(state: ServerState) -> ToolFiles:
-    """The server's tool files: ``state.tool_files`` when set, else built once from the settings
-    (local storage and key under ``./loopwright-files``)."""
-    files = state.tool_files
-    if files is None:
-        files = await load_tool_files(state.settings)
-        state.tool_files = files
-    return files
-
-
 def content_disposition(file: ToolFile, as_attachment: bool) -> str | None:
     """``attachment`` when asked or for active content; ``inline`` with the name for other non-images;
     nothing for plain images (as Dify)."""
@@ -82,7 +72,7 @@ async def get_tool_file(
     if match is None:
         raise file_not_found()
     file_id = match.group("id")
-    files = await tool_files_of(state)
+    files = await state.files()
     if not files.verify(file_id, timestamp, nonce, sign):
         raise forbidden()
     file = await files.get(file_id)

@@ -1,21 +1,30 @@
-"""What the server's routes share: the database, the runs, the built models and the tools."""
+"""What the server's routes share: the database, the runs, the built models, tools and agents."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 
 from loopwright.agent import Agent
-from loopwright.app.generate import build_agent
+from loopwright.app.config import InputField
+from loopwright.app.generate import answer, build_agent
 from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.toolsets import ToolsetPool
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.model.base import Model, ModelError
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.runs import RunRegistry
 from loopwright.store.db import Database
-from loopwright.tools.base import Tool
-from loopwright.tools.files.manager import ToolFiles
+from loopwright.store.models import App
+from loopwright.tools.app_tool import AppAnswer
+from loopwright.tools.base import Tool, ToolContext
+from loopwright.tools.files.manager import ToolFiles, load_tool_files
+from loopwright.tools.net import network_policy
+
+if TYPE_CHECKING:
+    from loopwright.knowledge.kb import KnowledgeBase
 
 
 class ServerState:
@@ -34,8 +43,34 @@ class ServerState:
         self.lookup = AppLookup(db)
         self._settings = settings
         self._models: dict[str, Model] = {}
-        self.tool_files: ToolFiles | None = None  # built on first use (routes_tool_files.tool_files_of)
+        self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
+        self._knowledge: KnowledgeBase | None = None
         self._agents: dict[tuple[str, str], Agent] = {}
+        self.toolsets = ToolsetPool(
+            policy=None, knowledge=self.knowledge, app_info=self._app_info, app_runner=self._run_app
+        )
+        self._policy_set = False
+
+    async def files(self) -> ToolFiles:
+        """The server's tool files (local storage and signing key from the settings), built once."""
+        if self.tool_files is None:
+            self.tool_files = await load_tool_files(self.settings)
+        return self.tool_files
+
+    def knowledge(self) -> KnowledgeBase:
+        """The knowledge bases beside the app database, opened once."""
+        if self._knowledge is None:
+            from loopwright.knowledge.kb import KnowledgeBase
+
+            self._knowledge = KnowledgeBase.open(self.db.url, settings=self.settings)
+        return self._knowledge
+
+    async def aclose(self) -> None:
+        """Close what the agents hold open (MCP sessions, the knowledge store)."""
+        await self.toolsets.aclose()
+        if self._knowledge is not None:
+            await self._knowledge.close()
+            self._knowledge = None
 
     @property
     def settings(self) -> Settings:
@@ -57,21 +92,40 @@ class ServerState:
             self._models[spec] = model
         return model
 
-    def agent(self, version: ConfigVersion) -> Agent:
+    async def agent(self, version: ConfigVersion) -> Agent:
         """The agent of a configuration version, built once: an Agent is configuration only (runs keep
         their state apart), so one serves every request, with its prompt caches warm."""
         model = self.model(version.config.model)
         key = (version.id, version.config.model)  # one model per spec (see ``model``)
         agent = self._agents.get(key)
         if agent is None:
+            if not self._policy_set:  # the settings are read on first need, not at start-up
+                self.toolsets.policy = network_policy(self.settings)
+                self._policy_set = True
+            toolsets = await self.toolsets.tools_for(version.config)
             try:
-                agent = build_agent(version.config, model, self.tools)
+                agent = build_agent(version.config, model, self.tools, toolsets, await self.files())
             except ValueError as exc:
                 raise invalid_param(str(exc)) from None
             if len(self._agents) >= MAX_CACHED_AGENTS:
                 self._agents.pop(next(iter(self._agents)))
             self._agents[key] = agent
         return agent
+
+    async def _app_info(self, app_id: str) -> tuple[str, str, Sequence[InputField]] | None:
+        version = await self.lookup.latest_config(app_id)
+        if version is None:
+            return None
+        async with self.db.sessionmaker() as session:
+            app = await session.get(App, app_id)
+        if app is None:
+            return None
+        return app.name, app.description, version.config.user_input_form
+
+    async def _run_app(
+        self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext
+    ) -> AppAnswer:
+        return await answer(self.db, self.lookup, self.agent, app_id, query, inputs, ctx)
 
 
 def get_state(request: Request) -> ServerState:

@@ -63,6 +63,7 @@ class VariableMessage:
     name: str
     value: Any
     stream: bool = False
+    internal: bool = False  # for the app layer (citations, an inner run's usage), not shown to the model
     type: Literal["variable"] = "variable"
 
 

@@ -11,9 +11,9 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from loopwright.model.base import estimate_tokens, token_prefix_length
 from loopwright.tools.base import (
@@ -32,6 +32,7 @@ from loopwright.tools.base import (
     VariableMessage,
     cast_value,
 )
+from loopwright.tools.files.manager import StoredFile, with_file_observations
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,13 @@ class ToolResult:
 _NO_CONTEXT = ToolContext()
 
 
+class FileSink(Protocol):
+    """Where the files tools make are kept (``loopwright.tools.files.ToolFiles``): each file output is
+    stored and given a URL, and the model is told the file's name, type and URL."""
+
+    async def store_outputs(self, outputs: Sequence[ToolOutput], ctx: ToolContext) -> list[StoredFile]: ...
+
+
 class _TTLCache:
     """A small bounded cache of tool results keyed by tool name and canonical arguments."""
 
@@ -102,6 +110,7 @@ class ToolEngine:
         *,
         default_timeout: float = 30.0,
         observation_token_limit: int | None = 4000,
+        files: FileSink | None = None,
     ) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
@@ -111,6 +120,7 @@ class ToolEngine:
         self.schemas = [t.schema for t in self.tools.values()]
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
+        self.files = files
         self._cache = _TTLCache()
 
     async def invoke(
@@ -146,8 +156,13 @@ class ToolEngine:
             meta.error = f"timed out after {timeout:g} s" if expired else (str(e) or type(e).__name__)
             log.info("tool %s failed: %s", name, meta.error)
             return ToolResult(f"tool invoke error: {meta.error}", [], meta)
+        shown = outputs
+        if self.files is not None and any(isinstance(o, FILE_KINDS) for o in outputs):
+            stored = await self.files.store_outputs(outputs, ctx)
+            shown = with_file_observations(outputs, stored)
+            outputs = _linked(outputs, stored)
         meta.time_cost = time.perf_counter() - started
-        result = ToolResult(self._truncate(render_observation(outputs)), outputs, meta)
+        result = ToolResult(self._truncate(render_observation(shown)), outputs, meta)
         if key is not None:
             assert tool.cache_ttl is not None
             self._cache.put(key, result, time.monotonic() + tool.cache_ttl)
@@ -226,13 +241,33 @@ def render_observation(outputs: list[ToolOutput]) -> str:
             )
         elif isinstance(out, FileMessage):
             texts.append(f"file created: {out.filename or out.url} ({out.mime_type})")
-        elif isinstance(out, VariableMessage):
+        elif isinstance(out, VariableMessage) and not out.internal:
             texts.append(f"{out.name}: {json.dumps(out.value, ensure_ascii=False, default=str)}")
         # Log messages are progress for the user interface; the model does not need them.
     if jsons:
         seen = set(texts)
         texts.extend(j for j in jsons if j not in seen)
     return "".join(texts)
+
+
+FILE_KINDS = (ImageMessage, BlobMessage, FileMessage)
+
+
+def _linked(outputs: list[ToolOutput], stored: Sequence[StoredFile]) -> list[ToolOutput]:
+    """The outputs with each stored file as a link to its stored copy (bytes are not carried on)."""
+    by_output = {id(s.output): s for s in stored}
+    linked: list[ToolOutput] = []
+    for out in outputs:
+        item = by_output.get(id(out))
+        if item is None or item.file is None:
+            linked.append(out)
+            continue
+        f = item.file
+        if isinstance(out, ImageMessage):
+            linked.append(ImageMessage(item.url, f.mime_type))
+        else:
+            linked.append(FileMessage(item.url, f.mime_type, f.filename))
+    return linked
 
 
 def _error_result(text: str) -> ToolResult:

@@ -1,0 +1,176 @@
+"""Tool sources an app configuration names beside its built-in tools: OpenAPI specs, MCP servers,
+other apps and knowledge bases — checked when the configuration is saved, built when it runs.
+
+An app's ``toolsets`` are plain mappings with a ``type``; each is validated by its source model
+(``OpenAPISource``, ``MCPSource``, :class:`AppToolSource`, :class:`KnowledgeSource`), imported only
+when an app uses that kind, since the OpenAPI and MCP stacks take about a second to import.
+
+:class:`ToolsetPool` builds them for a server: one per distinct source, shared by every app and every
+run — an MCP server keeps one session for all of them and is closed when the server stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic
+
+from loopwright.tools.app_tool import AppRunner, app_tool
+from loopwright.tools.base import Tool, ToolLike, ToolParameter
+
+if TYPE_CHECKING:
+    from loopwright.app.config import AppConfig, InputField
+    from loopwright.knowledge.kb import KnowledgeBase
+    from loopwright.tools.net import NetworkPolicy
+
+log = logging.getLogger("loopwright.app")
+
+SOURCE_TYPES = ("openapi", "mcp", "app", "knowledge")
+
+
+class AppToolSource(pydantic.BaseModel):
+    """Another app of this server, called as a tool (its ``query`` and input form as parameters)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    type: Literal["app"] = "app"
+    app_id: str = pydantic.Field(min_length=1)
+    name: str | None = None  # the tool's name; default: the app's name
+    description: str = ""
+    max_depth: int = pydantic.Field(5, ge=1, le=20)
+
+
+class KnowledgeSource(pydantic.BaseModel):
+    """Knowledge bases (ids or names), one retriever tool each."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    type: Literal["knowledge"] = "knowledge"
+    datasets: list[str] = pydantic.Field(min_length=1)
+    top_k: int | None = pydantic.Field(None, ge=1, le=100)
+    score_threshold: float | None = pydantic.Field(None, ge=0, le=1)
+
+
+def source_model(kind: object) -> type[pydantic.BaseModel]:
+    """The model that validates a toolset of this ``type``."""
+    if kind == "openapi":
+        from loopwright.tools.openapi.source import OpenAPISource
+
+        return OpenAPISource
+    if kind == "mcp":
+        from loopwright.tools.mcp.source import MCPSource
+
+        return MCPSource
+    if kind == "app":
+        return AppToolSource
+    if kind == "knowledge":
+        return KnowledgeSource
+    raise ValueError(f"unknown toolset type {kind!r}; expected one of: {', '.join(SOURCE_TYPES)}")
+
+
+def check_source(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """``entry`` as given (secrets stay as written), once its source model accepts it."""
+    source_model(entry.get("type")).model_validate(dict(entry))
+    return dict(entry)
+
+
+AppInfo = Callable[[str], Awaitable[tuple[str, str, "Sequence[InputField]"] | None]]
+"""``info(app_id)`` → ``(name, description, input form)`` of an app, or None when it doesn't exist."""
+
+
+class ToolsetPool:
+    """Builds and keeps the toolsets of a server's apps (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        policy: NetworkPolicy | None = None,
+        knowledge: Callable[[], KnowledgeBase] | None = None,
+        app_info: AppInfo | None = None,
+        app_runner: AppRunner | None = None,
+    ) -> None:
+        self.policy = policy
+        self._knowledge = knowledge
+        self._app_info = app_info
+        self._app_runner = app_runner
+        self._built: dict[str, ToolLike] = {}
+
+    async def tools_for(self, config: AppConfig) -> list[ToolLike]:
+        """The tools and toolsets of ``config.toolsets``; a source that cannot be built is left out
+        with a warning (the app runs without it) — as an MCP server that fails to start."""
+        out: list[ToolLike] = []
+        for entry in config.toolsets:
+            key = json.dumps(entry, sort_keys=True, default=str)
+            built = self._built.get(key)
+            if built is None:
+                try:
+                    built = await self._build(entry)
+                except Exception as exc:  # one broken source must not take the app down
+                    log.warning("toolset %s is left out: %s", entry.get("type"), exc)
+                    continue
+                self._built[key] = built
+            out.append(built)
+        return out
+
+    async def aclose(self) -> None:
+        """Close what holds sessions or connections (MCP servers)."""
+        for built in self._built.values():
+            close = getattr(built, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    log.warning("closing a toolset failed: %s", exc)
+        self._built.clear()
+
+    async def _build(self, entry: Mapping[str, Any]) -> ToolLike:
+        source = source_model(entry.get("type")).model_validate(dict(entry))
+        if isinstance(source, AppToolSource):
+            return await self._app_tool(source)
+        if isinstance(source, KnowledgeSource):
+            if self._knowledge is None:
+                raise ValueError("knowledge bases are not available here")
+            from loopwright.tools.knowledge import KnowledgeToolset
+
+            options = {
+                k: v for k, v in (("top_k", source.top_k), ("score_threshold", source.score_threshold)) if v
+            }
+            return KnowledgeToolset(self._knowledge(), source.datasets, **options)
+        build: Callable[..., ToolLike] = source.build  # type: ignore[attr-defined]  # OpenAPI and MCP sources
+        return build(self.policy) if self.policy is not None else build()
+
+    async def _app_tool(self, source: AppToolSource) -> Tool:
+        if self._app_info is None or self._app_runner is None:
+            raise ValueError("apps cannot be called as tools here")
+        info = await self._app_info(source.app_id)
+        if info is None:
+            raise ValueError(f"app {source.app_id} does not exist")
+        name, description, form = info
+        return app_tool(
+            source.app_id,
+            self._app_runner,
+            name=source.name or name,
+            description=source.description or description,
+            inputs=[form_parameter(f) for f in form],
+            max_depth=source.max_depth,
+        )
+
+
+def form_parameter(field: InputField) -> ToolParameter:
+    """An input form field as a tool parameter the model fills."""
+    if field.type == "number":
+        return ToolParameter(field.variable, "number", required=field.required, description=field.label)
+    if field.type == "checkbox":
+        return ToolParameter(field.variable, "boolean", required=field.required, description=field.label)
+    if field.type == "select":
+        return ToolParameter(
+            field.variable,
+            "select",
+            required=field.required,
+            description=field.label,
+            options=tuple(field.options),
+        )
+    return ToolParameter(field.variable, "string", required=field.required, description=field.label)

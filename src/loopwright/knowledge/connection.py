@@ -1,0 +1,100 @@
+"""Opening the knowledge SQLite file: a driver that can load sqlite-vec, WAL, a busy timeout.
+
+The interpreter's own ``sqlite3`` often cannot load extensions (pyenv, some distributions), so
+``pysqlite3`` (the pysqlite3-binary wheel, with FTS5) is preferred; the standard module is used only
+when it can load extensions. The file is shared with the app database when that is SQLite, so the
+pragmas match the app's (WAL, ``busy_timeout``) and both can write it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+BUSY_TIMEOUT_MS = 5000
+DEFAULT_DATA_DIR = Path("loopwright-files")
+KNOWLEDGE_FILE_NAME = "knowledge.sqlite3"
+
+_driver: ModuleType | None = None
+
+
+class KnowledgeSetupError(RuntimeError):
+    """The knowledge index cannot be opened (no SQLite driver that loads extensions, …)."""
+
+
+def sqlite_driver() -> ModuleType:
+    """The DB-API module to use: ``pysqlite3.dbapi2`` when installed, else the standard ``sqlite3``
+    if it can load extensions."""
+    global _driver
+    if _driver is not None:
+        return _driver
+    try:
+        module = importlib.import_module("pysqlite3.dbapi2")
+    except ImportError:
+        import sqlite3 as module
+
+        if not hasattr(module.Connection, "enable_load_extension"):
+            raise KnowledgeSetupError(
+                "this Python's sqlite3 cannot load extensions (needed for sqlite-vec): "
+                "pip install pysqlite3-binary"
+            ) from None
+    _driver = module
+    return module
+
+
+def connect(path: str | Path, *, vectors: bool = True) -> Any:
+    """A connection to ``path`` with sqlite-vec loaded (when ``vectors``) and the pragmas set.
+
+    The connection may only be used by the thread that opened it."""
+    driver = sqlite_driver()
+    target = str(path)
+    if target != ":memory:":
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    conn = driver.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    if vectors:
+        load_sqlite_vec(conn)
+    return conn
+
+
+def load_sqlite_vec(conn: Any) -> None:
+    try:
+        import sqlite_vec  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise KnowledgeSetupError(f"sqlite-vec is not installed ({exc}): pip install sqlite-vec") from None
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        conn.enable_load_extension(False)
+
+
+def sqlite_path_of_url(url: str) -> Path | None:
+    """The file of a ``sqlite[+driver]:///path`` URL, or None for another database or in-memory."""
+    parts = urlsplit(url)
+    if not parts.scheme.startswith("sqlite"):
+        return None
+    raw = url.split("://", 1)[1] if "://" in url else ""
+    path = raw[1:] if raw.startswith("/") else raw  # sqlite:///rel.db → rel.db, sqlite:////abs → /abs
+    path = path.split("?", 1)[0]
+    if not path or path == ":memory:" or path.startswith("file::memory:"):
+        return None
+    return Path(path)
+
+
+def knowledge_path(database_url: str | None = None, data_dir: str | Path | None = None) -> Path:
+    """Where the knowledge tables live: the app database's file when the app database is SQLite
+    (``DATABASE_URL`` / ``LOOPWRIGHT_DB`` as the server resolves them), else
+    ``<data dir>/knowledge.sqlite3`` (default data dir ``./loopwright-files``)."""
+    from loopwright.store.db import resolve_url
+
+    path = sqlite_path_of_url(resolve_url(database_url))
+    if path is not None:
+        return path
+    return Path(data_dir if data_dir is not None else DEFAULT_DATA_DIR) / KNOWLEDGE_FILE_NAME

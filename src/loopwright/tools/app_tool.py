@@ -1,0 +1,84 @@
+"""Another app as a tool (the analogue of Dify's workflow-as-tool).
+
+The tool's parameters are ``query`` plus the inner app's input form; calling it runs one message of
+that app and returns its answer (text) and files. Calls nest — an app may call an app that calls an
+app — up to ``max_depth`` (default 5), past which the call is refused with a clear error instead of
+recursing until something breaks. The inner run's token usage is passed on as a ``llm_usage``
+variable so that the outer message can count it.
+
+Running an app is the app layer's business; this module only needs an :data:`AppRunner`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from loopwright.model.entities import Usage
+from loopwright.tools.base import (
+    TextMessage,
+    Tool,
+    ToolContext,
+    ToolInvokeError,
+    ToolOutput,
+    ToolParameter,
+    VariableMessage,
+)
+
+DEFAULT_MAX_DEPTH = 5
+USAGE_VARIABLE = "llm_usage"  # a VariableMessage carrying the inner run's Usage
+
+
+@dataclass(frozen=True, slots=True)
+class AppAnswer:
+    """What one run of an app gave."""
+
+    text: str
+    files: Sequence[ToolOutput] = ()
+    usage: Usage = field(default_factory=Usage)
+
+
+AppRunner = Callable[[str, str, Mapping[str, Any], ToolContext], Awaitable[AppAnswer]]
+"""``runner(app_id, query, inputs, ctx)``: run one message of the app for ``ctx.user_id``; raise
+``ToolInvokeError`` (or any error) when it fails. ``ctx.call_depth`` is already the inner depth."""
+
+
+def app_tool(
+    app_id: str,
+    runner: AppRunner,
+    *,
+    name: str,
+    description: str,
+    inputs: Sequence[ToolParameter] = (),
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Tool:
+    """A tool that asks the app ``app_id`` (through ``runner``) and answers with its reply."""
+    query = ToolParameter("query", "string", required=True, description="What to ask the app.")
+    params = (query, *(p for p in inputs if p.name != "query"))
+    tool_name = tool_name_for(name)
+
+    async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
+        if ctx.call_depth >= max_depth:
+            raise ToolInvokeError(
+                f"the app {name!r} was not called: apps calling apps went {ctx.call_depth} deep, "
+                f"and the limit is {max_depth}"
+            )
+        text = str(args.get("query") or "").strip()
+        if not text:
+            raise ToolInvokeError("query is required: say what to ask the app")
+        values = {k: v for k, v in args.items() if k != "query"}
+        answer = await runner(app_id, text, values, replace(ctx, call_depth=ctx.call_depth + 1))
+        yield TextMessage(answer.text)
+        for output in answer.files:
+            yield output
+        yield VariableMessage(USAGE_VARIABLE, answer.usage, internal=True)
+
+    return Tool(tool_name, description or f"Ask the app {name!r}.", params, invoke, label=name)
+
+
+def tool_name_for(app_name: str) -> str:
+    """A function name a model accepts (``[a-zA-Z0-9_-]``, at most 64 characters) from an app name."""
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]+", "_", app_name.strip()).strip("_").lower()
+    return (cleaned or "app")[:64]
