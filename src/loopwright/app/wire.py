@@ -31,13 +31,18 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from loopwright.knowledge.citations import merge_retriever_resources
 from loopwright.model.base import ModelError
 from loopwright.model.entities import Usage
 from loopwright.store.codec import encode_per_tool, join_tool_names, tool_labels
-from loopwright.tools.app_tool import USAGE_VARIABLE
-from loopwright.tools.base import BlobMessage, FileMessage, ImageMessage, ToolOutput, VariableMessage
-from loopwright.tools.knowledge import RESOURCES_VARIABLE
+from loopwright.tools.base import (
+    LLM_USAGE,
+    RETRIEVER_RESOURCES,
+    BlobMessage,
+    FileMessage,
+    ImageMessage,
+    ToolOutput,
+    VariableMessage,
+)
 
 WireEvent = dict[str, Any]
 PING = "event: ping\n\n"
@@ -166,14 +171,18 @@ class DifyStream:
     @property
     def retriever_resources(self) -> list[dict[str, Any]]:
         """The citations of every retriever call so far, deduplicated and numbered as Dify does."""
-        return merge_retriever_resources(self._resources) if self._resources else []
+        if not self._resources:
+            return []
+        from loopwright.knowledge.citations import merge_retriever_resources  # numpy: only when used
+
+        return merge_retriever_resources(self._resources)
 
     def _call_finished(self, event: ToolCallFinished) -> list[WireEvent]:
         for item in event.outputs:
             if isinstance(item, VariableMessage) and item.internal:
-                if item.name == RESOURCES_VARIABLE and isinstance(item.value, list):
+                if item.name == RETRIEVER_RESOURCES and isinstance(item.value, list):
                     self._resources.append(item.value)
-                elif item.name == USAGE_VARIABLE and isinstance(item.value, Usage):
+                elif item.name == LLM_USAGE and isinstance(item.value, Usage):
                     self._inner_usage = self._inner_usage.plus(item.value)
         row = self.thoughts[-1]
         i = row.call_ids.index(event.id)

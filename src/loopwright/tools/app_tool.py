@@ -18,6 +18,7 @@ from typing import Any
 
 from loopwright.model.entities import Usage
 from loopwright.tools.base import (
+    LLM_USAGE,
     TextMessage,
     Tool,
     ToolContext,
@@ -28,7 +29,6 @@ from loopwright.tools.base import (
 )
 
 DEFAULT_MAX_DEPTH = 5
-USAGE_VARIABLE = "llm_usage"  # a VariableMessage carrying the inner run's Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def app_tool(
         yield TextMessage(answer.text)
         for output in answer.files:
             yield output
-        yield VariableMessage(USAGE_VARIABLE, answer.usage, internal=True)
+        yield VariableMessage(LLM_USAGE, answer.usage, internal=True)
 
     return Tool(tool_name, description or f"Ask the app {name!r}.", params, invoke, label=name)
 

@@ -67,6 +67,11 @@ class VariableMessage:
     type: Literal["variable"] = "variable"
 
 
+# Names of internal variables the app layer reads from tool outputs.
+RETRIEVER_RESOURCES = "retriever_resources"  # citations of a knowledge retrieval (Dify's fields)
+LLM_USAGE = "llm_usage"  # the Usage of a model run inside the tool (an app called as a tool)
+
+
 @dataclass(slots=True, frozen=True)
 class LogMessage:
     label: str

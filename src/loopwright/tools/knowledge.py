@@ -16,11 +16,19 @@ from loopwright.knowledge.citations import retriever_resources
 from loopwright.knowledge.entities import Dataset
 from loopwright.knowledge.filters import MetadataFilter
 from loopwright.knowledge.kb import KnowledgeBase
-from loopwright.tools.base import TextMessage, Tool, ToolContext, ToolOutput, ToolParameter, VariableMessage
+from loopwright.tools.base import (
+    RETRIEVER_RESOURCES,
+    TextMessage,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolParameter,
+    VariableMessage,
+)
 
 EMPTY_QUERY_TEXT = "please input query"
 QUERY_DESCRIPTION = "Query for the dataset to be used to retrieve the dataset."
-RESOURCES_VARIABLE = "retriever_resources"
+RESOURCES_VARIABLE = RETRIEVER_RESOURCES
 
 ResourceSink = Callable[[list[dict[str, Any]]], None]
 
@@ -69,7 +77,9 @@ def dataset_retriever_tool(
             resources = retriever_resources(current, hits, retriever_from=retriever_from)
             if on_resources is not None:
                 on_resources(resources)
-            yield VariableMessage(RESOURCES_VARIABLE, resources, internal=True)  # for message_end, not the model
+            yield VariableMessage(
+                RESOURCES_VARIABLE, resources, internal=True
+            )  # for message_end, not the model
 
     return Tool(
         name=tool_name(dataset_id),
