@@ -19,8 +19,8 @@ from loopwright.server.runs import RunRegistry
 from loopwright.store.db import Database
 from loopwright.store.models import App
 from loopwright.tools.app_tool import AppAnswer
-from loopwright.tools.base import Tool, ToolContext
-from loopwright.tools.files.manager import ToolFiles, load_tool_files
+from loopwright.tools.base import Tool, ToolContext, ToolOutput
+from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
 from loopwright.tools.net import network_policy
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class ServerState:
                 self._policy_set = True
             toolsets = await self.toolsets.tools_for(version.config)
             try:
-                agent = build_agent(version.config, model, self.tools, toolsets, await self.files())
+                agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
             except ValueError as exc:
                 raise invalid_param(str(exc)) from None
             if len(self._agents) >= MAX_CACHED_AGENTS:
@@ -126,6 +126,18 @@ class ServerState:
         self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext
     ) -> AppAnswer:
         return await answer(self.db, self.lookup, self.agent, app_id, query, inputs, ctx)
+
+
+class _LazyFiles:
+    """The server's tool files, opened when a tool first makes a file (opening creates the data
+    directory and the signing key, which most apps never need)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self._state = state
+
+    async def store_outputs(self, outputs: Sequence[ToolOutput], ctx: ToolContext) -> list[StoredFile]:
+        files = await self._state.files()
+        return await files.store_outputs(outputs, ctx)
 
 
 def get_state(request: Request) -> ServerState:

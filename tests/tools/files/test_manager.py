@@ -366,11 +366,11 @@ async def test_with_file_observations_feeds_the_engines_rendering(files: ToolFil
     stored = await files.store_outputs(outputs, CTX)
     replaced = with_file_observations(outputs, stored)
     assert replaced[0] is outputs[0] and replaced[3] is outputs[3]
-    assert replaced[1] == TextMessage(stored[0].observation + "\n")
+    assert replaced[1] == TextMessage("\n" + stored[0].observation + "\n")  # on a line of its own
     assert replaced[2] == TextMessage(stored[1].observation + "\n")
     assert stored[0].url != stored[1].url
     text = render_observation(replaced)
-    assert text.startswith('Done.The file "t.csv" (text/csv, 3 bytes)')
+    assert text.startswith('Done.\nThe file "t.csv" (text/csv, 3 bytes)')
     assert stored[0].url + "\n" in text and stored[1].url + "\n" in text and text.endswith('{"rows": 1}')
     with pytest.raises(ValueError, match="do not match"):
         with_file_observations(outputs, stored[:1])

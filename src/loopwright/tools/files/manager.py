@@ -222,7 +222,11 @@ def with_file_observations(outputs: Sequence[ToolOutput], stored: Sequence[Store
             item = next(by_position, None)
             if item is None or item.output is not output:
                 raise ValueError("stored files do not match the outputs (use store_outputs on the same list)")
-            result.append(TextMessage(item.observation + "\n"))
+            # On a line of its own: Dify joins observation parts with nothing.
+            after_text = (
+                bool(result) and isinstance(result[-1], TextMessage) and not result[-1].text.endswith("\n")
+            )
+            result.append(TextMessage(("\n" if after_text else "") + item.observation + "\n"))
         else:
             result.append(output)
     return result

@@ -1,0 +1,156 @@
+"""Apps with toolsets through the HTTP API: another app as a tool (usage, depth limit), tool files
+delivered as signed ``message_file`` URLs, and bad toolset configuration."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from loopwright import tool
+from loopwright.app.config import AppConfig, ConfigImportError, load_app_yaml
+from loopwright.config import Settings
+from loopwright.server.app import create_app
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import Message, MessageAgentThought
+from loopwright.tools import BlobMessage, TextMessage
+from loopwright.tools.builtin import builtin_tools
+from tests.server.conftest import NewApp, parse_sse
+
+
+async def chat(client: httpx.AsyncClient, key: str, query: str, user: str = "alice") -> list[dict[str, Any]]:
+    body = {"inputs": {}, "user": user, "response_mode": "streaming", "query": query}
+    r = await client.post("/v1/chat-messages", json=body, headers={"Authorization": f"Bearer {key}"})
+    assert r.status_code == 200, r.text
+    return [e for e in parse_sse(r.text) if e["event"] != "ping"]
+
+
+async def add_toolsets(db: Database, app_id: str, toolsets: list[dict[str, Any]]) -> None:
+    async with db.transaction() as s:
+        latest = await repo.latest_config(s, app_id)
+        assert latest is not None
+        await repo.add_config_version(s, app_id, {**latest.config, "toolsets": toolsets})
+
+
+async def test_an_app_answers_with_another_app_and_counts_its_usage(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    inner = await new_app(["Paris is the capital of France."], name="geography")
+    outer = await new_app(
+        [{"tool_calls": [["geo", {"query": "What is the capital of France?"}]]}, "It is Paris."],
+        name="assistant",
+    )
+    await add_toolsets(db, outer.id, [{"type": "app", "app_id": inner.id, "name": "geo"}])
+    events = await chat(client, outer.key, "Capital of France?")
+    done = [e for e in events if e["event"] == "agent_thought" and e["observation"]]
+    assert done and done[0]["tool"] == "geo"
+    assert "Paris is the capital of France." in done[0]["observation"]
+    assert "llm_usage" not in done[0]["observation"]  # internal, not for the model
+    end = events[-1]
+    assert end["event"] == "message_end"
+    async with db.transaction() as s:
+        inner_msg = await s.scalar(select(Message).where(Message.app_id == inner.id))
+        outer_msg = await s.get(Message, end["message_id"])
+        rounds = list(
+            await s.scalars(
+                select(MessageAgentThought).where(MessageAgentThought.message_id == end["message_id"])
+            )
+        )
+    assert inner_msg is not None and outer_msg is not None
+    assert (
+        inner_msg.answer == "Paris is the capital of France."
+        and inner_msg.query == "What is the capital of France?"
+    )
+    inner_tokens = inner_msg.message_tokens + inner_msg.answer_tokens
+    own_tokens = sum(r.tokens or 0 for r in rounds)
+    assert inner_tokens > 0
+    assert outer_msg.message_tokens + outer_msg.answer_tokens == own_tokens + inner_tokens
+    assert end["metadata"]["usage"]["total_tokens"] == own_tokens + inner_tokens
+
+
+async def test_apps_calling_apps_stop_at_the_depth_limit(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    call = {"tool_calls": [["echo", {"query": "again"}]]}
+    # One script for every depth (one model per spec): six calls down, then six answers up.
+    app = await new_app([call] * 6 + [f"answer {i}" for i in range(6)], name="echo")
+    await add_toolsets(db, app.id, [{"type": "app", "app_id": app.id, "name": "echo"}])
+    events = await chat(client, app.key, "Go deep.")
+    assert events[-1]["event"] == "message_end"
+    async with db.transaction() as s:
+        messages = list(await s.scalars(select(Message).where(Message.app_id == app.id)))
+        observations = [t.observation or "" for t in await s.scalars(select(MessageAgentThought))]
+    assert len(messages) == 6  # depths 0 to 5; the call from depth 5 was refused
+    refused = [o for o in observations if "the limit is 5" in o]
+    assert len(refused) == 1 and "went 5 deep" in refused[0]
+
+
+@pytest.fixture
+async def files_client(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[httpx.AsyncClient]:
+    monkeypatch.chdir(tmp_path)  # the tool files and their key go to ./loopwright-files
+
+    @tool
+    async def report(title: str) -> AsyncIterator[TextMessage | BlobMessage]:
+        """Write a report as a PDF."""
+        yield TextMessage("Here it is.")
+        yield BlobMessage(b"%PDF-1.4 " + title.encode(), "application/pdf", "report.pdf")
+
+    server = create_app(db, Settings(), ping_interval=0.05, tools=[*builtin_tools(), report])
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        yield c
+
+
+async def test_a_file_a_tool_makes_reaches_the_client_as_a_signed_url(
+    files_client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(
+        [{"tool_calls": [["report", {"title": "Q3"}]]}, "Your report is ready."],
+        tools=[{"name": "report"}],
+    )
+    events = await chat(files_client, app.key, "Write the Q3 report.")
+    files = [e for e in events if e["event"] == "message_file"]
+    assert len(files) == 1  # a binary file is attached, not only images
+    message_file = files[0]
+    assert message_file["type"] == "document" and message_file["belongs_to"] == "assistant"
+    url = message_file["url"]
+    assert url.startswith("/files/tools/") and ".pdf?" in url and "sign=" in url
+    thought = next(e for e in events if e["event"] == "agent_thought" and e["observation"])
+    assert thought["message_files"] == [message_file["id"]]
+    observation = json.loads(thought["observation"])["report"]
+    assert observation.startswith('Here it is.\nThe file "report.pdf" (application/pdf, 11 bytes)')
+    assert url.split("?")[0] in observation
+    r = await files_client.get(url)
+    assert r.status_code == 200 and r.content == b"%PDF-1.4 Q3"
+    assert r.headers["content-type"].startswith("application/pdf")
+    tampered = url.replace("timestamp=", "timestamp=1")
+    assert (await files_client.get(tampered)).status_code == 403
+
+
+def test_a_toolset_of_an_unknown_type_or_a_bad_source_is_refused_with_its_reason() -> None:
+    with pytest.raises(ValueError, match="unknown toolset type 'ftp'"):
+        AppConfig(toolsets=[{"type": "ftp"}])
+    with pytest.raises(ValueError, match="needs a command"):
+        AppConfig(toolsets=[{"type": "mcp", "transport": "stdio"}])
+    with pytest.raises(ConfigImportError, match="toolsets"):
+        load_app_yaml("name: x\ntoolsets:\n  - type: app\n")
+    config = AppConfig(toolsets=[{"type": "mcp", "command": "srv", "env": {"TOKEN": "s3cret"}}])
+    assert config.toolsets[0]["env"] == {"TOKEN": "s3cret"}  # kept as written, not masked
+
+
+async def test_a_toolset_that_cannot_be_built_is_left_out_and_the_app_still_answers(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = await new_app(["Hello without it."])
+    await add_toolsets(db, app.id, [{"type": "app", "app_id": "00000000-0000-0000-0000-000000000000"}])
+    events = await chat(client, app.key, "Hi")
+    assert events[-1]["event"] == "message_end"
+    assert "toolset app is left out" in caplog.text and "does not exist" in caplog.text
