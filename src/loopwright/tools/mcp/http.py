@@ -1,0 +1,162 @@
+"""Reaching an MCP server over streamable HTTP or legacy SSE, through the SSRF guard.
+
+The ``mcp`` SDK speaks HTTP with ``httpx2`` (its own fork of httpx, over ``httpcore2``), so the guard of
+:mod:`loopwright.tools.net` is applied the same way one layer down: an ``httpcore2`` network backend that
+checks every address it connects to and connects to the checked address itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpcore2
+import httpx2
+from mcp.client._transport import TransportStreams
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from loopwright.tools.base import ToolInvokeError
+from loopwright.tools.net import NetworkPolicy, Resolver, check_host, check_url, resolve
+
+HttpKind = Literal["streamable-http", "sse"]
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 300.0  # the server may hold a stream open between events
+
+
+class GuardedBackend(httpcore2.AsyncNetworkBackend):
+    """Checks the addresses of every TCP connection against the policy, then connects to one of them."""
+
+    def __init__(self, policy: NetworkPolicy, resolver: Resolver = resolve) -> None:
+        self._policy = policy
+        self._resolver = resolver
+        self._inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore2's backend interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            with anyio.fail_after(timeout):
+                addresses = await check_host(host, port, self._policy, self._resolver)
+        except TimeoutError:
+            raise httpcore2.ConnectTimeout(f"resolving {host!r} timed out") from None
+        except OSError as exc:
+            raise httpcore2.ConnectError(f"cannot resolve host {host!r}: {exc}") from None
+        error: Exception | None = None
+        for address in addresses:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=left, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore2's backend interface)
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        raise ToolInvokeError("Unix sockets are not reachable through the network guard")
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
+def guarded_client_factory(policy: NetworkPolicy) -> Any:
+    """An ``httpx2`` client factory (the shape the SDK's SSE transport takes) whose clients pass every
+    connection through :class:`GuardedBackend` and ignore proxies from the environment."""
+
+    def create(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        transport = httpx2.AsyncHTTPTransport()
+        pool = transport._pool
+        assert isinstance(pool, httpcore2.AsyncConnectionPool)
+        # httpx2 has no public hook for the network backend; the pool reads this attribute per connection.
+        pool._network_backend = GuardedBackend(policy)
+        return httpx2.AsyncClient(
+            transport=transport,
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(CONNECT_TIMEOUT, read=READ_TIMEOUT),
+            auth=auth,
+            trust_env=False,
+        )
+
+    return create
+
+
+class HttpTransport:
+    """Opens a streamable HTTP or SSE connection to ``url`` with fixed headers, after checking the URL."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        kind: HttpKind,
+        policy: NetworkPolicy,
+        timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        if kind not in ("streamable-http", "sse"):
+            raise ValueError(f"unknown MCP HTTP transport {kind!r} (use 'streamable-http' or 'sse')")
+        self.url = url
+        self.kind = kind
+        self.policy = policy
+        self.timeout = timeout
+        self._headers = dict(headers)  # may hold credentials: never logged or shown
+        self._factory = guarded_client_factory(policy)
+
+    def open(self) -> AbstractAsyncContextManager[TransportStreams]:
+        return self._open()
+
+    def detail(self) -> str:
+        return ""
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[TransportStreams]:
+        # Checked up front for a clear error; the backend checks again at connect time (DNS rebinding).
+        await check_url(self.url, self.policy)
+        timeout = httpx2.Timeout(self.timeout, read=READ_TIMEOUT)
+        if self.kind == "sse":
+            async with sse_client(
+                self.url,
+                headers=self._headers,
+                timeout=self.timeout,
+                sse_read_timeout=READ_TIMEOUT,
+                httpx_client_factory=self._factory,
+            ) as streams:
+                yield streams
+            return
+        client: httpx2.AsyncClient = self._factory(headers=self._headers, timeout=timeout)
+        async with client, streamable_http_client(self.url, http_client=client) as streams:
+            yield streams
+
+
+def display_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, for names and messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
