@@ -36,6 +36,7 @@ from loopwright.store.models import (
     Conversation,
     Message,
     MessageAgentThought,
+    MessageFile,
     new_id,
     unix_seconds,
     utcnow,
@@ -125,7 +126,12 @@ async def resolve(
 
 
 def start_message(
-    db: Database, app_id: str, target: Target, query: str, inputs: Mapping[str, Any]
+    db: Database,
+    app_id: str,
+    target: Target,
+    query: str,
+    inputs: Mapping[str, Any],
+    files: Sequence[Mapping[str, Any]] = (),
 ) -> Prepared:
     """Queue the rows of the new message (and of its conversation when new) on the database writer
     and return at once: the run starts while they are written, and every later write of the message
@@ -168,6 +174,9 @@ def start_message(
         "created_at": now,
     }
     db.writer.submit(Insert(Message, message), key=conversation_id)
+    for values in files:  # the user's files (``message_files`` rows)
+        row = {**values, "id": new_id(), "message_id": message_id, "created_at": now}
+        db.writer.submit(Insert(MessageFile, row), key=conversation_id)
     context = MessageContext(
         task_id=str(uuid.uuid4()),
         message_id=message_id,

@@ -19,7 +19,9 @@ from loopwright.app.generate import (
 )
 from loopwright.app.inputs import InputError, validate_inputs
 from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.chat_files import resolve_chat_files
 from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.routes_files import upload_settings
 from loopwright.server.runs import Run, events_of, sse_frames
 from loopwright.server.state import ServerState, get_state, require_user
 from loopwright.store.models import Message
@@ -81,9 +83,14 @@ async def chat_messages(
         inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
     except InputError as exc:
         raise invalid_param(str(exc)) from None
+    files = await resolve_chat_files(
+        state.db, app.id, target.end_user_id, config.file_upload, payload.files, upload_settings(state)[0]
+    )
     agent = await state.agent(target.version)
-    request = ChatRequest(query=query, user=user, inputs=inputs, conversation_id=conversation_id)
-    prepared = start_message(state.db, app.id, target, query, inputs)
+    request = ChatRequest(
+        query=query, user=user, inputs=inputs, conversation_id=conversation_id, files=files.parts
+    )
+    prepared = start_message(state.db, app.id, target, query, inputs, files.rows)
     run = Run(task_id=prepared.context.task_id, app_id=app.id, user=user)
     events = run_message(state.db, prepared, agent, request, stop=run.stop)
     state.runs.start(run, events)

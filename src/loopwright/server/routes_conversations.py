@@ -18,7 +18,14 @@ from loopwright.server.routes_chat import CONVERSATION_NOT_EXISTS
 from loopwright.server.state import MAX_NAME_CHARS, ServerState, get_state, require_user
 from loopwright.store import repositories as repo
 from loopwright.store.models import AppConfig as AppConfigRow
-from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFeedback, unix_seconds
+from loopwright.store.models import (
+    Conversation,
+    Message,
+    MessageAgentThought,
+    MessageFeedback,
+    MessageFile,
+    unix_seconds,
+)
 
 router = APIRouter()
 
@@ -180,6 +187,7 @@ async def list_messages(
         page = await repo.list_messages(session, conv.id, limit=limit, first_id=first_id or None)
         ratings = await _ratings(session, [m.id for m in page.items], conv.end_user_id)
         data = []
+        files = await _message_files(session, [m.id for m in page.items])
         for m in page.items:
             thoughts = await repo.list_thoughts(session, m.id)
             data.append(
@@ -190,7 +198,7 @@ async def list_messages(
                     "inputs": dict(m.inputs or {}),
                     "query": m.query,
                     "answer": m.answer,
-                    "message_files": [],
+                    "message_files": files.get(m.id, []),
                     "feedback": {"rating": ratings[m.id]} if m.id in ratings else None,
                     "retriever_resources": [],
                     "created_at": unix_seconds(m.created_at),
@@ -211,6 +219,28 @@ async def _ratings(session: AsyncSession, message_ids: list[str], end_user_id: s
         )
     )
     return {r.message_id: r.rating for r in rows}
+
+
+async def _message_files(session: AsyncSession, message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The files of each message: the user's (uploads, remote URLs) as Dify lists them."""
+    if not message_ids:
+        return {}
+    rows = await session.scalars(
+        select(MessageFile).where(MessageFile.message_id.in_(message_ids)).order_by(MessageFile.created_at)
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r.message_id, []).append(
+            {
+                "id": r.id,
+                "type": r.type,
+                "url": r.url or "",
+                "belongs_to": r.belongs_to,
+                "transfer_method": r.transfer_method,
+                "upload_file_id": r.upload_file_id,
+            }
+        )
+    return out
 
 
 @router.post("/v1/messages/{message_id}/feedbacks")

@@ -1,0 +1,149 @@
+"""``files`` in chat requests: uploads and remote URLs reach a vision model before the text, are
+listed with the message, and are refused with a clear reason when the app does not allow them."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from loopwright.model.entities import ImagePart, TextPart
+from loopwright.testing import ScriptedModel
+from tests.server.conftest import NewApp, ServiceApp
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+IMAGES = {"file_upload": {"enabled": True, "allowed_types": ["image"], "number_limits": 2}}
+VISION = ["tool-call", "stream-tool-call", "vision"]
+
+
+@pytest.fixture
+def upload_dir(server_app: FastAPI, tmp_path: Path) -> Path:
+    directory = tmp_path / "uploads"
+    server_app.state.loopwright.upload_dir = directory
+    return directory
+
+
+async def upload(client: httpx.AsyncClient, app: ServiceApp, user: str = "alice") -> str:
+    files = {"file": ("dot.png", PNG, "image/png")}
+    r = await client.post("/v1/files/upload", data={"user": user}, files=files, headers=app.headers)
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+async def ask(
+    client: httpx.AsyncClient, app: ServiceApp, files: list[dict[str, Any]], user: str = "alice"
+) -> httpx.Response:
+    body = {"query": "What is this?", "user": user, "response_mode": "blocking", "inputs": {}, "files": files}
+    return await client.post("/v1/chat-messages", json=body, headers=app.headers)
+
+
+def the_model(server_app: FastAPI) -> ScriptedModel:
+    (model,) = server_app.state.loopwright._models.values()
+    assert isinstance(model, ScriptedModel)
+    return model
+
+
+async def test_an_uploaded_image_and_a_remote_one_reach_a_vision_model_before_the_text(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI, upload_dir: Path
+) -> None:
+    app = await new_app(["A small dot."], features=VISION, **IMAGES)
+    upload_id = await upload(client, app)
+    files = [
+        {"type": "image", "transfer_method": "local_file", "upload_file_id": upload_id},
+        {"type": "image", "transfer_method": "remote_url", "url": "https://example.com/cat.png"},
+    ]
+    r = await ask(client, app, files)
+    assert r.status_code == 200, r.text
+    user_message = the_model(server_app).requests[0].messages[-1]
+    first, second, text = user_message.content
+    assert (
+        isinstance(first, ImagePart)
+        and first.url == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    )
+    assert isinstance(second, ImagePart) and second.url == "https://example.com/cat.png"
+    assert text == TextPart("What is this?")
+    listed = await client.get(
+        "/v1/messages",
+        params={"conversation_id": r.json()["conversation_id"], "user": "alice"},
+        headers=app.headers,
+    )
+    message_files = listed.json()["data"][0]["message_files"]
+    assert [(f["transfer_method"], f["upload_file_id"], f["url"]) for f in message_files] == [
+        ("local_file", upload_id, ""),
+        ("remote_url", None, "https://example.com/cat.png"),
+    ]
+    assert all(f["belongs_to"] == "user" and f["type"] == "image" for f in message_files)
+
+
+async def test_a_model_without_vision_gets_the_text_only(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI, upload_dir: Path
+) -> None:
+    app = await new_app(["I cannot see."], **IMAGES)
+    files = [{"type": "image", "transfer_method": "remote_url", "url": "https://example.com/cat.png"}]
+    assert (await ask(client, app, files)).status_code == 200
+    assert the_model(server_app).requests[0].messages[-1].content == "What is this?"
+
+
+@pytest.mark.parametrize(
+    ("settings", "files", "reason"),
+    [
+        (
+            {},
+            [{"type": "image", "transfer_method": "remote_url", "url": "https://x.test/a.png"}],
+            "not enabled",
+        ),
+        (
+            IMAGES,
+            [{"type": "image", "transfer_method": "remote_url", "url": "https://x.test/a.png"}] * 3,
+            "limit of 2",
+        ),
+        (
+            IMAGES,
+            [{"type": "document", "transfer_method": "remote_url", "url": "https://x.test/a.pdf"}],
+            "'document' is not allowed",
+        ),
+        (
+            IMAGES,
+            [{"type": "image", "transfer_method": "remote_url", "url": "file:///etc/passwd"}],
+            "http(s) URL",
+        ),
+        (
+            IMAGES,
+            [{"type": "image", "transfer_method": "local_file", "upload_file_id": "nope"}],
+            "not a valid file id",
+        ),
+        (
+            {"file_upload": {"enabled": True, "transfer_methods": ["local_file"]}},
+            [{"type": "image", "transfer_method": "remote_url", "url": "https://x.test/a.png"}],
+            "remote_url is not allowed",
+        ),
+    ],
+)
+async def test_files_the_app_does_not_allow_are_refused(
+    client: httpx.AsyncClient,
+    new_app: NewApp,
+    settings: dict[str, Any],
+    files: list[dict[str, Any]],
+    reason: str,
+) -> None:
+    app = await new_app(["never"], features=VISION, **settings)
+    r = await ask(client, app, files)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+    assert reason in r.json()["message"]
+
+
+async def test_another_users_upload_cannot_be_used(
+    client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
+) -> None:
+    app = await new_app(["never"], features=VISION, **IMAGES)
+    upload_id = await upload(client, app, user="bob")
+    r = await ask(
+        client, app, [{"type": "image", "transfer_method": "local_file", "upload_file_id": upload_id}]
+    )
+    assert r.status_code == 400 and "does not exist" in r.json()["message"]
