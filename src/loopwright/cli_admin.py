@@ -111,8 +111,11 @@ async def _create_key(app_id: str) -> str | None:
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 5001,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Worker processes (they share stops through the database).")
+    ] = 1,
 ) -> None:
     """Serve the Dify-compatible HTTP API (/v1) for every app in the database."""
     from loopwright.server.app import run_server
 
-    run_server(host=host, port=port)
+    run_server(host=host, port=port, workers=workers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
-from loopwright.server.routes_files import header_params
 from loopwright.store.db import Database
 from loopwright.store.models import EndUser, UploadFile
-from tests.server.conftest import NewApp
+from tests.server.conftest import NewApp, ServiceApp
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x01\x02pixels" * 10
 DOCS = {"file_upload": {"enabled": True, "allowed_types": ["image", "document"]}}
@@ -195,8 +195,119 @@ async def test_malformed_body(client: httpx.AsyncClient, new_app: NewApp, upload
     assert stored_files(upload_dir) == []
 
 
-def test_header_params() -> None:
-    value = 'form-data; name="file"; filename="a \\"b\\";c.png"'
-    assert header_params(value) == {"name": "file", "filename": 'a "b";c.png'}
-    value = "form-data; name=file; filename=\"x.png\"; filename*=UTF-8''%E7%8C%AB.png"
-    assert header_params(value)["filename"] == "猫.png"
+# --- bodies written by hand, fed in pieces (python-multipart keeps state across chunks) ---
+
+
+def form_body(boundary: bytes, *parts: tuple[bytes, bytes]) -> bytes:
+    """A multipart body from (header lines, content) pairs."""
+    body = b"".join(b"--%s\r\n%s\r\n\r\n%s\r\n" % (boundary, head, content) for head, content in parts)
+    return body + b"--%s--\r\n" % boundary
+
+
+def file_part(params: bytes, content: bytes, mime: bytes = b"image/png") -> tuple[bytes, bytes]:
+    return b"Content-Disposition: form-data; " + params + b"\r\nContent-Type: " + mime, content
+
+
+USER_PART = (b'Content-Disposition: form-data; name="user"', b"alice")
+
+
+async def pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+def form_headers(app: ServiceApp, content_type: str) -> dict[str, str]:
+    return {**app.headers, "Content-Type": content_type}
+
+
+async def test_a_body_in_tiny_chunks(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    app = await new_app(["hi"])
+    # near-delimiters and CRLFs inside the content; every header, the delimiters and the closing
+    # boundary get split at every possible point
+    content = PNG + b"\r\n--b0undar\r\n\r\n--b0undarX\r\n-\r" + PNG + b"\r\n--b0und"
+    body = form_body(b"b0undary", USER_PART, file_part(b'name="file"; filename="split.png"', content))
+    for size in (1, 2, 3, 7, 64):
+        r = await client.post(
+            "/v1/files/upload",
+            content=pieces(body, size),
+            headers=form_headers(app, "multipart/form-data; boundary=b0undary"),
+        )
+        assert r.status_code == 201, (size, r.text)
+        assert (r.json()["name"], r.json()["size"]) == ("split.png", len(content))
+        path = upload_dir / app.id / r.json()["id"]
+        assert path.read_bytes() == content
+
+
+async def test_a_quoted_boundary(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    app = await new_app(["hi"])
+    boundary = b"x:y=z (1)"  # legal boundary characters that need quoting in the header
+    body = form_body(boundary, USER_PART, file_part(b'name="file"; filename="q.png"', PNG))
+    headers = form_headers(app, 'multipart/form-data; boundary="x:y=z (1)"; charset=utf-8')
+    r = await client.post("/v1/files/upload", content=pieces(body, 5), headers=headers)
+    assert r.status_code == 201, r.text
+    assert (upload_dir / app.id / r.json()["id"]).read_bytes() == PNG
+
+
+async def test_filename_parameters(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    app = await new_app(["hi"])
+    headers = form_headers(app, "multipart/form-data; boundary=fn")
+    cases = [
+        (b'name="file"; filename="a \\"b\\";c.png"', 'a "b";c.png'),  # quoted-pair escapes, ';' inside
+        ('name="file"; filename="猫 ü.png"'.encode(), "猫 ü.png"),  # raw UTF-8, as browsers send it
+        # RFC 5987 filename*= wins over filename (as in werkzeug/Dify; .NET clients send both)
+        (b"name=file; filename=\"=?utf-8?B?54yrLnBuZw==?=\"; filename*=UTF-8''%E7%8C%AB.png", "猫.png"),
+        (b"name=\"file\"; filename*=utf-8''only%20star.png", "only star.png"),
+        (b'name="file"; filename="ok.png"; filename*=bogus-charset\'\'%78.png', "ok.png"),
+    ]
+    for params, name in cases:
+        body = form_body(b"fn", USER_PART, file_part(params, PNG))
+        r = await client.post("/v1/files/upload", content=body, headers=headers)
+        assert r.status_code == 201, (params, r.text)
+        assert (r.json()["name"], r.json()["extension"]) == (name, "png")
+
+
+async def test_the_file_streams_to_disk_and_the_limit_stops_it_early(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, server_app: FastAPI, upload_dir: Path
+) -> None:
+    chunk = 64 * 1024
+    server_app.state.loopwright.upload_max_bytes = 10 * chunk
+    app = await new_app(["hi"])
+    head, tail = form_body(b"big", USER_PART, file_part(b'name="file"; filename="big.png"', b"@")).split(b"@")
+    on_disk: list[int] = []  # bytes stored (in the temporary file) each time the server asks for more
+
+    async def body() -> AsyncIterator[bytes]:
+        yield head
+        for _ in range(30):
+            on_disk.append(sum(p.stat().st_size for p in stored_files(upload_dir)))
+            yield b"x" * chunk
+        yield tail
+
+    r = await client.post(
+        "/v1/files/upload", content=body(), headers=form_headers(app, "multipart/form-data; boundary=big")
+    )
+    assert (r.status_code, r.json()["code"]) == (413, "file_too_large")
+    # written as it arrived (never the whole body in memory) …
+    assert on_disk[10] >= 9 * chunk
+    # … and the partial file was gone as soon as chunk 11 crossed the limit, while the rest still came in
+    assert len(on_disk) == 30 and on_disk[11:] == [0] * 19
+    assert stored_files(upload_dir) == [] and await row_count(db) == 0
+
+
+async def test_more_malformed_bodies(client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path) -> None:
+    app = await new_app(["hi"])
+    headers = form_headers(app, "multipart/form-data; boundary=m")
+    good_file = file_part(b'name="file"; filename="a.png"', PNG)
+    bodies = [
+        form_body(b"m", USER_PART, good_file)[:-20],  # cut inside the file's content
+        form_body(b"m", USER_PART, good_file)[:60],  # cut inside a part's headers
+        form_body(
+            b"m", USER_PART, (b"Content-Disposition form-data", b"x"), good_file
+        ),  # a header with no ':'
+        form_body(b"m", *[(b'Content-Disposition: form-data; name="f"', b"v")] * 65, USER_PART, good_file),
+        form_body(b"other", USER_PART, good_file),  # not the announced boundary
+    ]
+    for body in bodies:
+        r = await client.post("/v1/files/upload", content=pieces(body, 16), headers=headers)
+        assert (r.status_code, r.json()["code"]) == (400, "invalid_param"), body[:80]
+        assert r.json()["message"].startswith("malformed multipart body: ")
+    assert stored_files(upload_dir) == []

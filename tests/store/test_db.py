@@ -105,7 +105,7 @@ async def test_migrate_matches_create_all(tmp_path: Path) -> None:
             version = (await c2.execute(text("SELECT version_num FROM alembic_version"))).scalar()
         assert set(a) == {t.name for t in m.Base.metadata.sorted_tables}
         assert a == b
-        assert version == "0001_initial"
+        assert version == "0002_stop_requests"
     finally:
         await created.close()
         await migrated.close()

@@ -7,6 +7,7 @@ uvicorn (what ``loopwright serve`` calls).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -18,6 +19,7 @@ from loopwright.server import (
     routes_app,
     routes_chat,
     routes_conversations,
+    routes_datasets,
     routes_files,
     routes_tool_files,
 )
@@ -36,15 +38,17 @@ def create_app(
     *,
     ping_interval: float = DEFAULT_PING_INTERVAL,
     tools: Sequence[Tool] | None = None,
+    workers: int = 1,
 ) -> FastAPI:
     """The Service API app on ``db``. ``settings`` (default: :func:`load_settings` when first needed)
     configure model providers; ``tools`` default to the built-in tools; ``ping_interval`` is the
-    silence after which a stream sends ``event: ping``."""
+    silence after which a stream sends ``event: ping``; ``workers`` > 1 when several processes serve
+    the same database (stops then reach the process running the message)."""
     if tools is None:
         from loopwright.tools.builtin import builtin_tools
 
         tools = builtin_tools()
-    state = ServerState(db, settings, ping_interval=ping_interval, tools=tools)
+    state = ServerState(db, settings, ping_interval=ping_interval, tools=tools, workers=workers)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -69,14 +73,18 @@ def create_app(
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
+    app.include_router(routes_datasets.router)
     return app
 
 
 def serve(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-    """Serve ``app`` with uvicorn until interrupted (one process: runs live in its memory)."""
+    """Serve ``app`` with uvicorn until interrupted, in this process."""
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level="info", ws="none")
+
+
+WORKERS_ENV = "LOOPWRIGHT_WORKERS"
 
 
 def run_server(
@@ -85,11 +93,37 @@ def run_server(
     database_url: str | None = None,
     *,
     ping_interval: float = DEFAULT_PING_INTERVAL,
+    workers: int = 1,
 ) -> None:
-    """Migrate the database, build the app and serve it (blocks)."""
+    """Migrate the database, build the app and serve it (blocks). With ``workers`` > 1, uvicorn
+    starts that many processes, each building its app with :func:`app_from_environment`."""
+    if workers < 1:
+        raise ValueError("workers must be 1 or more")
     db = Database(database_url)
     asyncio.run(_migrate(db))
-    serve(create_app(db, ping_interval=ping_interval), host, port)
+    if workers == 1:
+        serve(create_app(db, ping_interval=ping_interval), host, port)
+        return
+    import uvicorn
+
+    # The worker processes read these (they are new interpreters, not forks of this one).
+    os.environ["DATABASE_URL"] = db.url
+    os.environ[WORKERS_ENV] = str(workers)
+    uvicorn.run(
+        "loopwright.server.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        ws="none",
+    )
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one worker process of ``run_server(workers=N)``: database and worker count from the
+    environment."""
+    return create_app(Database(), workers=int(os.environ.get(WORKERS_ENV, "1")))
 
 
 async def _migrate(db: Database) -> None:

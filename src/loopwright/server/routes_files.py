@@ -14,16 +14,19 @@ from __future__ import annotations
 import mimetypes
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 from urllib.parse import unquote
 
 import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
+from python_multipart import MultipartParser
+from python_multipart.exceptions import FormParserError, MultipartParseError
+from python_multipart.multipart import parse_options_header
 
 from loopwright.app.config import AppConfig
 from loopwright.server.auth import AuthedApp, current_app
@@ -32,12 +35,15 @@ from loopwright.server.state import ServerState, get_state, require_user
 from loopwright.store import repositories as repo
 from loopwright.store.models import UploadFile, unix_seconds
 
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
+
 router = APIRouter()
 
 DEFAULT_UPLOAD_DIR = Path("loopwright-files") / "uploads"
 DEFAULT_MAX_BYTES = 15 * 1024 * 1024  # Dify's file_size_limit (15 MB)
 
-MAX_HEADER_BYTES = 16 * 1024  # one part's header block
+MAX_HEADER_BYTES = 16 * 1024  # one header line of a part
 MAX_FIELD_BYTES = 64 * 1024  # a non-file field (``user``…)
 MAX_PARTS = 64
 DRAIN_LIMIT = 64 * 1024 * 1024  # read (and drop) at most this much after an error, so the client sees it
@@ -46,8 +52,6 @@ MAX_NAME_CHARS = 200  # as Dify: longer names are cut, keeping the extension
 DOCUMENT_MIME_TYPES = frozenset({"application/pdf", "text/plain", "text/markdown", "text/x-markdown"})
 DOCUMENT_EXTENSIONS = frozenset({"pdf", "txt", "md", "markdown"})
 GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream"})
-
-_PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 
 
 def no_file_uploaded() -> ApiError:
@@ -71,122 +75,26 @@ def _megabytes(n: int) -> str:
     return f"{mb:g} MB" if mb >= 1 else f"{n} bytes"
 
 
-class MalformedBodyError(Exception):
-    """The multipart body does not parse."""
+# --- multipart ------------------------------------------------------------------------------------
+
+# RFC 5987 ``filename*=charset'lang'percent-encoded``
+_EXTENDED_FILENAME = re.compile(r";\s*filename\*\s*=\s*\"?([^';\s]*)'[^';]*'([^;\s\"]*)", re.IGNORECASE)
 
 
-# --- multipart --------------------------------------------------------------------------------------
+def part_names(disposition: bytes) -> tuple[str | None, str | None]:
+    """The field name and filename (None for a plain field) of a part's ``Content-Disposition``.
 
-
-def header_params(value: str) -> dict[str, str]:
-    """The ``; key=value`` parameters of a header value (quoted strings unescaped; ``key*`` decoded
-    per RFC 5987 and preferred over ``key``)."""
-    params: dict[str, str] = {}
-    extended: dict[str, str] = {}
-    for m in _PARAM.finditer(value):
-        key, raw = m.group(1).lower(), m.group(2).strip()
-        if raw.startswith('"') and raw.endswith('"') and len(raw) >= 2:
-            raw = re.sub(r"\\(.)", r"\1", raw[1:-1])
-        if key.endswith("*"):
-            charset, _, rest = raw.partition("'")
-            _, _, encoded = rest.partition("'")
-            try:
-                extended[key[:-1]] = unquote(encoded, encoding=charset or "utf-8", errors="strict")
-            except (LookupError, UnicodeDecodeError):
-                continue
-        else:
-            params[key] = raw
-    params.update(extended)
-    return params
-
-
-@dataclass(slots=True)
-class PartStart:
-    """A part's headers: its field ``name``, ``filename`` (None for a plain field) and content type."""
-
-    name: str | None
-    filename: str | None
-    content_type: str
-
-
-def parse_part_headers(block: bytes) -> PartStart:
-    headers: dict[str, str] = {}
-    for line in block.decode("utf-8", "replace").split("\r\n"):
-        key, sep, value = line.partition(":")
-        if not sep:
-            raise MalformedBodyError("a part header has no ':'")
-        headers[key.strip().lower()] = value.strip()
-    disposition = headers.get("content-disposition", "")
-    params = header_params(disposition)
-    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return PartStart(params.get("name"), params.get("filename"), content_type)
-
-
-def form_boundary(content_type: str | None) -> bytes | None:
-    """The boundary of a ``multipart/form-data`` body, or None for any other body."""
-    if content_type is None or content_type.split(";", 1)[0].strip().lower() != "multipart/form-data":
-        return None
-    boundary = header_params(content_type).get("boundary", "")
-    if not 1 <= len(boundary) <= 200:
-        return None
-    try:
-        return boundary.encode("ascii")
-    except UnicodeEncodeError:
-        return None
-
-
-async def multipart_events(
-    chunks: AsyncIterator[bytes], boundary: bytes
-) -> AsyncGenerator[PartStart | bytes | None, None]:
-    """The body as events: a :class:`PartStart`, then the part's data as ``bytes`` chunks, then None at
-    the end of the part. Raises :class:`MalformedBodyError` on a broken body."""
-    delimiter = b"\r\n--" + boundary
-    keep = len(delimiter) - 1
-    buf = bytearray(b"\r\n")  # the first boundary needs no CRLF before it
-    state = "preamble"
-    parts = 0
-    while True:
-        if state == "preamble":
-            i = buf.find(delimiter)
-            if i >= 0:
-                del buf[: i + len(delimiter)]
-                state = "boundary"
-                continue
-            del buf[: max(0, len(buf) - keep)]
-        elif state == "boundary":
-            if buf[:2] == b"--":
-                return  # the closing boundary; the epilogue is ignored
-            line_end = buf.find(b"\r\n")
-            end = buf.find(b"\r\n\r\n", max(line_end, 0))
-            if line_end >= 0 and buf[:line_end].strip(b" \t"):
-                raise MalformedBodyError("garbage after a boundary")
-            if line_end >= 0 and end >= 0:
-                parts += 1
-                if parts > MAX_PARTS:
-                    raise MalformedBodyError("too many parts")
-                block = bytes(buf[line_end + 2 : end]) if end > line_end else b""
-                del buf[: end + 4]
-                yield parse_part_headers(block)
-                state = "body"
-                continue
-            if len(buf) > MAX_HEADER_BYTES:
-                raise MalformedBodyError("a part's headers are too long")
-        else:  # body
-            i = buf.find(delimiter)
-            if i >= 0:
-                if i:
-                    yield bytes(buf[:i])
-                del buf[: i + len(delimiter)]
-                yield None
-                state = "boundary"
-                continue
-            if len(buf) > keep:
-                yield bytes(buf[: len(buf) - keep])
-                del buf[: len(buf) - keep]
-        chunk = await anext(chunks, None)
-        if chunk is None:
-            raise MalformedBodyError("the body ended before the closing boundary")
-        buf += chunk
+    python-multipart ignores ``filename*=`` (RFC 7578 forbids it), but werkzeug, and so Dify, lets it win
+    over ``filename``, and some clients (.NET) give a non-ASCII name legibly only there."""
+    _, params = parse_options_header(disposition)
+    name, filename = (
+        v.decode("utf-8", "replace") if v is not None else None
+        for v in (params.get(b"name"), params.get(b"filename"))
+    )
+    if m := _EXTENDED_FILENAME.search(disposition.decode("latin-1")):
+        with suppress(LookupError, UnicodeDecodeError):
+            filename = unquote(m[2], encoding=m[1] or "utf-8", errors="strict")
+    return name, filename
 
 
 # --- the upload ------------------------------------------------------------------------------------
@@ -251,60 +159,95 @@ def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
 
 
 class _Receiver:
-    """Handles the body's events for :func:`receive_upload`."""
+    """python-multipart's callbacks for one body. They run in a worker thread (see
+    :func:`receive_upload`), so they write the file directly; an error raised here ends the parse."""
 
     def __init__(self, directory: Path, max_bytes: int, config: AppConfig) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
         self.config = config
         self.got = Received()
-        self.sink: anyio.AsyncFile[bytes] | None = None
+        self.sink: BinaryIO | None = None
         self.field_name: str | None = None
         self.field_data = bytearray()
+        self.parts = 0
+        self.finished = False
+        self.headers: dict[bytes, bytes] = {}
+        self.header = (bytearray(), bytearray())  # the current header's name and value, in pieces
 
-    async def start(self, part: PartStart) -> None:
-        self.field_name = None
-        if part.filename is None:
-            if part.name is not None:
-                self.field_name = part.name
-                self.field_data.clear()
+    def callbacks(self) -> MultipartCallbacks:
+        name, value = self.header
+        return {
+            "on_header_field": lambda data, start, end: name.extend(data[start:end]),
+            "on_header_value": lambda data, start, end: value.extend(data[start:end]),
+            "on_header_end": self.header_end,
+            "on_headers_finished": self.start,
+            "on_part_data": self.data,
+            "on_part_end": self.end,
+            "on_end": self.finish,
+        }
+
+    def header_end(self) -> None:
+        name, value = self.header
+        self.headers[bytes(name).lower()] = bytes(value)
+        name.clear()
+        value.clear()
+
+    def start(self) -> None:
+        headers, self.headers = self.headers, {}
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            raise MultipartParseError("too many parts")
+        name, filename = part_names(headers.get(b"content-disposition", b""))
+        if filename is None:
+            self.field_name = name
+            self.field_data.clear()
             return
         got = self.got
         got.files += 1
         if got.files > 1:
             raise too_many_files()
-        if part.name != "file":
+        if name != "file":
             return  # another file field: counted, dropped
-        got.filename = part.filename
-        ext = extension_of(display_name(part.filename))
-        got.mime_type = effective_mime_type(part.content_type, ext)
+        got.filename = filename
+        ext = extension_of(display_name(filename))
+        content_type = parse_options_header(headers.get(b"content-type"))[0].decode("latin-1")
+        got.mime_type = effective_mime_type(content_type, ext)
         if not type_allowed(self.config, got.mime_type, ext):
             raise unsupported_file_type()
-        await anyio.Path(self.directory).mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
         got.temp_path = self.directory / f".{uuid.uuid4().hex}.part"
-        self.sink = await anyio.open_file(got.temp_path, "wb")
+        self.sink = got.temp_path.open("wb")
 
-    async def data(self, chunk: bytes) -> None:
+    def data(self, data: bytes, start: int, end: int) -> None:
         if self.sink is not None:
-            self.got.size += len(chunk)
+            self.got.size += end - start
             if self.got.size > self.max_bytes:
                 raise file_too_large(self.max_bytes)
-            await self.sink.write(chunk)
+            self.sink.write(data[start:end])
         elif self.field_name is not None:
-            self.field_data += chunk
+            self.field_data += data[start:end]
             if len(self.field_data) > MAX_FIELD_BYTES:
                 raise invalid_param(f"{self.field_name} is too long")
 
-    async def end(self) -> None:
-        await self.close()
+    def end(self) -> None:
+        self.close()
         if self.field_name is not None and self.field_name not in self.got.fields:
             self.got.fields[self.field_name] = self.field_data.decode("utf-8", "replace")
         self.field_name = None
 
-    async def close(self) -> None:
+    def finish(self) -> None:
+        self.finished = True
+
+    def close(self) -> None:
         if self.sink is not None:
             sink, self.sink = self.sink, None
-            await sink.aclose()
+            sink.close()
+
+    def discard(self) -> None:
+        self.close()
+        if self.got.temp_path is not None:
+            self.got.temp_path.unlink(missing_ok=True)
 
 
 async def receive_upload(
@@ -317,20 +260,18 @@ async def receive_upload(
 ) -> Received:
     """Read the whole body: the ``file`` part goes to a temporary file in ``directory`` (removed again
     on any error), plain fields are kept. Raises :class:`ApiError` for a file that is too large, of a
-    type the app does not take, or not alone."""
+    type the app does not take, or not alone, and ``FormParserError`` for a broken body."""
     receiver = _Receiver(directory, max_bytes, config)
+    parser = MultipartParser(boundary, receiver.callbacks(), max_header_size=MAX_HEADER_BYTES)
     try:
-        async with aclosing(multipart_events(chunks, boundary)) as events:
-            async for event in events:
-                if isinstance(event, PartStart):
-                    await receiver.start(event)
-                elif isinstance(event, bytes):
-                    await receiver.data(event)
-                else:
-                    await receiver.end()
+        async for chunk in chunks:
+            # not cancellable: a cancelled request waits for the chunk in hand before cleaning up
+            await anyio.to_thread.run_sync(parser.write, chunk)
+        if not receiver.finished:
+            raise MultipartParseError("the body ended before the closing boundary")
     except BaseException:
-        await receiver.close()
-        await _remove(receiver.got.temp_path)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(receiver.discard)
         raise
     return receiver.got
 
@@ -382,8 +323,9 @@ async def upload_file(
     directory, max_bytes = upload_settings(state)
     chunks = request.stream().__aiter__()
     try:
-        boundary = form_boundary(request.headers.get("content-type"))
-        if boundary is None:
+        media_type, params = parse_options_header(request.headers.get("content-type"))
+        boundary = params.get(b"boundary")
+        if media_type != b"multipart/form-data" or not boundary:
             raise no_file_uploaded()
         async with state.db.transaction() as session:
             row = await repo.latest_config(session, app.id)
@@ -397,7 +339,7 @@ async def upload_file(
                 max_bytes=max_bytes,
                 config=AppConfig.model_validate(row.config),
             )
-        except MalformedBodyError as exc:
+        except FormParserError as exc:
             raise invalid_param(f"malformed multipart body: {exc}") from None
     except ApiError:
         await _drain(chunks)

@@ -8,7 +8,8 @@ sends ``message_end``.
 
 Pings: one ticker per registry puts ``event: ping`` into the queue of each run that has been silent
 for the ping interval — rather than a timeout around every read of every stream, which under a
-thousand streams costs more than the events themselves.
+thousand streams costs more than the events themselves. With several worker processes the same
+ticker also takes the stops that other workers posted for this one's runs (``server.stops``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
 from loopwright.app.wire import PING, WireEvent, error_fields, sse
+from loopwright.server.stops import StopBoard
 
 log = logging.getLogger("loopwright.server")
 
@@ -47,10 +49,11 @@ class Run:
 class RunRegistry:
     """The runs of one server process."""
 
-    def __init__(self, ping_interval: float = 10.0) -> None:
+    def __init__(self, ping_interval: float = 10.0, board: StopBoard | None = None) -> None:
         self._runs: dict[str, Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ping_interval = ping_interval
+        self._board = board
         self._ticker: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -91,16 +94,39 @@ class RunRegistry:
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
+        every = self._ping_interval / TICKS_PER_INTERVAL
+        if self._board is not None:
+            every = min(every, self._board.interval)
         while self._runs:
-            await asyncio.sleep(self._ping_interval / TICKS_PER_INTERVAL)
+            await asyncio.sleep(every)
             now = loop.time()
             for run in self._runs.values():
                 if now - run.last_event >= self._ping_interval:
                     run.queue.put_nowait(_PING)
                     run.last_event = now
+            if self._board is not None:
+                await self._take_stops()
+
+    async def _take_stops(self) -> None:
+        assert self._board is not None
+        try:
+            requests = await self._board.take(list(self._runs))
+        except Exception as exc:  # the database is busy or gone: try again next tick
+            log.warning("could not read stop requests: %s", exc)
+            return
+        for request in requests:
+            self._stop_local(request.task_id, request.app_id, request.user)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
-        """Stop the run if it belongs to this app and user; whether one was stopped."""
+        """Stop the run if it belongs to this app and user; whether it was here to stop. With several
+        workers, a run that is not here is asked of the others."""
+        if self._stop_local(task_id, app_id, user):
+            return True
+        if self._board is not None:
+            self._board.request(task_id, app_id, user)
+        return False
+
+    def _stop_local(self, task_id: str, app_id: str, user: str) -> bool:
         run = self._runs.get(task_id)
         if run is None or run.app_id != app_id or run.user != user:
             return False

@@ -16,6 +16,7 @@ from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.model.base import Model, ModelError
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.runs import RunRegistry
+from loopwright.server.stops import StopBoard
 from loopwright.store.db import Database
 from loopwright.store.models import App
 from loopwright.tools.app_tool import AppAnswer
@@ -35,11 +36,13 @@ class ServerState:
         *,
         ping_interval: float,
         tools: Sequence[Tool],
+        workers: int = 1,
     ) -> None:
         self.db = db
         self.ping_interval = ping_interval
         self.tools = list(tools)
-        self.runs = RunRegistry(ping_interval)
+        # Several worker processes share stops through the database (see server.stops).
+        self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
         self.lookup = AppLookup(db)
         self._settings = settings
         self._models: dict[str, Model] = {}

@@ -282,3 +282,15 @@ class MessageFeedback(Base):
     content: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class StopRequest(Base):
+    """A stop asked of a run that another server worker is running (``loopwright serve --workers``):
+    the worker that has the run polls for these, stops it and deletes the row."""
+
+    __tablename__ = "stop_requests"
+
+    task_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    app_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    user: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = _created()
