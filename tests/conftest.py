@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from loopwright.store.db import Database
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
@@ -84,3 +87,12 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkGuard]:
     yield guard
     if guard.blocked:
         pytest.fail(f"the test tried to reach the network: {', '.join(guard.blocked)}", pytrace=False)
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    """A new SQLite database file with every table, closed after the test."""
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'test.db'}")
+    await database.create_all()
+    yield database
+    await database.close()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,14 +32,6 @@ FC = ["tool-call", "stream-tool-call"]
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}")
-    await database.create_all()
-    yield database
-    await database.close()
 
 
 async def new_app(db: Database, config: AppConfig) -> str:

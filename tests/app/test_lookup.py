@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -15,14 +13,6 @@ from loopwright.app.lookup import AppLookup
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import ApiKey, EndUser
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'lookup.db'}")
-    await database.create_all()
-    yield database
-    await database.close()
 
 
 async def new_app(db: Database, instruction: str = "v1") -> tuple[str, str]:

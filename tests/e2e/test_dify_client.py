@@ -25,7 +25,6 @@ from tests.server import conftest as server_fixtures
 from tests.server.conftest import NewApp, ServiceApp
 
 # the server fixtures (a real SQLite database, apps on scripted models, the ASGI app)
-db = server_fixtures.db
 new_app = server_fixtures.new_app
 server_app = server_fixtures.server_app
 

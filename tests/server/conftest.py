@@ -55,14 +55,6 @@ def parse_sse(body: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'server.db'}")
-    await database.create_all()
-    yield database
-    await database.close()
-
-
-@pytest.fixture
 def new_app(db: Database, tmp_path: Path) -> NewApp:
     """``await new_app(replies, features=..., **config)``: an app on its own scripted model file."""
     counter = 0
