@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from loopwright.config import Settings
 
 MAX_NAME_CHARS = 40  # Dify's limit for dataset names
+SPLIT_RULES = ("chunk_tokens", "overlap_tokens", "separator", "remove_extra_spaces", "remove_urls_emails")
 _METHODS: dict[str, SearchMethod] = {
     "keyword": "keyword_search",
     "vector": "semantic_search",
@@ -179,10 +180,24 @@ class KnowledgeBase:
         return await self.store.create_document(dataset.id, name, source, metadata, batch=_batch())
 
     async def index(
-        self, dataset: Dataset, document: Document, source: Source, progress: Progress | None = None
+        self,
+        dataset: Dataset,
+        document: Document,
+        source: Source,
+        progress: Progress | None = None,
+        *,
+        rules: dict[str, Any] | None = None,
     ) -> Document:
+        """Index a queued document. ``rules`` override the dataset's splitting settings for this
+        document only (``chunk_tokens``, ``overlap_tokens``, ``separator``, ``remove_extra_spaces``,
+        ``remove_urls_emails``), as a Dify ``process_rule`` does."""
         # Re-read the dataset: an earlier document may have fixed the embedding dimension since.
         current = await self.store.get_dataset(dataset.id) or dataset
+        if rules:
+            unknown = set(rules) - set(SPLIT_RULES)
+            if unknown:
+                raise ValueError(f"unknown splitting rule {sorted(unknown)[0]!r}")
+            current = replace(current, **rules)
         return await index_document(
             self.store, current, document, source, embedder=self.embedder(current), progress=progress
         )

@@ -86,8 +86,10 @@ class KeywordIndex:
         if not words or k <= 0 or (document_ids is not None and not document_ids):
             return []
         sql = (
+            # CROSS JOIN fixes the order: the FTS match drives the loop. Left to itself the planner
+            # may walk the dataset's segments and re-run the match for each one.
             "SELECT kb_segments_fts.rowid, bm25(kb_segments_fts) AS r FROM kb_segments_fts "
-            "JOIN kb_segments s ON s.seq = kb_segments_fts.rowid "
+            "CROSS JOIN kb_segments s ON s.seq = kb_segments_fts.rowid "
             "WHERE kb_segments_fts MATCH ? AND s.dataset_id = ?"
         )
         args: list[Any] = [match_expression(words), dataset_id]

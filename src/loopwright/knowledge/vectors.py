@@ -29,8 +29,8 @@ from loopwright.knowledge.connection import KnowledgeSetupError
 Vectors = npt.NDArray[np.float32]
 
 EXACT_LIMIT = 10_000
-OVERSAMPLE = 10
-MIN_CANDIDATES = 64
+OVERSAMPLE = 20
+MIN_CANDIDATES = 100
 LANCE_INDEX_MIN_ROWS = 50_000
 _HEX = re.compile(r"^[0-9a-f]+$")
 

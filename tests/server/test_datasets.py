@@ -1,0 +1,156 @@
+"""Dify's Knowledge API on a real SQLite file, in process: keys, datasets, documents, retrieval."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from loopwright.knowledge import KnowledgeBase
+from loopwright.store.db import Database
+
+
+@pytest.fixture
+async def knowledge(server_app: FastAPI, db: Database) -> AsyncIterator[KnowledgeBase]:
+    kb = KnowledgeBase.open(db.url)
+    server_app.state.knowledge = kb
+    yield kb
+    await kb.close()
+
+
+@pytest.fixture
+async def headers(knowledge: KnowledgeBase) -> dict[str, str]:
+    return {"Authorization": f"Bearer {await knowledge.store.create_api_key()}"}
+
+
+async def _dataset(client: httpx.AsyncClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
+    r = await client.post("/v1/datasets", json={"name": "Handbook", **body}, headers=headers)
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+async def test_dataset_keys_are_required(client: httpx.AsyncClient, knowledge: KnowledgeBase) -> None:
+    r = await client.get("/v1/datasets")
+    assert r.status_code == 401 and r.json()["code"] == "unauthorized"
+    r = await client.get("/v1/datasets", headers={"Authorization": "Bearer dataset-nope"})
+    assert r.json() == {"code": "unauthorized", "message": "Access token is invalid", "status": 401}
+
+
+async def test_create_and_list_datasets(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    body = await _dataset(client, headers, description="HR rules", permission="only_me")
+    assert body["name"] == "Handbook" and body["indexing_technique"] == "economy"
+    assert body["document_count"] == 0 and body["retrieval_model_dict"]["search_method"] == "keyword_search"
+    dup = await client.post("/v1/datasets", json={"name": "Handbook"}, headers=headers)
+    assert dup.status_code == 409 and dup.json()["code"] == "dataset_name_duplicate"
+    bad = await client.post("/v1/datasets", json={"name": ""}, headers=headers)
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_param"
+    await _dataset(client, headers, name="Other")
+    page = (await client.get("/v1/datasets?page=1&limit=1", headers=headers)).json()
+    assert page["total"] == 2 and page["has_more"] is True and len(page["data"]) == 1
+    found = (await client.get("/v1/datasets?keyword=oth", headers=headers)).json()
+    assert [d["name"] for d in found["data"]] == ["Other"]
+
+
+async def test_text_document_then_retrieve(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    r = await client.post(
+        f"/v1/datasets/{ds['id']}/document/create-by-text",
+        json={
+            "name": "vacation.txt",
+            "text": "Employees get 25 vacation days per year.",
+            "indexing_technique": "economy",
+        },
+        headers=headers,
+    )
+    assert r.status_code == 200, r.text
+    created = r.json()
+    # Indexing runs after the response, as in Dify.
+    assert created["document"]["indexing_status"] == "waiting" and created["batch"]
+    status = await client.get(
+        f"/v1/datasets/{ds['id']}/documents/{created['batch']}/indexing-status", headers=headers
+    )
+    assert status.json()["data"][0]["indexing_status"] == "completed"
+    docs = (await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)).json()
+    assert docs["total"] == 1 and docs["data"][0]["display_status"] == "available"
+    r = await client.post(
+        f"/v1/datasets/{ds['id']}/retrieve",
+        json={
+            "query": "how many vacation days",
+            "retrieval_model": {"search_method": "keyword_search", "top_k": 3},
+        },
+        headers=headers,
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["query"] == {"content": "how many vacation days"}
+    (record,) = body["records"]
+    assert record["segment"]["content"] == "Employees get 25 vacation days per year."
+    assert record["segment"]["document"]["name"] == "vacation.txt" and 0 < record["score"] <= 1
+
+
+async def test_file_documents_with_a_process_rule(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    text = "\n\n".join(f"Rule {i}: employees must follow policy number {i} at all times." for i in range(12))
+    data = {
+        "indexing_technique": "economy",
+        "process_rule": {
+            "mode": "custom",
+            "rules": {"segmentation": {"separator": "\\n\\n", "max_tokens": 20, "chunk_overlap": 0}},
+        },
+    }
+    r = await client.post(
+        f"/v1/datasets/{ds['id']}/document/create-by-file",
+        files={"file": ("rules.md", text.encode(), "text/markdown")},
+        data={"data": json.dumps(data)},
+        headers=headers,
+    )
+    assert r.status_code == 200, r.text
+    docs = (await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)).json()["data"]
+    assert docs[0]["name"] == "rules.md" and docs[0]["indexing_status"] == "completed"
+    r = await client.post(
+        f"/v1/datasets/{ds['id']}/retrieve", json={"query": "policy number 7"}, headers=headers
+    )
+    assert r.json()["records"][0]["segment"]["content"].startswith("Rule 7:")
+    png = await client.post(
+        f"/v1/datasets/{ds['id']}/document/create-by-file",
+        files={"file": ("x.png", b"\x89PNG", "image/png")},
+        headers=headers,
+    )
+    assert png.status_code == 415 and png.json()["code"] == "unsupported_file_type"
+    none = await client.post(f"/v1/datasets/{ds['id']}/document/create-by-file", headers=headers)
+    assert none.status_code == 400 and none.json()["code"] == "no_file_uploaded"
+
+
+async def test_a_bad_file_shows_its_error(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    r = await client.post(
+        f"/v1/datasets/{ds['id']}/document/create-by-file",
+        files={"file": ("broken.pdf", b"%PDF-1.4 nope", "application/pdf")},
+        headers=headers,
+    )
+    assert r.status_code == 200
+    (doc,) = (await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)).json()["data"]
+    assert doc["indexing_status"] == "error" and doc["error"]
+
+
+async def test_delete_documents_and_datasets(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    created = await client.post(
+        f"/v1/datasets/{ds['id']}/document/create-by-text",
+        json={"name": "a", "text": "rockets"},
+        headers=headers,
+    )
+    doc_id = created.json()["document"]["id"]
+    r = await client.delete(f"/v1/datasets/{ds['id']}/documents/{doc_id}", headers=headers)
+    assert r.status_code == 204
+    again = await client.delete(f"/v1/datasets/{ds['id']}/documents/{doc_id}", headers=headers)
+    assert again.status_code == 404 and again.json()["message"] == "Document Not Exists."
+    r = await client.post(f"/v1/datasets/{ds['id']}/retrieve", json={"query": "rockets"}, headers=headers)
+    assert r.json()["records"] == []
+    assert (await client.delete(f"/v1/datasets/{ds['id']}", headers=headers)).status_code == 204
+    gone = await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)
+    assert gone.status_code == 404 and gone.json()["message"] == "Dataset not found."
