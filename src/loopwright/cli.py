@@ -156,13 +156,20 @@ def _settings(model: str | None, strategy: StrategyChoice | None, max_iterations
     )
 
 
-def select_tools(names: list[str] | None) -> list[Tool]:
-    """The built-in tools, or those named (in the order given); an unknown name is a usage error."""
-    from loopwright.tools.builtin import builtin_tools
+# Offered when no --tool is given: the ones that work offline. A small local model also chooses
+# better among fewer tools (with web_fetch offered too, SmolLM2 repeats its calculator call).
+DEFAULT_TOOLS = ("calculator", "current_time")
 
-    tools = builtin_tools()
+
+def select_tools(names: list[str] | None, settings: Settings | None = None) -> list[Tool]:
+    """The default built-in tools, or those named (in the order given, any built-in); an unknown
+    name is a usage error. ``settings`` give ``web_fetch`` its network allow-list."""
+    from loopwright.tools.builtin import builtin_tools
+    from loopwright.tools.net import DEFAULT_POLICY, network_policy
+
+    tools = builtin_tools(network_policy(settings) if settings is not None else DEFAULT_POLICY)
     if not names:
-        return tools
+        return [t for t in tools if t.name in DEFAULT_TOOLS]
     by_name = {t.name: t for t in tools}
     wanted = [n.strip() for item in names for n in item.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in by_name]
@@ -454,8 +461,8 @@ def run(
             question = sys.stdin.read()
         if not question.strip():
             raise _UsageError("the question is empty")
-        tools = select_tools(tool)
         settings = _settings(model, strategy, max_iterations)
+        tools = select_tools(tool, settings)
         agent = _agent(settings, tools, instruction)
         console = None if json_output else _console()
         try:
@@ -482,8 +489,8 @@ def chat(
 ) -> None:
     """Talk with an agent over several turns. /reset clears the history, /exit (or Ctrl-D) quits."""
     with _errors():
-        tools = select_tools(tool)
         settings = _settings(model, strategy, max_iterations)
+        tools = select_tools(tool, settings)
         agent = _agent(settings, tools, instruction)
         console = _console()
         with asyncio.Runner() as runner:
@@ -655,8 +662,12 @@ def _escape(text: str) -> str:
 
 def _register_admin_commands() -> None:
     from loopwright.cli_admin import apps, keys, serve
+    from loopwright.cli_kb import kb
+    from loopwright.cli_tools import tools
 
     app.add_typer(apps, name="app")
+    app.add_typer(tools, name="tools")
+    app.add_typer(kb, name="kb")
     app.add_typer(keys, name="key")
     app.command()(serve)
 

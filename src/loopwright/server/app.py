@@ -45,9 +45,11 @@ def create_app(
     silence after which a stream sends ``event: ping``; ``workers`` > 1 when several processes serve
     the same database (stops then reach the process running the message)."""
     if tools is None:
+        from loopwright.config import load_settings
         from loopwright.tools.builtin import builtin_tools
+        from loopwright.tools.net import network_policy
 
-        tools = builtin_tools()
+        tools = builtin_tools(network_policy(settings or load_settings()))
     state = ServerState(db, settings, ping_interval=ping_interval, tools=tools, workers=workers)
 
     @asynccontextmanager
