@@ -133,6 +133,21 @@ async def test_a_file_a_tool_makes_reaches_the_client_as_a_signed_url(
     assert r.headers["content-type"].startswith("application/pdf")
     tampered = url.replace("timestamp=", "timestamp=1")
     assert (await files_client.get(tampered)).status_code == 403
+    # The message lists the file, with a URL signed again when it is read.
+    listed = await files_client.get(
+        "/v1/messages",
+        params={"conversation_id": events[0]["conversation_id"], "user": "alice"},
+        headers=app.headers,
+    )
+    (kept,) = listed.json()["data"][0]["message_files"]
+    assert (kept["id"], kept["belongs_to"], kept["transfer_method"], kept["type"]) == (
+        message_file["id"],
+        "assistant",
+        "tool_file",
+        "document",
+    )
+    assert kept["url"].split("?")[0] == url.split("?")[0] and "sign=" in kept["url"]
+    assert (await files_client.get(kept["url"])).content == b"%PDF-1.4 Q3"
 
 
 def test_a_toolset_of_an_unknown_type_or_a_bad_source_is_refused_with_its_reason() -> None:

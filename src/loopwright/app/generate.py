@@ -24,7 +24,7 @@ from loopwright.agent import Agent, RoundFinished
 from loopwright.app.config import AppConfig
 from loopwright.app.inputs import InputError, validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent
+from loopwright.app.wire import DifyStream, MessageContext, ThoughtRow, WireEvent, file_type
 from loopwright.model.base import Model
 from loopwright.model.entities import ContentPart, PromptMessage, Usage, UserMessage
 from loopwright.store import codec
@@ -43,8 +43,9 @@ from loopwright.store.models import (
 )
 from loopwright.store.writer import Insert, Update
 from loopwright.tools.app_tool import AppAnswer
-from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike
+from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.engine import FileSink
+from loopwright.tools.files.signing import TOOL_FILES_PATH
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
 NAME_CHARS = 20
@@ -75,6 +76,7 @@ class Prepared:
     history: list[PromptMessage]
     inputs: dict[str, Any]
     app_id: str = ""
+    end_user_id: str = ""
 
 
 @dataclass(slots=True)
@@ -183,7 +185,7 @@ def start_message(
         conversation_id=conversation_id,
         created_at=unix_seconds(now),
     )
-    return Prepared(target.version.config, context, target.history, inputs, app_id)
+    return Prepared(target.version.config, context, target.history, inputs, app_id, target.end_user_id)
 
 
 async def prepare(
@@ -271,10 +273,13 @@ async def run_message(
     )
     try:
         async for event in source:
+            kept = len(stream.files)
             for wire in stream.feed(event):
                 yield wire
             if type(event) is RoundFinished:
                 saver.save(stream)
+            elif len(stream.files) > kept:
+                _save_tool_files(db, prepared, stream.files[kept:])
             if stop is not None and stop.is_set():
                 raise RunStopped
     except RunStopped:
@@ -384,6 +389,31 @@ async def _finish(
 def _storable(text: str) -> str:
     """Text a database accepts: PostgreSQL refuses NUL characters, which a model may emit."""
     return text.replace("\x00", "")
+
+
+def _save_tool_files(db: Database, prepared: Prepared, files: Sequence[tuple[str, ToolOutput]]) -> None:
+    """``message_files`` rows of the files tools made (Dify: ``transfer_method="tool_file"``), under
+    the ids their ``message_file`` events carried. A tool file's URL is kept without its signature,
+    which expires: readers sign it again."""
+    ctx = prepared.context
+    for file_id, output in files:
+        url = getattr(output, "url", "") or ""
+        if TOOL_FILES_PATH + "/" in url:  # ours: …/files/tools/{id}{ext}?timestamp=…&sign=…
+            url = url.partition("?")[0]
+        mime = getattr(output, "mime_type", None) or "application/octet-stream"
+        row = {
+            "id": file_id,
+            "message_id": ctx.message_id,
+            "type": file_type(mime),
+            "transfer_method": "tool_file",
+            "url": url,
+            "belongs_to": "assistant",
+            "upload_file_id": None,
+            "created_by_role": "end_user",
+            "created_by": prepared.end_user_id,
+            "created_at": utcnow(),
+        }
+        db.writer.submit(Insert(MessageFile, row), key=ctx.conversation_id)
 
 
 class _ThoughtSaver:

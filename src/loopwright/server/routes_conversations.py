@@ -26,6 +26,7 @@ from loopwright.store.models import (
     MessageFile,
     unix_seconds,
 )
+from loopwright.tools.files.signing import TOOL_FILES_PATH
 
 router = APIRouter()
 
@@ -187,7 +188,7 @@ async def list_messages(
         page = await repo.list_messages(session, conv.id, limit=limit, first_id=first_id or None)
         ratings = await _ratings(session, [m.id for m in page.items], conv.end_user_id)
         data = []
-        files = await _message_files(session, [m.id for m in page.items])
+        files = await _message_files(session, [m.id for m in page.items], state)
         for m in page.items:
             thoughts = await repo.list_thoughts(session, m.id)
             data.append(
@@ -221,8 +222,11 @@ async def _ratings(session: AsyncSession, message_ids: list[str], end_user_id: s
     return {r.message_id: r.rating for r in rows}
 
 
-async def _message_files(session: AsyncSession, message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """The files of each message: the user's (uploads, remote URLs) as Dify lists them."""
+async def _message_files(
+    session: AsyncSession, message_ids: list[str], state: ServerState
+) -> dict[str, list[dict[str, Any]]]:
+    """The files of each message, the user's (uploads, remote URLs) and the tools' (with a freshly
+    signed URL: a stored signature would have expired), as Dify lists them."""
     if not message_ids:
         return {}
     rows = await session.scalars(
@@ -234,13 +238,23 @@ async def _message_files(session: AsyncSession, message_ids: list[str]) -> dict[
             {
                 "id": r.id,
                 "type": r.type,
-                "url": r.url or "",
+                "url": await _signed(state, r.url) if r.transfer_method == "tool_file" else r.url or "",
                 "belongs_to": r.belongs_to,
                 "transfer_method": r.transfer_method,
                 "upload_file_id": r.upload_file_id,
             }
         )
     return out
+
+
+async def _signed(state: ServerState, url: str | None) -> str:
+    """A tool file's URL, signed now (a remote one as it is)."""
+    if not url or TOOL_FILES_PATH + "/" not in url:
+        return url or ""
+    name = url.rsplit("/", 1)[-1]
+    files = await state.files()
+    stored = await files.get(name.split(".", 1)[0])
+    return files.url_for(stored) if stored is not None else url
 
 
 @router.post("/v1/messages/{message_id}/feedbacks")
