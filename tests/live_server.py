@@ -12,13 +12,14 @@ import uvicorn
 
 
 @asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` on 127.0.0.1 (a free port) for the duration; yields ``http://127.0.0.1:<port>``."""
+async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """Serve ``app`` on ``host`` (a loopback address) and ``port`` (0: a free one) for the duration; yields
+    ``http://<host>:<port>``. A fixed port lets a test restart a server where its clients expect it."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind((host, port))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="none", lifespan="on")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     for _ in range(500):
@@ -27,7 +28,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
         await asyncio.sleep(0.01)
     assert server.started, "uvicorn did not start"
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 10)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import socket
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -31,6 +27,7 @@ from loopwright.tools.net import (
     guarded_transport,
     network_policy,
 )
+from tests.live_server import serving
 
 # --- a server on any loopback address -------------------------------------------------------------
 
@@ -52,38 +49,17 @@ def make_app(hits: Hits) -> Starlette:
     return Starlette(routes=[Route("/", hello), Route("/redirect", redirect)])
 
 
-@asynccontextmanager
-async def serving_on(host: str, app: Any) -> AsyncIterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    assert server.started
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
-
-
 @pytest.fixture
 async def one() -> AsyncIterator[tuple[str, Hits]]:
     hits = Hits()
-    async with serving_on("127.0.0.1", make_app(hits)) as url:
+    async with serving(make_app(hits)) as url:
         yield url, hits
 
 
 @pytest.fixture
 async def two() -> AsyncIterator[tuple[str, Hits]]:
     hits = Hits()
-    async with serving_on("127.0.0.2", make_app(hits)) as url:
+    async with serving(make_app(hits), host="127.0.0.2") as url:
         yield url, hits
 
 

@@ -128,6 +128,21 @@ ParameterType = Literal[
 ]
 _STRINGY = frozenset({"string", "select", "secret-input"})
 _JSON_TYPE = {"select": "string", "secret-input": "string", "file": "string", "files": "array"}
+_FROM_JSON_TYPE: dict[str, ParameterType] = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "array": "array",
+    "object": "object",
+}
+
+
+def schema_parameter_type(schema: Mapping[str, Any]) -> ParameterType:
+    """The parameter type of a JSON schema: its ``type`` when that is one plain JSON type, else ``"any"``
+    (only a plain single type is cast by the engine; unions and compositions pass through untouched)."""
+    kind = schema.get("type")
+    return _FROM_JSON_TYPE.get(kind, "any") if isinstance(kind, str) else "any"
 
 
 @dataclass(slots=True, frozen=True)

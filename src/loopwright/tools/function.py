@@ -15,7 +15,6 @@ from loopwright.tools.base import (
     JsonMessage,
     LinkMessage,
     LogMessage,
-    ParameterType,
     TextMessage,
     Tool,
     ToolContext,
@@ -23,18 +22,11 @@ from loopwright.tools.base import (
     ToolParameter,
     ToolParameterValidationError,
     VariableMessage,
+    schema_parameter_type,
 )
 from loopwright.tools.threads import run_sync
 
 _OUTPUT_TYPES = (TextMessage, JsonMessage, LinkMessage, LogMessage, VariableMessage, *FILE_OUTPUTS)
-_JSON_TO_PARAM: dict[str, ParameterType] = {
-    "string": "string",
-    "integer": "integer",
-    "number": "number",
-    "boolean": "boolean",
-    "array": "array",
-    "object": "object",
-}
 
 
 @overload
@@ -97,7 +89,7 @@ def function_tool(
     params = tuple(
         ToolParameter(
             name=pname,
-            type=_JSON_TO_PARAM.get(prop.get("type", ""), "any"),
+            type=schema_parameter_type(prop),
             required=pname in required,
             description=prop.get("description", ""),
             schema=prop,

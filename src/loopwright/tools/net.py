@@ -15,7 +15,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpcore
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+StreamT = TypeVar("StreamT")
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 ALLOW_LIST_HINT = "LOOPWRIGHT_TOOL_ALLOW_HOSTS or tool_allow_hosts in loopwright.toml"
@@ -229,6 +230,40 @@ async def check_url(url: str, policy: NetworkPolicy) -> None:
 # --- the guarded client ---------------------------------------------------------------------------
 
 
+async def connect_checked(
+    host: str,
+    port: int,
+    time_limit: float | None,
+    policy: NetworkPolicy,
+    resolver: Resolver,
+    connect: Callable[[str, float | None], Awaitable[StreamT]],
+    errors: tuple[type[Exception], type[Exception]],
+) -> StreamT:
+    """Resolve and check ``host``, then ``connect(address, time_left)`` to each checked address in turn,
+    all within ``time_limit`` seconds. ``errors`` are the HTTP library's ``(ConnectError,
+    ConnectTimeout)``: a name that does not resolve raises the first (httpx reports it as for an
+    unguarded client), a resolution that times out the second, and either one raised by ``connect``
+    moves on to the next address."""
+    connect_error, connect_timeout = errors
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    try:
+        with anyio.fail_after(time_limit):
+            addresses = await check_host(host, port, policy, resolver)
+    except TimeoutError:
+        raise connect_timeout(f"resolving {host!r} timed out") from None
+    except OSError as exc:
+        raise connect_error(f"cannot resolve host {host!r}: {exc}") from None
+    error: Exception | None = None
+    for address in addresses:
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            return await connect(address, left)
+        except errors as exc:
+            error = exc
+    assert error is not None
+    raise error
+
+
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """An httpcore network backend that checks the addresses of every TCP connection it opens and
     connects to the checked address itself, trying each in turn."""
@@ -246,25 +281,13 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            with anyio.fail_after(timeout):
-                addresses = await check_host(host, port, self._policy, self._resolver)
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"resolving {host!r} timed out") from None
-        except OSError as exc:  # httpx turns this into httpx.ConnectError, as for an unguarded client
-            raise httpcore.ConnectError(f"cannot resolve host {host!r}: {exc}") from None
-        error: Exception | None = None
-        for address in addresses:
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout=left, local_address=local_address, socket_options=socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                error = exc
-        assert error is not None
-        raise error
+        async def connect(address: str, left: float | None) -> httpcore.AsyncNetworkStream:
+            return await self._inner.connect_tcp(
+                address, port, timeout=left, local_address=local_address, socket_options=socket_options
+            )
+
+        errors = (httpcore.ConnectError, httpcore.ConnectTimeout)
+        return await connect_checked(host, port, timeout, self._policy, self._resolver, connect, errors)
 
     async def connect_unix_socket(
         self,
@@ -315,6 +338,19 @@ def guarded_client(
         trust_env=False,
         **kwargs,
     )
+
+
+async def read_limited(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of a streamed response's body, and whether there was more (the rest is
+    not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks)[:limit], True
+    return b"".join(chunks), False
 
 
 # --- host names -----------------------------------------------------------------------------------

@@ -6,11 +6,8 @@ import asyncio
 import logging
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
-import uvicorn
 
 from loopwright import Agent
 from loopwright.agent import ToolCallFinished
@@ -173,34 +170,13 @@ async def test_a_server_that_went_away_gives_a_clear_error_after_one_retry(recor
     await server.aclose()
 
 
-@asynccontextmanager
-async def serving_on(app: Any, port: int) -> AsyncIterator[str]:
-    """Like ``serving``, on a given port (to restart a server where clients expect it)."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="none", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    assert server.started
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
-
-
 async def test_reconnects_after_the_http_server_restarted(record: Record) -> None:
     port = free_port()
-    async with serving_on(build_server(record).streamable_http_app(), port) as url:
+    async with serving(build_server(record).streamable_http_app(), port=port) as url:
         server = MCPServer.http(f"{url}/mcp", policy=LOOPBACK)
         engine = ToolEngine(await server.get_tools())
         assert (await engine.invoke("echo", {"text": "before"})).observation == "before"
-    async with serving_on(build_server(record).streamable_http_app(), port):
+    async with serving(build_server(record).streamable_http_app(), port=port):
         # A new server process behind the same URL: whether the negotiated revision keeps a session (and the
         # call reconnects once) or not (2026-07-28 is per request), the call succeeds.
         assert (await engine.invoke("echo", {"text": "after"})).observation == "after"

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from enum import StrEnum
 from typing import Annotated, Any
 
-import uvicorn
 from fastapi import Cookie, FastAPI, File, Form, Header, HTTPException, Query, Request, UploadFile
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
@@ -134,25 +130,3 @@ def _other_routes(app: FastAPI) -> None:
             "auth": {"type": "none"},
             "api": {"type": "openapi", "url": "/openapi.json"},
         }
-
-
-@asynccontextmanager
-async def serving_on(host: str, app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` on ``host`` (a loopback address), a free port; yields the base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    assert server.started
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()

@@ -4,7 +4,6 @@ logs or reprs, and never sent to another origin."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -13,16 +12,10 @@ import pytest
 from loopwright.tools.engine import ToolEngine
 from loopwright.tools.net import NetworkPolicy
 from loopwright.tools.openapi import APIAuth, OpenAPIToolset
-from tests.tools.openapi.api_app import QUERY_KEY, TOKEN, Seen, make_app, serving_on
+from tests.live_server import serving
+from tests.tools.openapi.api_app import QUERY_KEY, TOKEN, Seen, make_app
 
 LOCAL = NetworkPolicy.from_strings(["127.0.0.1"])
-
-
-@pytest.fixture
-async def served() -> AsyncIterator[tuple[str, Seen]]:
-    seen = Seen()
-    async with serving_on("127.0.0.1", make_app(seen)) as url:
-        yield url, seen
 
 
 async def engine_for(url: str, auth: APIAuth, policy: NetworkPolicy = LOCAL) -> ToolEngine:
@@ -106,7 +99,7 @@ async def test_query_key(served: tuple[str, Seen], caplog: pytest.LogCaptureFixt
 async def test_no_credentials_for_another_origin(served: tuple[str, Seen]) -> None:
     url, seen = served
     other_seen = Seen()
-    async with serving_on("127.0.0.2", make_app(other_seen)) as other:
+    async with serving(make_app(other_seen), host="127.0.0.2") as other:
         policy = NetworkPolicy.from_strings(["127.0.0.0/8"])
         for auth in (
             APIAuth.api_key_header("hdr-secret-1", header="X-API-Key"),

@@ -4,7 +4,6 @@ kind, errors, responses."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -16,16 +15,9 @@ from loopwright.tools.net import NetworkPolicy
 from loopwright.tools.openapi import OpenAPIToolset
 from loopwright.tools.openapi.operations import Operation
 from loopwright.tools.openapi.request import build_request
-from tests.tools.openapi.api_app import Seen, make_app, serving_on
+from tests.tools.openapi.api_app import Seen
 
 LOCAL = NetworkPolicy.from_strings(["127.0.0.1"])
-
-
-@pytest.fixture
-async def served() -> AsyncIterator[tuple[str, Seen]]:
-    seen = Seen()
-    async with serving_on("127.0.0.1", make_app(seen)) as url:
-        yield url, seen
 
 
 @pytest.fixture

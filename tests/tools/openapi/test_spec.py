@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from loopwright.tools.openapi.spec import (
     parse_spec_async,
     swagger_to_openapi3,
 )
-from tests.tools.openapi.api_app import make_app, serving_on
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCAL = NetworkPolicy.from_strings(["127.0.0.1"])
@@ -33,12 +31,6 @@ def minimal(paths: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]
         else {"/a": {"get": {"responses": {"200": {"description": "ok"}}}}},
         **extra,
     }
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[str]:
-    async with serving_on("127.0.0.1", make_app()) as url:
-        yield url
 
 
 def test_json_and_yaml() -> None:

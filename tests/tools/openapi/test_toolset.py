@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pydantic
@@ -16,16 +15,10 @@ from loopwright.testing import Reply, ScriptedModel
 from loopwright.tools.base import Toolset
 from loopwright.tools.net import NetworkPolicy
 from loopwright.tools.openapi import OpenAPISource, OpenAPIToolset, SpecError
-from tests.tools.openapi.api_app import TOKEN, Seen, make_app, serving_on
+from tests.tools.openapi.api_app import TOKEN
 
 LOCAL = NetworkPolicy.from_strings(["127.0.0.1"])
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[str]:
-    async with serving_on("127.0.0.1", make_app(Seen())) as url:
-        yield url
 
 
 async def test_from_text_validates_at_once() -> None:

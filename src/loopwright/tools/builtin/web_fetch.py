@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from loopwright.tools.base import TextMessage, Tool, ToolContext, ToolInvokeError, ToolOutput, ToolParameter
-from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_client
+from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_client, read_limited
 from loopwright.tools.threads import run_sync
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ async def fetch(url: str, policy: NetworkPolicy, *, max_bytes: int, timeouts: ht
             if mime and not _is_textual(mime):
                 body, truncated = b"", False  # described, never read
             else:
-                body, truncated = await _read(response, max_bytes)
+                body, truncated = await read_limited(response, max_bytes)
             return Page(
                 str(response.url),
                 response.status_code,
@@ -210,19 +210,8 @@ def _plain_text(markup: str | bytes) -> tuple[str, str]:
     return title, "\n".join(line for line in lines if line)
 
 
-async def _read(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            return b"".join(chunks)[:max_bytes], True
-    return b"".join(chunks), False
-
-
 async def _status_error(url: str, response: httpx.Response) -> str:
-    body, _ = await _read(response, 4096)
+    body, _ = await read_limited(response, 4096)
     excerpt = ""
     if _is_textual(_mime(response.headers.get("content-type", "")) or _sniff(body)):
         text = body.decode(response.charset_encoding or "utf-8", errors="replace")

@@ -276,19 +276,7 @@ class ToolFiles:
         """Store ``data`` as a new tool file (a fresh uuid4 id) and return its record."""
         name = clean_filename(filename)
         mime = mime_type_for(mime_type, name)
-        ctx = ctx or ToolContext()
-        file = ToolFile(
-            id=str(uuid.uuid4()),
-            mime_type=mime,
-            size=len(data),
-            extension=extension_for(mime, name),
-            filename=name,
-            created_at=int(time.time()),
-            user_id=ctx.user_id,
-            conversation_id=ctx.conversation_id,
-            app_id=ctx.app_id,
-            message_id=ctx.message_id,
-        )
+        file = _new_file(mime, name, len(data), ctx or ToolContext())
         blob_key, meta_key = _keys(file.id)
         await self.storage.save(blob_key, bytes(data))
         await self.storage.save(meta_key, file.to_json())
@@ -404,11 +392,17 @@ async def load_tool_files(settings: Settings, data_dir: Path | None = None) -> T
 def _remote(url: str, declared: str | None, filename: str | None, default: str, ctx: ToolContext) -> ToolFile:
     """The record of a file left at its http(s) address (named after the URL's last segment)."""
     name = clean_filename(filename or unquote(urlsplit(url).path.rpartition("/")[2]))
-    mime = mime_type_for(declared, name, default)
+    return _new_file(mime_type_for(declared, name, default), name, None, ctx, remote_url=url)
+
+
+def _new_file(
+    mime: str, name: str | None, size: int | None, ctx: ToolContext, remote_url: str | None = None
+) -> ToolFile:
+    """A fresh record (new uuid4 id, created now) owned by the call ``ctx`` describes."""
     return ToolFile(
         id=str(uuid.uuid4()),
         mime_type=mime,
-        size=None,
+        size=size,
         extension=extension_for(mime, name),
         filename=name,
         created_at=int(time.time()),
@@ -416,5 +410,5 @@ def _remote(url: str, declared: str | None, filename: str | None, default: str, 
         conversation_id=ctx.conversation_id,
         app_id=ctx.app_id,
         message_id=ctx.message_id,
-        remote_url=url,
+        remote_url=remote_url,
     )

@@ -17,21 +17,13 @@ from loopwright.tools.base import (
     BlobMessage,
     JsonMessage,
     LinkMessage,
-    ParameterType,
     TextMessage,
     ToolInvokeError,
     ToolOutput,
     ToolParameter,
+    schema_parameter_type,
 )
 
-_SIMPLE_TYPES: dict[str, ParameterType] = {
-    "string": "string",
-    "integer": "integer",
-    "number": "number",
-    "boolean": "boolean",
-    "array": "array",
-    "object": "object",
-}
 _MAX_REF_DEPTH = 32
 
 
@@ -51,19 +43,13 @@ def tool_parameters(input_schema: Mapping[str, Any]) -> tuple[ToolParameter, ...
         params.append(
             ToolParameter(
                 name=str(name),
-                type=_parameter_type(prop_schema),
+                type=schema_parameter_type(prop_schema),
                 required=name in required_names,
                 description=description if isinstance(description, str) else "",
                 schema=prop_schema,
             )
         )
     return tuple(params)
-
-
-def _parameter_type(schema: Mapping[str, Any]) -> ParameterType:
-    # Only a plain single type is cast by the engine; unions and compositions pass through untouched.
-    kind = schema.get("type")
-    return _SIMPLE_TYPES.get(kind, "any") if isinstance(kind, str) else "any"
 
 
 def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ checks every address it connects to and connects to the checked address itself.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
@@ -21,7 +20,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from loopwright.tools.base import ToolInvokeError
-from loopwright.tools.net import NetworkPolicy, Resolver, check_host, check_url, resolve
+from loopwright.tools.net import NetworkPolicy, Resolver, check_url, connect_checked, resolve
 
 HttpKind = Literal["streamable-http", "sse"]
 
@@ -45,25 +44,13 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            with anyio.fail_after(timeout):
-                addresses = await check_host(host, port, self._policy, self._resolver)
-        except TimeoutError:
-            raise httpcore2.ConnectTimeout(f"resolving {host!r} timed out") from None
-        except OSError as exc:
-            raise httpcore2.ConnectError(f"cannot resolve host {host!r}: {exc}") from None
-        error: Exception | None = None
-        for address in addresses:
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout=left, local_address=local_address, socket_options=socket_options
-                )
-            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
-                error = exc
-        assert error is not None
-        raise error
+        async def connect(address: str, left: float | None) -> httpcore2.AsyncNetworkStream:
+            return await self._inner.connect_tcp(
+                address, port, timeout=left, local_address=local_address, socket_options=socket_options
+            )
+
+        errors = (httpcore2.ConnectError, httpcore2.ConnectTimeout)
+        return await connect_checked(host, port, timeout, self._policy, self._resolver, connect, errors)
 
     async def connect_unix_socket(
         self,

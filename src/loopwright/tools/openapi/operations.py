@@ -11,7 +11,7 @@ from typing import Any, Literal, cast
 
 import httpx
 
-from loopwright.tools.base import ParameterType, ToolParameter
+from loopwright.tools.base import ToolParameter, schema_parameter_type
 from loopwright.tools.openapi.spec import SpecError, merge_params
 
 log = logging.getLogger(__name__)
@@ -27,14 +27,6 @@ _DROPPED_KEYS = frozenset(
     {"xml", "externalDocs", "discriminator", "readOnly", "writeOnly", "deprecated", "nullable", "example"}
     | {"examples", "$schema", "$id", "title", "contentMediaType", "contentEncoding"}
 )
-_TYPES: dict[str, ParameterType] = {
-    "string": "string",
-    "integer": "integer",
-    "number": "number",
-    "boolean": "boolean",
-    "array": "array",
-    "object": "object",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +208,7 @@ def _add(
         model = {"type": "string"}
     if description and not model.get("description"):
         model["description"] = description
-    kind = _TYPES.get(str(model.get("type")), "any")
+    kind = schema_parameter_type(model)
     if name in bindings:
         log.warning("parameter %r appears twice; the later one is used", name)
         params[:] = [p for p in params if p.name != name]

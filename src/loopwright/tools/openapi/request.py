@@ -21,7 +21,7 @@ from loopwright.tools.base import (
     ToolOutput,
     ToolParameterValidationError,
 )
-from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_transport
+from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_transport, read_limited
 from loopwright.tools.openapi.auth import APIAuth, AuthTransport
 from loopwright.tools.openapi.operations import Binding, Operation
 
@@ -102,7 +102,7 @@ async def call_operation(op: Operation, args: Mapping[str, Any], settings: CallS
             ) as client,
             client.stream(op.method, parts.url, **_send_options(op, parts)) as response,
         ):
-            body, truncated = await _read(response, settings.max_response_bytes)
+            body, truncated = await read_limited(response, settings.max_response_bytes)
             return _outputs(op, response, body, truncated, auth)
     except httpx.TimeoutException as exc:
         raise ToolInvokeError(f"{op.method} {shown} timed out ({type(exc).__name__})") from None
@@ -162,17 +162,6 @@ def _text(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
-
-
-async def _read(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            return b"".join(chunks)[:limit], True
-    return b"".join(chunks), False
 
 
 def _outputs(

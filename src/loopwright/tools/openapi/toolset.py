@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -24,6 +24,16 @@ from loopwright.tools.openapi.spec import (
 )
 
 Loader = Callable[[], Awaitable[LoadedSpec]]
+
+
+class ToolsetOptions(TypedDict, total=False):
+    """The keyword arguments ``from_file`` and ``from_text`` pass on to :class:`OpenAPIToolset`."""
+
+    auth: APIAuth | None
+    policy: NetworkPolicy
+    server_url: str | None
+    timeout: httpx.Timeout | None
+    include: Iterable[str] | None
 
 
 class OpenAPIToolset:
@@ -52,46 +62,23 @@ class OpenAPIToolset:
         self._lock = asyncio.Lock()
 
     @classmethod
-    def from_file(
-        cls,
-        path_or_url: str | Path,
-        *,
-        auth: APIAuth | None = None,
-        policy: NetworkPolicy = DEFAULT_POLICY,
-        server_url: str | None = None,
-        timeout: httpx.Timeout | None = None,
-        include: Iterable[str] | None = None,
-    ) -> OpenAPIToolset:
+    def from_file(cls, path_or_url: str | Path, **options: Unpack[ToolsetOptions]) -> OpenAPIToolset:
         """A spec file or http(s) URL (fetched through the network guard), read on first use."""
         source = str(path_or_url)
+        policy = options.get("policy", DEFAULT_POLICY)
 
         async def load() -> LoadedSpec:
             return await load_spec(source, policy)
 
-        return cls(
-            load,
-            auth=auth,
-            policy=policy,
-            server_url=server_url,
-            timeout=timeout,
-            include=include,
-            source=source,
-        )
+        return cls(load, source=source, **options)
 
     @classmethod
     def from_text(
-        cls,
-        text: str,
-        *,
-        auth: APIAuth | None = None,
-        policy: NetworkPolicy = DEFAULT_POLICY,
-        server_url: str | None = None,
-        timeout: httpx.Timeout | None = None,
-        include: Iterable[str] | None = None,
-        source: str = "<text>",
+        cls, text: str, *, source: str = "<text>", **options: Unpack[ToolsetOptions]
     ) -> OpenAPIToolset:
         """A spec given as JSON or YAML text; it is validated here (``SpecError`` when invalid), except a
         plugin manifest, whose spec is fetched on first use."""
+        policy = options.get("policy", DEFAULT_POLICY)
         if is_plugin_manifest(parse_document(text, source)):
 
             async def load() -> LoadedSpec:
@@ -103,15 +90,7 @@ class OpenAPIToolset:
             async def load() -> LoadedSpec:
                 return spec
 
-        return cls(
-            load,
-            auth=auth,
-            policy=policy,
-            server_url=server_url,
-            timeout=timeout,
-            include=include,
-            source=source,
-        )
+        return cls(load, source=source, **options)
 
     @property
     def spec(self) -> LoadedSpec | None:
