@@ -17,7 +17,7 @@ from loopwright.store.db import Database
 @pytest.fixture
 async def knowledge(server_app: FastAPI, db: Database) -> AsyncIterator[KnowledgeBase]:
     kb = KnowledgeBase.open(db.url)
-    server_app.state.knowledge = kb
+    server_app.state.loopwright.use_knowledge(kb)
     yield kb
     await kb.close()
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import select
 
 from loopwright import tool
@@ -169,3 +170,42 @@ async def test_a_toolset_that_cannot_be_built_is_left_out_and_the_app_still_answ
     events = await chat(client, app.key, "Hi")
     assert events[-1]["event"] == "message_end"
     assert "toolset app is left out" in caplog.text and "does not exist" in caplog.text
+
+
+async def test_a_retriever_tool_ends_the_message_with_its_citations(
+    client: httpx.AsyncClient, server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    kb = server_app.state.loopwright.knowledge()
+    handbook = await kb.create_dataset("handbook", description="The staff handbook.")
+    await kb.add_text(handbook, "leave.md", "Staff get 25 days of paid leave each year.")
+    await kb.add_text(handbook, "hours.md", "The office opens at 8 and closes at 18.")
+    tool_name = f"dataset_{handbook.id.replace('-', '_')}"
+    app = await new_app(
+        [
+            {
+                "tool_calls": [
+                    [tool_name, {"query": "paid leave days"}],
+                    [tool_name, {"query": "leave per year"}],
+                ]
+            },
+            "25 days.",
+        ],
+        features=["tool-call", "multi-tool-call", "stream-tool-call"],
+    )
+    await add_toolsets(db, app.id, [{"type": "knowledge", "datasets": ["handbook"]}])
+    events = await chat(client, app.key, "How much leave do I get?")
+    done = [e for e in events if e["event"] == "agent_thought" and e["observation"]][-1]
+    observation = json.loads(done["observation"])
+    assert "25 days of paid leave" in observation[tool_name]
+    assert "retriever_resources" not in done["observation"]  # internal: for message_end only
+    resources = events[-1]["metadata"]["retriever_resources"]
+    # Both calls found the leave document; it is cited once, numbered from 1 (Dify's rule).
+    assert [r["position"] for r in resources] == list(range(1, len(resources) + 1))
+    leave = [r for r in resources if r["document_name"] == "leave.md"]
+    assert len(leave) == 1 and leave[0]["dataset_name"] == "handbook"
+    assert "25 days" in leave[0]["content"] and leave[0]["score"] > 0
+    async with db.transaction() as s:
+        stored = await s.get(Message, events[-1]["message_id"])
+    assert (
+        stored is not None and json.loads(stored.message_metadata or "{}")["retriever_resources"] == resources
+    )

@@ -10,7 +10,6 @@ made with ``loopwright kb key``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated, Any
 
@@ -24,31 +23,22 @@ from loopwright.knowledge.extract import ExtractError, kind_of
 from loopwright.knowledge.ingest import Source
 from loopwright.knowledge.kb import SPLIT_RULES
 from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.state import ServerState
 
 router = APIRouter(prefix="/v1")
 
 MAX_FILE_BYTES = 15 * 1024 * 1024  # Dify's default upload limit
 _STATUS = {"queued": "waiting", "indexing": "indexing", "completed": "completed", "error": "error"}
 _DISPLAY = {"queued": "queuing", "indexing": "indexing", "completed": "available", "error": "error"}
-_lock = asyncio.Lock()
 
 
 # --- the knowledge base and the key ------------------------------------------------------------------
 
 
 async def get_knowledge(request: Request) -> KnowledgeBase:
-    """The server's knowledge base, opened beside its database on first use."""
-    state = request.app.state
-    found: KnowledgeBase | None = getattr(state, "knowledge", None)
-    if found is None:
-        async with _lock:
-            found = getattr(state, "knowledge", None)
-            if found is None:
-                server = getattr(state, "loopwright", None)
-                settings = server.settings if server is not None else None
-                found = KnowledgeBase.open(state.db.url, settings=settings)
-                state.knowledge = found
-    return found
+    """The server's knowledge base (the one its apps' retriever tools use), opened on first use."""
+    state: ServerState = request.app.state.loopwright
+    return state.knowledge()
 
 
 Knowledge = Annotated[KnowledgeBase, Depends(get_knowledge)]

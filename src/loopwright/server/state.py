@@ -60,8 +60,13 @@ class ServerState:
             self.tool_files = await load_tool_files(self.settings)
         return self.tool_files
 
+    def use_knowledge(self, kb: KnowledgeBase) -> None:
+        """Serve this knowledge base instead of the one beside the database (tests, embedding)."""
+        self._knowledge = kb
+
     def knowledge(self) -> KnowledgeBase:
-        """The knowledge bases beside the app database, opened once."""
+        """The knowledge bases beside the app database, opened once (opening is cheap: the store
+        connects on its first query)."""
         if self._knowledge is None:
             from loopwright.knowledge.kb import KnowledgeBase
 
