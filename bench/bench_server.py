@@ -178,6 +178,9 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[100, 500, 1000])
     parser.add_argument("--burst", action="store_true", help="all N requests at once")
     parser.add_argument("--rate", type=float, default=200.0, help="arrivals per second (ramp)")
+    parser.add_argument(
+        "--function-calling", action="store_true", help="a tool-calling model (default: ReAct parsing)"
+    )
     args = parser.parse_args()
     largest = max(args.sizes)
     if args.burst:
@@ -185,6 +188,7 @@ def main() -> None:
     else:  # every answer outlasts the longest ramp, so all N are open together at its end
         chunks = math.ceil((largest / args.rate + 2.0) / CHUNK_DELAY)
     mode = "burst" if args.burst else f"ramp at {args.rate:g}/s"
+    mode += ", function calling" if args.function_calling else ", ReAct"
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}; "
         f"{mode}; answers of {chunks} chunks at {1 / CHUNK_DELAY:g}/s"
@@ -193,7 +197,15 @@ def main() -> None:
         script = Path(tmp) / "script.json"
         reply = "word " * (chunks * 4 // 5)
         script.write_text(
-            json.dumps({"replies": [{"text": reply}], "chunk_size": 4, "delay": CHUNK_DELAY, "cycle": True})
+            json.dumps(
+                {
+                    "replies": [{"text": reply}],
+                    "chunk_size": 4,
+                    "delay": CHUNK_DELAY,
+                    "cycle": True,
+                    "features": ["tool-call", "stream-tool-call"] if args.function_calling else [],
+                }
+            )
         )
         env = {**os.environ, "LOOPWRIGHT_DB": str(Path(tmp) / "bench.db")}
         env.pop("DATABASE_URL", None)
@@ -217,9 +229,16 @@ def main() -> None:
             for i, n in enumerate(args.sizes):
                 rate = None if args.burst else args.rate
                 asyncio.run(run(n, port, key, server.pid, rate=rate, tag=f"r{i}"))
-            saved = _count_saved(Path(tmp) / "bench.db")
             total = sum(args.sizes)
-            print(f"messages saved with an answer: {saved} of {total} (lost: {total - saved})")
+            waited = time.perf_counter()
+            saved = _count_saved(Path(tmp) / "bench.db")
+            while saved < total and time.perf_counter() - waited < 30:
+                time.sleep(0.2)
+                saved = _count_saved(Path(tmp) / "bench.db")
+            print(
+                f"messages saved with an answer: {saved} of {total} (lost: {total - saved}); "
+                f"the last saved {time.perf_counter() - waited:.1f} s after the last message_end"
+            )
         finally:
             server.terminate()
             server.wait(timeout=60)

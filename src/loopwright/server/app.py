@@ -79,11 +79,14 @@ def create_app(
     return app
 
 
-def serve(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-    """Serve ``app`` with uvicorn until interrupted, in this process."""
+def serve(
+    app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, access_log: bool = False
+) -> None:
+    """Serve ``app`` with uvicorn until interrupted, in this process. The access log is off unless
+    asked for: formatting a line per request costs more than the request's own routing."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="info", ws="none")
+    uvicorn.run(app, host=host, port=port, log_level="info", ws="none", access_log=access_log)
 
 
 WORKERS_ENV = "LOOPWRIGHT_WORKERS"
@@ -96,6 +99,7 @@ def run_server(
     *,
     ping_interval: float = DEFAULT_PING_INTERVAL,
     workers: int = 1,
+    access_log: bool = False,
 ) -> None:
     """Migrate the database, build the app and serve it (blocks). With ``workers`` > 1, uvicorn
     starts that many processes, each building its app with :func:`app_from_environment`."""
@@ -104,7 +108,7 @@ def run_server(
     db = Database(database_url)
     asyncio.run(_migrate(db))
     if workers == 1:
-        serve(create_app(db, ping_interval=ping_interval), host, port)
+        serve(create_app(db, ping_interval=ping_interval), host, port, access_log=access_log)
         return
     import uvicorn
 
@@ -119,6 +123,7 @@ def run_server(
         workers=workers,
         log_level="info",
         ws="none",
+        access_log=access_log,
     )
 
 

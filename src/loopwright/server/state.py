@@ -148,7 +148,8 @@ class _LazyFiles:
         return await files.store_outputs(outputs, ctx)
 
 
-def get_state(request: Request) -> ServerState:
+async def get_state(request: Request) -> ServerState:
+    # async: FastAPI runs a plain-function dependency in a worker thread, a hop per request.
     state: ServerState = request.app.state.loopwright
     return state
 
