@@ -6,7 +6,7 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from loopwright.app.generate import (
@@ -21,6 +21,7 @@ from loopwright.app.inputs import InputError, validate_inputs
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.chat_files import resolve_chat_files
 from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_files import upload_settings
 from loopwright.server.runs import Run, events_of, sse_frames
 from loopwright.server.state import ServerState, get_state, require_user
@@ -66,7 +67,7 @@ async def chat_messages(
     payload: ChatPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
-) -> StreamingResponse | JSONResponse:
+) -> EventStream | JSONResponse:
     user = require_user(payload.user)
     query = payload.query.replace("\x00", "")
     conversation_id = _conversation_id(payload.conversation_id)
@@ -95,7 +96,7 @@ async def chat_messages(
     events = run_message(state.db, prepared, agent, request, stop=run.stop)
     state.runs.start(run, events)
     if payload.response_mode == "streaming":
-        return StreamingResponse(sse_frames(run), media_type="text/event-stream", headers=SSE_HEADERS)
+        return EventStream(sse_frames(run), headers=SSE_HEADERS)
     return JSONResponse(await _blocking_body(state, run))
 
 
