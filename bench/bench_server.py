@@ -49,17 +49,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def process_tree(pid: int) -> list[int]:
+    """The process and its descendants (the workers of ``serve --workers``)."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        for child in children:
+            pids.extend(process_tree(int(child)))
+    return pids
+
+
 def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+    """Resident memory of a process tree."""
+    total = 0
+    for p in process_tree(pid):
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (robust to other load on the machine)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of a process tree so far (robust to other load on the machine)."""
+    total = 0
+    for p in process_tree(pid):
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def cli(*args: str, env: dict[str, str]) -> str:
@@ -181,6 +197,7 @@ def main() -> None:
     parser.add_argument(
         "--function-calling", action="store_true", help="a tool-calling model (default: ReAct parsing)"
     )
+    parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     args = parser.parse_args()
     largest = max(args.sizes)
     if args.burst:
@@ -189,6 +206,7 @@ def main() -> None:
         chunks = math.ceil((largest / args.rate + 2.0) / CHUNK_DELAY)
     mode = "burst" if args.burst else f"ramp at {args.rate:g}/s"
     mode += ", function calling" if args.function_calling else ", ReAct"
+    mode += f", {args.workers} worker{'s' if args.workers > 1 else ''}"
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}; "
         f"{mode}; answers of {chunks} chunks at {1 / CHUNK_DELAY:g}/s"
@@ -214,7 +232,7 @@ def main() -> None:
         port = free_port()
         exe = Path(sys.executable).with_name("loopwright")
         server = subprocess.Popen(
-            [str(exe), "serve", "--port", str(port)],
+            [str(exe), "serve", "--port", str(port), "--workers", str(args.workers)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
