@@ -214,17 +214,19 @@ def list_documents(
     return [document_from_row(r) for r in rows], total
 
 
+def _select_in(conn: Any, query: str, values: Sequence[Any]) -> list[Any]:
+    """The rows of ``query`` — whose ``{marks}`` is the placeholder list of an ``IN`` — for all
+    ``values``, 500 at a time (SQLite limits the variables of one statement)."""
+    rows: list[Any] = []
+    for start in range(0, len(values), 500):
+        part = list(values[start : start + 500])
+        rows.extend(conn.execute(query.format(marks=",".join("?" * len(part))), part).fetchall())
+    return rows
+
+
 def documents_by_ids(conn: Any, ids: Iterable[str]) -> dict[str, Document]:
-    wanted = list(set(ids))
-    out: dict[str, Document] = {}
-    for start in range(0, len(wanted), 500):
-        part = wanted[start : start + 500]
-        marks = ",".join("?" * len(part))
-        for row in conn.execute(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM kb_documents WHERE id IN ({marks})", part
-        ).fetchall():
-            out[row[0]] = document_from_row(row)
-    return out
+    query = f"SELECT {_DOCUMENT_COLUMNS} FROM kb_documents WHERE id IN ({{marks}})"
+    return {row[0]: document_from_row(row) for row in _select_in(conn, query, list(set(ids)))}
 
 
 def completed_documents(conn: Any, dataset_id: str) -> list[Document]:
@@ -312,15 +314,8 @@ def insert_segments(conn: Any, segments: Sequence[Segment]) -> list[int]:
 
 
 def segments_by_seq(conn: Any, seqs: Sequence[int]) -> dict[int, Segment]:
-    out: dict[int, Segment] = {}
-    for start in range(0, len(seqs), 500):
-        part = list(seqs[start : start + 500])
-        marks = ",".join("?" * len(part))
-        for row in conn.execute(
-            f"SELECT {SEGMENT_COLUMNS} FROM kb_segments s WHERE s.seq IN ({marks})", part
-        ).fetchall():
-            out[row[0]] = segment_from_row(row)
-    return out
+    query = f"SELECT {SEGMENT_COLUMNS} FROM kb_segments s WHERE s.seq IN ({{marks}})"
+    return {row[0]: segment_from_row(row) for row in _select_in(conn, query, seqs)}
 
 
 def list_segments(conn: Any, document_id: str) -> list[Segment]:
