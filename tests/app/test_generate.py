@@ -250,3 +250,38 @@ async def test_nul_characters_from_the_model_are_not_stored(db: Database) -> Non
     async with db.transaction() as s:
         message = await s.get(Message, events[0]["message_id"])
     assert message is not None and message.answer == "ab"  # PostgreSQL would refuse "a\x00b"
+
+
+async def test_a_new_users_message_streams_before_the_end_user_is_found(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import select
+
+    from loopwright.app.lookup import AppLookup
+    from loopwright.store.models import Conversation, EndUser
+
+    app_id = await new_app(db, CONFIG)
+    gate = asyncio.Event()
+    find = AppLookup._find_or_create_user
+
+    async def slow(self: AppLookup, app: str, user: str) -> str:
+        await gate.wait()
+        return await find(self, app, user)
+
+    monkeypatch.setattr(AppLookup, "_find_or_create_user", slow)
+    model = ScriptedModel([Reply.text("Welcome!")], features=FC)
+    request = ChatRequest("hello", "newcomer")
+    prepared = await asyncio.wait_for(prepare(db, app_id, request), 5)  # does not wait for the user
+    events = run_message(db, prepared, build_agent(prepared.config, model, [add]), request)
+    first = await asyncio.wait_for(anext(events), 5)
+    assert first["event"] == "agent_thought"  # streaming while the end user is still unknown
+    gate.set()
+    rest = [e async for e in events]
+    assert rest[-1]["event"] == "message_end"
+    async with db.transaction() as s:
+        user = await s.scalar(select(EndUser).where(EndUser.session_id == "newcomer"))
+        conversation = await s.get(Conversation, first["conversation_id"])
+        message = await s.get(Message, first["message_id"])
+    assert user is not None and conversation is not None and conversation.end_user_id == user.id
+    assert message is not None and message.answer == "Welcome!" and message.status == "normal"
+    assert prepared.end_user_id == user.id

@@ -135,3 +135,18 @@ async def test_rows_are_written_together_parents_first_updates_last(db: Database
     assert db.writer.batches == batches + 2  # the held batch, then everything else at once
     names = await user_names(db, app_id)
     assert sorted(names) == sorted(f"final-{i}" for i in range(50))
+
+
+async def test_held_writes_wait_for_release_and_land_after_its_first_writes(db: Database) -> None:
+    app_id = "22222222-3333-4444-5555-666666666666"
+    db.writer.hold("conv")
+    child = db.writer.submit(insert_user(app_id, "child"), key="conv")  # needs the app row below
+    other = db.writer.submit(insert_user(await new_app(db), "unrelated"))
+    await asyncio.wait_for(other, 5)  # writes of other keys are not held up
+    await asyncio.sleep(0.05)
+    assert not child.done()
+    settled = asyncio.create_task(db.writer.settled("conv"))
+    db.writer.release("conv", Insert(App, {"id": app_id, "name": "late parent", "mode": "agent-chat"}))
+    await asyncio.wait_for(child, 5)
+    await asyncio.wait_for(settled, 5)  # settled waited for the parked write, not just the release's
+    assert await user_names(db, app_id) == ["child"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 import uuid
@@ -41,7 +42,7 @@ from loopwright.store.models import (
     unix_seconds,
     utcnow,
 )
-from loopwright.store.writer import Insert, Update
+from loopwright.store.writer import Insert, Update, WriteOp
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.engine import FileSink
@@ -84,11 +85,19 @@ class Target:
     """Where a new message goes, resolved before anything is written: the end user, the
     configuration version, and the conversation (``None``: a new one) with its inputs and history."""
 
-    end_user_id: str
+    end_user_id: str  # "" while ``pending_user`` finds it (a new user of a new conversation)
     version: ConfigVersion
     conversation_id: str | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
     history: list[PromptMessage] = field(default_factory=list)
+    pending_user: asyncio.Task[str] | None = None
+
+    async def user_id(self) -> str:
+        """The end user's id, waiting for it if it is still being found."""
+        if self.pending_user is not None:
+            self.end_user_id = await asyncio.shield(self.pending_user)
+            self.pending_user = None
+        return self.end_user_id
 
 
 class AppUnavailableError(LookupError):
@@ -106,13 +115,17 @@ async def resolve(
 ) -> Target:
     """Find the end user and the conversation (same app, same end user, not deleted — else
     :class:`ConversationNotFoundError`) with its pinned configuration, inputs and history; or, for a
-    new conversation, the app's latest configuration. Only reads (mostly from memory)."""
-    end_user_id = await lookup.end_user_id(app_id, user)
+    new conversation, the app's latest configuration. Only reads (mostly from memory); a new
+    conversation does not wait for a new end user's id (see :func:`start_message`)."""
     if not conversation_id:
         version = await lookup.latest_config(app_id)
         if version is None:
             raise AppUnavailableError(f"app {app_id} has no configuration")
-        return Target(end_user_id, version)
+        user_id = lookup.end_user_now(app_id, user)
+        if isinstance(user_id, str):
+            return Target(user_id, version)
+        return Target("", version, pending_user=user_id)
+    end_user_id = await lookup.end_user_id(app_id, user)
     await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
     async with db.sessionmaker() as session:
         conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
@@ -142,29 +155,18 @@ def start_message(
     message_id = new_id()
     conversation_id = target.conversation_id or new_id()
     inputs = dict(inputs if target.conversation_id is None else target.inputs)
-    if target.conversation_id is None:
-        db.writer.submit(
-            Insert(
-                Conversation,
-                {
-                    "id": conversation_id,
-                    "app_id": app_id,
-                    "end_user_id": target.end_user_id,
-                    "app_config_id": target.version.id,
-                    "name": conversation_name(query),
-                    "inputs": inputs,
-                    "status": "normal",
-                    "is_deleted": False,
-                    "created_at": now,
-                    "updated_at": now,
-                },
-            ),
-            key=conversation_id,
-        )
-    else:
-        db.writer.submit(
-            Update(Conversation, {"id": conversation_id, "updated_at": now}), key=conversation_id
-        )
+    conversation = {
+        "id": conversation_id,
+        "app_id": app_id,
+        "end_user_id": target.end_user_id,
+        "app_config_id": target.version.id,
+        "name": conversation_name(query),
+        "inputs": inputs,
+        "status": "normal",
+        "is_deleted": False,
+        "created_at": now,
+        "updated_at": now,
+    }
     # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
     message = {
         "id": message_id,
@@ -175,17 +177,58 @@ def start_message(
         "parent_message_id": UUID_NIL,
         "created_at": now,
     }
-    db.writer.submit(Insert(Message, message), key=conversation_id)
-    for values in files:  # the user's files (``message_files`` rows)
-        row = {**values, "id": new_id(), "message_id": message_id, "created_at": now}
-        db.writer.submit(Insert(MessageFile, row), key=conversation_id)
+    rows: list[WriteOp] = [Insert(Message, message)]
+    rows += [
+        Insert(MessageFile, {**v, "id": new_id(), "message_id": message_id, "created_at": now}) for v in files
+    ]
+    if target.conversation_id is not None:
+        rows.insert(0, Update(Conversation, {"id": conversation_id, "updated_at": now}))
+    elif target.pending_user is None:
+        rows.insert(0, Insert(Conversation, conversation))
+    else:
+        # A new end user: the model starts now; the rows, and every later write of this message,
+        # wait for the end user's id.
+        db.writer.hold(conversation_id)
+        _track(asyncio.ensure_future(_release_when_known(db, target, conversation, rows)))
+        rows = []
+    for op in rows:
+        db.writer.submit(op, key=conversation_id)
     context = MessageContext(
         task_id=str(uuid.uuid4()),
         message_id=message_id,
         conversation_id=conversation_id,
         created_at=unix_seconds(now),
     )
-    return Prepared(target.version.config, context, target.history, inputs, app_id, target.end_user_id)
+    prepared = Prepared(target.version.config, context, target.history, inputs, app_id, target.end_user_id)
+    if target.pending_user is not None:
+        target.pending_user.add_done_callback(functools.partial(_learn_user, prepared))
+    return prepared
+
+
+_RELEASES: set[asyncio.Future[None]] = set()
+
+
+def _track(fut: asyncio.Future[None]) -> None:
+    _RELEASES.add(fut)  # a reference, or the task could be collected before it runs
+    fut.add_done_callback(_RELEASES.discard)
+
+
+async def _release_when_known(
+    db: Database, target: Target, conversation: dict[str, Any], rows: list[WriteOp]
+) -> None:
+    conversation_id = str(conversation["id"])
+    try:
+        conversation["end_user_id"] = await target.user_id()
+    except BaseException:
+        # The parked writes fail on their own (no conversation row) rather than wait for ever.
+        db.writer.release(conversation_id)
+        raise
+    db.writer.release(conversation_id, Insert(Conversation, conversation), *rows)
+
+
+def _learn_user(prepared: Prepared, task: asyncio.Task[str]) -> None:
+    if not task.cancelled() and task.exception() is None:
+        prepared.end_user_id = task.result()
 
 
 async def prepare(

@@ -153,6 +153,14 @@ class AppLookup:
         """Drop the cached newest version (this process just saved a new one)."""
         self._latest.drop(app_id)
 
+    def end_user_now(self, app_id: str, user: str) -> str | asyncio.Task[str]:
+        """The end user's id if it is known here, else the (shared) task that finds or creates it —
+        for a caller that can go on without it for a while."""
+        hit = self._users.get((app_id, user), 0.0)
+        if hit is not None:
+            return hit
+        return asyncio.ensure_future(self.end_user_id(app_id, user))
+
     async def end_user_id(self, app_id: str, user: str) -> str:
         """The id of the end user a client's ``user`` string names in this app, created when new (the
         row is written behind; concurrent first requests of one user share one creation)."""

@@ -19,7 +19,7 @@ from loopwright.app.generate import (
 )
 from loopwright.app.inputs import InputError, validate_inputs
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.chat_files import resolve_chat_files
+from loopwright.server.chat_files import NO_FILES, resolve_chat_files
 from loopwright.server.errors import ApiError, invalid_param, not_found
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_files import upload_settings
@@ -84,9 +84,16 @@ async def chat_messages(
         inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
     except InputError as exc:
         raise invalid_param(str(exc)) from None
-    files = await resolve_chat_files(
-        state.db, app.id, target.end_user_id, config.file_upload, payload.files, upload_settings(state)[0]
-    )
+    files = NO_FILES
+    if payload.files:  # whose uploads they may use: this waits for the end user's id
+        files = await resolve_chat_files(
+            state.db,
+            app.id,
+            await target.user_id(),
+            config.file_upload,
+            payload.files,
+            upload_settings(state)[0],
+        )
     agent = await state.agent(target.version)
     request = ChatRequest(
         query=query, user=user, inputs=inputs, conversation_id=conversation_id, files=files.parts

@@ -14,7 +14,9 @@ they were submitted, then the updates, each table's in submission order. So a me
 lands before its thoughts, and an update after the insert of its row.
 
 ``settled(key)`` waits for the last write submitted under a key (a conversation id), and ``flush()``
-for everything so far — readers use them to see their own writes.
+for everything so far — readers use them to see their own writes. ``hold(key)`` parks the writes of
+a key until ``release(key, first…)``: a new conversation's rows wait for its end user's id (found by
+a query that the model does not wait for), and the writes that depend on them wait behind.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class WriteBehind:
         self._max_batch = max_batch
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._last_by_key: dict[str, asyncio.Future[None]] = {}
+        self._held: dict[str, list[_Pending]] = {}
         self._task: asyncio.Task[None] | None = None
         self._in_flight = 0
         self.batches = 0  # transactions committed, for benchmarks and tests
@@ -91,12 +94,31 @@ class WriteBehind:
             self._task = loop.create_task(self._drain(), name="loopwright-db-writer")
         done: asyncio.Future[None] = loop.create_future()
         done.add_done_callback(_consume_error)
-        self._queue.put_nowait(_Pending(op, done, key))
+        item = _Pending(op, done, key)
+        parked = self._held.get(key) if key is not None else None
+        if parked is not None:
+            parked.append(item)
+        else:
+            self._queue.put_nowait(item)
         self._in_flight += 1
         if key is not None:
             self._last_by_key[key] = done
             done.add_done_callback(functools.partial(self._forget, key))
         return done
+
+    def hold(self, key: str) -> None:
+        """Park the writes submitted under ``key`` from now until :meth:`release`."""
+        self._held.setdefault(key, [])
+
+    def release(self, key: str, *first: WriteOp) -> None:
+        """Queue ``first`` under ``key``, then the writes parked under it, in their order."""
+        parked = self._held.pop(key, [])
+        for op in first:
+            self.submit(op, key=key)
+        for item in parked:
+            self._queue.put_nowait(item)
+        if parked:
+            self._last_by_key[key] = parked[-1].done
 
     async def settled(self, key: str) -> None:
         """Wait until the writes submitted under ``key`` so far have landed (failed ones too)."""
