@@ -140,15 +140,18 @@ async def test_qa_datasets_store_questions_and_answers(kb: KnowledgeBase) -> Non
 
 
 def test_knowledge_path_follows_the_app_database(tmp_path: Path) -> None:
-    assert knowledge_path(f"sqlite+aiosqlite:///{tmp_path}/app.db") == tmp_path / "app.db"
-    assert knowledge_path("sqlite+aiosqlite:///rel.db") == Path("rel.db")
+    # Beside the app database, never in it (two SQLite libraries must not share a file).
+    assert knowledge_path(f"sqlite+aiosqlite:///{tmp_path}/app.db") == tmp_path / "app.knowledge.sqlite3"
+    assert knowledge_path("sqlite+aiosqlite:///rel.db") == Path("rel.knowledge.sqlite3")
     assert (
         knowledge_path("postgresql+asyncpg://u:p@h/db", data_dir=tmp_path) == tmp_path / "knowledge.sqlite3"
     )
     assert sqlite_path_of_url("sqlite+aiosqlite:///:memory:") is None
 
 
-async def test_the_app_database_and_the_knowledge_tables_share_one_file(tmp_path: Path) -> None:
+async def test_the_knowledge_tables_live_beside_the_app_database_not_in_it(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
     from loopwright.store.db import Database
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"
@@ -156,14 +159,13 @@ async def test_the_app_database_and_the_knowledge_tables_share_one_file(tmp_path
     await db.create_all()
     base = KnowledgeBase.open(url)
     try:
-        ds = await base.create_dataset("shared")
-        await base.add_text(ds, "a.txt", "shared file works")
-        async with db.transaction() as s:
-            from sqlalchemy import text
-
-            rows = (await s.execute(text("SELECT name FROM kb_datasets"))).all()
-        assert rows == [("shared",)]
-        assert (await base.search(ds, "shared file", method="keyword"))[0].document_name == "a.txt"
+        ds = await base.create_dataset("beside")
+        await base.add_text(ds, "a.txt", "its own file works")
+        assert (tmp_path / "app.knowledge.sqlite3").is_file()
+        async with db.transaction() as s:  # the app's file has no knowledge tables
+            tables = (await s.execute(text("SELECT name FROM sqlite_master WHERE name LIKE 'kb_%'"))).all()
+        assert tables == []
+        assert (await base.search(ds, "own file", method="keyword"))[0].document_name == "a.txt"
     finally:
         await base.close()
         await db.close()

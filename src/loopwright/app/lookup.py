@@ -197,6 +197,9 @@ class AppLookup:
         user_id = new_id()
         values = {"id": user_id, "app_id": app_id, "session_id": user, "created_at": utcnow()}
         self.db.writer.submit(Insert(EndUser, values))
+        # Known from now on, before this task ends: the row is written behind, so a lookup that came
+        # after the task but before the cache would find no row and create the user a second time.
+        self._users.put((app_id, user), user_id)
         return user_id
 
 

@@ -89,12 +89,16 @@ def sqlite_path_of_url(url: str) -> Path | None:
 
 
 def knowledge_path(database_url: str | None = None, data_dir: str | Path | None = None) -> Path:
-    """Where the knowledge tables live: the app database's file when the app database is SQLite
-    (``DATABASE_URL`` / ``LOOPWRIGHT_DB`` as the server resolves them), else
-    ``<data dir>/knowledge.sqlite3`` (default data dir ``./loopwright-files``)."""
+    """Where the knowledge tables live: a file beside the app database when that is SQLite
+    (``app.db`` → ``app.knowledge.sqlite3``; ``DATABASE_URL`` / ``LOOPWRIGHT_DB`` as the server
+    resolves them), else ``<data dir>/knowledge.sqlite3`` (default data dir ``./loopwright-files``).
+
+    Not the app database's own file: the knowledge store may use another SQLite library than the
+    app's (``pysqlite3``, to load sqlite-vec), and two SQLite libraries in one process do not see each
+    other's file locks — sharing a file loses writes (sqlite.org/howtocorrupt.html, §2.2.1)."""
     from loopwright.store.db import resolve_url
 
     path = sqlite_path_of_url(resolve_url(database_url))
     if path is not None:
-        return path
+        return path.with_name(f"{path.stem}.{KNOWLEDGE_FILE_NAME}")
     return Path(data_dir if data_dir is not None else DEFAULT_DATA_DIR) / KNOWLEDGE_FILE_NAME
