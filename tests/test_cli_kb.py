@@ -37,7 +37,7 @@ def test_create_add_search_list_delete(workdir: Path) -> None:
     assert "Handbook" in listed.output and dataset_id in listed.output and "100/10" in listed.output
     docs = runner.invoke(app, ["kb", "documents", dataset_id])
     assert docs.output.count("completed") == 2
-    assert (workdir / "lw.db").is_file()  # the knowledge tables live in the app database's file
+    assert (workdir / "lw.knowledge.sqlite3").is_file()  # beside the app database
     deleted = runner.invoke(app, ["kb", "delete", "Handbook"])
     assert deleted.exit_code == 0 and "deleted Handbook" in deleted.output
     assert "no datasets" in runner.invoke(app, ["kb", "list"]).output
