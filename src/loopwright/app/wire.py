@@ -270,12 +270,16 @@ class DifyStream:
         return {**self._head(name), "task_id": self.ctx.task_id, **fields}
 
 
-def file_type(mime: str) -> str:
-    """Dify's MessageFile type from a MIME type."""
+DOCUMENT_EXTENSIONS = frozenset({"pdf", "txt", "md", "markdown"})
+
+
+def file_type(mime: str, extension: str = "") -> str:
+    """Dify's file type — image, audio, video, document or custom — from a MIME type (and a file
+    name's extension, for a generic type): of an upload, and of a message file."""
     major = mime.split("/", 1)[0]
     if major in ("image", "video", "audio"):
         return major
-    if major == "text" or mime == "application/pdf":
+    if major == "text" or mime == "application/pdf" or extension in DOCUMENT_EXTENSIONS:
         return "document"
     return "custom"
 

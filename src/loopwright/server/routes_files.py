@@ -29,6 +29,7 @@ from python_multipart.exceptions import FormParserError, MultipartParseError
 from python_multipart.multipart import parse_options_header
 
 from loopwright.app.config import AppConfig
+from loopwright.app.wire import file_type
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.state import ServerState, get_state, require_user
@@ -49,8 +50,6 @@ MAX_PARTS = 64
 DRAIN_LIMIT = 64 * 1024 * 1024  # read (and drop) at most this much after an error, so the client sees it
 MAX_NAME_CHARS = 200  # as Dify: longer names are cut, keeping the extension
 
-DOCUMENT_MIME_TYPES = frozenset({"application/pdf", "text/plain", "text/markdown", "text/x-markdown"})
-DOCUMENT_EXTENSIONS = frozenset({"pdf", "txt", "md", "markdown"})
 GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream"})
 
 
@@ -140,22 +139,9 @@ def effective_mime_type(declared: str, extension: str) -> str:
     return guessed or "application/octet-stream"
 
 
-def file_category(mime_type: str, extension: str) -> str:
-    """Dify's file type of an upload: image, document, audio, video, else custom."""
-    if mime_type.startswith("image/"):
-        return "image"
-    if mime_type in DOCUMENT_MIME_TYPES or extension in DOCUMENT_EXTENSIONS:
-        return "document"
-    if mime_type.startswith("audio/"):
-        return "audio"
-    if mime_type.startswith("video/"):
-        return "video"
-    return "custom"
-
-
 def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
     allowed = config.file_upload.allowed_types
-    return "custom" in allowed or file_category(mime_type, extension) in allowed
+    return "custom" in allowed or file_type(mime_type, extension) in allowed
 
 
 class _Receiver:
