@@ -164,12 +164,10 @@ class AppLookup:
     async def end_user_id(self, app_id: str, user: str) -> str:
         """The id of the end user a client's ``user`` string names in this app, created when new (the
         row is written behind; concurrent first requests of one user share one creation)."""
-        key = (app_id, user)
-        hit = self._users.get(key, 0.0)
+        hit = self._users.get((app_id, user), 0.0)
         if hit is not None:
             return hit
         user_id: str = await self._once(("user", app_id, user), self._find_or_create_user, app_id, user)
-        self._users.put(key, user_id)
         return user_id
 
     async def _once(self, key: tuple[str, ...], find: Callable[..., Awaitable[V]], *args: Any) -> V:
@@ -193,12 +191,13 @@ class AppLookup:
         async with self.db.sessionmaker() as session:
             row = await repo.find_end_user(session, app_id, user)
         if row is not None:
-            return row.id
-        user_id = new_id()
-        values = {"id": user_id, "app_id": app_id, "session_id": user, "created_at": utcnow()}
-        self.db.writer.submit(Insert(EndUser, values))
-        # Known from now on, before this task ends: the row is written behind, so a lookup that came
-        # after the task but before the cache would find no row and create the user a second time.
+            user_id = row.id
+        else:
+            user_id = new_id()
+            values = {"id": user_id, "app_id": app_id, "session_id": user, "created_at": utcnow()}
+            self.db.writer.submit(Insert(EndUser, values))
+        # Cached before this task ends: a new user's row is written behind, so a lookup between the
+        # task's end and a later cache write would find no row and create the user a second time.
         self._users.put((app_id, user), user_id)
         return user_id
 

@@ -87,12 +87,12 @@ class ToolsetPool:
     def __init__(
         self,
         *,
-        policy: NetworkPolicy | None = None,
+        policy: Callable[[], NetworkPolicy] | None = None,
         knowledge: Callable[[], KnowledgeBase] | None = None,
         app_info: AppInfo | None = None,
         app_runner: AppRunner | None = None,
     ) -> None:
-        self.policy = policy
+        self._policy = policy  # read when a source is built (the settings may be loaded late)
         self._knowledge = knowledge
         self._app_info = app_info
         self._app_runner = app_runner
@@ -140,7 +140,7 @@ class ToolsetPool:
             }
             return KnowledgeToolset(self._knowledge(), source.datasets, **options)
         build: Callable[..., ToolLike] = source.build  # type: ignore[attr-defined]  # OpenAPI and MCP sources
-        return build(self.policy) if self.policy is not None else build()
+        return build(self._policy()) if self._policy is not None else build()
 
     async def _app_tool(self, source: AppToolSource) -> Tool:
         if self._app_info is None or self._app_runner is None:

@@ -50,9 +50,11 @@ class ServerState:
         self._knowledge: KnowledgeBase | None = None
         self._agents: dict[tuple[str, str], Agent] = {}
         self.toolsets = ToolsetPool(
-            policy=None, knowledge=self.knowledge, app_info=self._app_info, app_runner=self._run_app
+            policy=lambda: network_policy(self.settings),
+            knowledge=self.knowledge,
+            app_info=self._app_info,
+            app_runner=self._run_app,
         )
-        self._policy_set = False
 
     async def files(self) -> ToolFiles:
         """The server's tool files (local storage and signing key from the settings), built once."""
@@ -107,9 +109,6 @@ class ServerState:
         key = (version.id, version.config.model)  # one model per spec (see ``model``)
         agent = self._agents.get(key)
         if agent is None:
-            if not self._policy_set:  # the settings are read on first need, not at start-up
-                self.toolsets.policy = network_policy(self.settings)
-                self._policy_set = True
             toolsets = await self.toolsets.tools_for(version.config)
             try:
                 agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from loopwright.model.base import estimate_tokens, token_prefix_length
 from loopwright.tools.base import (
+    FILE_OUTPUTS,
     BlobMessage,
     FileMessage,
     ImageMessage,
@@ -65,7 +66,7 @@ class ToolResult:
 
     @property
     def files(self) -> list[ToolOutput]:
-        return [o for o in self.outputs if isinstance(o, ImageMessage | BlobMessage | FileMessage)]
+        return [o for o in self.outputs if isinstance(o, FILE_OUTPUTS)]
 
 
 _NO_CONTEXT = ToolContext()
@@ -157,7 +158,7 @@ class ToolEngine:
             log.info("tool %s failed: %s", name, meta.error)
             return ToolResult(f"tool invoke error: {meta.error}", [], meta)
         shown = outputs
-        if self.files is not None and any(isinstance(o, FILE_KINDS) for o in outputs):
+        if self.files is not None and any(isinstance(o, FILE_OUTPUTS) for o in outputs):
             stored = await self.files.store_outputs(outputs, ctx)
             shown = with_file_observations(outputs, stored)
             outputs = _linked(outputs, stored)
@@ -248,9 +249,6 @@ def render_observation(outputs: list[ToolOutput]) -> str:
         seen = set(texts)
         texts.extend(j for j in jsons if j not in seen)
     return "".join(texts)
-
-
-FILE_KINDS = (ImageMessage, BlobMessage, FileMessage)
 
 
 def _linked(outputs: list[ToolOutput], stored: Sequence[StoredFile]) -> list[ToolOutput]:

@@ -25,7 +25,15 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
-from loopwright.tools.base import BlobMessage, FileMessage, ImageMessage, TextMessage, ToolContext, ToolOutput
+from loopwright.tools.base import (
+    FILE_OUTPUTS,
+    BlobMessage,
+    FileMessage,
+    ImageMessage,
+    TextMessage,
+    ToolContext,
+    ToolOutput,
+)
 from loopwright.tools.files import signing
 from loopwright.tools.files.storage import FileStorage, LocalFileStorage
 from loopwright.tools.threads import run_sync
@@ -218,7 +226,7 @@ def with_file_observations(outputs: Sequence[ToolOutput], stored: Sequence[Store
     by_position = iter(stored)
     result: list[ToolOutput] = []
     for output in outputs:
-        if isinstance(output, ImageMessage | BlobMessage | FileMessage):
+        if isinstance(output, FILE_OUTPUTS):
             item = next(by_position, None)
             if item is None or item.output is not output:
                 raise ValueError("stored files do not match the outputs (use store_outputs on the same list)")
@@ -319,7 +327,7 @@ class ToolFiles:
         """Every file output of a tool call (images, blobs, files; other outputs are skipped), in order,
         stored concurrently, each with its URL and observation. Never raises for a bad output: its
         ``StoredFile`` has ``file=None`` and an observation saying what went wrong."""
-        files = [o for o in outputs if isinstance(o, ImageMessage | BlobMessage | FileMessage)]
+        files = [o for o in outputs if isinstance(o, FILE_OUTPUTS)]
         return list(await asyncio.gather(*(self._store_one(o, ctx) for o in files)))
 
     async def _store_one(
