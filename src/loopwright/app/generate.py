@@ -46,7 +46,7 @@ from loopwright.store.writer import Insert, Update, WriteOp
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.engine import FileSink
-from loopwright.tools.files.signing import TOOL_FILES_PATH
+from loopwright.tools.files.signing import tool_file_of_url
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
 NAME_CHARS = 20
@@ -441,7 +441,7 @@ def _save_tool_files(db: Database, prepared: Prepared, files: Sequence[tuple[str
     ctx = prepared.context
     for file_id, output in files:
         url = getattr(output, "url", "") or ""
-        if TOOL_FILES_PATH + "/" in url:  # ours: …/files/tools/{id}{ext}?timestamp=…&sign=…
+        if tool_file_of_url(url) is not None:  # ours: drop the signature (…?timestamp=…&sign=…)
             url = url.partition("?")[0]
         mime = getattr(output, "mime_type", None) or "application/octet-stream"
         row = {

@@ -26,7 +26,7 @@ from loopwright.store.models import (
     MessageFile,
     unix_seconds,
 )
-from loopwright.tools.files.signing import TOOL_FILES_PATH
+from loopwright.tools.files.signing import tool_file_of_url
 
 router = APIRouter()
 
@@ -249,12 +249,12 @@ async def _message_files(
 
 async def _signed(state: ServerState, url: str | None) -> str:
     """A tool file's URL, signed now (a remote one as it is)."""
-    if not url or TOOL_FILES_PATH + "/" not in url:
+    file_id = tool_file_of_url(url or "")
+    if file_id is None:
         return url or ""
-    name = url.rsplit("/", 1)[-1]
     files = await state.files()
-    stored = await files.get(name.split(".", 1)[0])
-    return files.url_for(stored) if stored is not None else url
+    stored = await files.get(file_id)
+    return files.url_for(stored) if stored is not None else url or ""
 
 
 @router.post("/v1/messages/{message_id}/feedbacks")

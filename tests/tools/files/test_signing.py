@@ -178,3 +178,15 @@ def test_the_key_is_never_logged(tmp_path: Path, caplog: pytest.LogCaptureFixtur
     assert load_secret(None, tmp_path).decode() == key
     assert "readable by other users" in caplog.text
     assert key not in caplog.text
+
+
+def test_the_tool_file_id_is_read_back_from_our_urls_only() -> None:
+    from loopwright.tools.files.signing import tool_file_of_url
+
+    file_id = "3f1c2b4a-0d5e-4c6f-8a7b-9c0d1e2f3a4b"
+    assert (
+        tool_file_of_url(f"https://api.test/files/tools/{file_id}.pdf?timestamp=1&nonce=n&sign=s") == file_id
+    )
+    assert tool_file_of_url(f"/files/tools/{file_id}") == file_id
+    assert tool_file_of_url(f"https://example.com/{file_id}.pdf") is None
+    assert tool_file_of_url("/files/tools/not-an-id.png") is None

@@ -84,6 +84,15 @@ def is_tool_file_id(value: str) -> bool:
         return False
 
 
+def tool_file_of_url(url: str) -> str | None:
+    """The tool file id in one of our (signed or unsigned) URLs, ``…/files/tools/{id}{ext}?…``."""
+    path = url.partition("?")[0]
+    if TOOL_FILES_PATH + "/" not in path:
+        return None
+    file_id = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return file_id if is_tool_file_id(file_id) else None
+
+
 # --- the secret ------------------------------------------------------------------------------------
 
 
