@@ -33,7 +33,6 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.history import UUID_NIL, load_history, trim_to_budget
 from loopwright.store.models import (
-    PRICE_UNIT,
     Conversation,
     Message,
     MessageAgentThought,
@@ -413,18 +412,14 @@ async def _finish(
         {"usage": usage.to_dict(), "retriever_resources": stream.retriever_resources}, ensure_ascii=False
     )
     answer = _storable(stream.answer or stream.partial_answer)
-    result = {
-        "id": stream.ctx.message_id,
-        "answer": answer,
-        "message_tokens": usage.prompt_tokens,
-        "answer_tokens": usage.completion_tokens,
-        "total_price": usage.total_price,
-        "currency": usage.currency,
-        "provider_response_latency": usage.latency,
-        "status": status,
-        "error": _storable(error) if error else None,
-        "message_metadata": metadata,
-    }
+    result = repo.message_result(
+        answer=answer,
+        usage=usage,
+        status=status,
+        error=_storable(error) if error else None,
+        metadata=metadata,
+    )
+    result["id"] = stream.ctx.message_id
     # Waited for, so that a run has ended only when it is stored; a failure is logged by the writer.
     await asyncio.wait({db.writer.submit(Update(Message, result), key=stream.ctx.conversation_id)})
 
@@ -479,23 +474,9 @@ class _ThoughtSaver:
                 op: Insert | Update = Update(MessageAgentThought, values)
             else:
                 self._inserted.add(row.id)
-                new = {**_NEW_THOUGHT, **values, "message_id": self._ctx.message_id, "created_at": utcnow()}
-                op = Insert(MessageAgentThought, new)
+                new = repo.new_thought(self._ctx.message_id, row.position, thought_id=row.id)
+                op = Insert(MessageAgentThought, {**new, **values})
             self._db.writer.submit(op, key=self._ctx.conversation_id)
-
-
-# The columns only an insert sets (Dify's initial values, as ``create_agent_thought``); ``account`` is
-# what Dify writes as the creator's role even for end users.
-_NEW_THOUGHT: dict[str, Any] = {
-    "message_chain_id": None,
-    "tool_process_data": None,
-    "message": "",
-    "message_price_unit": PRICE_UNIT,
-    "answer_price_unit": PRICE_UNIT,
-    "currency": "USD",
-    "created_by_role": "account",
-    "created_by": "",
-}
 
 
 def _thought_values(row: ThoughtRow) -> dict[str, Any]:

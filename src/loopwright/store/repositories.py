@@ -50,6 +50,8 @@ __all__ = [
     "list_conversations",
     "list_messages",
     "list_thoughts",
+    "message_result",
+    "new_thought",
     "rename_conversation",
     "save_message_result",
     "save_thought",
@@ -280,6 +282,38 @@ async def list_messages(
     return Page(page, len(rows) > limit, limit)
 
 
+def message_result(
+    *,
+    answer: str | None = None,
+    usage: Usage | None = None,
+    status: str | None = None,
+    error: str | None = None,
+    metadata: str | None = None,
+) -> dict[str, Any]:
+    """The column values that record a message's outcome (only those given): answer, usage (tokens,
+    price, currency, latency), status (``normal`` | ``error`` | ``stopped``), error text, metadata."""
+    if status is not None and status not in ("normal", "error", "stopped"):
+        raise ValueError(f"invalid message status: {status!r}")
+    values: dict[str, Any] = {}
+    if answer is not None:
+        values["answer"] = answer
+    if usage is not None:
+        values.update(
+            message_tokens=usage.prompt_tokens,
+            answer_tokens=usage.completion_tokens,
+            total_price=usage.total_price,
+            currency=usage.currency,
+            provider_response_latency=usage.latency,
+        )
+    if status is not None:
+        values["status"] = status
+    if error is not None:
+        values["error"] = error
+    if metadata is not None:
+        values["message_metadata"] = metadata
+    return values
+
+
 async def save_message_result(
     session: AsyncSession,
     message_id: str,
@@ -290,32 +324,62 @@ async def save_message_result(
     error: str | None = None,
     metadata: str | None = None,
 ) -> Message:
-    """Record the outcome of a message: answer, usage (tokens, price, currency, latency), status
-    (``normal`` | ``error`` | ``stopped``), error text and metadata JSON."""
+    """Record the outcome of a message (see :func:`message_result`)."""
+    values = message_result(answer=answer, usage=usage, status=status, error=error, metadata=metadata)
     msg = await session.get(Message, message_id)
     if msg is None:
         raise LookupError(f"message {message_id} not found")
-    if status is not None and status not in ("normal", "error", "stopped"):
-        raise ValueError(f"invalid message status: {status!r}")
-    if answer is not None:
-        msg.answer = answer
-    if usage is not None:
-        msg.message_tokens = usage.prompt_tokens
-        msg.answer_tokens = usage.completion_tokens
-        msg.total_price = usage.total_price
-        msg.currency = usage.currency
-        msg.provider_response_latency = usage.latency
-    if status is not None:
-        msg.status = status
-    if error is not None:
-        msg.error = error
-    if metadata is not None:
-        msg.message_metadata = metadata
+    for column, value in values.items():
+        setattr(msg, column, value)
     await session.flush()
     return msg
 
 
 # --- the thought store ----------------------------------------------------------------------------
+
+
+def new_thought(
+    message_id: str,
+    position: int,
+    *,
+    created_by: str = "",
+    created_by_role: str = "account",
+    thought_id: str | None = None,
+) -> dict[str, Any]:
+    """The column values of a new thought row, Dify's initial values (``create_agent_thought``).
+    ``created_by_role`` is ``"account"`` by default, as Dify writes even for end users. ``thought_id``
+    gives the row an id chosen earlier (the one already sent to clients in ``agent_thought`` events)."""
+    values: dict[str, Any] = {
+        "message_id": message_id,
+        "position": position,
+        "message_chain_id": None,
+        "thought": "",
+        "tool": "",
+        "tool_labels_str": "{}",
+        "tool_meta_str": "{}",
+        "tool_input": "",
+        "observation": "",
+        "tool_process_data": None,
+        "message": "",
+        "message_token": 0,
+        "message_unit_price": Decimal(0),
+        "message_price_unit": PRICE_UNIT,
+        "message_files": "[]",
+        "answer": "",
+        "answer_token": 0,
+        "answer_unit_price": Decimal(0),
+        "answer_price_unit": PRICE_UNIT,
+        "tokens": 0,
+        "total_price": Decimal(0),
+        "currency": "USD",
+        "latency": 0.0,
+        "created_by_role": created_by_role,
+        "created_by": created_by,
+        "created_at": utcnow(),
+    }
+    if thought_id is not None:
+        values["id"] = thought_id
+    return values
 
 
 async def create_thought(
@@ -327,38 +391,16 @@ async def create_thought(
     created_by_role: str = "account",
     thought_id: str | None = None,
 ) -> MessageAgentThought:
-    """A new thought row with Dify's initial values (``create_agent_thought``). ``created_by_role`` is
-    ``"account"`` by default, as Dify writes even for end users. ``thought_id`` gives the row an id
-    chosen earlier (the one already sent to clients in ``agent_thought`` events)."""
+    """A new thought row (see :func:`new_thought`)."""
     row = MessageAgentThought(
-        message_id=message_id,
-        position=position,
-        message_chain_id=None,
-        thought="",
-        tool="",
-        tool_labels_str="{}",
-        tool_meta_str="{}",
-        tool_input="",
-        observation="",
-        tool_process_data=None,
-        message="",
-        message_token=0,
-        message_unit_price=Decimal(0),
-        message_price_unit=PRICE_UNIT,
-        message_files="[]",
-        answer="",
-        answer_token=0,
-        answer_unit_price=Decimal(0),
-        answer_price_unit=PRICE_UNIT,
-        tokens=0,
-        total_price=Decimal(0),
-        currency="USD",
-        latency=0.0,
-        created_by_role=created_by_role,
-        created_by=created_by,
+        **new_thought(
+            message_id,
+            position,
+            created_by=created_by,
+            created_by_role=created_by_role,
+            thought_id=thought_id,
+        )
     )
-    if thought_id is not None:
-        row.id = thought_id
     session.add(row)
     await session.flush()
     return row
