@@ -69,13 +69,15 @@ def rss_kib(pid: int) -> int:
     return total
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process tree so far (robust to other load on the machine)."""
-    total = 0
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU time of a process tree so far (robust to other load on the machine)."""
+    user = system = 0
     for p in process_tree(pid):
         fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        user += int(fields[11])
+        system += int(fields[12])
+    tick = os.sysconf("SC_CLK_TCK")
+    return user / tick, system / tick
 
 
 def cli(*args: str, env: dict[str, str]) -> str:
@@ -170,7 +172,8 @@ async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag:
         peak = max(peak, rss_kib(pid))
         await asyncio.sleep(0.1)
     results = [t.result() for t in tasks]
-    cpu = cpu_seconds(pid) - cpu_before
+    user, system = (after - before for after, before in zip(cpu_seconds(pid), cpu_before, strict=True))
+    cpu = user + system
     events = sum(len(r.get("gaps", [])) + 1 for r in results)  # type: ignore[arg-type]
     errors = [r["error"] for r in results if r["error"]]
     gaps = sorted(g for r in results for g in r.get("gaps", []))  # type: ignore[attr-defined]
@@ -183,7 +186,8 @@ async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag:
         f"added p99 {pct(excess, 0.99):6.1f} ms  "
         f"TTFB overhead p50 {pct(firsts, 0.5):6.1f} p99 {pct(firsts, 0.99):7.1f} ms  "
         f"memory {(peak - idle) / max(n, 1):5.1f} KiB/stream  "
-        f"server CPU {cpu:5.1f} s = {cpu / max(events, 1) * 1e6:5.1f} µs/event"
+        f"server CPU {cpu:5.1f} s = {cpu / max(events, 1) * 1e6:5.1f} µs/event "
+        f"({system / max(cpu, 1e-9):.0%} system)"
     )
     if errors:
         print("   errors:", sorted(set(map(str, errors))))

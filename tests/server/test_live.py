@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import Message
 from tests.live_server import serving
@@ -98,3 +101,65 @@ async def test_a_client_that_disconnects_does_not_stop_the_run(
         message = await s.get(Message, first["message_id"])
         assert message is not None
         assert message.status == "normal" and message.answer == "Finished without anyone listening."
+
+
+def _dechunk(raw: bytes) -> bytes:
+    """The body of an HTTP/1.1 chunked transfer."""
+    body, at = bytearray(), 0
+    while True:
+        end = raw.index(b"\r\n", at)
+        size = int(raw[at:end], 16)
+        if size == 0:
+            return bytes(body)
+        body += raw[end + 2 : end + 2 + size]
+        at = end + 2 + size + 2
+
+
+async def test_a_client_that_stops_reading_does_not_hold_the_run_up(
+    base_url: str, db: Database, server_app: FastAPI, tmp_path: Path
+) -> None:
+    """The client reads the first event, then nothing while ~9 MB of events are written: more than
+    the socket buffers hold, so the server pauses writing to it. The run must go on to its end and
+    be saved, and the client, reading again, must get every event in order."""
+    answer = "".join(f"{i:07d} " for i in range(1_000_000))  # 8 MB, each piece distinct
+    script = tmp_path / "big.json"
+    script.write_text(json.dumps({"replies": [answer], "features": ["tool-call"], "chunk_size": 4096}))
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(s, "big", {"model": f"scripted:{script}"})
+        key = (await repo.create_api_key(s, app.id)).token
+    host, port = base_url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)  # a small window fills sooner
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=sock, limit=2**20)
+    try:
+        body = json.dumps({"query": "hi", "user": "alice", "response_mode": "streaming"}).encode()
+        head = (
+            f"POST /v1/chat-messages HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        writer.write(head.encode() + body)
+        status = await reader.readuntil(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.1 200")
+        first = await reader.readuntil(b"\n\n")  # the first event, with its chunk's size line
+        opening = json.loads(first[first.index(b"data: ") + len(b"data: ") :])
+        task_id = opening["task_id"]
+        run = server_app.state.loopwright.runs.get(task_id)
+        assert run is not None
+        queued = 0
+        async with asyncio.timeout(60):
+            while not run.done():  # the client reads nothing meanwhile
+                queued = max(queued, run.queue.qsize())
+                await asyncio.sleep(0.01)
+        assert queued > 0, "the server never had to hold events back: the test did not fill the connection"
+        async with db.transaction() as s:
+            message = await s.get(Message, opening["message_id"])
+            assert message is not None and message.status == "normal" and message.answer == answer
+        rest = await asyncio.wait_for(reader.read(), 60)  # to the end: the request asked to close
+    finally:
+        writer.close()
+    frames = _dechunk(first + rest).decode().split("\n\n")
+    events = [json.loads(f[len("data: ") :]) for f in frames if f.startswith("data: ")]
+    assert events[-1]["event"] == "message_end"
+    assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == answer

@@ -23,7 +23,7 @@ from loopwright.server import (
     routes_files,
     routes_tool_files,
 )
-from loopwright.server.event_stream import RawSend
+from loopwright.server.event_stream import ServiceAPI
 from loopwright.server.state import ServerState
 from loopwright.store.db import Database
 from loopwright.tools.base import Tool
@@ -60,7 +60,7 @@ def create_app(
         await state.aclose()
         await db.writer.close()
 
-    app = FastAPI(
+    app = ServiceAPI(
         title="loopwright",
         description="Dify-compatible Service API for agent-chat apps",
         lifespan=lifespan,
@@ -71,7 +71,6 @@ def create_app(
     app.state.db = db
     app.state.loopwright = state
     errors.install(app)
-    app.add_middleware(RawSend)  # outermost of ours: streams send their bodies past the stack
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_app.router)

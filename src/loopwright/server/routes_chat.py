@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
@@ -23,7 +24,7 @@ from loopwright.server.chat_files import NO_FILES, resolve_chat_files
 from loopwright.server.errors import ApiError, invalid_param, not_found
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_files import upload_settings
-from loopwright.server.runs import Run, events_of, sse_frames
+from loopwright.server.runs import Run, events_of, stream_to
 from loopwright.server.state import ServerState, get_state, require_user
 from loopwright.store.models import Message
 
@@ -103,7 +104,7 @@ async def chat_messages(
     events = run_message(state.db, prepared, agent, request, stop=run.stop)
     state.runs.start(run, events)
     if payload.response_mode == "streaming":
-        return EventStream(sse_frames(run), headers=SSE_HEADERS)
+        return EventStream(partial(stream_to, run), headers=SSE_HEADERS)
     return JSONResponse(await _blocking_body(state, run))
 
 

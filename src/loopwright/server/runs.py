@@ -1,10 +1,18 @@
 """Running messages, by ``task_id``.
 
-Each run is an asyncio task that consumes ``run_message(...)`` into a queue; the HTTP response only
-reads that queue. A client that disconnects therefore does not stop the run: it continues to its end
-and is saved. ``stop`` sets the run's stop event and cancels the run's task where it waits (the model
+Each run is an asyncio task that consumes ``run_message(...)``; the HTTP response only takes what it
+produces. A client that disconnects therefore does not stop the run: it continues to its end and is
+saved. ``stop`` sets the run's stop event and cancels the run's task where it waits (the model
 stream or a tool call); ``run_message`` takes that as a stop: it saves with status ``stopped`` and
 sends ``message_end``.
+
+How events reach a streaming client: while the response waits with nothing queued and its
+connection takes writes without waiting (:class:`Client`), the run's task writes each event to it
+itself — one task woken per event instead of two, and no queue in between. Otherwise events go
+into the run's queue and the response writes them: when the client reads slowly (the server has
+paused writing to it), the run queues and goes on, so a slow or stuck reader never holds a run up;
+the response attaches again once it has caught up. Order is kept because the run writes directly
+only while the queue is empty.
 
 Pings: one ticker per registry puts ``event: ping`` into the queue of each run that has been silent
 for the ping interval — rather than a timeout around every read of every stream, which under a
@@ -17,8 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
+
+from starlette.types import Send
 
 from loopwright.app.wire import PING, WireEvent, error_fields, sse
 from loopwright.server.stops import StopBoard
@@ -28,6 +38,15 @@ log = logging.getLogger("loopwright.server")
 _DONE = None  # the end-of-run sentinel in a run's queue
 _PING: WireEvent = {"event": "ping"}  # queued by the ticker, sent as ``event: ping``
 TICKS_PER_INTERVAL = 4  # a ping follows between 1 and 1.25 intervals of silence
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """A streaming response's connection: ``send`` for body chunks and whether a send now would
+    write at once rather than wait for the client to read (see ``event_stream.writable_now``)."""
+
+    send: Send
+    writable: Callable[[], bool]
 
 
 @dataclass(eq=False)
@@ -41,6 +60,7 @@ class Run:
     queue: asyncio.Queue[WireEvent | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     last_event: float = 0.0  # loop time of the last event queued (pings included)
+    client: Client | None = None  # set while the run may write to its response itself
 
     def done(self) -> bool:
         return self.task is not None and self.task.done()
@@ -80,7 +100,11 @@ class RunRegistry:
         queue = run.queue
         try:
             async for event in events:
-                queue.put_nowait(event)
+                client = run.client
+                if client is not None and client.writable() and queue.empty():
+                    await _write(run, client, sse(event))
+                else:
+                    queue.put_nowait(event)
                 run.last_event = loop.time()
         except Exception as exc:  # run_message reports its own errors; this is a failure around it
             log.exception("run %s failed", run.task_id)
@@ -155,6 +179,21 @@ class RunRegistry:
             await asyncio.wait(pending, timeout=1.0)
 
 
+async def _write(run: Run, client: Client, frame: str) -> None:
+    """Write to an attached client; while it is writable the send returns without waiting, so a
+    stop cannot land here. A send that fails detaches the client (the event is lost only to a
+    connection that is broken); the run goes on."""
+    try:
+        await client.send(_body(frame))
+    except Exception:
+        log.warning("run %s: writing to its client failed; the run goes on", run.task_id, exc_info=True)
+        run.client = None
+
+
+def _body(frame: str) -> dict[str, object]:
+    return {"type": "http.response.body", "body": frame.encode(), "more_body": True}
+
+
 def _stop(run: Run) -> None:
     if run.stop.is_set():
         return
@@ -174,21 +213,28 @@ async def events_of(run: Run) -> AsyncIterator[WireEvent]:
             yield event
 
 
-async def sse_frames(run: Run) -> AsyncIterator[str]:
-    """The run's events as SSE frames; events already waiting go out in one write (under load, fewer
-    and larger writes keep every stream on time). Cancelling this (a client that went away) leaves
-    the run going."""
+async def stream_to(run: Run, send: Send, writable: Callable[[], bool] | None) -> None:
+    """Send the run's events as SSE frames until it ends (a ``send`` that writes body chunks; the
+    caller sends the response's start and end). With ``writable`` (the connection can say whether a
+    send would wait) the run writes its events itself while this waits with nothing queued; what
+    is queued — events the run could not write at once, pings — goes out from here, several in one
+    write when they have piled up. Cancelling this (a client that went away) leaves the run going."""
     queue = run.queue
-    while True:
-        event = await queue.get()
-        frames: list[str] = []
+    try:
         while True:
+            if writable is not None and queue.empty():
+                run.client = Client(send, writable)
+            event = await queue.get()
+            run.client = None
+            frames: list[str] = []
+            while event is not None:
+                frames.append(PING if event is _PING else sse(event))
+                if queue.empty():
+                    break
+                event = queue.get_nowait()
+            if frames:
+                await send(_body(frames[0] if len(frames) == 1 else "".join(frames)))
             if event is None:
-                if frames:
-                    yield "".join(frames)
                 return
-            frames.append(PING if event is _PING else sse(event))
-            if queue.empty():
-                break
-            event = queue.get_nowait()
-        yield frames[0] if len(frames) == 1 else "".join(frames)
+    finally:
+        run.client = None
