@@ -3,7 +3,10 @@
 Each question has an expected tool (or none). For each, the agent runs its first round on the
 embedded model (temperature 0) with three tools offered — calculator, current_time and a weather
 tool — and we record which tool it called (or that it answered directly) and whether the arguments
-were valid (the tool accepted them; for arithmetic, the result is also the right number).
+were valid (the tool accepted them; for arithmetic, the result is also the right number). Then the final
+answers: each arithmetic question run whole with the calculator alone offered; among the runs whose
+calculator call returned the right number, how many final answers state it (``--free-thought``: as
+before the final thought was anchored to the observation, for comparison).
 
 Run: .venv/bin/python bench/eval_local_tools.py [--model SPEC]
 """
@@ -13,10 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import re
 import time
 
 from loopwright import Agent, tool
-from loopwright.agent import ToolCallFinished, ToolCallStarted
+from loopwright.agent import Finished, ToolCallFinished, ToolCallStarted
+from loopwright.model import local_grammar
 from loopwright.model.local import LocalModel
 from loopwright.tools.builtin import builtin_tools
 
@@ -72,6 +77,26 @@ async def first_call(agent: Agent, question: str) -> tuple[str | None, str]:
     return name, observation
 
 
+async def final_answer(agent: Agent, question: str) -> tuple[list[str], str]:
+    """The calculator's observations and the final answer of one whole run."""
+    observations: list[str] = []
+    answer = ""
+    async for event in agent.stream(question):
+        if isinstance(event, ToolCallFinished):
+            observations.append(event.observation)
+        elif isinstance(event, Finished):
+            answer = event.result.text
+    return observations, answer
+
+
+def states(answer: str, value: float) -> bool:
+    """Whether the answer contains the number (as the calculator writes it, or as an integer)."""
+    forms = {f"{value:g}", str(value)}
+    if float(value).is_integer():
+        forms.add(str(int(value)))
+    return any(re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", answer) for form in forms)
+
+
 def arguments_valid(name: str, observation: str, expected: float | None) -> bool:
     if observation.startswith(("tool invoke error", "tool parameters validation error", "there is not")):
         return False
@@ -86,7 +111,12 @@ def arguments_valid(name: str, observation: str, expected: float | None) -> bool
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=None, help="a GGUF path (default: the embedded SmolLM2-135M)")
+    parser.add_argument(
+        "--free-thought", action="store_true", help="do not anchor the final thought to the observation"
+    )
     args = parser.parse_args()
+    if args.free_thought:
+        local_grammar.observation_fits = lambda _: False
     model = LocalModel(args.model)
     await model.load()
     agent = Agent(model=model, tools=[*builtin_tools(), get_weather], max_iterations=2)
@@ -105,6 +135,20 @@ async def main() -> None:
     print(f"\ntool selection: {right_tool}/{n} = {right_tool / n:.0%}")
     print(f"right tool with valid arguments (right number for arithmetic): {valid}/{n} = {valid / n:.0%}")
     print(f"time: {time.perf_counter() - started:.1f} s for {n} questions")
+    calculating = Agent(model=model, tools=[t for t in builtin_tools() if t.name == "calculator"])
+    right = stated = 0
+    for question, _, value in CASES:
+        if value is None:
+            continue
+        observations, answer = await final_answer(calculating, question)
+        if not any(arguments_valid("calculator", o, value) for o in observations):
+            print(f"- {question[:60]:60s} (no right result from the calculator: {observations})")
+            continue
+        right += 1
+        stated += states(answer, value)
+        print(f"{'✓' if states(answer, value) else '✗'} {question[:60]:60s} {answer[:60]!r}")
+    share = stated / max(right, 1)
+    print(f"final answers stating the calculator's right result: {stated}/{right} = {share:.0%}")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,34 @@ async def test_agent_calls_the_calculator_on_the_embedded_model(model: LocalMode
     assert result.finish_reason == "stop" and result.text
 
 
+def test_after_a_short_observation_the_final_thought_quotes_it() -> None:
+    from loopwright.model.local_grammar import observation_fits, react_grammar
+
+    tools = [t.schema for t in builtin_tools()][:1]
+    anchored = react_grammar(tools, "auto", observation="391")
+    assert '"Tool needed: none. The observation 391 answers the question.\\n\\nAction: ' in anchored
+    assert 'Tool needed: none." rest' not in anchored  # no free text where it would invent a result
+    assert "Tool needed: none. The observation" not in react_grammar(tools, "auto")
+    # only what a thought may hold: one short line without backticks or braces
+    assert observation_fits("Sunny, 21 °C in Paris.")
+    assert not observation_fits("two\nlines")
+    assert not observation_fits('{"json": true}')
+    assert not observation_fits("x" * 61)
+    assert not observation_fits("") and not observation_fits(None)
+    long = react_grammar(tools, "auto", observation="x" * 61)
+    assert 'Tool needed: none." rest' in long
+
+
+def test_the_observation_is_read_from_the_small_models_follow_up() -> None:
+    from loopwright.model.local import _observation
+    from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE
+
+    follow_up = UserMessage(SMALL_MODEL_CONTINUE.format(observation="Sunny, 21 °C"))
+    assert _observation([SystemMessage("s"), follow_up]) == "Sunny, 21 °C"
+    assert _observation([UserMessage("What is 17 * 23?")]) is None
+    assert _observation([]) is None
+
+
 @pytest.mark.parametrize("choice", ["auto", "required", "none", "calculator", "unknown"])
 @pytest.mark.parametrize("offered", [0, 1, 2])
 def test_every_grammar_parses(choice: str, offered: int) -> None:
@@ -122,10 +150,11 @@ def test_every_grammar_parses(choice: str, offered: int) -> None:
     from loopwright.model.local_grammar import react_grammar, undefined_rules
 
     tools = [t.schema for t in builtin_tools()][:offered]
-    grammar = react_grammar(tools, choice)  # checks that every rule it uses is defined
-    assert undefined_rules(grammar) == set()
+    for observation in (None, '391 "quoted" \\ é'):
+        grammar = react_grammar(tools, choice, observation=observation)  # checks its rules are defined
+        assert undefined_rules(grammar) == set()
+        LlamaGrammar.from_string(grammar, verbose=False)
     assert undefined_rules("root ::= thing") == {"thing"}
-    LlamaGrammar.from_string(grammar, verbose=False)
 
 
 async def test_the_choice_of_tool_is_scored_by_the_model(model: LocalModel) -> None:

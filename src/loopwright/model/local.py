@@ -206,6 +206,8 @@ class LocalModel:
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
         )
+        if request.react_tools:
+            request.observation = _observation(messages)
         if request.react_tools and _asks_a_question(messages):
             neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
             request.neutral_prompt = self._render(loaded, neutral)[0]
@@ -229,6 +231,19 @@ def _asks_a_question(messages: Sequence[PromptMessage]) -> bool:
     return not (text.startswith("Observation:") or text == "continue")
 
 
+_CONTINUE_HEAD, _, _CONTINUE_TAIL = SMALL_MODEL_CONTINUE.partition("{observation}")
+
+
+def _observation(messages: Sequence[PromptMessage]) -> str | None:
+    """The observation the last message reports (as this module's ReAct prompt words it), if any."""
+    if not messages or not isinstance(messages[-1], UserMessage):
+        return None
+    text = content_text(messages[-1].content)
+    if text.startswith(_CONTINUE_HEAD) and text.endswith(_CONTINUE_TAIL):
+        return text[len(_CONTINUE_HEAD) : len(text) - len(_CONTINUE_TAIL)]
+    return None
+
+
 @dataclass
 class _Request:
     prompt: str
@@ -239,6 +254,7 @@ class _Request:
     tool_choice: str
     prefix: str
     neutral_prompt: str | None = None  # the prompt with the question replaced, for calibration
+    observation: str | None = None  # the result of the tool just called, if the prompt ends with one
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -251,7 +267,9 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         if choice == "auto":
             options.append(("none", request.prefix + FINAL_DECISION))
         choice = choose(llama, request.prompt, options, request.neutral_prompt)
-    grammar = react_grammar(request.react_tools, choice, prefix=request.prefix)
+    grammar = react_grammar(
+        request.react_tools, choice, prefix=request.prefix, observation=request.observation
+    )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 
 

@@ -29,14 +29,34 @@ _SAFE_CHAR = r'char ::= [^"\\\n`{}] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 DECISION_PREFIX = "Tool needed:"
 FINAL_DECISION = DECISION_PREFIX + " none."
 _INPUT_KEY = ', "action_input": '
+_TO_ACTION = '\n\nAction: {"action": '
+OBSERVATION_MAX_CHARS = 60
+_THOUGHT_CHARS = re.compile(r"[^\n`{}]+")
+
+
+def observation_fits(observation: str | None) -> bool:
+    """Whether an observation is short and plain enough to be quoted in a thought (one line, none of
+    the characters a thought may not hold)."""
+    return bool(
+        observation and len(observation) <= OBSERVATION_MAX_CHARS and _THOUGHT_CHARS.fullmatch(observation)
+    )
 
 
 def react_grammar(
-    tools: Sequence[ToolSchema], tool_choice: str = "auto", *, prefix: str = "Thought: "
+    tools: Sequence[ToolSchema],
+    tool_choice: str = "auto",
+    *,
+    prefix: str = "Thought: ",
+    observation: str | None = None,
 ) -> str:
     """The grammar for one reply. The thought opens with the decision — "Tool needed: <tool>." or
     "Tool needed: none." — so the model makes its choice first, in words it can weigh against the
-    question (as the prompt's examples do), and the action that follows must match it."""
+    question (as the prompt's examples do), and the action that follows must match it.
+
+    ``observation``: the short result of the tool just called, if any. Deciding to answer after it,
+    the thought is then fixed to the prompt examples' "The observation <it> answers the question."
+    A tiny model left to write that thought freely goes on past it ("… and gives a final answer of
+    402." after the calculator said 391) and then copies its own invention into the answer."""
     # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
     converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
@@ -49,12 +69,15 @@ def react_grammar(
         action = _literal(json.dumps(tool.name) + _INPUT_KEY)
         branches.append(f"{decision} rest {action} {input_rule}")
     if not allowed or tool_choice in ("auto", "none"):
-        decision = _literal(FINAL_DECISION)
         action = _literal(json.dumps("Final Answer") + _INPUT_KEY)
-        branches.append(f"{decision} rest {action} answer")
+        if observation_fits(observation):
+            thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+            branches.append(f"{_literal(thought)} {action} answer")
+        else:
+            branches.append(f"{_literal(FINAL_DECISION)} rest {action} answer")
     head = (
         f"root ::= {_literal(prefix)} ( " + " | ".join(branches) + ' ) "}"\n'
-        f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} " + '"\\n\\nAction: {\\"action\\": "\n'
+        f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} {_literal(_TO_ACTION)}\n"
         f'answer ::= "\\"" char{{1,{ANSWER_MAX_CHARS}}} "\\""\n'
         f"{_SAFE_CHAR}\n"
     )
