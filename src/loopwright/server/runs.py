@@ -59,7 +59,7 @@ class Run:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     queue: asyncio.Queue[WireEvent | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
-    last_event: float = 0.0  # loop time of the last event queued (pings included)
+    last_event: float = 0.0  # loop time of the last event sent or queued (pings included)
     client: Client | None = None  # set while the run may write to its response itself
 
     def done(self) -> bool:
