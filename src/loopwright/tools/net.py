@@ -15,7 +15,8 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import httpcore
@@ -264,14 +265,19 @@ async def connect_checked(
     raise error
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
+class GuardedBackend:
     """An httpcore network backend that checks the addresses of every TCP connection it opens and
-    connects to the checked address itself, trying each in turn."""
+    connects to the checked address itself, trying each in turn. ``core`` is the httpcore module the
+    client runs on: httpcore itself, or the MCP SDK's fork ``httpcore2`` (``tools.mcp.http``). The
+    connection pools take any object with these three methods, so one class serves both."""
 
-    def __init__(self, policy: NetworkPolicy, resolver: Resolver = resolve) -> None:
+    def __init__(
+        self, policy: NetworkPolicy, resolver: Resolver = resolve, core: ModuleType = httpcore
+    ) -> None:
         self._policy = policy
         self._resolver = resolver
-        self._inner = httpcore.AnyIOBackend()
+        self._inner: Any = core.AnyIOBackend()
+        self._errors: tuple[type[Exception], type[Exception]] = (core.ConnectError, core.ConnectTimeout)
 
     async def connect_tcp(
         self,
@@ -280,21 +286,20 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's backend interface)
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        async def connect(address: str, left: float | None) -> httpcore.AsyncNetworkStream:
+    ) -> Any:
+        async def connect(address: str, left: float | None) -> Any:
             return await self._inner.connect_tcp(
                 address, port, timeout=left, local_address=local_address, socket_options=socket_options
             )
 
-        errors = (httpcore.ConnectError, httpcore.ConnectTimeout)
-        return await connect_checked(host, port, timeout, self._policy, self._resolver, connect, errors)
+        return await connect_checked(host, port, timeout, self._policy, self._resolver, connect, self._errors)
 
     async def connect_unix_socket(
         self,
         path: str,
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's backend interface)
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> Any:
         raise ToolInvokeError("Unix sockets are not reachable through the network guard")
 
     async def sleep(self, seconds: float) -> None:
@@ -313,7 +318,7 @@ def guarded_transport(
     pool = transport._pool
     assert isinstance(pool, httpcore.AsyncConnectionPool)
     # httpx has no public hook for the network backend; the pool reads this attribute per connection.
-    pool._network_backend = GuardedBackend(policy, resolver)
+    pool._network_backend = cast(httpcore.AsyncNetworkBackend, GuardedBackend(policy, resolver))
     return transport
 
 

@@ -7,20 +7,18 @@ checks every address it connects to and connects to the checked address itself.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
-import anyio
 import httpcore2
 import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from loopwright.tools.base import ToolInvokeError
-from loopwright.tools.net import NetworkPolicy, Resolver, check_url, connect_checked, resolve
+from loopwright.tools.net import GuardedBackend, NetworkPolicy, check_url
 
 HttpKind = Literal["streamable-http", "sse"]
 
@@ -28,45 +26,9 @@ CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 300.0  # the server may hold a stream open between events
 
 
-class GuardedBackend(httpcore2.AsyncNetworkBackend):
-    """Checks the addresses of every TCP connection against the policy, then connects to one of them."""
-
-    def __init__(self, policy: NetworkPolicy, resolver: Resolver = resolve) -> None:
-        self._policy = policy
-        self._resolver = resolver
-        self._inner = httpcore2.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore2's backend interface)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        async def connect(address: str, left: float | None) -> httpcore2.AsyncNetworkStream:
-            return await self._inner.connect_tcp(
-                address, port, timeout=left, local_address=local_address, socket_options=socket_options
-            )
-
-        errors = (httpcore2.ConnectError, httpcore2.ConnectTimeout)
-        return await connect_checked(host, port, timeout, self._policy, self._resolver, connect, errors)
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore2's backend interface)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        raise ToolInvokeError("Unix sockets are not reachable through the network guard")
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
-
-
 def guarded_client_factory(policy: NetworkPolicy) -> Any:
     """An ``httpx2`` client factory (the shape the SDK's SSE transport takes) whose clients pass every
-    connection through :class:`GuardedBackend` and ignore proxies from the environment."""
+    connection through ``tools.net.GuardedBackend`` and ignore proxies from the environment."""
 
     def create(
         headers: dict[str, str] | None = None,
@@ -77,7 +39,7 @@ def guarded_client_factory(policy: NetworkPolicy) -> Any:
         pool = transport._pool
         assert isinstance(pool, httpcore2.AsyncConnectionPool)
         # httpx2 has no public hook for the network backend; the pool reads this attribute per connection.
-        pool._network_backend = GuardedBackend(policy)
+        pool._network_backend = cast(httpcore2.AsyncNetworkBackend, GuardedBackend(policy, core=httpcore2))
         return httpx2.AsyncClient(
             transport=transport,
             headers=headers,
