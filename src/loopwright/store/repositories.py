@@ -11,11 +11,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
 from loopwright.model.entities import Usage
 from loopwright.store import codec
@@ -202,12 +204,7 @@ async def list_conversations(
         last = await session.scalar(select(Conversation).where(scope, Conversation.id == last_id))
         if last is None:
             return Page([], False, limit)
-        stmt = stmt.where(
-            or_(
-                Conversation.updated_at < last.updated_at,
-                and_(Conversation.updated_at == last.updated_at, Conversation.id < last.id),
-            )
-        )
+        stmt = stmt.where(_older(Conversation.updated_at, Conversation.id, last.updated_at, last.id))
     stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(limit + 1)
     rows = list(await session.scalars(stmt))
     return Page(rows[:limit], len(rows) > limit, limit)
@@ -269,12 +266,7 @@ async def list_messages(
         first = await get_message(session, conversation_id, first_id)
         if first is None:
             return Page([], False, limit)
-        stmt = stmt.where(
-            or_(
-                Message.created_at < first.created_at,
-                and_(Message.created_at == first.created_at, Message.id < first.id),
-            )
-        )
+        stmt = stmt.where(_older(Message.created_at, Message.id, first.created_at, first.id))
     stmt = stmt.order_by(Message.created_at.desc(), Message.id.desc()).limit(limit + 1)
     rows = list(await session.scalars(stmt))
     page = rows[:limit]
@@ -509,3 +501,14 @@ async def set_feedback(
         row.updated_at = utcnow()
     await session.flush()
     return row
+
+
+def _older(
+    time: InstrumentedAttribute[datetime],
+    row_id: InstrumentedAttribute[str],
+    anchor_time: datetime,
+    anchor_id: str,
+) -> ColumnElement[bool]:
+    """Rows that come after the anchor row in newest-first order (time, then id, both descending): the
+    keyset condition of the conversation and message pages."""
+    return or_(time < anchor_time, and_(time == anchor_time, row_id < anchor_id))
