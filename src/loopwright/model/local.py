@@ -203,11 +203,10 @@ class LocalModel:
             sampling={k: params[k] for k in _SAMPLING_KEYS if k in params},
             react_tools=params.get("react_tools"),
             tool_choice=str(params.get("tool_choice", "auto")),
+            observation=_observation(messages) if params.get("react_tools") else None,
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
         )
-        if request.react_tools:
-            request.observation = _observation(messages)
         if request.react_tools and _asks_a_question(messages):
             neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
             request.neutral_prompt = self._render(loaded, neutral)[0]
