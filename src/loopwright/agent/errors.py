@@ -1,8 +1,8 @@
 """Errors that end an agent run, with Dify's messages where Dify has one."""
 
+from loopwright.errors import AgentError
 
-class AgentError(Exception):
-    """Base of the errors an agent run can end with."""
+__all__ = ["AgentError", "AgentMaxIterationError", "AgentRepeatedToolCallError"]
 
 
 class AgentMaxIterationError(AgentError):

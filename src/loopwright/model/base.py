@@ -6,6 +6,8 @@ import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from loopwright.errors import ModelError as ModelError
+
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -15,10 +17,6 @@ from loopwright.model.entities import (
     ToolSchema,
     content_text,
 )
-
-
-class ModelError(Exception):
-    """A model call failed; the message is meant for the user."""
 
 
 @runtime_checkable

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from loopwright.errors import ToolError as ToolError
+
 from loopwright.model.entities import ToolSchema
 
 # --- messages a tool yields -----------------------------------------------------------------------
@@ -93,10 +95,6 @@ ToolOutput = (
 FILE_OUTPUTS = (ImageMessage, BlobMessage, FileMessage)
 
 # --- errors a tool may raise to choose its observation --------------------------------------------
-
-
-class ToolError(Exception):
-    """Base of the errors the engine turns into observation strings."""
 
 
 class ToolParameterValidationError(ToolError):
