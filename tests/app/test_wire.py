@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
-from loopwright import Agent, AgentMaxIterationError, tool
+from loopwright import Agent, tool
 from loopwright.agent.events import TextDelta
-from loopwright.app.wire import PING, DifyStream, MessageContext, error_fields, file_type, sse
-from loopwright.model.base import ModelError
+from loopwright.app.wire import DifyStream, file_type
+from loopwright.app.wire_events import AgentMessage, EventHead
 from loopwright.testing import Reply, ScriptedModel
 from loopwright.tools import ImageMessage
 
@@ -29,15 +27,15 @@ def draw() -> ImageMessage:
     return ImageMessage("https://files.example/p.png", "image/png")
 
 
-def ctx() -> MessageContext:
-    return MessageContext(task_id="t1", message_id="m1", conversation_id="c1", created_at=1700000000)
+def ctx() -> EventHead:
+    return EventHead(task_id="t1", message_id="m1", conversation_id="c1", created_at=1700000000)
 
 
 async def wire(agent: Agent, query: str, strategy: str) -> tuple[DifyStream, list[dict[str, Any]]]:
     stream = DifyStream(ctx(), strategy)  # type: ignore[arg-type]
     events: list[dict[str, Any]] = []
     async for event in agent.stream(query):
-        events += stream.feed(event)
+        events += [e.payload() for e in stream.feed(event)]  # type: ignore[union-attr]  # no errors here
     return stream, events
 
 
@@ -133,29 +131,6 @@ async def test_tool_files_become_message_file_events_recorded_on_the_thought() -
     assert stream.files[0][0] == files[0]["id"]
 
 
-def test_sse_framing_and_ping() -> None:
-    assert sse({"event": "x", "answer": "é"}) == 'data: {"event": "x", "answer": "é"}\n\n'
-    assert PING == "event: ping\n\n"
-
-
-def test_error_mapping() -> None:
-    stream = DifyStream(ctx(), "react")
-    err = stream.error(ValueError("bad input"))
-    assert err == {
-        "event": "error",
-        "conversation_id": "c1",
-        "message_id": "m1",
-        "created_at": 1700000000,
-        "code": "invalid_param",
-        "message": "bad input",
-        "status": 400,
-    }
-    assert error_fields(ModelError("rate limited")) == ("completion_request_error", 400, "rate limited")
-    code, status, message = error_fields(AgentMaxIterationError(3))
-    assert (code, status) == ("internal_server_error", 500) and "maximum iteration limit of 3" in message
-    assert error_fields(RuntimeError("secret detail"))[2] == "Internal Server Error, please contact support."
-
-
 def test_file_types() -> None:
     assert [
         file_type(m) for m in ("image/png", "audio/mpeg", "video/mp4", "application/pdf", "text/plain")
@@ -169,10 +144,16 @@ def test_file_types() -> None:
     assert file_type("application/zip") == "custom"
 
 
-@pytest.mark.parametrize("text", ["plain", 'quo"te, back\\slash', "line\nbreak\ttab", "é😀", "\x00\x1f", ""])
-def test_a_delta_frame_is_exactly_the_json_dump_of_its_event(text: str) -> None:
-    stream = DifyStream(MessageContext("task", "msg", "conv", 1700000000), "function-calling")
-    (event,) = stream.feed(TextDelta(0, text))
-    expected = f"data: {json.dumps(dict(event), ensure_ascii=False)}\n\n"
-    assert sse(event) == expected
-    assert json.loads(sse(event)[6:])["answer"] == text
+def test_every_event_of_a_message_shares_its_head() -> None:
+    stream = DifyStream(ctx(), "function-calling")
+    (event,) = stream.feed(TextDelta(0, "hi"))
+    assert isinstance(event, AgentMessage) and event.head is stream.head
+    assert event.payload() == {
+        "event": "agent_message",
+        "conversation_id": "c1",
+        "message_id": "m1",
+        "created_at": 1700000000,
+        "task_id": "t1",
+        "id": "m1",
+        "answer": "hi",
+    }

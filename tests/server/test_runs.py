@@ -9,9 +9,14 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from loopwright.app.wire import WireEvent
+from loopwright.app.runs import Run, RunRegistry
+from loopwright.app.wire_events import AgentMessage, EventHead, WireEvent
 from loopwright.server.event_stream import writable_now
-from loopwright.server.runs import Run, RunRegistry, stream_to
+from loopwright.server.sse import stream_to
+
+
+def new_run(task_id: str) -> Run:
+    return Run(EventHead(task_id, "m", "c", 0), app_id="a", user="u")
 
 
 class Flow:
@@ -59,7 +64,14 @@ class Connection:
 
     def events(self) -> list[int]:
         body = b"".join(self.chunks).decode()
-        return [json.loads(f[len("data: ") :])["n"] for f in body.split("\n\n") if f.startswith("data: ")]
+        return [
+            int(json.loads(f[len("data: ") :])["answer"])
+            for f in body.split("\n\n")
+            if f.startswith("data: ")
+        ]
+
+
+HEAD = EventHead("t", "m", "c", 0)
 
 
 class Script:
@@ -72,7 +84,7 @@ class Script:
     async def events(self) -> AsyncGenerator[WireEvent, None]:
         while (n := await self._go.get()) is not None:
             self.produced += 1
-            yield {"event": "agent_message", "n": n}
+            yield AgentMessage(HEAD, str(n))
 
     async def step(self, *numbers: int) -> None:
         for n in numbers:
@@ -85,7 +97,7 @@ class Script:
 
 
 def start(connection: Connection | None = None) -> tuple[Run, Script, asyncio.Task[None] | None]:
-    run = Run(task_id="t1", app_id="a", user="u")
+    run = new_run("t1")
     script = Script()
     RunRegistry().start(run, script.events())
     response = None
@@ -117,7 +129,7 @@ async def test_the_run_writes_to_a_reading_client_itself() -> None:
     script.end()
     assert response is not None
     await asyncio.wait_for(response, 1)
-    assert run.done() and run.client is None
+    assert run.done() and run.sink is None
 
 
 async def test_a_client_that_stops_reading_does_not_hold_the_run_and_loses_nothing() -> None:
@@ -189,27 +201,27 @@ async def test_a_server_that_cannot_say_gets_everything_through_the_queue() -> N
     async def send(message: dict[str, Any]) -> None:
         chunks.append(message["body"])
 
-    run = Run(task_id="t2", app_id="a", user="u")
+    run = new_run("t2")
     script = Script()
     RunRegistry().start(run, script.events())
     response = asyncio.create_task(stream_to(run, send, writable_now(send)))
     await script.step(0, 1)
     script.end()
     await asyncio.wait_for(response, 1)
-    assert run.client is None
+    assert run.sink is None
     body = b"".join(chunks).decode()
-    assert [json.loads(f[6:])["n"] for f in body.split("\n\n") if f] == [0, 1]
+    assert [int(json.loads(f[6:])["answer"]) for f in body.split("\n\n") if f] == [0, 1]
 
 
 async def test_a_response_that_goes_away_detaches() -> None:
     connection = Connection()
     run, script, response = start(connection)
     await asyncio.sleep(0)
-    assert run.client is not None
+    assert run.sink is not None
     assert response is not None
     response.cancel()
     await asyncio.sleep(0)
-    assert run.client is None  # the run writes to nobody and queues instead
+    assert run.sink is None  # the run writes to nobody and queues instead
     await script.step(0)
     script.end()
     assert run.task is not None

@@ -1,8 +1,8 @@
 """The exact bytes of a function-calling and a ReAct stream, pinned (ids and times replaced by
 placeholders): every event, every field, its order and its JSON spelling, as Dify's clients see them.
 
-Regenerate after a deliberate change with ``LOOPWRIGHT_UPDATE_SNAPSHOTS=1 pytest tests/server/test_stream_snapshots.py``
-and review the diff.
+Regenerate after a deliberate change with ``LOOPWRIGHT_UPDATE_SNAPSHOTS=1`` set for this module, and
+review the diff.
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopwright.app.config import InputField
+from loopwright.errors import UserInputError
 
 
-class InputError(ValueError):
+class InputError(UserInputError):
     """An input that the form refuses; the message is Dify's."""
 
 

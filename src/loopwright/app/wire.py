@@ -1,8 +1,9 @@
-"""Agent events → Dify's agent-chat stream: thought rows and SSE events, built in memory.
+"""Agent events → Dify's agent-chat stream: thought rows and typed wire events, built in memory.
 
-One :class:`DifyStream` per message. ``feed(event)`` updates the in-memory mirror of the message's
-``MessageAgentThought`` rows (the same values the store persists) and returns the wire events to send,
-field for field as Dify's Service API (reference §7.6). Building an event never reads the database:
+One :class:`DifyStream` per message, with one hook per agent event type. ``feed(event)`` updates the
+in-memory mirror of the message's ``MessageAgentThought`` rows (the same values the store persists)
+and returns the wire events (:mod:`loopwright.app.wire_events`) to send, field for field as Dify's
+Service API (reference §7.6). Building an event never reads the database:
 the rows here are the source, and the store writes them (``DifyStream.dirty``) when it likes.
 
 Order, as Dify's (one tool round, then the answer):
@@ -15,13 +16,11 @@ ReAct — the same, except that the final round emits no ``agent_thought``: its 
 
 from __future__ import annotations
 
-import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring
 from typing import Any, Literal
 
-from loopwright.agent.errors import AgentError
 from loopwright.agent.events import (
     AgentEvent,
     Finished,
@@ -31,7 +30,15 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from loopwright.model.base import ModelError
+from loopwright.app.wire_events import (
+    AgentMessage,
+    AgentThought,
+    ErrorEvent,
+    EventHead,
+    MessageEnd,
+    MessageFile,
+    WireEvent,
+)
 from loopwright.model.entities import Usage
 from loopwright.store.codec import encode_per_tool, join_tool_names, tool_labels
 from loopwright.tools.base import (
@@ -43,25 +50,6 @@ from loopwright.tools.base import (
     ToolOutput,
     VariableMessage,
 )
-
-WireEvent = dict[str, Any]
-PING = "event: ping\n\n"
-
-
-def sse(event: WireEvent) -> str:
-    """One SSE frame, as Dify writes it."""
-    if type(event) is Delta:
-        return event.frame
-    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
-
-
-class Delta(dict[str, Any]):
-    """An ``agent_message`` event that carries its SSE frame, rendered from a prefix made once per
-    message: deltas are nearly every event of a stream, and dumping each whole dict to JSON cost more
-    than everything else the server does for it."""
-
-    __slots__ = ("frame",)
-    frame: str
 
 
 @dataclass(slots=True)
@@ -97,21 +85,17 @@ class ThoughtRow:
         return encode_per_tool(self.names, self.metas) if any(self.metas) else "{}"
 
 
-@dataclass(slots=True)
-class MessageContext:
-    task_id: str
-    message_id: str
-    conversation_id: str
-    created_at: int
-    first_position: int = 1  # thoughts continue after any the message already has
-
-
 class DifyStream:
-    """Translates one run's events; ``answer`` and ``usage`` are the message's when it ends."""
+    """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
+    the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
+    when it ends."""
 
-    def __init__(self, ctx: MessageContext, strategy: Literal["function-calling", "react"]) -> None:
-        self.ctx = ctx
+    def __init__(
+        self, head: EventHead, strategy: Literal["function-calling", "react"], first_position: int = 1
+    ) -> None:
+        self.head = head
         self.react = strategy == "react"
+        self.first_position = first_position  # thoughts continue after any the message already has
         self.thoughts: list[ThoughtRow] = []
         self.dirty: set[str] = set()  # thought ids changed since the store last saved them
         self.answer = ""
@@ -120,10 +104,15 @@ class DifyStream:
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
         self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
-        self._delta_head = self._wrap("agent_message", id=ctx.message_id, answer="")
-        # json.dumps of the head with "answer" last, cut before the answer's value: '…"answer": '
-        self._delta_prefix = sse(self._delta_head)[: -len('""}\n\n')]
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
+        self._hooks: dict[type[AgentEvent], Callable[[Any], list[WireEvent]]] = {
+            TextDelta: self.on_text_delta,
+            RoundStarted: self.on_round_started,
+            ToolCallStarted: self.on_tool_call_started,
+            ToolCallFinished: self.on_tool_call_finished,
+            RoundFinished: self.on_round_finished,
+            Finished: self.on_finished,
+        }
 
     @property
     def partial_answer(self) -> str:
@@ -133,51 +122,34 @@ class DifyStream:
         return streamed or (self.thoughts[-1].thought if self.thoughts else "")
 
     def feed(self, event: AgentEvent) -> list[WireEvent]:
-        if isinstance(event, TextDelta):
-            self._streamed.append(event.text)
-            if event.channel == "thought":
-                self._text.append(event.text)
-            return [self._delta(event.text)]
-        if isinstance(event, RoundStarted):
-            row = ThoughtRow(str(uuid.uuid4()), self.ctx.first_position + len(self.thoughts))
-            self.thoughts.append(row)
-            self._text = []
-            self._streamed = []
-            return [self._thought(row)]
-        if isinstance(event, ToolCallStarted):
-            row = self.thoughts[-1]
-            row.thought = "".join(self._text).strip()
-            row.names.append(event.name)
-            row.inputs.append(event.arguments)
-            row.observations.append("")
-            row.metas.append({})
-            row.call_ids.append(event.id)
-            return [self._thought(row)]
-        if isinstance(event, ToolCallFinished):
-            return self._call_finished(event)
-        if isinstance(event, RoundFinished):
-            return self._round_finished(event)
-        if isinstance(event, Finished):
-            self.answer = event.result.text
-            self.usage = event.result.usage
-            return [self.message_end()]
-        return []
+        """The wire events for one agent event (none for an event Dify does not show)."""
+        hook = self._hooks.get(type(event))
+        return hook(event) if hook is not None else []
 
-    @property
-    def total_usage(self) -> Usage:
-        """The message's usage: its own rounds and the runs of apps it called as tools."""
-        return self.usage.plus(self._inner_usage) if self._inner_usage.total_tokens else self.usage
+    def on_text_delta(self, event: TextDelta) -> list[WireEvent]:
+        self._streamed.append(event.text)
+        if event.channel == "thought":
+            self._text.append(event.text)
+        return [AgentMessage(self.head, event.text)]
 
-    @property
-    def retriever_resources(self) -> list[dict[str, Any]]:
-        """The citations of every retriever call so far, deduplicated and numbered as Dify does."""
-        if not self._resources:
-            return []
-        from loopwright.knowledge.citations import merge_retriever_resources  # numpy: only when used
+    def on_round_started(self, event: RoundStarted) -> list[WireEvent]:
+        row = ThoughtRow(str(uuid.uuid4()), self.first_position + len(self.thoughts))
+        self.thoughts.append(row)
+        self._text = []
+        self._streamed = []
+        return [self._thought(row)]
 
-        return merge_retriever_resources(self._resources)
+    def on_tool_call_started(self, event: ToolCallStarted) -> list[WireEvent]:
+        row = self.thoughts[-1]
+        row.thought = "".join(self._text).strip()
+        row.names.append(event.name)
+        row.inputs.append(event.arguments)
+        row.observations.append("")
+        row.metas.append({})
+        row.call_ids.append(event.id)
+        return [self._thought(row)]
 
-    def _call_finished(self, event: ToolCallFinished) -> list[WireEvent]:
+    def on_tool_call_finished(self, event: ToolCallFinished) -> list[WireEvent]:
         for item in event.outputs:
             if isinstance(item, VariableMessage) and item.internal:
                 if item.name == RETRIEVER_RESOURCES and isinstance(item.value, list):
@@ -197,7 +169,7 @@ class DifyStream:
         out.append(self._thought(row))
         return out
 
-    def _round_finished(self, event: RoundFinished) -> list[WireEvent]:
+    def on_round_finished(self, event: RoundFinished) -> list[WireEvent]:
         row = self.thoughts[-1]
         row.usage = event.usage
         self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
@@ -214,29 +186,41 @@ class DifyStream:
             return []
         return [self._thought(row)]
 
-    def _delta(self, text: str) -> Delta:
-        delta = Delta(self._delta_head)
-        delta["answer"] = text
-        delta.frame = f"{self._delta_prefix}{encode_basestring(text)}}}\n\n"
-        return delta
+    def on_finished(self, event: Finished) -> list[WireEvent]:
+        self.answer = event.result.text
+        self.usage = event.result.usage
+        return [self.message_end()]
 
-    def message_end(self) -> WireEvent:
+    @property
+    def total_usage(self) -> Usage:
+        """The message's usage: its own rounds and the runs of apps it called as tools."""
+        return self.usage.plus(self._inner_usage) if self._inner_usage.total_tokens else self.usage
+
+    @property
+    def retriever_resources(self) -> list[dict[str, Any]]:
+        """The citations of every retriever call so far, deduplicated and numbered as Dify does."""
+        if not self._resources:
+            return []
+        from loopwright.knowledge.citations import merge_retriever_resources  # numpy: only when used
+
+        return merge_retriever_resources(self._resources)
+
+    def message_end(self) -> MessageEnd:
         metadata: dict[str, Any] = {
             "annotation_reply": None,
             "retriever_resources": self.retriever_resources,
             "usage": self.total_usage.to_dict(),
         }
-        return self._wrap("message_end", id=self.ctx.message_id, metadata=metadata, files=None)
+        return MessageEnd(self.head, metadata)
 
-    def error(self, exc: BaseException) -> WireEvent:
-        """Dify's ``error`` event (no ``task_id``) for what ended a run."""
-        code, status, message = error_fields(exc)
-        return {**self._head("error"), "code": code, "message": message, "status": status}
+    def error(self, exc: BaseException) -> ErrorEvent:
+        """Dify's ``error`` event for what ended a run."""
+        return ErrorEvent(self.head, exc)
 
-    def _thought(self, row: ThoughtRow) -> WireEvent:
+    def _thought(self, row: ThoughtRow) -> AgentThought:
         self.dirty.add(row.id)
-        return self._wrap(
-            "agent_thought",
+        return AgentThought(
+            self.head,
             id=row.id,
             position=row.position,
             thought=row.thought,
@@ -247,7 +231,7 @@ class DifyStream:
             message_files=list(row.message_files),
         )
 
-    def _message_file(self, file_id: str, output: ToolOutput) -> WireEvent:
+    def _message_file(self, file_id: str, output: ToolOutput) -> MessageFile:
         url = output.url if isinstance(output, ImageMessage | FileMessage) else ""
         if isinstance(output, ImageMessage):
             kind = file_type(output.mime_type or "image/png")
@@ -255,19 +239,7 @@ class DifyStream:
             kind = file_type(output.mime_type)
         else:
             kind = "custom"
-        return self._wrap("message_file", id=file_id, type=kind, belongs_to="assistant", url=url)
-
-    def _head(self, name: str) -> WireEvent:
-        ctx = self.ctx
-        return {
-            "event": name,
-            "conversation_id": ctx.conversation_id,
-            "message_id": ctx.message_id,
-            "created_at": ctx.created_at,
-        }
-
-    def _wrap(self, name: str, **fields: Any) -> WireEvent:
-        return {**self._head(name), "task_id": self.ctx.task_id, **fields}
+        return MessageFile(self.head, id=file_id, type=kind, url=url)
 
 
 DOCUMENT_EXTENSIONS = frozenset({"pdf", "txt", "md", "markdown"})
@@ -282,15 +254,3 @@ def file_type(mime: str, extension: str = "") -> str:
     if major == "text" or mime == "application/pdf" or extension in DOCUMENT_EXTENSIONS:
         return "document"
     return "custom"
-
-
-def error_fields(exc: BaseException) -> tuple[str, int, str]:
-    """``(code, status, message)`` as Dify maps errors to its ``error`` event. Agent errors keep their
-    own message (Dify hides them behind "Internal Server Error, please contact support.")."""
-    if isinstance(exc, ModelError):
-        return "completion_request_error", 400, str(exc)
-    if isinstance(exc, AgentError):
-        return "internal_server_error", 500, str(exc)
-    if isinstance(exc, ValueError):
-        return "invalid_param", 400, str(exc)
-    return "internal_server_error", 500, "Internal Server Error, please contact support."

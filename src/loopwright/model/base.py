@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from loopwright.errors import ModelError as ModelError
-
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from loopwright.app.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.server import (
     errors,
@@ -24,7 +25,6 @@ from loopwright.server import (
     routes_tool_files,
 )
 from loopwright.server.event_stream import ServiceAPI
-from loopwright.server.state import ServerState
 from loopwright.store.db import Database
 from loopwright.tools.base import Tool
 
@@ -51,14 +51,12 @@ def create_app(
         from loopwright.tools.net import network_policy
 
         tools = builtin_tools(network_policy(settings or load_settings()))
-    state = ServerState(db, settings, ping_interval=ping_interval, tools=tools, workers=workers)
+    runtime = AppRuntime(db, settings, ping_interval=ping_interval, tools=tools, workers=workers)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await state.runs.shutdown()  # stopped runs are saved before the process ends
-        await state.aclose()
-        await db.writer.close()
+        await runtime.shutdown()  # stopped runs are saved before the process ends
 
     app = ServiceAPI(
         title="loopwright",
@@ -69,7 +67,7 @@ def create_app(
         openapi_url=None,
     )
     app.state.db = db
-    app.state.loopwright = state
+    app.state.loopwright = runtime
     errors.install(app)
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)

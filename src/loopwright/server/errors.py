@@ -1,7 +1,9 @@
 """Dify's error bodies: every error response is ``{"code", "message", "status"}``.
 
-Request validation errors (FastAPI's 422) become 400 ``invalid_param``; an unexpected exception becomes
-500 ``internal_server_error`` without a traceback (it is logged).
+:data:`ERROR_TABLE` maps loopwright's exceptions (``loopwright.errors``) to Dify's codes, once, for both
+an HTTP error response and a stream's ``error`` event. Request validation errors (FastAPI's 422) become
+400 ``invalid_param``; anything not in the table — a bug — becomes 500 ``internal_server_error`` with
+Dify's generic message and no details (it is logged), never the client's fault.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopwright.app.errors import AppUnavailableError, ProviderNotInitializedError
+from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
+
 log = logging.getLogger("loopwright.server")
 
 INTERNAL_MESSAGE = "Internal Server Error, please contact support."
@@ -27,6 +32,26 @@ _HTTP_CODES = {
     413: "file_too_large",
     415: "unsupported_media_type",
 }
+
+
+# (exception class, status, code), most specific first; the exception's own message is shown.
+# Agent errors keep their message (Dify hides them behind its generic one; ours say what happened).
+ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
+    (AppUnavailableError, 400, "app_unavailable"),
+    (ProviderNotInitializedError, 400, "provider_not_initialize"),
+    (NotFoundError, 404, "not_found"),
+    (UserInputError, 400, "invalid_param"),
+    (ModelError, 400, "completion_request_error"),
+    (AgentError, 500, "internal_server_error"),
+)
+
+
+def error_fields(exc: BaseException) -> tuple[str, int, str]:
+    """``(code, status, message)`` of an exception, from :data:`ERROR_TABLE`."""
+    for cls, status, code in ERROR_TABLE:
+        if isinstance(exc, cls):
+            return code, status, str(exc)
+    return "internal_server_error", 500, INTERNAL_MESSAGE
 
 
 class ApiError(Exception):
@@ -80,6 +105,12 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, ApiError)
         return error_response(exc.status, exc.code, exc.message)
 
+    async def loopwright_error(_: Request, exc: Exception) -> JSONResponse:
+        code, status, message = error_fields(exc)
+        if status >= 500:
+            log.error("request failed: %s", exc, exc_info=exc)
+        return error_response(status, code, message)
+
     async def request_invalid(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         return error_response(400, "invalid_param", validation_message(exc))
@@ -92,6 +123,7 @@ def install(app: FastAPI) -> None:
         return error_response(exc.status_code, code, message)
 
     app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(LoopwrightError, loopwright_error)
     app.add_exception_handler(RequestValidationError, request_invalid)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_middleware(CatchAll)

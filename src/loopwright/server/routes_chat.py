@@ -1,4 +1,8 @@
-"""``POST /v1/chat-messages`` (streaming or blocking) and ``POST /v1/chat-messages/{task_id}/stop``."""
+"""``POST /v1/chat-messages`` (streaming or blocking) and ``POST /v1/chat-messages/{task_id}/stop``.
+
+Parse, authorize, hand the message to the app runtime (``AppRuntime.start``), serialize: a stream of SSE
+frames, or Dify's blocking body once the run has ended and been saved.
+"""
 
 from __future__ import annotations
 
@@ -10,28 +14,17 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app.generate import (
-    AppUnavailableError,
-    ChatRequest,
-    ConversationNotFoundError,
-    resolve,
-    run_message,
-    start_message,
-)
-from loopwright.app.inputs import InputError, validate_inputs
+from loopwright.app.messages import MessageRequest
+from loopwright.app.runs import RunOutcome
+from loopwright.app.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.chat_files import NO_FILES, resolve_chat_files
-from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.errors import ApiError, error_fields, invalid_param
 from loopwright.server.event_stream import EventStream
-from loopwright.server.routes_files import upload_settings
-from loopwright.server.runs import Run, events_of, stream_to
-from loopwright.server.state import ServerState, get_state, require_user
-from loopwright.store.models import Message
+from loopwright.server.sse import stream_to
+from loopwright.server.state import get_state, require_user
 
 router = APIRouter()
 
-CONVERSATION_NOT_EXISTS = "Conversation Not Exists."
-APP_UNAVAILABLE = "App unavailable, please check your app configurations."
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -67,70 +60,42 @@ def _conversation_id(value: str | None) -> str | None:
 async def chat_messages(
     payload: ChatPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> EventStream | JSONResponse:
-    user = require_user(payload.user)
-    query = payload.query.replace("\x00", "")
-    conversation_id = _conversation_id(payload.conversation_id)
-    try:
-        target = await resolve(state.db, state.lookup, app.id, user, conversation_id)
-    except ConversationNotFoundError:
-        raise not_found(CONVERSATION_NOT_EXISTS) from None
-    except AppUnavailableError:
-        raise ApiError(
-            400, "app_unavailable", "App unavailable, please check your app configurations."
-        ) from None
-    config = target.version.config
-    try:
-        inputs = {} if conversation_id else validate_inputs(config.user_input_form, payload.inputs)
-    except InputError as exc:
-        raise invalid_param(str(exc)) from None
-    files = NO_FILES
-    if payload.files:  # whose uploads they may use: this waits for the end user's id
-        files = await resolve_chat_files(
-            state.db,
-            app.id,
-            await target.user_id(),
-            config.file_upload,
-            payload.files,
-            upload_settings(state)[0],
-        )
-    agent = await state.agent(target.version)
-    request = ChatRequest(
-        query=query, user=user, inputs=inputs, conversation_id=conversation_id, files=files.parts
+    streaming = payload.response_mode == "streaming"
+    request = MessageRequest(
+        app_id=app.id,
+        user=require_user(payload.user),
+        query=payload.query.replace("\x00", ""),
+        inputs=payload.inputs,
+        conversation_id=_conversation_id(payload.conversation_id),
+        files=payload.files or (),
+        response_mode="streaming" if streaming else "blocking",
     )
-    prepared = start_message(state.db, app.id, target, query, inputs, files.rows)
-    run = Run(task_id=prepared.context.task_id, app_id=app.id, user=user)
-    events = run_message(state.db, prepared, agent, request, stop=run.stop)
-    state.runs.start(run, events)
-    if payload.response_mode == "streaming":
+    run = await runtime.start(request)
+    if streaming:
         return EventStream(partial(stream_to, run), headers=SSE_HEADERS)
-    return JSONResponse(await _blocking_body(state, run))
+    return JSONResponse(blocking_body(run.task_id, await run.outcome()))
 
 
-async def _blocking_body(state: ServerState, run: Run) -> dict[str, Any]:
-    """Run to the end and answer with Dify's blocking body (an ``error`` event becomes the error)."""
-    end: dict[str, Any] | None = None
-    async for event in events_of(run):
-        if event["event"] == "error":
-            raise ApiError(int(event["status"]), str(event["code"]), str(event["message"]))
-        if event["event"] == "message_end":
-            end = event
+def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
+    """Dify's blocking body for a run that has ended (an error ends it as Dify's error response)."""
+    if outcome.error is not None:
+        code, status, message = error_fields(outcome.error)
+        raise ApiError(status, code, message)
+    end = outcome.end
     if end is None:
         raise ApiError(500, "internal_server_error", "the run ended without an answer")
-    async with state.db.transaction() as session:
-        message = await session.get(Message, end["message_id"])
-        answer = message.answer if message is not None else ""
     return {
         "event": "message",
-        "task_id": run.task_id,
-        "id": end["message_id"],
-        "message_id": end["message_id"],
-        "conversation_id": end["conversation_id"],
+        "task_id": task_id,
+        "id": end.head.message_id,
+        "message_id": end.head.message_id,
+        "conversation_id": end.head.conversation_id,
         "mode": "agent-chat",
-        "answer": answer,
-        "metadata": end["metadata"],
-        "created_at": end["created_at"],
+        "answer": outcome.answer,
+        "metadata": end.metadata,
+        "created_at": end.head.created_at,
     }
 
 
@@ -139,8 +104,8 @@ async def stop_chat_message(
     task_id: str,
     payload: StopPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     """Stop a running message of this app and user; success even for an unknown task (as Dify)."""
-    state.runs.stop(task_id, app.id, require_user(payload.user))
+    runtime.stop(task_id, app.id, require_user(payload.user))
     return {"result": "success"}

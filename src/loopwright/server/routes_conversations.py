@@ -11,10 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.app.config import AppConfig
-from loopwright.app.generate import conversation_name
+from loopwright.app.errors import CONVERSATION_NOT_EXISTS
+from loopwright.app.message_writes import conversation_name
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import invalid_param, not_found
-from loopwright.server.routes_chat import CONVERSATION_NOT_EXISTS
 from loopwright.server.state import MAX_NAME_CHARS, ServerState, get_state, require_user
 from loopwright.store import repositories as repo
 from loopwright.store.models import AppConfig as AppConfigRow

@@ -9,13 +9,13 @@ for anything outside that scope, so one end user never sees another's conversati
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -31,17 +31,17 @@ from loopwright.store.models import (
     Message,
     MessageAgentThought,
     MessageFeedback,
+    StopRequest,
+    new_id,
     utcnow,
 )
+from loopwright.store.writer import WriteFn
 
 __all__ = [
     "Page",
     "add_config_version",
     "create_api_key",
     "create_app",
-    "create_conversation",
-    "create_message",
-    "create_thought",
     "delete_conversation",
     "find_app_by_key",
     "find_end_user",
@@ -53,11 +53,16 @@ __all__ = [
     "list_messages",
     "list_thoughts",
     "message_result",
+    "new_conversation",
+    "new_message",
+    "new_message_file",
     "new_thought",
     "rename_conversation",
-    "save_message_result",
-    "save_thought",
     "set_feedback",
+    "stop_request_upsert",
+    "storable",
+    "take_stop_requests",
+    "thought_values",
 ]
 
 T = TypeVar("T")
@@ -146,34 +151,29 @@ async def get_or_create_end_user(session: AsyncSession, app_id: str, session_id:
 # --- conversations --------------------------------------------------------------------------------
 
 
-async def create_conversation(
-    session: AsyncSession,
+def new_conversation(
+    conversation_id: str,
     app_id: str,
     end_user_id: str,
+    app_config_id: str,
     *,
-    app_config_id: str | None = None,
-    name: str = "New conversation",
-    inputs: Mapping[str, Any] | None = None,
-) -> Conversation:
-    """A conversation pinned to ``app_config_id`` (default: the app's latest configuration)."""
-    if app_config_id is None:
-        config = await latest_config(session, app_id)
-        if config is None:
-            raise ValueError(f"app {app_id} has no configuration")
-        app_config_id = config.id
-    now = utcnow()
-    conv = Conversation(
-        app_id=app_id,
-        end_user_id=end_user_id,
-        app_config_id=app_config_id,
-        name=name,
-        inputs=dict(inputs or {}),
-        created_at=now,
-        updated_at=now,
-    )
-    session.add(conv)
-    await session.flush()
-    return conv
+    name: str,
+    inputs: Mapping[str, Any],
+    now: datetime,
+) -> dict[str, Any]:
+    """The column values of a new conversation pinned to configuration ``app_config_id``."""
+    return {
+        "id": conversation_id,
+        "app_id": app_id,
+        "end_user_id": end_user_id,
+        "app_config_id": app_config_id,
+        "name": name,
+        "inputs": dict(inputs),
+        "status": "normal",
+        "is_deleted": False,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 async def get_conversation(
@@ -227,28 +227,32 @@ async def delete_conversation(session: AsyncSession, conversation: Conversation)
 # --- messages -------------------------------------------------------------------------------------
 
 
-async def create_message(
-    session: AsyncSession,
-    conversation: Conversation,
+def new_message(
+    message_id: str,
+    conversation_id: str,
+    app_id: str,
     query: str,
     *,
-    inputs: Mapping[str, Any] | None = None,
-    parent_message_id: str | None = None,
-) -> Message:
-    """A new message (empty answer) in ``conversation``; the conversation's ``updated_at`` moves."""
-    now = utcnow()
-    msg = Message(
-        conversation_id=conversation.id,
-        app_id=conversation.app_id,
-        query=query,
-        inputs=dict(inputs if inputs is not None else conversation.inputs),
-        parent_message_id=parent_message_id,
-        created_at=now,
-    )
-    conversation.updated_at = now
-    session.add(msg)
-    await session.flush()
-    return msg
+    inputs: Mapping[str, Any],
+    parent_message_id: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The column values of a new message (its answer comes with :func:`message_result`)."""
+    return {
+        "id": message_id,
+        "conversation_id": conversation_id,
+        "app_id": app_id,
+        "query": query,
+        "inputs": dict(inputs),
+        "parent_message_id": parent_message_id,
+        "created_at": now,
+    }
+
+
+def new_message_file(message_id: str, values: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
+    """A ``message_files`` row: ``values`` (type, transfer method, url, upload id, belongs_to, created
+    by) with its id (``values["id"]`` when given: an id already sent to clients) and message."""
+    return {"id": values.get("id") or new_id(), **values, "message_id": message_id, "created_at": now}
 
 
 async def get_message(session: AsyncSession, conversation_id: str, message_id: str) -> Message | None:
@@ -306,27 +310,6 @@ def message_result(
     return values
 
 
-async def save_message_result(
-    session: AsyncSession,
-    message_id: str,
-    *,
-    answer: str | None = None,
-    usage: Usage | None = None,
-    status: str | None = None,
-    error: str | None = None,
-    metadata: str | None = None,
-) -> Message:
-    """Record the outcome of a message (see :func:`message_result`)."""
-    values = message_result(answer=answer, usage=usage, status=status, error=error, metadata=metadata)
-    msg = await session.get(Message, message_id)
-    if msg is None:
-        raise LookupError(f"message {message_id} not found")
-    for column, value in values.items():
-        setattr(msg, column, value)
-    await session.flush()
-    return msg
-
-
 # --- the thought store ----------------------------------------------------------------------------
 
 
@@ -374,91 +357,55 @@ def new_thought(
     return values
 
 
-async def create_thought(
-    session: AsyncSession,
-    message_id: str,
+def thought_values(
+    thought_id: str,
     position: int,
     *,
-    created_by: str = "",
-    created_by_role: str = "account",
-    thought_id: str | None = None,
-) -> MessageAgentThought:
-    """A new thought row (see :func:`new_thought`)."""
-    row = MessageAgentThought(
-        **new_thought(
-            message_id,
-            position,
-            created_by=created_by,
-            created_by_role=created_by_role,
-            thought_id=thought_id,
-        )
-    )
-    session.add(row)
-    await session.flush()
-    return row
-
-
-def _encode_tool_values(value: Mapping[str, Any] | Sequence[Any] | str, tool: str | None) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return codec.dump_json(dict(value))
-    return codec.encode_per_tool(codec.split_tool_names(tool), list(value))
-
-
-async def save_thought(
-    session: AsyncSession,
-    thought_id: str,
-    *,
-    tool_names: Sequence[str] | str | None = None,
-    tool_input: Mapping[str, Any] | Sequence[Any] | str | None = None,
-    thought: str | None = None,
-    observation: Mapping[str, Any] | Sequence[Any] | str | None = None,
-    tool_meta: Mapping[str, Any] | str | None = None,
-    answer: str | None = None,
-    file_ids: Sequence[str] | None = None,
-    usage: Usage | None = None,
+    thought: str,
+    tool_names: Sequence[str],
+    tool_inputs: Sequence[Any],
+    observations: Sequence[str],
+    metas: Sequence[Mapping[str, Any]],
+    answer: str,
+    file_ids: Sequence[str],
+    usage: Usage | None,
     labels: Mapping[str, Mapping[str, str]] | None = None,
-) -> MessageAgentThought:
-    """Update a thought with Dify's ``save_agent_thought`` rules.
+) -> dict[str, Any]:
+    """Every column a round sets, from the round as it stands, in Dify's encodings: tool names
+    ``;``-joined; inputs, observations and metas as one JSON object keyed by tool name (a repeated
+    tool numbered ``name_1`` …; none: ``""``, ``""`` and ``"{}"``); labels from ``labels`` or the name;
+    usage as token counts, unit prices, price units and total price. Always the same keys (the writer
+    keeps updates of one table in order only among rows with the same keys)."""
+    names = list(tool_names)
+    u = usage or Usage()
+    return {
+        "id": thought_id,
+        "position": position,
+        "thought": storable(thought),
+        "tool": codec.join_tool_names(names),
+        "tool_input": codec.encode_per_tool(names, list(tool_inputs)) if names else "",
+        "observation": storable(codec.encode_per_tool(names, list(observations)))
+        if any(observations)
+        else "",
+        "tool_meta_str": codec.encode_per_tool(names, [dict(m) for m in metas]) if any(metas) else "{}",
+        "tool_labels_str": codec.dump_json(codec.tool_labels(codec.join_tool_names(names), labels)),
+        "message_files": codec.dump_json(list(file_ids)),
+        "answer": storable(answer),
+        "message_token": u.prompt_tokens,
+        "message_unit_price": u.prompt_unit_price,
+        "message_price_unit": u.prompt_price_unit,
+        "answer_token": u.completion_tokens,
+        "answer_unit_price": u.completion_unit_price,
+        "answer_price_unit": u.completion_price_unit,
+        "tokens": u.total_tokens,
+        "total_price": u.total_price,
+        "latency": u.latency,
+    }
 
-    - ``thought`` is appended; ``tool_names``, ``tool_input``, ``observation`` and ``answer`` overwrite
-      only when truthy (``""``, ``{}``, ``[]`` never overwrite);
-    - ``tool_names`` as a list is ``;``-joined; dicts are JSON-dumped (``ensure_ascii=False``); a list of
-      inputs or observations is keyed by the row's tool names with duplicates numbered (``name_1`` …);
-    - ``file_ids`` overwrites ``message_files`` when non-empty; ``tool_meta`` overwrites when not None;
-    - ``usage`` sets the token counts, unit prices, price units and total price;
-    - ``tool_labels_str`` is recomputed every time from the tool names (``labels`` or the name itself).
-    """
-    row = await session.get(MessageAgentThought, thought_id)
-    if row is None:
-        raise LookupError(f"thought {thought_id} not found")
-    if thought:
-        row.thought = (row.thought or "") + thought
-    if tool_names:
-        row.tool = tool_names if isinstance(tool_names, str) else codec.join_tool_names(tool_names)
-    if tool_input:
-        row.tool_input = _encode_tool_values(tool_input, row.tool)
-    if observation:
-        row.observation = _encode_tool_values(observation, row.tool)
-    if answer:
-        row.answer = answer
-    if file_ids:
-        row.message_files = codec.dump_json(list(file_ids))
-    if usage is not None:
-        row.message_token = usage.prompt_tokens
-        row.message_price_unit = usage.prompt_price_unit
-        row.message_unit_price = usage.prompt_unit_price
-        row.answer_token = usage.completion_tokens
-        row.answer_price_unit = usage.completion_price_unit
-        row.answer_unit_price = usage.completion_unit_price
-        row.tokens = usage.total_tokens
-        row.total_price = usage.total_price
-    row.tool_labels_str = codec.dump_json(codec.tool_labels(row.tool, labels))
-    if tool_meta is not None:
-        row.tool_meta_str = tool_meta if isinstance(tool_meta, str) else codec.dump_json(dict(tool_meta))
-    await session.flush()
-    return row
+
+def storable(text: str) -> str:
+    """Text every database accepts: PostgreSQL refuses NUL characters, which a model may emit."""
+    return text.replace("\x00", "")
 
 
 async def list_thoughts(session: AsyncSession, message_id: str) -> list[MessageAgentThought]:
@@ -512,3 +459,28 @@ def _older(
     """Rows that come after the anchor row in newest-first order (time, then id, both descending): the
     keyset condition of the conversation and message pages."""
     return or_(time < anchor_time, and_(time == anchor_time, row_id < anchor_id))
+
+
+# --- stop requests between worker processes -------------------------------------------------------
+
+
+def stop_request_upsert(task_id: str, app_id: str, user: str) -> WriteFn:
+    """A write (for the write-behind writer) that asks whichever worker runs ``task_id`` to stop it;
+    a repeated stop of one task is one row."""
+    values = {"task_id": task_id, "app_id": app_id, "user": user, "created_at": utcnow()}
+
+    async def upsert(session: AsyncSession) -> None:
+        await session.merge(StopRequest(**values))
+
+    return upsert
+
+
+async def take_stop_requests(
+    session: AsyncSession, task_ids: Collection[str], forget_after: timedelta
+) -> list[StopRequest]:
+    """The stop requests for these runs, removed (with those older than ``forget_after``)."""
+    rows = list(await session.scalars(select(StopRequest).where(StopRequest.task_id.in_(task_ids))))
+    stale = StopRequest.created_at < utcnow() - forget_after
+    taken = [r.task_id for r in rows]
+    await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
+    return rows

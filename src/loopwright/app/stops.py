@@ -1,9 +1,9 @@
 """Stops across worker processes (``loopwright serve --workers N``), through the database.
 
 A run lives in the memory of the worker that started it, but a stop request can reach any worker. The
-worker that does not have the run writes a :class:`StopRequest` row; every worker with running
-messages looks for rows naming its runs a few times a second, stops them and deletes the rows. One
-worker never pays for this: the board is only used when there are several.
+worker that does not have the run writes a stop request row; every worker with running messages looks
+for rows naming its runs a few times a second, stops them and deletes the rows. One worker never pays
+for this: the board is only used when there are several.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import timedelta
 
-from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import StopRequest, utcnow
+from loopwright.store.models import StopRequest
 
 POLL_INTERVAL = 0.5  # seconds between looks for stops of this worker's runs
 FORGET_AFTER = timedelta(minutes=10)  # a request for a run nobody has (it ended) is dropped then
@@ -28,20 +26,11 @@ class StopBoard:
 
     def request(self, task_id: str, app_id: str, user: str) -> None:
         """Ask whichever worker runs ``task_id`` to stop it (it checks app and user, as a local stop)."""
-        values = {"task_id": task_id, "app_id": app_id, "user": user, "created_at": utcnow()}
-
-        async def upsert(session: AsyncSession) -> None:  # a repeated stop of one task is one row
-            await session.merge(StopRequest(**values))
-
-        self.db.writer.submit(upsert)
+        self.db.writer.submit(repo.stop_request_upsert(task_id, app_id, user))
 
     async def take(self, task_ids: Collection[str]) -> list[StopRequest]:
         """The stop requests for these runs, removed from the board (with stale ones)."""
         if not task_ids:
             return []
         async with self.db.sessionmaker() as session, session.begin():
-            rows = list(await session.scalars(select(StopRequest).where(StopRequest.task_id.in_(task_ids))))
-            stale = StopRequest.created_at < utcnow() - FORGET_AFTER
-            taken = [r.task_id for r in rows]
-            await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
-            return rows
+            return await repo.take_stop_requests(session, task_ids, FORGET_AFTER)

@@ -1,29 +1,33 @@
-"""generate(): a message from request to stored answer, on a real SQLite file and the scripted model."""
+"""A message from request to stored answer, through the app runtime's entry point and the pipeline's
+steps (``app.messages``), on a real SQLite file and the scripted model."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import AsyncGenerator
+from pathlib import Path
 
 import pytest
 
 from loopwright import tool
+from loopwright.app import messages
 from loopwright.app.config import AppConfig, ToolConfig
-from loopwright.app.generate import (
-    ChatRequest,
-    ConversationNotFoundError,
-    build_agent,
-    conversation_name,
-    prepare,
-    run_message,
-)
+from loopwright.app.errors import ConversationNotFoundError
+from loopwright.app.message_writes import conversation_name
+from loopwright.app.messages import Message, MessageRequest
+from loopwright.app.runs import Run
+from loopwright.app.runtime import AppRuntime, build_agent
+from loopwright.app.wire_events import AgentMessage, AgentThought, ErrorEvent, MessageEnd, WireEvent
+from loopwright.config import Settings
+from loopwright.errors import UserInputError
 from loopwright.model.base import ModelError
 from loopwright.model.entities import AssistantMessage, ToolMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import Message
+from loopwright.store.models import Message as MessageRow
 from loopwright.testing import Reply, ScriptedModel
+from loopwright.tools.base import Tool
 
 FC = ["tool-call", "stream-tool-call"]
 
@@ -40,10 +44,30 @@ async def new_app(db: Database, config: AppConfig) -> str:
         return app.id
 
 
-async def chat(db: Database, app_id: str, model: ScriptedModel, request: ChatRequest) -> list[dict[str, Any]]:
-    prepared = await prepare(db, app_id, request)
-    agent = build_agent(prepared.config, model, [add])
-    return [e async for e in run_message(db, prepared, agent, request)]
+def runtime_for(db: Database, model: ScriptedModel, tools: list[Tool] | None = None) -> AppRuntime:
+    return AppRuntime(db, Settings(), tools=tools or [add], models={"scripted": model})
+
+
+async def chat(db: Database, app_id: str, model: ScriptedModel, request: MessageRequest) -> list[WireEvent]:
+    """The events of one message through the runtime's entry point."""
+    run = await runtime_for(db, model).start(request)
+    return [e async for e in run.events()]
+
+
+def ask(app_id: str, query: str, user: str = "alice", **more: object) -> MessageRequest:
+    return MessageRequest(app_id, user, query, **more)  # type: ignore[arg-type]
+
+
+async def steps(
+    db: Database, model: ScriptedModel, request: MessageRequest, tools: list[Tool] | None = None
+) -> tuple[Message, Run, AsyncGenerator[WireEvent, None]]:
+    """The pipeline's steps, driven by the test (no executor): prepare, start, the event generator."""
+    runtime = runtime_for(db, model, tools)
+    message = await messages.prepare(db, runtime.lookup, request, upload_dir=Path("unused"))
+    agent = await runtime.agent(message.version)
+    messages.start(message)
+    run = Run(message.head, request.app_id, request.user)
+    return message, run, messages.run_events(message, agent, run)
 
 
 CONFIG = AppConfig(model="scripted", instruction="You add numbers.", tools=[ToolConfig(name="add")])
@@ -54,13 +78,13 @@ async def test_a_message_is_streamed_and_stored(db: Database) -> None:
     model = ScriptedModel(
         [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")], features=FC
     )
-    events = await chat(db, app_id, model, ChatRequest("What is 2 + 3, please tell me?", "alice"))
-    assert events[-1]["event"] == "message_end"
-    ids = {e["id"] for e in events if e["event"] == "agent_thought"}
-    conversation_id, message_id = events[0]["conversation_id"], events[0]["message_id"]
+    events = await chat(db, app_id, model, ask(app_id, "What is 2 + 3, please tell me?"))
+    assert isinstance(events[-1], MessageEnd)
+    ids = {e.id for e in events if isinstance(e, AgentThought)}
+    conversation_id, message_id = events[0].head.conversation_id, events[0].head.message_id
 
     async with db.transaction() as s:
-        message = await s.get(Message, message_id)
+        message = await s.get(MessageRow, message_id)
         assert message is not None
         assert message.answer == "It is 5." and message.status == "normal"
         assert message.message_tokens > 0 and message.answer_tokens > 0
@@ -84,14 +108,17 @@ async def test_the_next_turn_sees_the_history_and_keeps_the_pinned_config(db: Da
         [Reply.tool_calls(("add", {"a": 2, "b": 3})), Reply.text("5"), Reply.text("You asked 2 + 3.")],
         features=FC,
     )
-    first = await chat(db, app_id, model, ChatRequest("2 + 3?", "alice"))
+    runtime = runtime_for(db, model)
+    run = await runtime.start(ask(app_id, "2 + 3?"))
+    first = [e async for e in run.events()]
     async with db.transaction() as s:  # a new config version must not affect the conversation
         await repo.add_config_version(
             s, app_id, AppConfig(model="scripted", instruction="CHANGED").model_dump()
         )
-    conv_id = first[0]["conversation_id"]
-    second = await chat(db, app_id, model, ChatRequest("What did I ask?", "alice", conversation_id=conv_id))
-    assert second[0]["conversation_id"] == conv_id
+    conv_id = first[0].head.conversation_id
+    run = await runtime.start(ask(app_id, "What did I ask?", conversation_id=conv_id))
+    second = [e async for e in run.events()]
+    assert second[0].head.conversation_id == conv_id
     sent = model.requests[2].messages
     assert sent[0].content == "You add numbers."  # the pinned configuration, not the new version
     kinds = [type(m) for m in sent[1:]]
@@ -102,62 +129,51 @@ async def test_the_next_turn_sees_the_history_and_keeps_the_pinned_config(db: Da
 async def test_another_users_conversation_does_not_exist(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.text("hi")], features=FC)
-    events = await chat(db, app_id, model, ChatRequest("hello", "alice"))
+    runtime = runtime_for(db, model)
+    run = await runtime.start(ask(app_id, "hello"))
+    events = [e async for e in run.events()]
     with pytest.raises(ConversationNotFoundError, match="Conversation Not Exists."):
-        await prepare(
-            db,
-            app_id,
-            ChatRequest("hi", "mallory", conversation_id=events[0]["conversation_id"]),
-        )
+        await runtime.start(ask(app_id, "hi", "mallory", conversation_id=events[0].head.conversation_id))
 
 
 async def test_a_stopped_run_saves_what_it_did(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
-    request = ChatRequest("talk", "alice")
-    prepared = await prepare(db, app_id, request)
-    gen = run_message(db, prepared, build_agent(prepared.config, model, [add]), request)
+    prepared, _, gen = await steps(db, model, ask(app_id, "talk"))
     seen = [await gen.__anext__() for _ in range(3)]  # thought, then two deltas
     await gen.aclose()
     async with db.transaction() as s:
-        message = await s.get(Message, prepared.context.message_id)
-        thoughts = await repo.list_thoughts(s, prepared.context.message_id)
+        message = await s.get(MessageRow, prepared.head.message_id)
+        thoughts = await repo.list_thoughts(s, prepared.head.message_id)
     assert message is not None and message.status == "stopped"
-    assert [t.id for t in thoughts] == [seen[0]["id"]]
+    assert isinstance(seen[0], AgentThought) and [t.id for t in thoughts] == [seen[0].id]
 
 
 async def test_a_failing_model_gives_difys_error_event_and_is_recorded(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.error(ModelError("the model server is down"))], features=FC)
-    events = await chat(db, app_id, model, ChatRequest("hi", "alice"))
+    events = await chat(db, app_id, model, ask(app_id, "hi"))
     error = events[-1]
-    assert (
-        error["event"] == "error" and error["code"] == "completion_request_error" and error["status"] == 400
-    )
-    assert "task_id" not in error
+    assert isinstance(error, ErrorEvent) and isinstance(error.error, ModelError)
     async with db.transaction() as s:
-        message = await s.get(Message, error["message_id"])
+        message = await s.get(MessageRow, error.head.message_id)
     assert message is not None and message.status == "error" and message.error == "the model server is down"
 
 
 async def test_a_react_plain_text_answer_is_saved(db: Database) -> None:
     app_id = await new_app(db, AppConfig(model="scripted", strategy="react"))
-    events = await chat(
-        db, app_id, ScriptedModel(["Paris is the capital."]), ChatRequest("Capital?", "alice")
-    )
+    events = await chat(db, app_id, ScriptedModel(["Paris is the capital."]), ask(app_id, "Capital?"))
     async with db.transaction() as s:
-        message = await s.get(Message, events[0]["message_id"])
+        message = await s.get(MessageRow, events[0].head.message_id)
     assert message is not None and message.answer == "Paris is the capital."  # Dify saves ""
 
 
 async def test_an_unknown_tool_in_the_config_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="not available: 'search'"):
+    with pytest.raises(UserInputError, match="not available: 'search'"):
         build_agent(AppConfig(tools=[ToolConfig(name="search")]), ScriptedModel([]), [add])
 
 
 async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Database) -> None:
-    import asyncio
-
     started, cancelled = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -173,27 +189,25 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
 
     app_id = await new_app(db, AppConfig(model="scripted", tools=[ToolConfig(name="slow")]))
     model = ScriptedModel([Reply.tool_calls(("slow", {"n": 1})), Reply.text("never")], features=FC)
-    request = ChatRequest("go", "alice")
-    prepared = await prepare(db, app_id, request)
-    stop = asyncio.Event()
-    events: list[dict[str, Any]] = []
+    runtime = runtime_for(db, model, [slow])
+    run = await runtime.start(ask(app_id, "go"))
+    events: list[WireEvent] = []
 
     async def consume() -> None:
-        agent = build_agent(prepared.config, model, [slow])
-        async for event in run_message(db, prepared, agent, request, stop=stop):
+        async for event in run.events():
             events.append(event)
 
-    task = asyncio.create_task(consume())
+    reader = asyncio.create_task(consume())
     await asyncio.wait_for(started.wait(), 5)
-    stop.set()
-    task.cancel()  # as the server's stop does: interrupt what the run waits on
-    await asyncio.wait_for(task, 5)  # the run takes the cancellation as its stop and ends normally
-    assert not task.cancelled()
-    assert cancelled.is_set()
-    assert events[-1]["event"] == "message_end"
+    assert runtime.stop(run.task_id, app_id, "alice")  # interrupts what the run waits on
+    outcome = await asyncio.wait_for(run.outcome(), 5)  # the run takes it as its stop and ends normally
+    await asyncio.wait_for(reader, 5)
+    assert run.task is not None and not run.task.cancelled()
+    assert cancelled.is_set() and outcome.status == "stopped"
+    assert isinstance(events[-1], MessageEnd) and outcome.end == events[-1]
     async with db.transaction() as s:
-        message = await s.get(Message, prepared.context.message_id)
-        thoughts = await repo.list_thoughts(s, prepared.context.message_id)
+        message = await s.get(MessageRow, run.head.message_id)
+        thoughts = await repo.list_thoughts(s, run.head.message_id)
     assert message is not None and message.status == "stopped"
     assert thoughts[0].tool == "slow"  # saved as far as it got
 
@@ -201,21 +215,17 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
 async def test_stop_between_events_ends_the_run_as_stopped(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
-    request = ChatRequest("talk", "alice")
-    prepared = await prepare(db, app_id, request)
-    stop = asyncio.Event()
+    prepared, run, gen = await steps(db, model, ask(app_id, "talk"))
     events = []
-    async for event in run_message(
-        db, prepared, build_agent(prepared.config, model, [add]), request, stop=stop
-    ):
+    async for event in gen:
         events.append(event)
         if len(events) == 3:
-            stop.set()
-    assert [e["event"] for e in events][-2:] == ["agent_message", "message_end"]
+            run.stop_event.set()
+    assert [e.event for e in events][-2:] == ["agent_message", "message_end"]
     assert len(events) == 4
     async with db.transaction() as s:
-        message = await s.get(Message, prepared.context.message_id)
-    streamed = "".join(e["answer"] for e in events if e["event"] == "agent_message")
+        message = await s.get(MessageRow, prepared.head.message_id)
+    streamed = "".join(e.answer for e in events if isinstance(e, AgentMessage))
     assert streamed == "a long a"  # two chunks of four characters
     assert message is not None and message.status == "stopped" and message.answer == streamed
 
@@ -223,32 +233,30 @@ async def test_stop_between_events_ends_the_run_as_stopped(db: Database) -> None
 async def test_a_cancellation_that_is_not_a_stop_still_saves_and_propagates(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.text("slow " * 50)], features=FC, chunk_size=1, delay=0.05)
-    request = ChatRequest("talk", "alice")
-    prepared = await prepare(db, app_id, request)
+    prepared, _, gen = await steps(db, model, ask(app_id, "talk"))
+    streamed = asyncio.Event()
 
     async def consume() -> None:
-        agent = build_agent(prepared.config, model, [add])
-        async for _ in run_message(db, prepared, agent, request, stop=asyncio.Event()):
-            pass
+        async for event in gen:
+            if isinstance(event, AgentMessage):
+                streamed.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(streamed.wait(), 5)
     task.cancel()  # a shutdown, say: no stop event set
     with pytest.raises(asyncio.CancelledError):
         await task
     async with db.transaction() as s:
-        message = await s.get(Message, prepared.context.message_id)
+        message = await s.get(MessageRow, prepared.head.message_id)
     assert message is not None and message.status == "stopped"
     assert message.answer and ("slow " * 50).startswith(message.answer)  # what had streamed
 
 
 async def test_nul_characters_from_the_model_are_not_stored(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
-    events = await chat(
-        db, app_id, ScriptedModel([Reply.text("a\x00b")], features=FC), ChatRequest("hi", "alice")
-    )
+    events = await chat(db, app_id, ScriptedModel([Reply.text("a\x00b")], features=FC), ask(app_id, "hi"))
     async with db.transaction() as s:
-        message = await s.get(Message, events[0]["message_id"])
+        message = await s.get(MessageRow, events[0].head.message_id)
     assert message is not None and message.answer == "ab"  # PostgreSQL would refuse "a\x00b"
 
 
@@ -270,18 +278,17 @@ async def test_a_new_users_message_streams_before_the_end_user_is_found(
 
     monkeypatch.setattr(AppLookup, "_find_or_create_user", slow)
     model = ScriptedModel([Reply.text("Welcome!")], features=FC)
-    request = ChatRequest("hello", "newcomer")
-    prepared = await asyncio.wait_for(prepare(db, app_id, request), 5)  # does not wait for the user
-    events = run_message(db, prepared, build_agent(prepared.config, model, [add]), request)
+    runtime = runtime_for(db, model)
+    run = await asyncio.wait_for(runtime.start(ask(app_id, "hello", "newcomer")), 5)  # no wait for the user
+    events = run.events()
     first = await asyncio.wait_for(anext(events), 5)
-    assert first["event"] == "agent_thought"  # streaming while the end user is still unknown
+    assert isinstance(first, AgentThought)  # streaming while the end user is still unknown
     gate.set()
     rest = [e async for e in events]
-    assert rest[-1]["event"] == "message_end"
+    assert isinstance(rest[-1], MessageEnd)
     async with db.transaction() as s:
         user = await s.scalar(select(EndUser).where(EndUser.session_id == "newcomer"))
-        conversation = await s.get(Conversation, first["conversation_id"])
-        message = await s.get(Message, first["message_id"])
+        conversation = await s.get(Conversation, first.head.conversation_id)
+        message = await s.get(MessageRow, first.head.message_id)
     assert user is not None and conversation is not None and conversation.end_user_id == user.id
     assert message is not None and message.answer == "Welcome!" and message.status == "normal"
-    assert prepared.end_user_id == user.id

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 
 from loopwright.app.config import FileUpload
+from loopwright.errors import UserInputError
 from loopwright.model.entities import ContentPart, FilePart, ImagePart
-from loopwright.server.errors import invalid_param
 from loopwright.store.db import Database
 from loopwright.store.models import UploadFile
 
@@ -42,23 +42,23 @@ async def resolve_chat_files(
     app_id: str,
     end_user_id: str,
     settings: FileUpload,
-    entries: Sequence[dict[str, Any]] | None,
+    entries: Sequence[Mapping[str, Any]] | None,
     upload_dir: Path,
 ) -> ChatFiles:
-    """The request's files, or an ``invalid_param`` error that names what is wrong."""
+    """The request's files, or a :class:`UserInputError` that names what is wrong."""
     if not entries:
         return NO_FILES
     if not settings.enabled:
-        raise invalid_param("file upload is not enabled for this app")
+        raise UserInputError("file upload is not enabled for this app")
     if len(entries) > settings.number_limits:
-        raise invalid_param(f"Number of files exceeds the limit of {settings.number_limits}")
+        raise UserInputError(f"Number of files exceeds the limit of {settings.number_limits}")
     out = ChatFiles([], [])
     for entry in entries:
         kind, method = _check_entry(entry, settings)
         if method == "remote_url":
             url = str(entry.get("url") or "")
             if not url.startswith(("https://", "http://")):
-                raise invalid_param("url of a remote_url file must be an http(s) URL")
+                raise UserInputError("url of a remote_url file must be an http(s) URL")
             out.parts.append(ImagePart(url) if kind == "image" else FilePart(url))
             out.rows.append(_row(kind, method, url, None, end_user_id))
             continue
@@ -69,16 +69,16 @@ async def resolve_chat_files(
 
 
 def _check_entry(entry: Any, settings: FileUpload) -> tuple[str, str]:
-    if not isinstance(entry, dict):
-        raise invalid_param("each file must be an object with type and transfer_method")
+    if not isinstance(entry, Mapping):
+        raise UserInputError("each file must be an object with type and transfer_method")
     kind = str(entry.get("type") or "")
     method = str(entry.get("transfer_method") or "")
     if method not in ("local_file", "remote_url"):
-        raise invalid_param("transfer_method must be local_file or remote_url")
+        raise UserInputError("transfer_method must be local_file or remote_url")
     if method not in settings.transfer_methods:
-        raise invalid_param(f"transfer method {method} is not allowed for this app")
+        raise UserInputError(f"transfer method {method} is not allowed for this app")
     if kind not in settings.allowed_types:
-        raise invalid_param(
+        raise UserInputError(
             f"file type {kind!r} is not allowed; allowed: {', '.join(settings.allowed_types)}"
         )
     return kind, method
@@ -88,19 +88,19 @@ async def _upload(db: Database, app_id: str, end_user_id: str, upload_id: Any) -
     try:
         key = str(uuid.UUID(str(upload_id)))
     except ValueError:
-        raise invalid_param("upload_file_id is not a valid file id") from None
+        raise UserInputError("upload_file_id is not a valid file id") from None
     async with db.sessionmaker() as session:
         row = await session.get(UploadFile, key)
     # An upload is usable by the user who uploaded it, in the app it was uploaded to.
     if row is None or row.app_id != app_id or row.end_user_id not in (None, end_user_id):
-        raise invalid_param(f"upload file {key} does not exist")
+        raise UserInputError(f"upload file {key} does not exist")
     return row
 
 
 async def _inline(row: UploadFile, kind: str, upload_dir: Path) -> ContentPart:
     """An uploaded file as a data URL (the model cannot reach this server's disk)."""
     if row.size > MAX_INLINE_BYTES:
-        raise invalid_param(f"file {row.name} is too large to send to the model")
+        raise UserInputError(f"file {row.name} is too large to send to the model")
     data = await anyio.Path(upload_dir / row.storage_key).read_bytes()
     url = f"data:{row.mime_type};base64,{base64.b64encode(data).decode('ascii')}"
     if kind == "image":

@@ -1,0 +1,36 @@
+"""Errors of the app layer that a client sees, with Dify's messages."""
+
+from __future__ import annotations
+
+from loopwright.errors import NotFoundError, UserInputError
+
+__all__ = [
+    "APP_UNAVAILABLE",
+    "CONVERSATION_NOT_EXISTS",
+    "AppUnavailableError",
+    "ConversationNotFoundError",
+    "ProviderNotInitializedError",
+]
+
+APP_UNAVAILABLE = "App unavailable, please check your app configurations."
+CONVERSATION_NOT_EXISTS = "Conversation Not Exists."
+
+
+class AppUnavailableError(UserInputError):
+    """The app has no configuration to run with (Dify's ``app_unavailable``)."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(APP_UNAVAILABLE)
+        self.detail = detail  # for logs; the client sees Dify's message
+
+
+class ConversationNotFoundError(NotFoundError):
+    """No such conversation for this app and end user (or it was deleted)."""
+
+    def __init__(self) -> None:
+        super().__init__(CONVERSATION_NOT_EXISTS)
+
+
+class ProviderNotInitializedError(UserInputError):
+    """The app's model cannot be built: a provider without its key, an unknown spec (Dify's
+    ``provider_not_initialize``)."""

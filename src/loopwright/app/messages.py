@@ -1,0 +1,240 @@
+"""One agent-chat message, from request to stored answer: the steps behind ``AppRuntime.start``.
+
+:func:`prepare` resolves what a :class:`MessageRequest` names — the app's configuration (pinned by the
+conversation when it continues one), the end user, the conversation's inputs and history — checks the
+inputs against the app's form and the files against its upload settings, and returns the
+:class:`Message`: the one object that describes the message from then on. It only reads (mostly from
+memory, :mod:`loopwright.app.lookup`) and raises before anything is written. :func:`run_events` then
+runs the agent and yields Dify's wire events as they happen, while :class:`~app.message_writes.MessageWrites`
+queues the rows at the end of each round and on every way out — an answer, an error, a stop — so
+nothing done so far is lost. Building an event never reads the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from loopwright.agent import Agent, RoundFinished
+from loopwright.app.chat_files import ChatFiles, resolve_chat_files
+from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.inputs import validate_inputs
+from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.message_writes import MessageWrites
+from loopwright.app.runs import Run, RunOutcome, Status
+from loopwright.app.wire import DifyStream
+from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
+from loopwright.model.entities import PromptMessage, UserMessage
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.history import load_history, trim_to_budget
+from loopwright.store.models import new_id, unix_seconds, utcnow
+from loopwright.tools.base import ToolContext
+
+RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
+ResponseMode = Literal["streaming", "blocking"]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRequest:
+    """One message as a caller asks for it (an HTTP request, the CLI, an app calling an app)."""
+
+    app_id: str
+    user: str  # the end user's own id in the app (Dify's ``user``)
+    query: str
+    inputs: Mapping[str, Any] | None = None  # the form's values; used by a new conversation
+    conversation_id: str | None = None  # None: a new conversation
+    files: Sequence[Mapping[str, Any]] = ()  # Dify's file entries (checked against the app's settings)
+    response_mode: ResponseMode = "streaming"
+    call_depth: int = 0  # how deep in apps calling apps as tools this message is
+
+
+@dataclass(slots=True)
+class Message:
+    """One message, resolved: where it goes and everything its run starts from."""
+
+    head: EventHead  # task, message and conversation ids, creation time
+    request: MessageRequest
+    version: ConfigVersion  # the configuration it runs with
+    inputs: dict[str, Any]
+    history: list[PromptMessage]
+    files: ChatFiles
+    new_conversation: bool
+    end_user: str | asyncio.Task[str]  # the id, or the task finding it (a new user, new conversation)
+    writes: MessageWrites  # its rows, queued on the database writer
+
+
+async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, upload_dir: Path) -> Message:
+    """Resolve and check ``request`` (see the module's docstring). Raises
+    :class:`ConversationNotFoundError` (not this app's or user's, or deleted),
+    :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files."""
+    app_id = request.app_id
+    if request.conversation_id:
+        end_user_id = await lookup.end_user_id(app_id, request.user)
+        version, inputs, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
+        end_user: str | asyncio.Task[str] = end_user_id
+    else:
+        latest = await lookup.latest_config(app_id)
+        if latest is None:
+            raise AppUnavailableError(f"app {app_id} has no configuration")
+        version, history = latest, []
+        inputs = validate_inputs(version.config.user_input_form, request.inputs)
+        end_user = lookup.end_user_now(app_id, request.user)
+    files = ChatFiles([], [])
+    if request.files:  # whose uploads they may use: this waits for the end user's id
+        user_id = end_user if isinstance(end_user, str) else await asyncio.shield(end_user)
+        files = await resolve_chat_files(
+            db, app_id, user_id, version.config.file_upload, request.files, upload_dir
+        )
+    head = EventHead(
+        task_id=str(uuid.uuid4()),
+        message_id=new_id(),
+        conversation_id=request.conversation_id or new_id(),
+        created_at=unix_seconds(utcnow()),
+    )
+    writes = MessageWrites(db, head.conversation_id, head.message_id)
+    new = not request.conversation_id
+    return Message(head, request, version, inputs, history, files, new, end_user, writes)
+
+
+async def _continued(
+    db: Database, lookup: AppLookup, app_id: str, end_user_id: str, conversation_id: str
+) -> tuple[ConfigVersion, dict[str, Any], list[PromptMessage]]:
+    """A conversation's pinned configuration, inputs (fixed by its first message) and history."""
+    await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
+    async with db.sessionmaker() as session:
+        conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
+        if conv is None:
+            raise ConversationNotFoundError()
+        history = await load_history(session, conv.id)
+        config_id, inputs = conv.app_config_id, dict(conv.inputs or {})
+    pinned = await lookup.config(config_id)
+    if pinned is None:
+        raise AppUnavailableError(f"configuration {config_id} is missing")
+    return pinned, inputs, history
+
+
+def start(message: Message) -> None:
+    """Queue the message's first rows; the run may start at once."""
+    request = message.request
+    message.writes.start(
+        app_id=request.app_id,
+        config_id=message.version.id,
+        query=request.query,
+        inputs=message.inputs,
+        files=message.files.rows,
+        new_conversation=message.new_conversation,
+        end_user=message.end_user,
+    )
+
+
+def fit_history(
+    history: list[PromptMessage], agent: Agent, instruction: str, query: str, limit: int | None
+) -> list[PromptMessage]:
+    """History trimmed by whole turns to what the model's context leaves after the instruction, the
+    query and room for the reply; optionally also to the app's message window."""
+    model = agent.model
+    current = model.count_tokens([UserMessage(instruction), UserMessage(query)])
+    budget = max(model.context_size - RESERVED_ANSWER_TOKENS - current, 0)
+    return trim_to_budget(history, model.count_tokens, budget, limit)
+
+
+class RunStopped(Exception):
+    """The run's stop event was set."""
+
+
+async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator[WireEvent, None]:
+    """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
+    once everything is written.
+
+    Setting the run's stop event (``app.runs.stop``) cancels the model stream and any tool call in
+    flight at once (Dify only stops at its next publish); what was done is saved with status
+    ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
+    event."""
+    request, config, writes = message.request, message.version.config, message.writes
+    stream = DifyStream(message.head, agent.strategy_kind)
+    history = fit_history(
+        message.history, agent, config.instruction, request.query, config.history_message_limit
+    )
+    started = time.perf_counter()
+    status: Status = "normal"
+    error: BaseException | None = None
+    end: MessageEnd | None = None
+    tool_context = ToolContext(
+        user_id=request.user,
+        conversation_id=message.head.conversation_id,
+        app_id=request.app_id or None,
+        message_id=message.head.message_id,
+        call_depth=request.call_depth,
+    )
+    source = agent.stream(
+        request.query,
+        history=history,
+        inputs=message.inputs,
+        files=message.files.parts or None,
+        context=tool_context,
+    )
+    stop = run.stop_event
+    try:
+        async for event in source:
+            kept = len(stream.files)
+            for wire in stream.feed(event):
+                yield wire
+            if type(event) is RoundFinished:
+                writes.save_thoughts(stream)
+            elif len(stream.files) > kept:
+                writes.save_tool_files(stream.files[kept:])
+            if stop.is_set():
+                raise RunStopped
+        end = stream.message_end()
+    except RunStopped:
+        status, end = "stopped", stream.message_end()
+        yield end
+    except asyncio.CancelledError:
+        status = "stopped"
+        if not _stopping(stop):
+            raise
+        end = stream.message_end()
+        yield end  # the stop cancelled what the run was waiting on
+    except GeneratorExit:
+        status = "stopped"
+        raise
+    except Exception as e:  # a failed run still saves what it did, then tells the client
+        status, error = "error", e
+        yield stream.error(e)
+    finally:
+        with contextlib.suppress(Exception):
+            await source.aclose()  # a stopped run's model stream and tool calls end here
+        await _save(message, stream, run, RunOutcome(status, "", error, end), time.perf_counter() - started)
+
+
+async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutcome, elapsed: float) -> None:
+    """Write the outcome (to its end, even when a stop lands meanwhile) and record it on the run."""
+    error_text = str(outcome.error) if outcome.error is not None else None
+    saving = asyncio.ensure_future(message.writes.finish(stream, outcome.status, error_text, elapsed))
+    try:
+        await asyncio.shield(saving)
+    except asyncio.CancelledError:
+        if not _stopping(run.stop_event):
+            raise
+        await saving  # a stop that came while saving: the save goes on to its end
+    outcome.answer, outcome.usage = saving.result()
+    outcome.files = [o for _, o in stream.files]
+    run.finish(outcome)
+
+
+def _stopping(stop: asyncio.Event) -> bool:
+    """Whether a cancellation is the run's stop (its task is cancelled to interrupt what it waits on:
+    see ``app.runs.stop``); if so it is taken back, and the run ends as stopped."""
+    if not stop.is_set():
+        return False
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    return True

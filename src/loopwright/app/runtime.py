@@ -1,0 +1,247 @@
+"""``AppRuntime``: the app layer of one process, and its one entry point for running a message.
+
+``await runtime.start(MessageRequest(...))`` resolves and checks the request, builds (or reuses) the
+app's agent, queues the message's first rows and hands the run to the executor (the in-process
+:class:`~app.runs.RunRegistry`); it returns the :class:`~app.runs.Run` handle — task id, typed events
+(``run.events()`` / ``run.pump(sink)``), outcome (``await run.outcome()``). Everything that can be
+refused (unknown conversation, bad inputs or files, an app without configuration, a model that cannot
+be built) is raised by ``start`` before anything is written. The HTTP routes, the CLI and apps called as
+tools by other apps all go through it.
+
+The runtime owns what requests share, each with the runtime's lifetime: the database, the lookups
+cached in memory, the built models and agents, the apps' toolsets, the tool files and the knowledge
+bases; ``aclose()`` releases them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cachetools import LRUCache
+
+from loopwright.agent import Agent
+from loopwright.app import messages
+from loopwright.app.config import AppConfig, InputField
+from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.messages import MessageRequest
+from loopwright.app.runs import Run, RunRegistry, stop
+from loopwright.app.stops import StopBoard
+from loopwright.app.toolsets import ToolsetPool
+from loopwright.config import ConfigError, Settings, build_model, load_settings
+from loopwright.errors import LoopwrightError, UserInputError
+from loopwright.model.base import Model
+from loopwright.store.db import Database
+from loopwright.store.models import App
+from loopwright.tools.app_tool import AppAnswer
+from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
+from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
+from loopwright.tools.net import network_policy
+
+if TYPE_CHECKING:
+    from loopwright.knowledge.kb import KnowledgeBase
+
+log = logging.getLogger("loopwright.app")
+
+MAX_CACHED_AGENTS = 256
+DEFAULT_UPLOAD_DIR = Path("loopwright-files") / "uploads"
+DEFAULT_UPLOAD_MAX_BYTES = 15 * 1024 * 1024
+INTERNAL_MESSAGE = "Internal Server Error, please contact support."
+
+
+class AppRuntime:
+    """The app layer over ``db`` (see the module's docstring). ``settings`` default to
+    :func:`load_settings` when first needed; ``tools`` are the built-in tools apps choose from;
+    ``ping_interval`` is the silence after which a run's reader gets a ping; ``workers`` > 1 when
+    several processes serve the same database (stops then reach the process running the message);
+    ``models`` are models already built, by the spec apps name them with (embedding, tests)."""
+
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings | None = None,
+        *,
+        tools: Sequence[Tool] = (),
+        ping_interval: float = 10.0,
+        workers: int = 1,
+        upload_dir: Path = DEFAULT_UPLOAD_DIR,
+        upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
+        models: Mapping[str, Model] | None = None,
+    ) -> None:
+        self.db = db
+        self.tools = list(tools)
+        self.upload_dir = upload_dir
+        self.upload_max_bytes = upload_max_bytes
+        self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
+        self.lookup = AppLookup(db)
+        self._settings = settings
+        self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
+        self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
+        self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
+        self._knowledge: KnowledgeBase | None = None
+        self.toolsets = ToolsetPool(
+            policy=lambda: network_policy(self.settings),
+            knowledge=self.knowledge,
+            app_info=self._app_info,
+            app_runner=self.answer,
+        )
+
+    # --- the entry point --------------------------------------------------------------------------
+
+    async def start(self, request: MessageRequest) -> Run:
+        """Start running one message; see the module's docstring."""
+        message = await messages.prepare(self.db, self.lookup, request, upload_dir=self.upload_dir)
+        agent = await self.agent(message.version)
+        messages.start(message)
+        run = Run(
+            message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
+        )
+        return self.runs.start(run, messages.run_events(message, agent, run))
+
+    def stop(self, task_id: str, app_id: str, user: str) -> bool:
+        """Stop a running message of this app and user; whether this process had it."""
+        return self.runs.stop(task_id, app_id, user)
+
+    async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
+        """One message of an app, run to its end for an app that calls it as a tool (a new conversation
+        of the same end user each time; it is stored like any other)."""
+        request = MessageRequest(
+            app_id,
+            ctx.user_id or "app-tool",
+            query,
+            inputs,
+            response_mode="blocking",
+            call_depth=ctx.call_depth,
+        )
+        try:
+            run = await self.start(request)
+        except UserInputError as exc:
+            raise ToolInvokeError(str(exc)) from None
+        try:
+            outcome = await run.outcome()
+        except asyncio.CancelledError:
+            stop(run)  # the calling run was stopped: so is this one
+            raise
+        failure = outcome.error
+        if failure is not None:
+            raise ToolInvokeError(str(failure) if isinstance(failure, LoopwrightError) else INTERNAL_MESSAGE)
+        return AppAnswer(outcome.answer, outcome.files, outcome.usage)
+
+    # --- what requests share ----------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    def model(self, spec: str) -> Model:
+        """The model an app's spec names, built once per spec and shared by every request (a scripted
+        model's replies are consumed across requests, as one script for the whole conversation)."""
+        model = self._models.get(spec)
+        if model is None:
+            try:
+                model = build_model(spec, self.settings)
+            except ConfigError as exc:
+                raise ProviderNotInitializedError(str(exc)) from None
+            self._models[spec] = model
+        return model
+
+    async def agent(self, version: ConfigVersion) -> Agent:
+        """The agent of a configuration version, built once: an Agent is configuration only (runs keep
+        their state apart), so one serves every request, with its prompt caches warm."""
+        model = self.model(version.config.model)
+        key = (version.id, version.config.model)  # one model per spec (see ``model``)
+        agent = self._agents.get(key)
+        if agent is None:
+            toolsets = await self.toolsets.tools_for(version.config)
+            agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
+            self._agents[key] = agent
+        return agent
+
+    async def files(self) -> ToolFiles:
+        """The tool files (local storage and signing key from the settings), built once."""
+        if self.tool_files is None:
+            self.tool_files = await load_tool_files(self.settings)
+        return self.tool_files
+
+    def use_knowledge(self, kb: KnowledgeBase) -> None:
+        """Serve this knowledge base instead of the one beside the database (tests, embedding)."""
+        self._knowledge = kb
+
+    def knowledge(self) -> KnowledgeBase:
+        """The knowledge bases beside the app database, opened once (opening is cheap: the store
+        connects on its first query)."""
+        if self._knowledge is None:
+            from loopwright.knowledge.kb import KnowledgeBase
+
+            self._knowledge = KnowledgeBase.open(self.db.url, settings=self.settings)
+        return self._knowledge
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """Stop every run and wait for them to save, then close what the agents hold open (MCP
+        sessions, the knowledge store) and drain the database writer."""
+        await self.runs.shutdown(grace)
+        await self.aclose()
+        await self.db.writer.close()
+
+    async def aclose(self) -> None:
+        """Close what the agents hold open (MCP sessions, the knowledge store)."""
+        await self.toolsets.aclose()
+        if self._knowledge is not None:
+            await self._knowledge.close()
+            self._knowledge = None
+
+    async def _app_info(self, app_id: str) -> tuple[str, str, Sequence[InputField]] | None:
+        version = await self.lookup.latest_config(app_id)
+        if version is None:
+            return None
+        async with self.db.sessionmaker() as session:
+            app = await session.get(App, app_id)
+        if app is None:
+            return None
+        return app.name, app.description, version.config.user_input_form
+
+
+def build_agent(
+    config: AppConfig,
+    model: Model,
+    tools: Sequence[Tool],
+    toolsets: Sequence[ToolLike] = (),
+    files: _LazyFiles | None = None,
+) -> Agent:
+    """The agent an app configuration describes, on an already built model: ``config.tools`` chosen by
+    name from ``tools``, plus the built ``toolsets`` of ``config.toolsets``; ``files`` keeps the files
+    its tools make."""
+    by_name = {t.name: t for t in tools}
+    chosen = []
+    for tc in config.tools:
+        tool = by_name.get(tc.name)
+        if tool is None:
+            raise UserInputError(f"the app uses a tool that is not available: {tc.name!r}")
+        chosen.append(tool.configure(**tc.form_values) if tc.form_values else tool)
+    return Agent(
+        model=model,
+        tools=[*chosen, *toolsets],
+        files=files,
+        instruction=config.instruction,
+        strategy=config.strategy,
+        max_iterations=config.max_iterations,
+        model_params=config.model_params,
+    )
+
+
+class _LazyFiles:
+    """The runtime's tool files, opened when a tool first makes a file (opening creates the data
+    directory and the signing key, which most apps never need)."""
+
+    def __init__(self, runtime: AppRuntime) -> None:
+        self._runtime = runtime
+
+    async def store_outputs(self, outputs: Sequence[ToolOutput], ctx: ToolContext) -> list[StoredFile]:
+        files = await self._runtime.files()
+        return await files.store_outputs(outputs, ctx)

@@ -1,0 +1,161 @@
+"""Dify's agent-chat stream events, typed: one small class per SSE payload (reference §7.6).
+
+Each event has an ``event`` field with its Dify name and ``payload()``, the JSON object Dify sends,
+field for field and in Dify's order. Every event of one message shares one :class:`EventHead` (task,
+message, conversation, creation time). An :class:`ErrorEvent` carries the exception that ended the run:
+which code, status and message a client sees is decided at the edge (``server.errors``), in one table.
+
+Building an event never reads the database; rendering it as an SSE frame is the server's job
+(``server.sse``), which has a fast path for :class:`AgentMessage` (nearly every event of a stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "AgentMessage",
+    "AgentThought",
+    "ErrorEvent",
+    "EventHead",
+    "MessageEnd",
+    "MessageFile",
+    "MessageReplace",
+    "WireEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EventHead:
+    """What every event of one message carries."""
+
+    task_id: str
+    message_id: str
+    conversation_id: str
+    created_at: int
+
+    def fields(self, event: str, *, task: bool = True) -> dict[str, Any]:
+        """The leading fields of an event's payload, in Dify's order."""
+        head: dict[str, Any] = {
+            "event": event,
+            "conversation_id": self.conversation_id,
+            "message_id": self.message_id,
+            "created_at": self.created_at,
+        }
+        if task:
+            head["task_id"] = self.task_id
+        return head
+
+
+@dataclass(frozen=True, slots=True)
+class AgentMessage:
+    """A piece of streamed text (the answer, or a thought on its way)."""
+
+    head: EventHead
+    answer: str
+    event: Literal["agent_message"] = field(default="agent_message", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "id": self.head.message_id, "answer": self.answer}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentThought:
+    """One round's thought row as it stands now (sent again, same ``id``, each time it changes)."""
+
+    head: EventHead
+    id: str
+    position: int
+    thought: str
+    observation: str
+    tool: str
+    tool_labels: dict[str, Any]
+    tool_input: str
+    message_files: list[str]
+    event: Literal["agent_thought"] = field(default="agent_thought", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.id,
+            "position": self.position,
+            "thought": self.thought,
+            "observation": self.observation,
+            "tool": self.tool,
+            "tool_labels": self.tool_labels,
+            "tool_input": self.tool_input,
+            "message_files": self.message_files,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFile:
+    """A file a tool made (``belongs_to`` ``assistant``)."""
+
+    head: EventHead
+    id: str
+    type: str
+    url: str
+    belongs_to: str = "assistant"
+    event: Literal["message_file"] = field(default="message_file", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.id,
+            "type": self.type,
+            "belongs_to": self.belongs_to,
+            "url": self.url,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEnd:
+    """The message is done: usage, citations, annotation reply."""
+
+    head: EventHead
+    metadata: dict[str, Any]
+    event: Literal["message_end"] = field(default="message_end", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.head.message_id,
+            "metadata": self.metadata,
+            "files": None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReplace:
+    """The answer streamed so far is replaced (output moderation)."""
+
+    head: EventHead
+    answer: str
+    reason: str = ""
+    event: Literal["message_replace"] = field(default="message_replace", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "answer": self.answer, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are chosen at the edge.
+    Dify's error event has no ``task_id``."""
+
+    head: EventHead
+    error: BaseException
+    event: Literal["error"] = field(default="error", init=False)
+
+    def payload_with(self, code: str, status: int, message: str) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event, task=False),
+            "code": code,
+            "message": message,
+            "status": status,
+        }
+
+
+WireEvent = AgentMessage | AgentThought | MessageFile | MessageEnd | MessageReplace | ErrorEvent

@@ -1,0 +1,82 @@
+"""Server-Sent Events: Dify's wire events rendered as frames, and a run's events written to a response.
+
+:class:`FrameEncoder` is the one place that renders a wire event as an SSE frame (``data: {json}``, as
+Dify writes it, JSON with ``ensure_ascii=False``); an ``error`` event's code, status and message come
+from the error table (``server.errors``). ``agent_message`` events — nearly every event of a stream — are
+rendered from a JSON prefix made once per message: dumping each one whole cost more than everything
+else the server does for it.
+
+:func:`stream_to` gives a run's events to a streaming response through an :class:`SseSink`: while the
+connection takes writes without waiting, the run writes to it from its own task (see ``app.runs``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
+
+from starlette.types import Send
+
+from loopwright.app.runs import Ping, Run
+from loopwright.app.wire_events import AgentMessage, ErrorEvent, EventHead, WireEvent
+from loopwright.server.errors import error_fields
+
+PING_FRAME = "event: ping\n\n"
+_DELTA_TAIL = len('""}\n\n')
+
+
+def frame(payload: object) -> str:
+    """One SSE data frame."""
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+class FrameEncoder:
+    """Renders the wire events of a stream (one encoder per response)."""
+
+    __slots__ = ("_head", "_prefix")
+
+    def __init__(self) -> None:
+        self._head: EventHead | None = None
+        self._prefix = ""
+
+    def encode(self, event: WireEvent | Ping) -> str:
+        if type(event) is AgentMessage:
+            if event.head is not self._head:
+                self._head = event.head
+                # json.dumps of the payload with "answer" last, cut before the answer's value
+                self._prefix = frame(AgentMessage(event.head, "").payload())[:-_DELTA_TAIL]
+            return f"{self._prefix}{encode_basestring(event.answer)}}}\n\n"
+        if isinstance(event, ErrorEvent):
+            code, status, message = error_fields(event.error)
+            return frame(event.payload_with(code, status, message))
+        if isinstance(event, Ping):
+            return PING_FRAME
+        return frame(event.payload())
+
+
+class SseSink:
+    """A streaming response as the reader of a run: frames sent with the server's ``send``;
+    ``writable`` (when the server can say) tells whether a send now would write at once."""
+
+    __slots__ = ("_encode", "_send", "_writable", "direct")
+
+    def __init__(self, send: Send, writable: Callable[[], bool] | None) -> None:
+        self._send = send
+        self._writable = writable
+        self._encode = FrameEncoder().encode
+        self.direct = writable is not None
+
+    def ready(self) -> bool:
+        return self._writable is not None and self._writable()
+
+    async def write(self, events: Sequence[WireEvent | Ping]) -> None:
+        encode = self._encode
+        text = encode(events[0]) if len(events) == 1 else "".join([encode(e) for e in events])
+        await self._send({"type": "http.response.body", "body": text.encode(), "more_body": True})
+
+
+async def stream_to(run: Run, send: Send, writable: Callable[[], bool] | None) -> None:
+    """Send the run's events as SSE frames until it ends (the caller sends the response's start and
+    end). Cancelling this (a client that went away) leaves the run going."""
+    await run.pump(SseSink(send, writable))
