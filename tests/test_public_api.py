@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import loopwright
 import loopwright.testing
 from loopwright.agent.react_parser import Action, ReactParser
 
 
+def public_names(module: ModuleType) -> list[str]:
+    """What a module offers: every public name that is not a module itself (as httpx checks)."""
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if (not name.startswith("_") or name == "__version__") and not isinstance(value, ModuleType)
+    )
+
+
 def test_top_level_names() -> None:
-    assert set(loopwright.__all__) >= {"Agent", "tool", "AgentResult", "AgentMaxIterationError"}
-    for name in loopwright.__all__:
-        assert getattr(loopwright, name) is not None
+    assert sorted(loopwright.__all__) == public_names(loopwright)
+    assert sorted(loopwright.__all__) == [
+        "Agent",
+        "AgentError",
+        "AgentEvent",
+        "AgentMaxIterationError",
+        "AgentRepeatedToolCallError",
+        "AgentResult",
+        "LoopwrightError",
+        "Tool",
+        "ToolContext",
+        "__version__",
+        "tool",
+    ]
 
 
 def test_testing_names() -> None:
-    assert {"ScriptedModel", "Reply"} <= set(loopwright.testing.__all__)
+    assert sorted(loopwright.testing.__all__) == public_names(loopwright.testing)
+    assert sorted(loopwright.testing.__all__) == [
+        "ModelRequest",
+        "Reply",
+        "ScriptExhaustedError",
+        "ScriptedModel",
+    ]
     reply = loopwright.testing.Reply.tool_calls(("add", {"a": 1}))
     assert reply.calls == (("add", {"a": 1}),)
 

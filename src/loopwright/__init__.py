@@ -8,6 +8,7 @@ from loopwright.agent import (
     AgentRepeatedToolCallError,
     AgentResult,
 )
+from loopwright.errors import LoopwrightError
 from loopwright.tools import Tool, ToolContext, tool
 
 __version__ = "0.1.0"
@@ -19,6 +20,7 @@ __all__ = [
     "AgentMaxIterationError",
     "AgentRepeatedToolCallError",
     "AgentResult",
+    "LoopwrightError",
     "Tool",
     "ToolContext",
     "__version__",
