@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from sqlalchemy import select
 
-from loopwright.app import lookup as lookup_module
 from loopwright.app.config import AppConfig
-from loopwright.app.lookup import AppLookup
+from loopwright.app.lookup import LATEST_CONFIG_TTL, AppLookup
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import ApiKey, EndUser
@@ -58,19 +56,20 @@ async def test_concurrent_first_requests_of_a_user_create_one_end_user(db: Datab
     assert await AppLookup(db).end_user_id(app_id, "alice") == ids[0]
 
 
-async def test_a_new_configuration_version_is_seen_after_its_lifetime(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_new_configuration_version_is_seen_after_its_lifetime(db: Database) -> None:
     app_id, _ = await new_app(db, "first")
-    lookup = AppLookup(db)
+    now = [100.0]
+    lookup = AppLookup(db, clock=lambda: now[0])
     first = await lookup.latest_config(app_id)
     assert first is not None and first.config.instruction == "first"
     async with db.transaction() as s:
         await repo.add_config_version(s, app_id, AppConfig(instruction="second").model_dump())
     cached = await lookup.latest_config(app_id)
     assert cached is not None and cached.config.instruction == "first"  # within the lifetime
-    monkeypatch.setattr(lookup_module, "LATEST_CONFIG_TTL", 0.0)
-    lookup.forget_latest(app_id)
+    now[0] += LATEST_CONFIG_TTL - 0.01
+    cached = await lookup.latest_config(app_id)
+    assert cached is not None and cached.config.instruction == "first"  # just within it
+    now[0] += 0.02
     newer = await lookup.latest_config(app_id)
     assert newer is not None and newer.config.instruction == "second"
     # The pinned version is still there by id, unchanged.

@@ -8,7 +8,6 @@ the SDK's own request helper, as later releases do.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from loopwright.store.models import UploadFile
 from tests.live_server import serving
 from tests.server import conftest as server_fixtures
 from tests.server.conftest import NewApp, ServiceApp
+from tests.sse import iter_sse
 
 # the server fixtures (a real SQLite database, apps on scripted models, the ASGI app)
 new_app = server_fixtures.new_app
@@ -64,12 +64,7 @@ def read_stream(response: requests.Response) -> list[dict[str, Any]]:
     """The ``data:`` events of a streamed SDK response (pings skipped)."""
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
-    events = []
-    for raw in response.iter_lines():
-        line = raw.decode("utf-8")
-        if line.startswith("data: "):
-            events.append(json.loads(line[len("data: ") :]))
-    return events
+    return list(iter_sse(response.iter_lines(), pings=False))
 
 
 async def test_streaming_chat_with_a_tool_round(base_url: str, new_app: NewApp) -> None:

@@ -16,6 +16,9 @@ from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
+from tests.sse import parse_sse
+
+__all__ = ["FC", "NewApp", "ServiceApp", "action", "parse_sse"]
 
 FC = ["tool-call", "stream-tool-call"]
 
@@ -37,21 +40,6 @@ def action(name: str, action_input: object, thought: str = "I should act.") -> s
     """A ReAct reply in Dify's format."""
     blob = json.dumps({"action": name, "action_input": action_input})
     return f"Thought: {thought}\nAction:\n```json\n{blob}\n```\n"
-
-
-def parse_sse(body: str) -> list[dict[str, Any]]:
-    """The data events of an SSE body (``{"event": "ping"}`` for a ping frame)."""
-    events: list[dict[str, Any]] = []
-    for frame in body.split("\n\n"):
-        if not frame.strip():
-            continue
-        if frame.startswith("data: "):
-            events.append(json.loads(frame[len("data: ") :]))
-        elif frame == "event: ping":
-            events.append({"event": "ping"})
-        else:
-            raise AssertionError(f"unexpected SSE frame: {frame!r}")
-    return events
 
 
 @pytest.fixture

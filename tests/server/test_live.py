@@ -19,6 +19,7 @@ from loopwright.store.db import Database
 from loopwright.store.models import Message
 from tests.live_server import serving
 from tests.server.conftest import NewApp
+from tests.sse import aiter_sse, parse_sse
 
 LONG = "This answer takes a while to stream, chunk after chunk, so that there is time to act. " * 3
 
@@ -29,13 +30,9 @@ async def base_url(server_app: FastAPI) -> AsyncIterator[str]:
         yield url
 
 
-async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     """Events as they arrive (``{"event": "ping"}`` for a ping)."""
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
-        elif line == "event: ping":
-            yield {"event": "ping"}
+    return aiter_sse(response.aiter_lines())  # type: ignore[no-any-return]
 
 
 async def test_pings_arrive_while_the_model_is_slow(base_url: str, new_app: NewApp) -> None:
@@ -159,7 +156,6 @@ async def test_a_client_that_stops_reading_does_not_hold_the_run_up(
         rest = await asyncio.wait_for(reader.read(), 60)  # to the end: the request asked to close
     finally:
         writer.close()
-    frames = _dechunk(first + rest).decode().split("\n\n")
-    events = [json.loads(f[len("data: ") :]) for f in frames if f.startswith("data: ")]
+    events = parse_sse(_dechunk(first + rest), pings=False)
     assert events[-1]["event"] == "message_end"
     assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == answer

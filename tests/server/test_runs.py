@@ -5,7 +5,6 @@ once, and never holding the run up."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -13,6 +12,7 @@ from loopwright.app.runs import Run, RunRegistry
 from loopwright.app.wire_events import AgentMessage, EventHead, WireEvent
 from loopwright.server.event_stream import writable_now
 from loopwright.server.sse import stream_to
+from tests.sse import parse_sse
 
 
 def new_run(task_id: str) -> Run:
@@ -63,12 +63,7 @@ class Connection:
         self._resumed.set()
 
     def events(self) -> list[int]:
-        body = b"".join(self.chunks).decode()
-        return [
-            int(json.loads(f[len("data: ") :])["answer"])
-            for f in body.split("\n\n")
-            if f.startswith("data: ")
-        ]
+        return [int(e["answer"]) for e in parse_sse(b"".join(self.chunks))]
 
 
 HEAD = EventHead("t", "m", "c", 0)
@@ -209,8 +204,7 @@ async def test_a_server_that_cannot_say_gets_everything_through_the_queue() -> N
     script.end()
     await asyncio.wait_for(response, 1)
     assert run.sink is None
-    body = b"".join(chunks).decode()
-    assert [int(json.loads(f[6:])["answer"]) for f in body.split("\n\n") if f] == [0, 1]
+    assert [int(e["answer"]) for e in parse_sse(b"".join(chunks))] == [0, 1]
 
 
 async def test_a_response_that_goes_away_detaches() -> None:

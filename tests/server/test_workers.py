@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from loopwright.store.db import Database
 from loopwright.store.models import Message
 from tests.live_server import serving
 from tests.server.conftest import NewApp, ServiceApp
+from tests.sse import aiter_sse
 
 
 async def test_a_stop_posted_to_another_worker_stops_the_run(new_app: NewApp, db: Database) -> None:
@@ -39,12 +39,8 @@ async def stop_through_the_other(
 ) -> None:
     body = {"query": "Count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
     async with first.stream("POST", "/v1/chat-messages", json=body, headers=app.headers) as r:
-        lines = r.aiter_lines()
-        task_id = ""
-        async for line in lines:
-            if line.startswith("data: "):
-                task_id = json.loads(line[6:])["task_id"]
-                break
+        stream = aiter_sse(r.aiter_lines(), pings=False)
+        task_id = (await anext(stream))["task_id"]
         wrong = await second.post(
             f"/v1/chat-messages/{task_id}/stop", json={"user": "mallory"}, headers=app.headers
         )
@@ -52,7 +48,7 @@ async def stop_through_the_other(
             f"/v1/chat-messages/{task_id}/stop", json={"user": "alice"}, headers=app.headers
         )
         assert wrong.json() == stop.json() == {"result": "success"}
-        events = [json.loads(line[6:]) async for line in lines if line.startswith("data: ")]
+        events = [e async for e in stream]
     assert events[-1]["event"] == "message_end"
     async with db.transaction() as s:
         message = await s.get(Message, events[-1]["message_id"])

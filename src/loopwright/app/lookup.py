@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
+from cachetools import LRUCache, TTLCache
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -29,7 +29,6 @@ from loopwright.store.models import ApiKey, EndUser, new_id, utcnow
 from loopwright.store.models import AppConfig as AppConfigRow
 from loopwright.store.writer import Insert, WriteOp
 
-K = TypeVar("K")
 V = TypeVar("V")
 
 KEY_TTL = 30.0  # a known key is trusted this long without asking the database again
@@ -53,56 +52,30 @@ class ConfigVersion:
     config: AppConfig
 
 
-class _Bounded(Generic[K, V]):
-    """An LRU map of at most ``size`` entries, each with an optional expiry time."""
-
-    def __init__(self, size: int) -> None:
-        self._data: OrderedDict[K, tuple[float, V]] = OrderedDict()
-        self._size = size
-
-    def get(self, key: K, now: float) -> V | None:
-        hit = self._data.get(key)
-        if hit is None:
-            return None
-        expires, value = hit
-        if expires < now:
-            del self._data[key]
-            return None
-        self._data.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V, expires: float = float("inf")) -> None:
-        self._data[key] = (expires, value)
-        self._data.move_to_end(key)
-        if len(self._data) > self._size:
-            self._data.popitem(last=False)
-
-    def drop(self, key: K) -> None:
-        self._data.pop(key, None)
-
-
 class AppLookup:
-    """Cached lookups over one database; one per server process."""
+    """Cached lookups over one database; one per process. ``clock`` (seconds, monotonic) times the
+    caches' lifetimes and the key-use writes."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.db = db
-        self._keys: _Bounded[str, KeyedApp] = _Bounded(10_000)
-        self._key_used: dict[str, float] = {}
-        self._configs: _Bounded[str, ConfigVersion] = _Bounded(1_000)
-        self._latest: _Bounded[str, ConfigVersion] = _Bounded(10_000)
-        self._users: _Bounded[tuple[str, str], str] = _Bounded(100_000)
+        self._clock = clock
+        self._keys: TTLCache[str, KeyedApp] = TTLCache(10_000, KEY_TTL, timer=clock)
+        self._key_used: LRUCache[str, float] = LRUCache(10_000)
+        self._configs: LRUCache[str, ConfigVersion] = LRUCache(1_000)  # versions never change
+        self._latest: TTLCache[str, ConfigVersion] = TTLCache(10_000, LATEST_CONFIG_TTL, timer=clock)
+        self._users: LRUCache[tuple[str, str], str] = LRUCache(100_000)  # an end user never changes
         self._inflight: dict[tuple[str, ...], asyncio.Task[Any]] = {}
 
     async def app_for_key(self, token: str) -> KeyedApp | None:
         """The app of an API key, or ``None`` for an unknown key (unknown keys are not cached, so a
         key created a moment ago works at once)."""
-        now = time.monotonic()
-        app = self._keys.get(token, now)
+        app = self._keys.get(token)
         if app is None:
             app = await self._once(("key", token), self._find_key, token)
             if app is None:
                 return None
-            self._keys.put(token, app, now + KEY_TTL)
+            self._keys[token] = app
+        now = self._clock()
         if now - self._key_used.get(token, -LAST_USED_EVERY) >= LAST_USED_EVERY:
             self._key_used[token] = now
             self.db.writer.submit(_touch_key(token, utcnow()))
@@ -115,12 +88,12 @@ class AppLookup:
 
     async def config(self, config_id: str) -> ConfigVersion | None:
         """A configuration version by id (versions never change, so they stay cached)."""
-        hit = self._configs.get(config_id, 0.0)
+        hit = self._configs.get(config_id)
         if hit is not None:
             return hit
         version = await self._once(("config", config_id), self._find_config, config_id)
         if version is not None:
-            self._configs.put(config_id, version)
+            self._configs[config_id] = version
         return version
 
     async def _find_config(self, config_id: str) -> ConfigVersion | None:
@@ -130,14 +103,13 @@ class AppLookup:
 
     async def latest_config(self, app_id: str) -> ConfigVersion | None:
         """The app's newest configuration version (seen within ``LATEST_CONFIG_TTL`` of its saving)."""
-        now = time.monotonic()
-        hit = self._latest.get(app_id, now)
+        hit = self._latest.get(app_id)
         if hit is not None:
             return hit
         version = await self._once(("latest", app_id), self._find_latest, app_id)
         if version is not None:
-            self._configs.put(version.id, version)
-            self._latest.put(app_id, version, now + LATEST_CONFIG_TTL)
+            self._configs[version.id] = version
+            self._latest[app_id] = version
         return version
 
     async def _find_latest(self, app_id: str) -> ConfigVersion | None:
@@ -145,18 +117,14 @@ class AppLookup:
             row = await repo.latest_config(session, app_id)
             if row is None:
                 return None
-            return self._configs.get(row.id, 0.0) or ConfigVersion(
+            return self._configs.get(row.id) or ConfigVersion(
                 row.id, AppConfig.model_validate(row.config)
             )
-
-    def forget_latest(self, app_id: str) -> None:
-        """Drop the cached newest version (this process just saved a new one)."""
-        self._latest.drop(app_id)
 
     def end_user_now(self, app_id: str, user: str) -> str | asyncio.Task[str]:
         """The end user's id if it is known here, else the (shared) task that finds or creates it —
         for a caller that can go on without it for a while."""
-        hit = self._users.get((app_id, user), 0.0)
+        hit = self._users.get((app_id, user))
         if hit is not None:
             return hit
         return asyncio.ensure_future(self.end_user_id(app_id, user))
@@ -164,7 +132,7 @@ class AppLookup:
     async def end_user_id(self, app_id: str, user: str) -> str:
         """The id of the end user a client's ``user`` string names in this app, created when new (the
         row is written behind; concurrent first requests of one user share one creation)."""
-        hit = self._users.get((app_id, user), 0.0)
+        hit = self._users.get((app_id, user))
         if hit is not None:
             return hit
         user_id: str = await self._once(("user", app_id, user), self._find_or_create_user, app_id, user)
@@ -198,7 +166,7 @@ class AppLookup:
             self.db.writer.submit(Insert(EndUser, values))
         # Cached before this task ends: a new user's row is written behind, so a lookup between the
         # task's end and a later cache write would find no row and create the user a second time.
-        self._users.put((app_id, user), user_id)
+        self._users[(app_id, user)] = user_id
         return user_id
 
 

@@ -35,7 +35,7 @@ from loopwright.app.toolsets import ToolsetPool
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
-from loopwright.store.db import Database
+from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
 from loopwright.store.models import App
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
@@ -51,6 +51,13 @@ MAX_CACHED_AGENTS = 256
 DEFAULT_UPLOAD_DIR = Path("loopwright-files") / "uploads"
 DEFAULT_UPLOAD_MAX_BYTES = 15 * 1024 * 1024
 INTERNAL_MESSAGE = "Internal Server Error, please contact support."
+
+
+async def migrate(db: Database) -> None:
+    """Bring the database's schema to the newest version, then let its connections go (they belong to
+    the event loop that made them; a server runs its own)."""
+    await db.migrate()
+    await db.engine.dispose()
 
 
 class AppRuntime:

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.runtime import AppRuntime, Database, migrate
 from loopwright.config import Settings
 from loopwright.server import (
     errors,
@@ -25,7 +25,6 @@ from loopwright.server import (
     routes_tool_files,
 )
 from loopwright.server.event_stream import ServiceAPI
-from loopwright.store.db import Database
 from loopwright.tools.base import Tool
 
 DEFAULT_PING_INTERVAL = 10.0
@@ -118,7 +117,7 @@ def run_server(
     if workers < 1:
         raise ValueError("workers must be 1 or more")
     db = Database(database_url)
-    asyncio.run(_migrate(db))
+    asyncio.run(migrate(db))
     if workers == 1:
         serve(create_app(db, ping_interval=ping_interval), host, port, access_log=access_log)
         return
@@ -145,9 +144,3 @@ def app_from_environment() -> FastAPI:
     app = create_app(Database(), workers=int(os.environ.get(WORKERS_ENV, "1")))
     tune_gc()
     return app
-
-
-async def _migrate(db: Database) -> None:
-    await db.migrate()
-    # The pool's connections belong to this event loop; uvicorn runs its own.
-    await db.engine.dispose()

@@ -1,0 +1,46 @@
+"""The one SSE reader of the tests: Dify's frames (``data: {json}`` and ``event: ping``) as dicts.
+
+A ping is ``{"event": "ping"}``; anything else in a stream fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, Iterable, Iterator
+from typing import Any
+
+PING = {"event": "ping"}
+
+
+def event_of(line: str) -> dict[str, Any] | None:
+    """The event one line of a stream carries (None for the blank line between frames)."""
+    if not line.strip():
+        return None
+    if line.startswith("data: "):
+        event: dict[str, Any] = json.loads(line[len("data: ") :])
+        return event
+    if line == "event: ping":
+        return dict(PING)
+    raise AssertionError(f"unexpected SSE line: {line!r}")
+
+
+def parse_sse(body: str | bytes, *, pings: bool = True) -> list[dict[str, Any]]:
+    """Every event of a whole body, in order."""
+    text = body.decode() if isinstance(body, bytes) else body
+    return [e for e in iter_sse(text.split("\n"), pings=pings)]
+
+
+def iter_sse(lines: Iterable[str | bytes], *, pings: bool = True) -> Iterator[dict[str, Any]]:
+    """Events from the lines of a stream as they come (a blocking client's ``iter_lines``)."""
+    for line in lines:
+        event = event_of(line.decode() if isinstance(line, bytes) else line)
+        if event is not None and (pings or event != PING):
+            yield event
+
+
+async def aiter_sse(lines: AsyncIterable[str], *, pings: bool = True) -> Any:
+    """Events from the lines of a live stream (httpx's ``aiter_lines``), as they arrive."""
+    async for line in lines:
+        event = event_of(line)
+        if event is not None and (pings or event != PING):
+            yield event
