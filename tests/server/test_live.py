@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -69,13 +68,14 @@ async def test_stop_ends_the_stream_at_once_and_saves_stopped(
                 url = f"/v1/chat-messages/{event['task_id']}/stop"
                 other = await client.post(url, json={"user": "mallory"})  # not theirs: no effect
                 assert other.json() == {"result": "success"}
-                stopped_at = time.monotonic()
+                stopped_at = len(events)
                 stop = await client.post(url, json={"user": "alice"})
                 assert stop.status_code == 200 and stop.json() == {"result": "success"}
-    assert stopped_at is not None and time.monotonic() - stopped_at < 1.0
+    assert stopped_at is not None
     assert events[-1]["event"] == "message_end"
     streamed = "".join(e["answer"] for e in events if e["event"] == "agent_message")
-    assert 0 < len(streamed) < len(LONG)
+    # At once: the stream ends far before the answer would have (no clock: counted in chunks).
+    assert 0 < len(streamed) < len(LONG) // 2
     async with db.transaction() as s:
         message = await s.get(Message, events[0]["message_id"])
         assert message is not None and message.status == "stopped"

@@ -117,9 +117,7 @@ class AppLookup:
             row = await repo.latest_config(session, app_id)
             if row is None:
                 return None
-            return self._configs.get(row.id) or ConfigVersion(
-                row.id, AppConfig.model_validate(row.config)
-            )
+            return self._configs.get(row.id) or ConfigVersion(row.id, AppConfig.model_validate(row.config))
 
     def end_user_now(self, app_id: str, user: str) -> str | asyncio.Task[str]:
         """The end user's id if it is known here, else the (shared) task that finds or creates it —

@@ -40,7 +40,7 @@ from loopwright.app.wire_events import (
     WireEvent,
 )
 from loopwright.model.entities import Usage
-from loopwright.store.codec import encode_per_tool, join_tool_names, tool_labels
+from loopwright.store.codec import join_tool_names, round_inputs, round_observations, tool_labels
 from loopwright.tools.base import (
     LLM_USAGE,
     RETRIEVER_RESOURCES,
@@ -74,15 +74,11 @@ class ThoughtRow:
 
     @property
     def tool_input(self) -> str:
-        return encode_per_tool(self.names, self.inputs) if self.names else ""
+        return round_inputs(self.names, self.inputs)
 
     @property
     def observation(self) -> str:
-        return encode_per_tool(self.names, self.observations) if any(self.observations) else ""
-
-    @property
-    def tool_meta(self) -> str:
-        return encode_per_tool(self.names, self.metas) if any(self.metas) else "{}"
+        return round_observations(self.names, self.observations)
 
 
 class DifyStream:

@@ -27,6 +27,9 @@ __all__ = [
     "encode_per_tool",
     "fallback_label",
     "join_tool_names",
+    "round_inputs",
+    "round_metas",
+    "round_observations",
     "split_tool_names",
     "tool_labels",
     "unique_tool_keys",
@@ -86,6 +89,21 @@ def encode_per_tool(names: Sequence[str], values: Sequence[Any]) -> str:
     if len(names) != len(values):
         raise ValueError("names and values differ in length")
     return dump_json(dict(zip(unique_tool_keys(names), values, strict=True)))
+
+
+def round_inputs(names: Sequence[str], inputs: Sequence[Any]) -> str:
+    """A round's ``tool_input``: its calls' arguments by tool, or ``""`` without calls."""
+    return encode_per_tool(names, inputs) if names else ""
+
+
+def round_observations(names: Sequence[str], observations: Sequence[str]) -> str:
+    """A round's ``observation``: its calls' observations by tool, or ``""`` before any arrived."""
+    return encode_per_tool(names, observations) if any(observations) else ""
+
+
+def round_metas(names: Sequence[str], metas: Sequence[Any]) -> str:
+    """A round's ``tool_meta_str``: its calls' metadata by tool, or ``"{}"`` without any."""
+    return encode_per_tool(names, metas) if any(metas) else "{}"
 
 
 def decode_json_object(text: str | None) -> dict[str, Any] | None:
