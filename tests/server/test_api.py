@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from sqlalchemy import delete
 
+from loopwright.store.db import Database
+from loopwright.store.models import AppConfig
 from tests.server.conftest import NewApp, ServiceApp
 
 
@@ -185,6 +188,24 @@ async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -
 
     r = await client.get("/v1/info", headers=app.headers)
     assert r.json() == {"name": "calc", "description": "calc app", "tags": [], "mode": "agent-chat"}
+
+
+async def test_an_app_without_a_configuration_is_unavailable(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    app = await new_app(["Hello."], file_upload={"enabled": True, "allowed_types": ["image"]})
+    async with db.transaction() as s:
+        await s.execute(delete(AppConfig).where(AppConfig.app_id == app.id))
+    unavailable = {
+        "code": "app_unavailable",
+        "message": "App unavailable, please check your app configurations.",
+        "status": 400,
+    }
+    r = await client.get("/v1/parameters", headers=app.headers)
+    assert (r.status_code, r.json()) == (400, unavailable)
+    files = {"file": ("a.png", b"\x89PNG\r\n\x1a\n", "image/png")}
+    r = await client.post("/v1/files/upload", data={"user": "alice"}, files=files, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, unavailable)
 
 
 async def test_feedback(client: httpx.AsyncClient, new_app: NewApp) -> None:
