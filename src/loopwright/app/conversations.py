@@ -129,21 +129,25 @@ async def rename_conversation(
 ) -> ConversationView:
     """Give the conversation ``name``, or with ``auto_generate`` the name its first query gives (as a
     new conversation is named). :class:`UserInputError` for a blank or too long name."""
-    if not auto_generate:
-        name = (name or "").strip()
-        if not name:
-            raise UserInputError("name is required when auto_generate is false")
-        if len(name) > MAX_NAME_CHARS:
-            raise UserInputError(f"name must be at most {MAX_NAME_CHARS} characters")
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
         conv = await _conversation(session, app_id, end_user_id, conversation_id)
         if auto_generate:
             first = await repo.first_message(session, conv.id)
-            name = conversation_name(first.query) if first is not None else conv.name
-        assert name is not None
-        await repo.rename_conversation(session, conv, name)
+            new_name = conversation_name(first.query) if first is not None else conv.name
+        else:
+            new_name = _checked_name(name)
+        await repo.rename_conversation(session, conv, new_name)
     return await _conversation_view(lookup, conv)
+
+
+def _checked_name(name: str | None) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise UserInputError("name is required when auto_generate is false")
+    if len(name) > MAX_NAME_CHARS:
+        raise UserInputError(f"name must be at most {MAX_NAME_CHARS} characters")
+    return name
 
 
 async def delete_conversation(
@@ -166,7 +170,7 @@ async def _conversation(
 
 
 async def _conversation_view(lookup: AppLookup, conv: Conversation) -> ConversationView:
-    version = await lookup.config(conv.app_config_id)  # versions are immutable: cached, no query
+    version = await lookup.config(conv.app_config_id)  # cached: one query per version, not per row
     return ConversationView(
         id=conv.id,
         name=conv.name,
