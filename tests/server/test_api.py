@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from sqlalchemy import delete, event
 
+from loopwright.store.db import Database
+from loopwright.store.models import AppConfig
 from tests.server.conftest import NewApp, ServiceApp
 
 
@@ -126,6 +129,50 @@ async def test_conversations_list_rename_delete(client: httpx.AsyncClient, new_a
     assert r.status_code == 404 and r.json()["message"] == "Conversation Not Exists."
 
 
+async def test_the_message_list_costs_the_same_queries_for_one_message_or_many(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    rounds = 4
+    replies: list[Any] = []
+    for i in range(rounds):  # each message: a tool round, then the answer (two thoughts)
+        replies += [
+            {"text": "Let me compute.", "tool_calls": [["calculator", {"expression": f"{i}+1"}]]},
+            f"{i + 1}.",
+        ]
+    app = await new_app(replies)
+    conv_id = (await chat(client, app))["conversation_id"]
+    for _ in range(rounds - 1):
+        await chat(client, app, conversation_id=conv_id)
+
+    async def listed(limit: int) -> tuple[int, list[Any]]:
+        await client.get(
+            "/v1/messages", params={"conversation_id": conv_id, "user": "alice"}, headers=app.headers
+        )
+        await db.writer.flush()  # nothing of the chats (nor the key's last use) left to write
+        statements: list[str] = []
+
+        def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            statements.append(statement)
+
+        event.listen(db.engine.sync_engine, "before_cursor_execute", record)
+        try:
+            r = await client.get(
+                "/v1/messages",
+                params={"conversation_id": conv_id, "user": "alice", "limit": limit},
+                headers=app.headers,
+            )
+        finally:
+            event.remove(db.engine.sync_engine, "before_cursor_execute", record)
+        assert r.status_code == 200, r.text
+        return len(statements), r.json()["data"]
+
+    one, [last] = await listed(1)
+    many, messages = await listed(rounds)
+    assert len(messages) == rounds and messages[-1]["id"] == last["id"]
+    assert all(len(m["agent_thoughts"]) == 2 for m in messages)
+    assert many == one <= 6  # no query per message
+
+
 async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -> None:
     app = await new_app(
         ["Hello."],
@@ -185,6 +232,24 @@ async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -
 
     r = await client.get("/v1/info", headers=app.headers)
     assert r.json() == {"name": "calc", "description": "calc app", "tags": [], "mode": "agent-chat"}
+
+
+async def test_an_app_without_a_configuration_is_unavailable(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    app = await new_app(["Hello."], file_upload={"enabled": True, "allowed_types": ["image"]})
+    async with db.transaction() as s:
+        await s.execute(delete(AppConfig).where(AppConfig.app_id == app.id))
+    unavailable = {
+        "code": "app_unavailable",
+        "message": "App unavailable, please check your app configurations.",
+        "status": 400,
+    }
+    r = await client.get("/v1/parameters", headers=app.headers)
+    assert (r.status_code, r.json()) == (400, unavailable)
+    files = {"file": ("a.png", b"\x89PNG\r\n\x1a\n", "image/png")}
+    r = await client.post("/v1/files/upload", data={"user": "alice"}, files=files, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, unavailable)
 
 
 async def test_feedback(client: httpx.AsyncClient, new_app: NewApp) -> None:

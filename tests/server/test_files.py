@@ -12,6 +12,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
+from loopwright.server.routes_files import part_names
 from loopwright.store.db import Database
 from loopwright.store.models import EndUser, UploadFile
 from tests.server.conftest import NewApp, ServiceApp
@@ -264,6 +265,26 @@ async def test_filename_parameters(client: httpx.AsyncClient, new_app: NewApp, u
         r = await client.post("/v1/files/upload", content=body, headers=headers)
         assert r.status_code == 201, (params, r.text)
         assert (r.json()["name"], r.json()["extension"]) == (name, "png")
+
+
+@pytest.mark.parametrize(
+    ("disposition", "names"),
+    [
+        # RFC 5987: UTF-8, percent-encoded, wins over the plain filename
+        (
+            b'form-data; name="file"; filename="a.png"; filename*=UTF-8\'\'%E2%82%AC%20rates.png',
+            "€ rates.png",
+        ),
+        (b"form-data; name=\"file\"; filename*=utf-8'fr'%C3%A9t%C3%A9.txt", "été.txt"),  # a language tag
+        (b'form-data; name="file"; filename*="UTF-8\'\'%E7%8C%AB.png"', "猫.png"),  # quoted
+        (b"form-data; name=\"file\"; filename*=iso-8859-1''caf%E9.txt", "café.txt"),  # another charset
+        (b'form-data; name="file"; filename="x.png"; filename*=UTF-8\'\'%E2.png', "x.png"),  # not UTF-8
+        (b'form-data; name="file"; filename="plain.png"', "plain.png"),
+    ],
+)
+def test_part_names_decode_an_extended_filename(disposition: bytes, names: str) -> None:
+    assert part_names(disposition) == ("file", names)
+    assert part_names(b'form-data; name="user"') == ("user", None)  # a plain field
 
 
 async def test_the_file_streams_to_disk_and_the_limit_stops_it_early(

@@ -32,6 +32,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
+from loopwright.app.uploads import UploadLimits, upload_limits
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("loopwright.app")
 
 MAX_CACHED_AGENTS = 256
-DEFAULT_UPLOAD_DIR = Path("loopwright-files") / "uploads"
-DEFAULT_UPLOAD_MAX_BYTES = 15 * 1024 * 1024
 INTERNAL_MESSAGE = "Internal Server Error, please contact support."
 
 
@@ -75,13 +74,13 @@ class AppRuntime:
         tools: Sequence[Tool] = (),
         ping_interval: float = 10.0,
         workers: int = 1,
-        upload_dir: Path = DEFAULT_UPLOAD_DIR,
-        upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
+        upload_dir: Path | None = None,
+        upload_max_bytes: int | None = None,
         models: Mapping[str, Model] | None = None,
     ) -> None:
         self.db = db
         self.tools = list(tools)
-        self.upload_dir = upload_dir
+        self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
         self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
         self.lookup = AppLookup(db)
@@ -101,7 +100,8 @@ class AppRuntime:
 
     async def start(self, request: MessageRequest) -> Run:
         """Start running one message; see the module's docstring."""
-        message = await messages.prepare(self.db, self.lookup, request, upload_dir=self.upload_dir)
+        uploads = self.upload_limits().directory
+        message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
         agent = await self.agent(message.version)
         messages.start(message)
         run = Run(
@@ -169,6 +169,11 @@ class AppRuntime:
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
             self._agents[key] = agent
         return agent
+
+    def upload_limits(self) -> UploadLimits:
+        """Where uploads are kept and how large one may be: the runtime's own choice, else the
+        settings' (:func:`~app.uploads.upload_limits`)."""
+        return upload_limits(self.settings, directory=self.upload_dir, max_bytes=self.upload_max_bytes)
 
     async def files(self) -> ToolFiles:
         """The tool files (local storage and signing key from the settings), built once."""

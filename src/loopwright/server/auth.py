@@ -1,11 +1,16 @@
-"""``Authorization: Bearer app-…`` → the app the key belongs to (Dify's Service API keys)."""
+"""``Authorization: Bearer …``: an app's Service API key (``app-…``) → the app it opens; a dataset API
+key (``dataset-…``) → access to the Knowledge API. Anything else is a 401 with Dify's message."""
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
 
-from loopwright.app.lookup import AppLookup, KeyedApp
+from fastapi import Depends, Request
+
+from loopwright.app import datasets
+from loopwright.app.lookup import KeyedApp
 from loopwright.server.errors import ApiError
+from loopwright.server.state import ServerState, get_state
 
 AuthedApp = KeyedApp
 
@@ -14,16 +19,28 @@ def unauthorized(message: str) -> ApiError:
     return ApiError(401, "unauthorized", message)
 
 
-async def current_app(request: Request) -> AuthedApp:
-    """FastAPI dependency: the app of the request's API key, or 401."""
+def bearer_token(request: Request) -> str:
+    """The request's bearer token, or 401."""
     header = request.headers.get("authorization")
     if header is None:
         raise unauthorized("Authorization header must be provided and start with 'Bearer'")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise unauthorized("Authorization scheme must be 'Bearer'")
-    lookup: AppLookup = request.app.state.loopwright.lookup
-    app = await lookup.app_for_key(token.strip())
+    return token.strip()
+
+
+async def current_app(request: Request, state: Annotated[ServerState, Depends(get_state)]) -> AuthedApp:
+    """FastAPI dependency: the app of the request's API key, or 401."""
+    app = await state.lookup.app_for_key(bearer_token(request))
     if app is None:
         raise unauthorized("Access token is invalid")
     return app
+
+
+async def dataset_key(request: Request, state: Annotated[ServerState, Depends(get_state)]) -> str:
+    """FastAPI dependency: a valid dataset API key, or 401."""
+    token = bearer_token(request)
+    if not await datasets.key_is_valid(state.knowledge(), token):
+        raise unauthorized("Access token is invalid")
+    return token

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
 from loopwright.app.errors import AppUnavailableError, ProviderNotInitializedError
 from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
 
@@ -34,9 +35,12 @@ _HTTP_CODES = {
 }
 
 
-# (exception class, status, code), most specific first; the exception's own message is shown.
-# Agent errors keep their message (Dify hides them behind its generic one; ours say what happened).
-ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
+# (exception class, status, code), most specific first; the exception's own message is shown, unless
+# Dify always shows a fixed one (FIXED_MESSAGES). Agent errors keep their message (Dify hides them
+# behind its generic one; ours say what happened).
+ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
+    (DatasetExistsError, 409, "dataset_name_duplicate"),
+    (DocumentIndexingError, 400, "document_indexing"),
     (AppUnavailableError, 400, "app_unavailable"),
     (ProviderNotInitializedError, 400, "provider_not_initialize"),
     (NotFoundError, 404, "not_found"),
@@ -46,11 +50,16 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
 )
 
 
+FIXED_MESSAGES = {
+    "dataset_name_duplicate": "The dataset name already exists. Please modify your dataset name."
+}
+
+
 def error_fields(exc: BaseException) -> tuple[str, int, str]:
     """``(code, status, message)`` of an exception, from :data:`ERROR_TABLE`."""
     for cls, status, code in ERROR_TABLE:
         if isinstance(exc, cls):
-            return code, status, str(exc)
+            return code, status, FIXED_MESSAGES.get(code, str(exc))
     return "internal_server_error", 500, INTERNAL_MESSAGE
 
 
@@ -123,7 +132,9 @@ def install(app: FastAPI) -> None:
         return error_response(exc.status_code, code, message)
 
     app.add_exception_handler(ApiError, api_error)
-    app.add_exception_handler(LoopwrightError, loopwright_error)
+    handled: set[type[Exception]] = {LoopwrightError, *(cls for cls, _, _ in ERROR_TABLE)}
+    for cls in handled:
+        app.add_exception_handler(cls, loopwright_error)
     app.add_exception_handler(RequestValidationError, request_invalid)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_middleware(CatchAll)

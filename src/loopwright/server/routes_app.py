@@ -6,11 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
+from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig, FileUpload, InputField
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.errors import ApiError
 from loopwright.server.state import ServerState, get_state
-from loopwright.store import repositories as repo
 
 router = APIRouter()
 
@@ -77,11 +76,8 @@ async def parameters(
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, Any]:
-    async with state.db.transaction() as session:
-        row = await repo.latest_config(session, app.id)
-    if row is None:
-        raise ApiError(400, "app_unavailable", "App unavailable, please check your app configurations.")
-    return parameters_body(AppConfig.model_validate(row.config))
+    config = await current_config(state.lookup, app.id)
+    return parameters_body(config)
 
 
 @router.get("/v1/info")

@@ -1,25 +1,20 @@
 """``POST /v1/files/upload``: Dify's Service API file upload (multipart ``file`` + ``user``).
 
 The multipart body is parsed as it arrives and the file part is written to disk chunk by chunk, so an
-upload is never held in memory; a file over the limit is abandoned as soon as it crosses it. Files are
-stored under the upload directory as ``<app id>/<file id>`` (the client's filename never reaches a path)
-and recorded as an ``UploadFile`` row.
-
-Settings are read from the server state (``upload_dir``, ``upload_max_bytes``) when it has them, else
-the defaults below.
+upload is never held in memory; a file over the limit is abandoned as soon as it crosses it. The
+received file is then kept by :func:`loopwright.app.uploads.store_upload` (under the upload directory as
+``<app id>/<file id>``, with its row). The directory and the size limit are
+:func:`loopwright.app.uploads.upload_limits`.
 """
 
 from __future__ import annotations
 
-import mimetypes
-import re
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import suppress
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
-from urllib.parse import unquote
 
 import anyio
 from fastapi import APIRouter, Depends, Request
@@ -28,29 +23,30 @@ from python_multipart import MultipartParser
 from python_multipart.exceptions import FormParserError, MultipartParseError
 from python_multipart.multipart import parse_options_header
 
+from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig
-from loopwright.app.wire import file_type
+from loopwright.app.uploads import (
+    StoredUpload,
+    display_name,
+    effective_mime_type,
+    extension_of,
+    store_upload,
+    type_allowed,
+)
+from loopwright.errors import LoopwrightError
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.state import ServerState, get_state, require_user
-from loopwright.store import repositories as repo
-from loopwright.store.models import UploadFile, unix_seconds
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
 
 router = APIRouter()
 
-DEFAULT_UPLOAD_DIR = Path("loopwright-files") / "uploads"
-DEFAULT_MAX_BYTES = 15 * 1024 * 1024  # Dify's file_size_limit (15 MB)
-
 MAX_HEADER_BYTES = 16 * 1024  # one header line of a part
 MAX_FIELD_BYTES = 64 * 1024  # a non-file field (``user``…)
 MAX_PARTS = 64
 DRAIN_LIMIT = 64 * 1024 * 1024  # read (and drop) at most this much after an error, so the client sees it
-MAX_NAME_CHARS = 200  # as Dify: longer names are cut, keeping the extension
-
-GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream"})
 
 
 def no_file_uploaded() -> ApiError:
@@ -76,9 +72,6 @@ def _megabytes(n: int) -> str:
 
 # --- multipart ------------------------------------------------------------------------------------
 
-# RFC 5987 ``filename*=charset'lang'percent-encoded``
-_EXTENDED_FILENAME = re.compile(r";\s*filename\*\s*=\s*\"?([^';\s]*)'[^';]*'([^;\s\"]*)", re.IGNORECASE)
-
 
 def part_names(disposition: bytes) -> tuple[str | None, str | None]:
     """The field name and filename (None for a plain field) of a part's ``Content-Disposition``.
@@ -90,10 +83,23 @@ def part_names(disposition: bytes) -> tuple[str | None, str | None]:
         v.decode("utf-8", "replace") if v is not None else None
         for v in (params.get(b"name"), params.get(b"filename"))
     )
-    if m := _EXTENDED_FILENAME.search(disposition.decode("latin-1")):
-        with suppress(LookupError, UnicodeDecodeError):
-            filename = unquote(m[2], encoding=m[1] or "utf-8", errors="strict")
-    return name, filename
+    extended = extended_filename(disposition.decode("latin-1"))
+    return name, extended if extended is not None else filename
+
+
+def extended_filename(disposition: str) -> str | None:
+    """The RFC 5987 ``filename*=charset'lang'percent-encoded`` of a ``Content-Disposition``, decoded by
+    the standard library's RFC 2231 parameter parsing; None when absent or not in its charset."""
+    header = Message()
+    header["Content-Disposition"] = disposition
+    for key, value in header.get_params([], header="Content-Disposition"):
+        if key == "filename" and isinstance(value, tuple):  # only the extended form is a tuple
+            charset, _language, text = value  # text: the percent-decoded bytes, as Latin-1 characters
+            try:
+                return text.encode("latin-1").decode(charset or "utf-8")
+            except (LookupError, UnicodeError):
+                return None
+    return None
 
 
 # --- the upload ------------------------------------------------------------------------------------
@@ -109,39 +115,6 @@ class Received:
     mime_type: str = ""
     size: int = 0
     temp_path: Path | None = None
-
-
-def display_name(filename: str) -> str:
-    """The file's name as shown back: no directories, no control characters, at most 200 characters
-    (keeping the extension)."""
-    name = re.split(r"[\\/]", filename)[-1]
-    name = "".join(ch for ch in name if ch.isprintable()).strip()
-    if len(name) > MAX_NAME_CHARS:
-        stem, dot, ext = name.rpartition(".")
-        if dot and stem and len(ext) < 20:
-            name = stem[: MAX_NAME_CHARS - len(ext) - 1] + "." + ext
-        else:
-            name = name[:MAX_NAME_CHARS]
-    return name
-
-
-def extension_of(name: str) -> str:
-    return name.rpartition(".")[2].lower() if "." in name else ""
-
-
-def effective_mime_type(declared: str, extension: str) -> str:
-    """The part's declared type; a missing or generic one is guessed from the extension."""
-    if declared not in GENERIC_MIME_TYPES:
-        return declared
-    guessed = mimetypes.guess_type(f"f.{extension}")[0] if extension else None
-    if guessed is None and extension in ("md", "markdown"):
-        guessed = "text/markdown"
-    return guessed or "application/octet-stream"
-
-
-def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
-    allowed = config.file_upload.allowed_types
-    return "custom" in allowed or file_type(mime_type, extension) in allowed
 
 
 class _Receiver:
@@ -278,25 +251,20 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 
 
 def upload_settings(state: ServerState) -> tuple[Path, int]:
-    """The upload directory and size limit: the server state's ``upload_dir`` / ``upload_max_bytes``
-    when set, else ``./loopwright-files/uploads`` and 15 MB."""
-    directory = getattr(state, "upload_dir", None)
-    max_bytes = getattr(state, "upload_max_bytes", None)
-    return (
-        Path(directory) if directory is not None else DEFAULT_UPLOAD_DIR,
-        int(max_bytes) if max_bytes is not None else DEFAULT_MAX_BYTES,
-    )
+    """The upload directory and size limit (:meth:`AppRuntime.upload_limits`)."""
+    limits = state.upload_limits()
+    return limits.directory, limits.max_bytes
 
 
-def upload_body(row: UploadFile, created_by: str) -> dict[str, Any]:
+def upload_body(upload: StoredUpload) -> dict[str, Any]:
     return {
-        "id": row.id,
-        "name": row.name,
-        "size": row.size,
-        "extension": row.extension,
-        "mime_type": row.mime_type,
-        "created_by": created_by,
-        "created_at": unix_seconds(row.created_at),
+        "id": upload.id,
+        "name": upload.name,
+        "size": upload.size,
+        "extension": upload.extension,
+        "mime_type": upload.mime_type,
+        "created_by": upload.created_by,
+        "created_at": upload.created_at,
     }
 
 
@@ -313,21 +281,14 @@ async def upload_file(
         boundary = params.get(b"boundary")
         if media_type != b"multipart/form-data" or not boundary:
             raise no_file_uploaded()
-        async with state.db.transaction() as session:
-            row = await repo.latest_config(session, app.id)
-        if row is None:
-            raise ApiError(400, "app_unavailable", "App unavailable, please check your app configurations.")
+        config = await current_config(state.lookup, app.id)
         try:
             got = await receive_upload(
-                chunks,
-                boundary,
-                directory=directory,
-                max_bytes=max_bytes,
-                config=AppConfig.model_validate(row.config),
+                chunks, boundary, directory=directory, max_bytes=max_bytes, config=config
             )
         except FormParserError as exc:
             raise invalid_param(f"malformed multipart body: {exc}") from None
-    except ApiError:
+    except (ApiError, LoopwrightError):
         await _drain(chunks)
         raise
     try:
@@ -337,36 +298,22 @@ async def upload_file(
 
 
 async def _record(state: ServerState, app: AuthedApp, got: Received, directory: Path) -> JSONResponse:
-    """Check the fields, move the file to its key and record the row."""
+    """Check the fields, then keep the file."""
     user = require_user(got.fields.get("user"))
     if got.temp_path is None or got.filename is None:
         raise no_file_uploaded()
     name = display_name(got.filename)
     if not name:
         raise ApiError(400, "filename_not_exists_error", "The specified filename does not exist.")
-    extension = extension_of(name)
-    file_id = str(uuid.uuid4())
-    storage_key = f"{app.id}/{file_id}"
-    target = directory / storage_key
-    await anyio.Path(target.parent).mkdir(parents=True, exist_ok=True)
-    await anyio.Path(got.temp_path).rename(target)
-    try:
-        async with state.db.transaction() as session:
-            end_user = await repo.get_or_create_end_user(session, app.id, user)
-            row = UploadFile(
-                id=file_id,
-                app_id=app.id,
-                end_user_id=end_user.id,
-                name=name,
-                size=got.size,
-                extension=extension if len(extension) <= 32 else "",
-                mime_type=got.mime_type[:255],
-                storage_key=storage_key,
-            )
-            session.add(row)
-            await session.flush()
-            body = upload_body(row, end_user.id)
-    except BaseException:
-        await _remove(target)
-        raise
-    return JSONResponse(body, status_code=201)
+    stored = await store_upload(
+        state.db,
+        state.lookup,
+        app.id,
+        user,
+        got.temp_path,
+        directory=directory,
+        name=name,
+        size=got.size,
+        mime_type=got.mime_type,
+    )
+    return JSONResponse(upload_body(stored), status_code=201)

@@ -31,7 +31,9 @@ from loopwright.store.models import (
     Message,
     MessageAgentThought,
     MessageFeedback,
+    MessageFile,
     StopRequest,
+    UploadFile,
     new_id,
     utcnow,
 )
@@ -40,11 +42,16 @@ from loopwright.store.writer import WriteFn
 __all__ = [
     "Page",
     "add_config_version",
+    "add_upload_file",
     "create_api_key",
     "create_app",
     "delete_conversation",
+    "feedback_ratings",
+    "files_of_messages",
     "find_app_by_key",
     "find_end_user",
+    "find_user_message",
+    "first_message",
     "get_conversation",
     "get_message",
     "get_or_create_end_user",
@@ -63,6 +70,7 @@ __all__ = [
     "storable",
     "take_stop_requests",
     "thought_values",
+    "thoughts_of_messages",
 ]
 
 T = TypeVar("T")
@@ -484,3 +492,105 @@ async def take_stop_requests(
     taken = [r.task_id for r in rows]
     await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
     return rows
+
+
+# --- reads of the Service API's lists and feedback (app.conversations, app.uploads) ----------------
+
+
+async def first_message(session: AsyncSession, conversation_id: str) -> Message | None:
+    """The conversation's oldest message (its query names the conversation)."""
+    stmt = (
+        select(Message)
+        .where(Message.conversation_id == conversation_id)
+        .order_by(Message.created_at, Message.id)
+        .limit(1)
+    )
+    return await session.scalar(stmt)
+
+
+async def find_user_message(
+    session: AsyncSession, app_id: str, end_user_id: str, message_id: str
+) -> Message | None:
+    """A message of one of this end user's conversations in this app, else ``None``."""
+    stmt = (
+        select(Message)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(
+            Message.id == message_id,
+            Conversation.app_id == app_id,
+            Conversation.end_user_id == end_user_id,
+        )
+    )
+    return await session.scalar(stmt)
+
+
+async def thoughts_of_messages(
+    session: AsyncSession, message_ids: Sequence[str]
+) -> dict[str, list[MessageAgentThought]]:
+    """The thoughts of several messages in one query, each message's in position order (a message
+    without thoughts has no key)."""
+    if not message_ids:
+        return {}
+    stmt = (
+        select(MessageAgentThought)
+        .where(MessageAgentThought.message_id.in_(message_ids))
+        .order_by(MessageAgentThought.message_id, MessageAgentThought.position)
+    )
+    out: dict[str, list[MessageAgentThought]] = {}
+    for row in await session.scalars(stmt):
+        out.setdefault(row.message_id, []).append(row)
+    return out
+
+
+async def files_of_messages(
+    session: AsyncSession, message_ids: Sequence[str]
+) -> dict[str, list[MessageFile]]:
+    """The files of several messages in one query, each message's oldest first (a message without files
+    has no key)."""
+    if not message_ids:
+        return {}
+    stmt = select(MessageFile).where(MessageFile.message_id.in_(message_ids)).order_by(MessageFile.created_at)
+    out: dict[str, list[MessageFile]] = {}
+    for row in await session.scalars(stmt):
+        out.setdefault(row.message_id, []).append(row)
+    return out
+
+
+async def feedback_ratings(
+    session: AsyncSession, message_ids: Sequence[str], end_user_id: str
+) -> dict[str, str]:
+    """One end user's ratings of several messages in one query: message id → ``like`` | ``dislike``."""
+    if not message_ids:
+        return {}
+    stmt = select(MessageFeedback).where(
+        MessageFeedback.message_id.in_(message_ids), MessageFeedback.end_user_id == end_user_id
+    )
+    return {row.message_id: row.rating for row in await session.scalars(stmt)}
+
+
+async def add_upload_file(
+    session: AsyncSession,
+    *,
+    file_id: str,
+    app_id: str,
+    end_user_id: str,
+    name: str,
+    size: int,
+    extension: str,
+    mime_type: str,
+    storage_key: str,
+) -> UploadFile:
+    """The row of a file an end user uploaded (its bytes are already at ``storage_key``)."""
+    row = UploadFile(
+        id=file_id,
+        app_id=app_id,
+        end_user_id=end_user_id,
+        name=name,
+        size=size,
+        extension=extension,
+        mime_type=mime_type,
+        storage_key=storage_key,
+    )
+    session.add(row)
+    await session.flush()
+    return row

@@ -1,0 +1,317 @@
+"""An end user's conversations and messages as the Service API lists and changes them.
+
+Every function is scoped to one app and one end user (the client's ``user`` string, created on first
+sight as everywhere else): a conversation or message outside that scope is "not found", never
+another user's. Each call is one transaction. A page of messages costs the same few queries whatever
+its length — the thoughts, files and ratings of the whole page are read at once.
+
+The results are small typed views; the server turns them into Dify's bodies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright.app.errors import CONVERSATION_NOT_EXISTS as CONVERSATION_NOT_FOUND
+from loopwright.app.lookup import AppLookup
+from loopwright.app.message_writes import conversation_name
+from loopwright.errors import NotFoundError, UserInputError
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFile, unix_seconds
+from loopwright.store.repositories import Page
+from loopwright.tools.files.manager import ToolFiles
+from loopwright.tools.files.signing import tool_file_of_url
+
+__all__ = [
+    "ConversationView",
+    "MessageFileView",
+    "MessageView",
+    "ThoughtView",
+    "conversation_page",
+    "delete_conversation",
+    "message_page",
+    "rate_message",
+    "rename_conversation",
+]
+
+LAST_CONVERSATION_NOT_FOUND = "Last Conversation Not Exists."
+FIRST_MESSAGE_NOT_FOUND = "First Message Not Exists."
+MESSAGE_NOT_FOUND = "Message Not Exists."
+MAX_NAME_CHARS = 255  # the column's size
+
+Rating = Literal["like", "dislike"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationView:
+    id: str
+    name: str
+    inputs: dict[str, Any]
+    status: str
+    introduction: str  # the opening statement of the conversation's configuration version
+    created_at: int  # Unix seconds
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtView:
+    id: str
+    message_id: str
+    position: int
+    thought: str | None
+    tool: str | None
+    tool_labels: dict[str, Any]
+    tool_input: str | None
+    observation: str | None
+    files: list[Any]  # the ids of the files the round made
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFileView:
+    id: str
+    type: str
+    url: str  # a tool file's freshly signed (a stored signature would have expired)
+    belongs_to: str
+    transfer_method: str
+    upload_file_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    id: str
+    conversation_id: str
+    parent_message_id: str | None
+    inputs: dict[str, Any]
+    query: str
+    answer: str
+    files: list[MessageFileView]
+    rating: str | None  # this end user's feedback
+    created_at: int
+    thoughts: list[ThoughtView]
+    status: str
+    error: str | None
+
+
+# --- conversations -----------------------------------------------------------------------------------
+
+
+async def conversation_page(
+    db: Database, lookup: AppLookup, app_id: str, user: str, *, limit: int, last_id: str | None = None
+) -> Page[ConversationView]:
+    """The end user's conversations, most recently updated first; ``last_id`` continues after that one
+    (:class:`NotFoundError` when it is not theirs)."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        if last_id and await repo.get_conversation(session, app_id, end_user_id, last_id) is None:
+            raise NotFoundError(LAST_CONVERSATION_NOT_FOUND)
+        page = await repo.list_conversations(
+            session, app_id, end_user_id, limit=limit, last_id=last_id or None
+        )
+    views = [await _conversation_view(lookup, c) for c in page.items]
+    return Page(views, page.has_more, page.limit)
+
+
+async def rename_conversation(
+    db: Database,
+    lookup: AppLookup,
+    app_id: str,
+    user: str,
+    conversation_id: str,
+    *,
+    name: str | None = None,
+    auto_generate: bool = False,
+) -> ConversationView:
+    """Give the conversation ``name``, or with ``auto_generate`` the name its first query gives (as a
+    new conversation is named). :class:`UserInputError` for a blank or too long name."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        conv = await _conversation(session, app_id, end_user_id, conversation_id)
+        if auto_generate:
+            first = await repo.first_message(session, conv.id)
+            new_name = conversation_name(first.query) if first is not None else conv.name
+        else:
+            new_name = _checked_name(name)
+        await repo.rename_conversation(session, conv, new_name)
+    return await _conversation_view(lookup, conv)
+
+
+def _checked_name(name: str | None) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise UserInputError("name is required when auto_generate is false")
+    if len(name) > MAX_NAME_CHARS:
+        raise UserInputError(f"name must be at most {MAX_NAME_CHARS} characters")
+    return name
+
+
+async def delete_conversation(
+    db: Database, lookup: AppLookup, app_id: str, user: str, conversation_id: str
+) -> None:
+    """Delete the conversation (softly: lookups and lists no longer return it)."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        conv = await _conversation(session, app_id, end_user_id, conversation_id)
+        await repo.delete_conversation(session, conv)
+
+
+async def _conversation(
+    session: AsyncSession, app_id: str, end_user_id: str, conversation_id: str
+) -> Conversation:
+    conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
+    if conv is None:
+        raise NotFoundError(CONVERSATION_NOT_FOUND)
+    return conv
+
+
+async def _conversation_view(lookup: AppLookup, conv: Conversation) -> ConversationView:
+    version = await lookup.config(conv.app_config_id)  # cached: one query per version, not per row
+    return ConversationView(
+        id=conv.id,
+        name=conv.name,
+        inputs=dict(conv.inputs or {}),
+        status=conv.status,
+        introduction=version.config.opening_statement if version is not None else "",
+        created_at=unix_seconds(conv.created_at),
+        updated_at=unix_seconds(conv.updated_at),
+    )
+
+
+# --- messages ----------------------------------------------------------------------------------------
+
+
+async def message_page(
+    db: Database,
+    lookup: AppLookup,
+    tool_files: Callable[[], Awaitable[ToolFiles]],
+    app_id: str,
+    user: str,
+    conversation_id: str,
+    *,
+    limit: int,
+    first_id: str | None = None,
+) -> Page[MessageView]:
+    """A page of the conversation's messages, oldest first: the newest ``limit``, or with ``first_id``
+    the ``limit`` just before that one. Each comes with its thoughts, its files and the end user's
+    rating. ``tool_files`` is called only when a message has a tool's file to sign."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        conv = await _conversation(session, app_id, end_user_id, conversation_id)
+        if first_id and await repo.get_message(session, conv.id, first_id) is None:
+            raise NotFoundError(FIRST_MESSAGE_NOT_FOUND)
+        page = await repo.list_messages(session, conv.id, limit=limit, first_id=first_id or None)
+        ids = [m.id for m in page.items]
+        ratings = await repo.feedback_ratings(session, ids, end_user_id)
+        files = await repo.files_of_messages(session, ids)
+        thoughts = await repo.thoughts_of_messages(session, ids)
+    signed = await _signed_urls(tool_files, [f for rows in files.values() for f in rows])
+    views = [
+        _message_view(m, ratings.get(m.id), files.get(m.id, []), thoughts.get(m.id, []), signed)
+        for m in page.items
+    ]
+    return Page(views, page.has_more, page.limit)
+
+
+async def rate_message(
+    db: Database,
+    lookup: AppLookup,
+    app_id: str,
+    user: str,
+    message_id: str,
+    rating: Rating | None,
+    content: str | None = None,
+) -> None:
+    """Set the end user's rating of one of their messages (``None`` removes it)."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        message = await repo.find_user_message(session, app_id, end_user_id, message_id)
+        if message is None:
+            raise NotFoundError(MESSAGE_NOT_FOUND)
+        await repo.set_feedback(session, message.id, end_user_id, rating, content)
+
+
+async def _signed_urls(
+    tool_files: Callable[[], Awaitable[ToolFiles]], rows: Sequence[MessageFile]
+) -> dict[str, str]:
+    """Stored tool-file URL → the same file's URL signed now (ours only: a remote one stays)."""
+    wanted: dict[str, str] = {}
+    for row in rows:
+        file_id = tool_file_of_url(row.url or "") if row.transfer_method == "tool_file" else None
+        if row.url and file_id is not None:
+            wanted[row.url] = file_id
+    if not wanted:
+        return {}
+    files = await tool_files()
+    out: dict[str, str] = {}
+    for url, file_id in wanted.items():
+        stored = await files.get(file_id)
+        if stored is not None:
+            out[url] = files.url_for(stored)
+    return out
+
+
+def _message_view(
+    m: Message,
+    rating: str | None,
+    files: Sequence[MessageFile],
+    thoughts: Sequence[MessageAgentThought],
+    signed: dict[str, str],
+) -> MessageView:
+    return MessageView(
+        id=m.id,
+        conversation_id=m.conversation_id,
+        parent_message_id=m.parent_message_id,
+        inputs=dict(m.inputs or {}),
+        query=m.query,
+        answer=m.answer,
+        files=[_file_view(f, signed) for f in files],
+        rating=rating,
+        created_at=unix_seconds(m.created_at),
+        thoughts=[_thought_view(t) for t in thoughts],
+        status=m.status,
+        error=m.error,
+    )
+
+
+def _file_view(f: MessageFile, signed: dict[str, str]) -> MessageFileView:
+    url = f.url or ""
+    return MessageFileView(
+        id=f.id,
+        type=f.type,
+        url=signed.get(url, url),
+        belongs_to=f.belongs_to,
+        transfer_method=f.transfer_method,
+        upload_file_id=f.upload_file_id,
+    )
+
+
+def _thought_view(t: MessageAgentThought) -> ThoughtView:
+    files = _json(t.message_files, [])
+    labels = _json(t.tool_labels_str, {})
+    return ThoughtView(
+        id=t.id,
+        message_id=t.message_id,
+        position=t.position,
+        thought=t.thought,
+        tool=t.tool,
+        tool_labels=labels if isinstance(labels, dict) else {},
+        tool_input=t.tool_input,
+        observation=t.observation,
+        files=files if isinstance(files, list) else [],
+        created_at=unix_seconds(t.created_at),
+    )
+
+
+def _json(text: str | None, default: Any) -> Any:
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default

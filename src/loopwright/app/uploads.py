@@ -1,0 +1,168 @@
+"""Files end users upload (Dify's ``upload_files``): where they are kept and how large they may be, the
+name and type an upload is known by, and keeping one.
+
+A file is stored under the upload directory as ``<app id>/<file id>`` — the client's filename never
+reaches a path — and recorded as a row of the end user who sent it.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from loopwright.app.config import AppConfig
+from loopwright.app.lookup import AppLookup
+from loopwright.app.wire import file_type
+from loopwright.config import Settings
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import unix_seconds
+from loopwright.tools.files import DEFAULT_DATA_DIR
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_UPLOAD_DIR",
+    "StoredUpload",
+    "UploadLimits",
+    "display_name",
+    "effective_mime_type",
+    "extension_of",
+    "store_upload",
+    "type_allowed",
+    "upload_limits",
+]
+
+DEFAULT_UPLOAD_DIR = DEFAULT_DATA_DIR / "uploads"  # beside the tool files
+DEFAULT_MAX_BYTES = 15 * 1024 * 1024  # Dify's file_size_limit (15 MB)
+MAX_NAME_CHARS = 200  # as Dify: longer names are cut, keeping the extension
+MAX_EXTENSION_CHARS = 32  # the column's size: a longer "extension" is not one
+MAX_MIME_TYPE_CHARS = 255
+GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream"})
+
+
+@dataclass(frozen=True, slots=True)
+class UploadLimits:
+    """Where uploads are kept (relative paths from the working directory) and the largest one taken."""
+
+    directory: Path = DEFAULT_UPLOAD_DIR
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+def upload_limits(
+    settings: Settings, *, directory: str | Path | None = None, max_bytes: int | None = None
+) -> UploadLimits:
+    """The upload directory and size limit: those given (a server's own choice), else the settings'.
+
+    ``Settings`` has no data directory and no upload keys yet, so "the settings'" are the defaults:
+    ``./loopwright-files/uploads`` (beside the tool files) and 15 MB. This is the one place that reads
+    them, so a key added to ``Settings`` is honoured here and nowhere else."""
+    del settings  # no upload keys in it yet (see above)
+    return UploadLimits(
+        Path(directory) if directory is not None else DEFAULT_UPLOAD_DIR,
+        int(max_bytes) if max_bytes is not None else DEFAULT_MAX_BYTES,
+    )
+
+
+# --- the name and type of an upload -----------------------------------------------------------------
+
+
+def display_name(filename: str) -> str:
+    """The file's name as shown back: no directories, no control characters, at most 200 characters
+    (keeping the extension)."""
+    name = re.split(r"[\\/]", filename)[-1]
+    name = "".join(ch for ch in name if ch.isprintable()).strip()
+    if len(name) > MAX_NAME_CHARS:
+        stem, dot, ext = name.rpartition(".")
+        if dot and stem and len(ext) < 20:
+            name = stem[: MAX_NAME_CHARS - len(ext) - 1] + "." + ext
+        else:
+            name = name[:MAX_NAME_CHARS]
+    return name
+
+
+def extension_of(name: str) -> str:
+    return name.rpartition(".")[2].lower() if "." in name else ""
+
+
+def effective_mime_type(declared: str, extension: str) -> str:
+    """The declared type; a missing or generic one is guessed from the extension."""
+    if declared not in GENERIC_MIME_TYPES:
+        return declared
+    guessed = mimetypes.guess_type(f"f.{extension}")[0] if extension else None
+    if guessed is None and extension in ("md", "markdown"):
+        guessed = "text/markdown"
+    return guessed or "application/octet-stream"
+
+
+def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
+    """Whether the app takes files of this type (its ``file_upload.allowed_types``; ``custom``: any)."""
+    allowed = config.file_upload.allowed_types
+    return "custom" in allowed or file_type(mime_type, extension) in allowed
+
+
+# --- keeping one ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredUpload:
+    id: str
+    name: str
+    size: int
+    extension: str
+    mime_type: str
+    created_by: str  # the end user's id
+    created_at: int  # Unix seconds
+
+
+async def store_upload(
+    db: Database,
+    lookup: AppLookup,
+    app_id: str,
+    user: str,
+    received: Path,
+    *,
+    directory: Path,
+    name: str,
+    size: int,
+    mime_type: str,
+) -> StoredUpload:
+    """Keep a received file: move it from ``received`` to ``directory/<app id>/<file id>`` and record
+    it as ``user``'s upload named ``name`` (a :func:`display_name`). If recording fails, the moved file
+    is removed again: a file on disk always has its row."""
+    extension = extension_of(name)
+    file_id = str(uuid.uuid4())
+    storage_key = f"{app_id}/{file_id}"
+    target = directory / storage_key
+    await anyio.Path(target.parent).mkdir(parents=True, exist_ok=True)
+    await anyio.Path(received).rename(target)
+    try:
+        end_user_id = await lookup.end_user_id(app_id, user)
+        async with db.transaction() as session:
+            row = await repo.add_upload_file(
+                session,
+                file_id=file_id,
+                app_id=app_id,
+                end_user_id=end_user_id,
+                name=name,
+                size=size,
+                extension=extension if len(extension) <= MAX_EXTENSION_CHARS else "",
+                mime_type=mime_type[:MAX_MIME_TYPE_CHARS],
+                storage_key=storage_key,
+            )
+            return StoredUpload(
+                row.id,
+                row.name,
+                row.size,
+                row.extension,
+                row.mime_type,
+                end_user_id,
+                unix_seconds(row.created_at),
+            )
+    except BaseException:
+        await anyio.Path(target).unlink(missing_ok=True)
+        raise
