@@ -198,6 +198,5 @@ def embedder_for(spec: str, settings: Settings | None = None) -> Embedder | None
         from loopwright.config import load_settings
 
         settings = load_settings()
-    return OpenAIEmbedder(
-        canonical.split(":", 1)[1], base_url=settings.openai_base_url, api_key=settings.openai_api_key
-    )
+    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return OpenAIEmbedder(canonical.split(":", 1)[1], base_url=settings.openai_base_url, api_key=api_key)

@@ -264,9 +264,10 @@ class ToolFiles:
         ``secret_key``, else the key kept in ``data_dir``. Blocking (it may create the key file):
         async code uses :func:`load_tool_files`."""
         directory = DEFAULT_DATA_DIR if data_dir is None else data_dir
+        key = settings.secret_key.get_secret_value() if settings.secret_key else None
         return cls(
             storage=LocalFileStorage(directory / TOOL_FILES_DIR),
-            secret=signing.load_secret(settings.secret_key, directory),
+            secret=signing.load_secret(key, directory),
             base_url=settings.files_url.rstrip("/"),
             ttl=settings.files_url_ttl,
         )
