@@ -167,7 +167,9 @@ def select_tools(names: list[str] | None, settings: Settings | None = None) -> l
     from loopwright.tools.builtin import builtin_tools
     from loopwright.tools.net import DEFAULT_POLICY, network_policy
 
-    tools = builtin_tools(network_policy(settings) if settings is not None else DEFAULT_POLICY)
+    tools = builtin_tools(
+        network_policy(settings.tool_allow_hosts) if settings is not None else DEFAULT_POLICY
+    )
     if not names:
         return [t for t in tools if t.name in DEFAULT_TOOLS]
     by_name = {t.name: t for t in tools}

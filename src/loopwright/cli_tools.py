@@ -96,7 +96,9 @@ def _load(source: OpenAPISource) -> list[Operation]:
     from loopwright.tools.openapi import OpenAPIToolset, SpecError
 
     try:
-        policy = network_policy(load_settings()).union(NetworkPolicy.from_strings(source.allow_hosts))
+        policy = network_policy(load_settings().tool_allow_hosts).union(
+            NetworkPolicy.from_strings(source.allow_hosts)
+        )
     except ConfigError as e:
         _fail(str(e))
     # Listing needs no credentials: the key (perhaps from an unset variable) is not read here.

@@ -13,6 +13,8 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from loopwright.app.toolset_sources import check_source
+
 FieldType = Literal["text-input", "paragraph", "select", "number", "checkbox"]
 
 
@@ -53,7 +55,7 @@ class AppConfig(pydantic.BaseModel):
     instruction: str = ""
     user_input_form: list[InputField] = []
     tools: list[ToolConfig] = []
-    # OpenAPI specs, MCP servers, other apps, knowledge bases: see loopwright.app.toolsets.
+    # OpenAPI specs, MCP servers, other apps, knowledge bases: see loopwright.app.toolset_sources.
     toolsets: list[dict[str, Any]] = []
     max_iterations: int = pydantic.Field(10, ge=0, le=99)
     file_upload: FileUpload = FileUpload()
@@ -64,8 +66,6 @@ class AppConfig(pydantic.BaseModel):
     @pydantic.field_validator("toolsets")
     @classmethod
     def _check_toolsets(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from loopwright.app.toolsets import check_source
-
         return [check_source(entry) for entry in value]
 
 

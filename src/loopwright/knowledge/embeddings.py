@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from loopwright._threads import run_sync
 from loopwright.knowledge.vectors import Vectors
-from loopwright.tools.threads import run_sync
 
 if TYPE_CHECKING:
     from loopwright.config import Settings

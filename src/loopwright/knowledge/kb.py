@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from loopwright._threads import run_sync
 from loopwright.knowledge.connection import knowledge_path
 from loopwright.knowledge.embeddings import MINILM_DIM, Embedder, embedder_for, parse_embedding_spec
 from loopwright.knowledge.entities import (
@@ -37,7 +38,6 @@ from loopwright.knowledge.filters import MetadataFilter
 from loopwright.knowledge.ingest import Progress, Source, index_document
 from loopwright.knowledge.retrieve import retrieve
 from loopwright.knowledge.store import KnowledgeStore
-from loopwright.tools.threads import run_sync
 
 if TYPE_CHECKING:
     from loopwright.config import Settings

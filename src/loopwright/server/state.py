@@ -50,7 +50,7 @@ class ServerState:
         self._knowledge: KnowledgeBase | None = None
         self._agents: dict[tuple[str, str], Agent] = {}
         self.toolsets = ToolsetPool(
-            policy=lambda: network_policy(self.settings),
+            policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
             app_info=self._app_info,
             app_runner=self._run_app,
