@@ -8,6 +8,7 @@ pragmas match the app's (WAL, ``busy_timeout``) and both can write it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
@@ -18,19 +19,15 @@ BUSY_TIMEOUT_MS = 5000
 DEFAULT_DATA_DIR = Path("loopwright-files")
 KNOWLEDGE_FILE_NAME = "knowledge.sqlite3"
 
-_driver: ModuleType | None = None
-
 
 class KnowledgeSetupError(RuntimeError):
     """The knowledge index cannot be opened (no SQLite driver that loads extensions, …)."""
 
 
+@functools.cache  # what is installed does not change while the process runs
 def sqlite_driver() -> ModuleType:
     """The DB-API module to use: ``pysqlite3.dbapi2`` when installed, else the standard ``sqlite3``
     if it can load extensions."""
-    global _driver
-    if _driver is not None:
-        return _driver
     try:
         module = importlib.import_module("pysqlite3.dbapi2")
     except ImportError:
@@ -41,7 +38,6 @@ def sqlite_driver() -> ModuleType:
                 "this Python's sqlite3 cannot load extensions (needed for sqlite-vec): "
                 "pip install pysqlite3-binary"
             ) from None
-    _driver = module
     return module
 
 
