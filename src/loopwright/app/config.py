@@ -87,7 +87,7 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
     try:
         return name, AppConfig.model_validate(data)
     except pydantic.ValidationError as e:
-        raise ConfigImportError(f"invalid app config: {_first_error(e)}") from None
+        raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
 
 
 @dataclass
@@ -220,6 +220,9 @@ def _yaml(text: str) -> dict[str, Any]:
     return data
 
 
-def _first_error(e: pydantic.ValidationError) -> str:
+def first_error(e: pydantic.ValidationError) -> str:
+    """The first problem of a validation error in one line: ``where: message``."""
     err = e.errors(include_url=False)[0]
-    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    where = ".".join(str(p) for p in err["loc"])
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
