@@ -20,7 +20,7 @@ from loopwright._threads import run_sync
 from loopwright.knowledge.vectors import Vectors
 
 if TYPE_CHECKING:
-    from loopwright.config import Settings
+    from pydantic import SecretStr
 
 MINILM_DIM = 384
 OPENAI_API_BASE = "https://api.openai.com/v1"
@@ -209,16 +209,28 @@ class OpenAIEmbedder:
             self._client = None
 
 
-def embedder_for(spec: str, settings: Settings | None = None) -> Embedder | None:
-    """The embedder a dataset's spec names (None for ``none``)."""
+class EndpointSettings(Protocol):
+    """Where OpenAI-compatible embedding endpoints are: ``loopwright.config.Settings`` has both."""
+
+    @property
+    def openai_base_url(self) -> str | None: ...
+    @property
+    def openai_api_key(self) -> SecretStr | None: ...
+
+
+def embedder_for(spec: str, settings: EndpointSettings | None = None) -> Embedder | None:
+    """The embedder a dataset's spec names (None for ``none``). An ``openai:`` one uses the base URL
+    and key of ``settings``; without settings, the ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``
+    environment variables (callers with a configuration pass ``loopwright.config.load_settings()``)."""
     canonical = parse_embedding_spec(spec)
     if canonical == "none":
         return None
     if canonical == "minilm":
         return MiniLMEmbedder()
     if settings is None:
-        from loopwright.config import load_settings
-
-        settings = load_settings()
-    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return OpenAIEmbedder(canonical.split(":", 1)[1], base_url=settings.openai_base_url, api_key=api_key)
+        base_url = os.environ.get("OPENAI_BASE_URL", "").strip() or None
+        api_key = os.environ.get("OPENAI_API_KEY", "").strip() or None
+    else:
+        base_url = settings.openai_base_url
+        api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return OpenAIEmbedder(canonical.split(":", 1)[1], base_url=base_url, api_key=api_key)
