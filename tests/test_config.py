@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,19 @@ def test_bad_toml(tmp_path: Path, text: str, match: str) -> None:
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=match):
         load_settings({}, path=path)
+
+
+def test_a_bad_value_names_where_it_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "conf.toml"
+    path.write_text("max_iterations = -2\nfiles_url_ttl = 0\n", encoding="utf-8")
+    where = f"^config file {re.escape(str(path))}: "
+    with pytest.raises(ConfigError, match=where + "max_iterations must be 0 or more"):
+        load_settings({}, path=path)
+    # the environment's good value wins over the file's bad one; the file's other bad value is reported
+    with pytest.raises(ConfigError, match=where + "files_url_ttl must be"):
+        load_settings({"LOOPWRIGHT_MAX_ITERATIONS": "3"}, path=path)
+    with pytest.raises(ConfigError, match="^environment LOOPWRIGHT_FILES_URL_TTL: files_url_ttl"):
+        load_settings({"LOOPWRIGHT_FILES_URL_TTL": "0"})
 
 
 def test_a_missing_config_file_is_an_error(tmp_path: Path) -> None:

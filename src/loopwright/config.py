@@ -23,9 +23,9 @@ from pydantic import SecretStr, StrictStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from loopwright.model.base import Model, ModelError
@@ -190,36 +190,36 @@ class EnvironmentSource(PydanticBaseSettingsSource):
         return out
 
 
-class ConfigFileSource(TomlConfigSettingsSource):
+class ConfigFileSource(InitSettingsSource):
     """The keys of a loopwright TOML file, checked: only :data:`TOML_KEYS`, strings (integers for
     ``max_iterations`` and ``files_url_ttl``, a list of strings allowed for ``tool_allow_hosts``); an
     empty string leaves the key unset, so the environment's value or the default applies."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
         self.path = path
-        super().__init__(settings_cls, toml_file=path)
+        super().__init__(settings_cls, _read_toml(path))
 
     def origin(self, field_name: str) -> str:
         return f"config file {self.path}"
 
-    def _read_file(self, file_path: Any) -> dict[str, Any]:
-        path = Path(file_path)
-        try:
-            with path.open("rb") as f:
-                data = tomllib.load(f)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            _check_toml_value(path, key, value)
-            if isinstance(value, str):
-                if not value.strip():
-                    continue
-                value = value.strip()
-            out[key] = value
-        return out
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        _check_toml_value(path, key, value)
+        if isinstance(value, str):
+            if not value.strip():
+                continue
+            value = value.strip()
+        out[key] = value
+    return out
 
 
 def _check_toml_value(path: Path, key: str, value: Any) -> None:
@@ -240,12 +240,13 @@ def load_settings(env: Mapping[str, str] = os.environ, path: str | Path | None =
     ``./loopwright.toml`` if it exists), overridden by the variables of ``env``. Empty variables count
     as unset. A bad value raises :class:`ConfigError` naming the variable or the file it came from."""
     config_path = _config_path(env, path)
-    sources: list[EnvironmentSource | ConfigFileSource] = [EnvironmentSource(Settings, env)]
+    sources: list[ConfigFileSource | EnvironmentSource] = []  # a later source wins
     if config_path is not None:
         sources.append(ConfigFileSource(Settings, config_path))
+    sources.append(EnvironmentSource(Settings, env))
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
-    for source in reversed(sources):  # the file first, then the environment over it
+    for source in sources:
         for key, value in source().items():
             values[key] = value
             origin[key] = source.origin(key)
