@@ -153,6 +153,9 @@ def usage_line(result: AgentResult, elapsed: float) -> str:
 
 
 # --- JSON lines ------------------------------------------------------------------------------------
+# Not pydantic.TypeAdapter(AgentEvent).dump_python(mode="json"): it would write a tool's image or blob
+# bytes as UTF-8 text (and fail on binary data) where this writes {"length": n}, and put the whole
+# message history into the "finished" event.
 
 
 def to_jsonable(value: Any) -> Any:
