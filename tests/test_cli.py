@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from loopwright.cli import app, event_to_json, to_jsonable
+from loopwright.cli import app
+from loopwright.cli.render import event_to_json, to_jsonable
 from loopwright.config import load_scripted_model
 from loopwright.model.entities import Usage, content_text
 from loopwright.model.scripted import ScriptedModel

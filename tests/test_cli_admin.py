@@ -61,3 +61,20 @@ def test_errors_are_one_clear_line(db_path: Path) -> None:
     assert bad_tool.exit_code == 1 and "unknown tool 'search'" in bad_tool.output
     no_app = runner.invoke(app, ["key", "create", "--app", "nope"])
     assert no_app.exit_code == 1 and "no app with id 'nope'" in no_app.output
+
+
+def test_the_cli_never_imports_the_store() -> None:
+    """The commands reach the database through the app layer (loopwright.app.admin) only."""
+    import ast
+
+    import loopwright.cli
+
+    for file in Path(loopwright.cli.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[:2] == ["loopwright", "store"]], file.name

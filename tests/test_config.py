@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def test_no_key_means_the_local_model() -> None:
 def test_a_key_means_openai() -> None:
     s = load_settings({"OPENAI_API_KEY": SECRET})
     assert s.model == "openai:gpt-4o-mini"
-    assert s.openai_api_key == SECRET
+    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == SECRET
     assert "OPENAI_API_KEY" in s.model_origin
 
 
@@ -114,12 +115,20 @@ def test_bad_environment_values(env: dict[str, str], match: str) -> None:
 # --- the TOML file -----------------------------------------------------------------------------------
 
 
-def test_toml_overrides_the_environment(tmp_path: Path) -> None:
+def test_the_environment_overrides_the_toml_file(tmp_path: Path) -> None:
     path = tmp_path / "conf.toml"
     path.write_text('model = "openai:gpt-4o"\nmax_iterations = 4\nstrategy = "react"\n', encoding="utf-8")
     s = load_settings({"LOOPWRIGHT_MODEL": "local", "LOOPWRIGHT_MAX_ITERATIONS": "7"}, path=path)
-    assert (s.model, s.max_iterations, s.strategy) == ("openai:gpt-4o", 4, "react")
+    assert (s.model, s.max_iterations, s.strategy) == ("local", 7, "react")
     assert s.config_path == path
+    assert s.model_origin == "environment LOOPWRIGHT_MODEL"
+
+
+def test_the_toml_file_sets_what_the_environment_leaves_unset(tmp_path: Path) -> None:
+    path = tmp_path / "conf.toml"
+    path.write_text('model = "openai:gpt-4o"\nmax_iterations = 4\n', encoding="utf-8")
+    s = load_settings({"LOOPWRIGHT_MODEL": "", "LOOPWRIGHT_STRATEGY": "react"}, path=path)
+    assert (s.model, s.max_iterations, s.strategy) == ("openai:gpt-4o", 4, "react")
     assert s.model_origin == f"config file {path}"
 
 
@@ -131,7 +140,7 @@ def test_toml_key_and_base_url_feed_the_default(tmp_path: Path) -> None:
     )
     s = load_settings({}, path=path)
     assert s.model == "openai-compatible:m"
-    assert s.openai_api_key == SECRET
+    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == SECRET
 
 
 def test_loopwright_config_names_the_file(tmp_path: Path) -> None:
@@ -147,10 +156,11 @@ def test_loopwright_toml_in_the_working_directory_is_read(tmp_path: Path) -> Non
     assert s.config_path == tmp_path / "loopwright.toml"
 
 
-def test_an_empty_toml_string_keeps_the_environment(tmp_path: Path) -> None:
+def test_an_empty_toml_string_counts_as_unset(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
-    path.write_text('model = ""\n', encoding="utf-8")
-    assert load_settings({"LOOPWRIGHT_MODEL": "scripted:/x.json"}, path=path).model == "scripted:/x.json"
+    path.write_text('model = ""\nstrategy = ""\n', encoding="utf-8")
+    s = load_settings({"LOOPWRIGHT_STRATEGY": "react"}, path=path)
+    assert (s.model, s.strategy) == ("local", "react")
 
 
 @pytest.mark.parametrize(
@@ -171,6 +181,19 @@ def test_bad_toml(tmp_path: Path, text: str, match: str) -> None:
         load_settings({}, path=path)
 
 
+def test_a_bad_value_names_where_it_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "conf.toml"
+    path.write_text("max_iterations = -2\nfiles_url_ttl = 0\n", encoding="utf-8")
+    where = f"^config file {re.escape(str(path))}: "
+    with pytest.raises(ConfigError, match=where + "max_iterations must be 0 or more"):
+        load_settings({}, path=path)
+    # the environment's good value wins over the file's bad one; the file's other bad value is reported
+    with pytest.raises(ConfigError, match=where + "files_url_ttl must be"):
+        load_settings({"LOOPWRIGHT_MAX_ITERATIONS": "3"}, path=path)
+    with pytest.raises(ConfigError, match="^environment LOOPWRIGHT_FILES_URL_TTL: files_url_ttl"):
+        load_settings({"LOOPWRIGHT_FILES_URL_TTL": "0"})
+
+
 def test_a_missing_config_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings({"LOOPWRIGHT_CONFIG": str(tmp_path / "nope.toml")})
@@ -179,11 +202,19 @@ def test_a_missing_config_file_is_an_error(tmp_path: Path) -> None:
 # --- settings ------------------------------------------------------------------------------------------
 
 
-def test_repr_masks_the_key() -> None:
-    s = load_settings({"OPENAI_API_KEY": SECRET})
+def test_repr_masks_the_secrets() -> None:
+    s = load_settings({"OPENAI_API_KEY": SECRET, "LOOPWRIGHT_SECRET_KEY": SECRET + "-signing"})
     assert SECRET not in repr(s) and SECRET not in str(s)
-    assert "openai_api_key='***'" in repr(s)
+    assert SECRET not in s.model_dump_json()
+    assert "openai_api_key=SecretStr('**********')" in repr(s)
+    assert "secret_key=SecretStr('**********')" in repr(s)
     assert "openai_api_key=None" in repr(Settings())
+
+
+def test_settings_alone_read_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("LOOPWRIGHT_MAX_ITERATIONS", "3")
+    assert Settings() == Settings(openai_api_key=None, max_iterations=10)
 
 
 def test_explicit_options_win() -> None:

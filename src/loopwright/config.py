@@ -1,21 +1,32 @@
-"""Configuration: environment variables, a TOML file over them, explicit options over both.
+"""Configuration: a TOML file, the environment over it, explicit options over both.
 
-``load_settings`` reads the environment, then the TOML file named by ``LOOPWRIGHT_CONFIG`` (or
-``./loopwright.toml`` when it exists), and fills in the default model. ``build_model`` turns a model
-spec (``local``, ``local:/path/model.gguf``, ``openai:<name>``, ``openai-compatible:<name>``,
+``load_settings`` reads the TOML file named by ``LOOPWRIGHT_CONFIG`` (or ``./loopwright.toml`` when it
+exists), then the environment, which wins, and fills in the default model. :class:`Settings` is a
+pydantic-settings model: its values are validated, and the secrets (``openai_api_key``, ``secret_key``)
+are :class:`~pydantic.SecretStr`, so they never print. ``build_model`` turns a model spec (``local``,
+``local:/path/model.gguf``, ``openai:<name>``, ``openai-compatible:<name>``,
 ``scripted:/path/script.json``) into a model. Providers are imported only when a spec needs them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+
+import pydantic
+from pydantic import SecretStr, StrictStr
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from loopwright.model.base import Model, ModelError
 
@@ -32,7 +43,7 @@ OPENAI_API_BASE = "https://api.openai.com/v1"
 CONFIG_FILE_NAME = "loopwright.toml"
 DEFAULT_FILES_URL_TTL = 300  # seconds a signed tool-file URL stays valid (Dify's FILES_ACCESS_TIMEOUT)
 
-# TOML key -> the environment variable it overrides.
+# TOML key (the Settings field) -> the environment variable that overrides it.
 TOML_KEYS: dict[str, str] = {
     "model": "LOOPWRIGHT_MODEL",
     "openai_model": "LOOPWRIGHT_OPENAI_MODEL",
@@ -45,120 +56,225 @@ TOML_KEYS: dict[str, str] = {
     "files_url_ttl": "LOOPWRIGHT_FILES_URL_TTL",
     "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
 }
+_INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 
 
 class ConfigError(ValueError):
     """The configuration is wrong; the message names the problem in one line."""
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
     """The resolved configuration. ``model`` is a model spec (see :func:`build_model`).
 
     ``model_origin`` says where ``model`` came from (for ``loopwright models``); ``config_path`` is the
-    TOML file that was read, if any. The API key never appears in ``repr``/``str``.
+    TOML file that was read, if any. Constructing ``Settings(...)`` reads nothing: only
+    :func:`load_settings` looks at the environment and the file. The secrets are ``SecretStr``: call
+    ``.get_secret_value()`` for the key itself; ``repr``/``str`` show ``'**********'``.
     """
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
     model: str = "local"
     openai_base_url: str | None = None
-    openai_api_key: str | None = field(default=None, repr=False)
+    openai_api_key: SecretStr | None = None
     max_iterations: int = 10
     strategy: str = "auto"
     openai_model: str | None = None
     model_origin: str = "default"
     config_path: Path | None = None
     # Signs tool-file URLs; unset: a random key kept in the data directory (loopwright.tools.files).
-    secret_key: str | None = field(default=None, repr=False)
+    secret_key: SecretStr | None = None
     files_url: str = ""  # base of tool-file URLs (Dify's FILES_URL); empty: URLs are relative
     files_url_ttl: int = DEFAULT_FILES_URL_TTL
     # Hosts, addresses and networks tools may reach although private (see loopwright.tools.net).
     tool_allow_hosts: tuple[str, ...] = ()
 
-    def __repr__(self) -> str:
-        key = "'***'" if self.openai_api_key else "None"
-        return (
-            f"Settings(model={self.model!r}, openai_base_url={self.openai_base_url!r}, "
-            f"openai_api_key={key}, max_iterations={self.max_iterations!r}, strategy={self.strategy!r}, "
-            f"openai_model={self.openai_model!r}, model_origin={self.model_origin!r}, "
-            f"config_path={self.config_path!r}, tool_allow_hosts={self.tool_allow_hosts!r})"
-        )
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only the given values: load_settings() layers the file and the environment itself, since
+        # both are arguments (a mapping, a path), and it names the source of a bad value.
+        return (init_settings,)
 
-    __str__ = __repr__
+    @pydantic.field_validator("model", mode="after")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+    @pydantic.field_validator("max_iterations", mode="before")
+    @classmethod
+    def _iterations(cls, value: Any) -> int:
+        return _check_iterations(value)
+
+    @pydantic.field_validator("strategy", mode="before")
+    @classmethod
+    def _strategy(cls, value: Any) -> str:
+        return _check_strategy(value)
+
+    @pydantic.field_validator("files_url", mode="after")
+    @classmethod
+    def _files_url(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @pydantic.field_validator("files_url_ttl", mode="before")
+    @classmethod
+    def _ttl(cls, value: Any) -> int:
+        try:
+            ttl = int(value)
+        except (TypeError, ValueError):
+            ttl = 0
+        if ttl < 1:
+            raise ValueError("files_url_ttl must be a whole number of seconds >= 1")
+        return ttl
+
+    @pydantic.field_validator("tool_allow_hosts", mode="before")
+    @classmethod
+    def _allow_hosts(cls, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        hosts = tuple(h.strip() for h in items if h.strip())
+        if hosts:
+            from loopwright.tools.net import NetworkPolicy
+
+            try:
+                NetworkPolicy.from_strings(hosts)
+            except ValueError as exc:
+                raise ValueError(f"tool_allow_hosts: {exc}") from None
+        return hosts
 
     def with_overrides(
         self, *, model: str | None = None, strategy: str | None = None, max_iterations: int | None = None
     ) -> Settings:
         """A copy with the given (non-None) values: explicit options win over everything else."""
         changes: dict[str, Any] = {}
-        if model is not None:
-            changes["model"] = model.strip()
-            changes["model_origin"] = "option --model"
-        if strategy is not None:
-            changes["strategy"] = _check_strategy(strategy, "--strategy")
-        if max_iterations is not None:
-            changes["max_iterations"] = _check_iterations(max_iterations, "--max-iterations")
-        return dataclasses.replace(self, **changes) if changes else self
+        try:
+            if model is not None:
+                changes["model"] = model.strip()
+                changes["model_origin"] = "option --model"
+            if strategy is not None:
+                changes["strategy"] = _check_strategy(strategy, "--strategy")
+            if max_iterations is not None:
+                changes["max_iterations"] = _check_iterations(max_iterations, "--max-iterations")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return self.model_copy(update=changes) if changes else self
+
+
+class EnvironmentSource(PydanticBaseSettingsSource):
+    """The fields set by the variables of ``env`` named in :data:`TOML_KEYS`; an empty variable counts
+    as unset. Values stay strings: the fields' validators parse them."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.env = env
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        var = TOML_KEYS.get(field_name)
+        raw = self.env.get(var, "").strip() if var else ""
+        return (raw or None), field_name, False
+
+    def origin(self, field_name: str) -> str:
+        return f"environment {TOML_KEYS[field_name]}"
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, info in self.settings_cls.model_fields.items():
+            value, key, _ = self.get_field_value(info, name)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class ConfigFileSource(InitSettingsSource):
+    """The keys of a loopwright TOML file, checked: only :data:`TOML_KEYS`, strings (integers for
+    ``max_iterations`` and ``files_url_ttl``, a list of strings allowed for ``tool_allow_hosts``); an
+    empty string leaves the key unset, so the environment's value or the default applies."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        self.path = path
+        super().__init__(settings_cls, _read_toml(path))
+
+    def origin(self, field_name: str) -> str:
+        return f"config file {self.path}"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        _check_toml_value(path, key, value)
+        if isinstance(value, str):
+            if not value.strip():
+                continue
+            value = value.strip()
+        out[key] = value
+    return out
+
+
+def _check_toml_value(path: Path, key: str, value: Any) -> None:
+    if key not in TOML_KEYS:
+        raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(TOML_KEYS)}")
+    if key == "tool_allow_hosts" and isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: tool_allow_hosts must be a list of strings, got {value!r}")
+    elif key in _INTEGER_KEYS:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{path}: {key} must be an integer, got {value!r}")
+    elif not isinstance(value, str):
+        raise ConfigError(f"{path}: {key} must be a string, got {value!r}")
 
 
 def load_settings(env: Mapping[str, str] = os.environ, path: str | Path | None = None) -> Settings:
-    """Settings from ``env``, overridden by the TOML file at ``path`` (default: ``LOOPWRIGHT_CONFIG``,
-    else ``./loopwright.toml`` if it exists). Empty variables count as unset."""
+    """Settings from the TOML file at ``path`` (default: ``LOOPWRIGHT_CONFIG``, else
+    ``./loopwright.toml`` if it exists), overridden by the variables of ``env``. Empty variables count
+    as unset. A bad value raises :class:`ConfigError` naming the variable or the file it came from."""
+    config_path = _config_path(env, path)
+    sources: list[ConfigFileSource | EnvironmentSource] = []  # a later source wins
+    if config_path is not None:
+        sources.append(ConfigFileSource(Settings, config_path))
+    sources.append(EnvironmentSource(Settings, env))
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
-    for key, var in TOML_KEYS.items():
-        raw = env.get(var, "").strip()
-        if raw:
-            values[key] = raw
-            origin[key] = f"environment {var}"
-
-    config_path = _config_path(env, path)
-    if config_path is not None:
-        for key, value in _read_toml(config_path).items():
+    for source in sources:
+        for key, value in source().items():
             values[key] = value
-            origin[key] = f"config file {config_path}"
+            origin[key] = source.origin(key)
+    values["model"], model_origin = _default_model(values, origin)
+    try:
+        return Settings(**values, model_origin=model_origin, config_path=config_path)
+    except pydantic.ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{origin.get(field, field)}: {message}") from None
 
-    max_iterations = values.get("max_iterations", 10)
-    if isinstance(max_iterations, str):
-        try:
-            max_iterations = int(max_iterations)
-        except ValueError:
-            raise ConfigError(
-                f"{origin['max_iterations']}: max_iterations must be a whole number, got {max_iterations!r}"
-            ) from None
-    max_iterations = _check_iterations(max_iterations, origin.get("max_iterations", "max_iterations"))
-    strategy = _check_strategy(values.get("strategy", "auto"), origin.get("strategy", "strategy"))
-    ttl = _check_ttl(values.get("files_url_ttl", DEFAULT_FILES_URL_TTL), origin.get("files_url_ttl", ""))
-    allow_hosts = _allow_hosts(values.get("tool_allow_hosts", ()), origin.get("tool_allow_hosts", ""))
 
-    api_key: str | None = values.get("openai_api_key")
-    base_url = values.get("openai_base_url")
+def _default_model(values: Mapping[str, Any], origin: Mapping[str, str]) -> tuple[str, str]:
+    """The configured model spec and where it came from, else the automatic choice (see
+    docs/configuration.md, "Model specs")."""
+    if "model" in values:
+        return str(values["model"]), origin["model"]
+    api_key, base_url = values.get("openai_api_key"), values.get("openai_base_url")
     openai_model = values.get("openai_model")
-    model: str | None = values.get("model")
-    if model is not None:
-        model_origin = origin["model"]
-    elif api_key and base_url:
-        model = f"openai-compatible:{openai_model or ''}"
-        model_origin = "default (OPENAI_API_KEY and OPENAI_BASE_URL are set)"
-    elif api_key:
-        model = f"openai:{openai_model or DEFAULT_OPENAI_MODEL}"
-        model_origin = "default (OPENAI_API_KEY is set)"
-    else:
-        model = "local"
-        model_origin = "default (no OPENAI_API_KEY)"
-    return Settings(
-        model=model.strip(),
-        openai_base_url=base_url,
-        openai_api_key=api_key,
-        max_iterations=max_iterations,
-        strategy=strategy,
-        openai_model=openai_model,
-        model_origin=model_origin,
-        config_path=config_path,
-        secret_key=values.get("secret_key"),
-        files_url=str(values.get("files_url", "")).rstrip("/"),
-        files_url_ttl=ttl,
-        tool_allow_hosts=allow_hosts,
-    )
+    if api_key and base_url:
+        return (
+            f"openai-compatible:{openai_model or ''}",
+            "default (OPENAI_API_KEY and OPENAI_BASE_URL are set)",
+        )
+    if api_key:
+        return f"openai:{openai_model or DEFAULT_OPENAI_MODEL}", "default (OPENAI_API_KEY is set)"
+    return "local", "default (no OPENAI_API_KEY)"
 
 
 def _config_path(env: Mapping[str, str], path: str | Path | None) -> Path | None:
@@ -174,65 +290,25 @@ def _config_path(env: Mapping[str, str], path: str | Path | None) -> Path | None
     return chosen
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in TOML_KEYS:
-            raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(TOML_KEYS)}")
-        if key == "tool_allow_hosts" and isinstance(value, list):
-            if not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{path}: tool_allow_hosts must be a list of strings, got {value!r}")
-        elif key in ("max_iterations", "files_url_ttl"):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{path}: {key} must be an integer, got {value!r}")
-        elif not isinstance(value, str):
-            raise ConfigError(f"{path}: {key} must be a string, got {value!r}")
-        elif not value.strip():
-            continue  # an empty string leaves the environment's value
-        out[key] = value.strip() if isinstance(value, str) else value
-    return out
-
-
-def _allow_hosts(value: str | list[str] | tuple[str, ...], where: str) -> tuple[str, ...]:
-    items = value.split(",") if isinstance(value, str) else value
-    hosts = tuple(h.strip() for h in items if h.strip())
-    if hosts:
-        from loopwright.tools.net import NetworkPolicy
-
+def _check_iterations(value: Any, where: str = "") -> int:
+    if isinstance(value, str):
         try:
-            NetworkPolicy.from_strings(hosts)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: tool_allow_hosts: {exc}") from None
-    return hosts
-
-
-def _check_ttl(value: Any, where: str) -> int:
-    try:
-        ttl = int(value)
-    except ValueError:
-        ttl = 0
-    if ttl < 1:
-        raise ConfigError(f"{where or 'files_url_ttl'}: files_url_ttl must be a whole number of seconds >= 1")
-    return ttl
-
-
-def _check_iterations(value: Any, where: str) -> int:
+            value = int(value)
+        except ValueError:
+            raise ValueError(_at(where, f"max_iterations must be a whole number, got {value!r}")) from None
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"{where}: max_iterations must be 0 or more, got {value!r}")
+        raise ValueError(_at(where, f"max_iterations must be 0 or more, got {value!r}"))
     return value
 
 
-def _check_strategy(value: Any, where: str) -> str:
+def _check_strategy(value: Any, where: str = "") -> str:
     if value not in STRATEGIES:
-        raise ConfigError(f"{where}: unknown strategy {value!r}; expected one of: {', '.join(STRATEGIES)}")
+        raise ValueError(_at(where, f"unknown strategy {value!r}; expected one of: {', '.join(STRATEGIES)}"))
     return str(value)
+
+
+def _at(where: str, message: str) -> str:
+    return f"{where}: {message}" if where else message
 
 
 # --- model specs -----------------------------------------------------------------------------------
@@ -272,33 +348,32 @@ def parse_model_spec(spec: str) -> ModelSpec:
     return ModelSpec(kind, arg)
 
 
-def build_model(spec: str, settings: Settings) -> Model:
+def build_model(spec: str, settings: Settings, *, scripts: ScriptedModels | None = None) -> Model:
     """The model a spec names. Raises :class:`ConfigError` for a bad spec or a missing setting, and
-    ``ModelError`` when the provider itself is unavailable (e.g. the embedded model is not installed)."""
+    ``ModelError`` when the provider itself is unavailable (e.g. the embedded model is not installed).
+    A ``scripted:`` spec is loaded through ``scripts`` (default: :data:`SCRIPTED_MODELS`)."""
     parsed = parse_model_spec(spec)
     if parsed.kind == "local":
         return _local_model(parsed.arg)
     if parsed.kind == "scripted":
-        return cast(Model, load_scripted_model(parsed.arg))  # its fields accept more than they hold
+        loaded = (scripts or SCRIPTED_MODELS).load(parsed.arg)
+        return cast(Model, loaded)  # its fields accept more than they hold
     from loopwright.model.openai_compat import OpenAICompatModel
 
+    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     if parsed.kind == "openai":
-        if not settings.openai_api_key:
+        if not api_key:
             raise ConfigError(
                 f"model {parsed} needs an API key: set OPENAI_API_KEY "
                 "(or use LOOPWRIGHT_MODEL=local for the embedded model)"
             )
-        model: Model = OpenAICompatModel(
-            parsed.arg, base_url=OPENAI_API_BASE, api_key=settings.openai_api_key
-        )
+        model: Model = OpenAICompatModel(parsed.arg, base_url=OPENAI_API_BASE, api_key=api_key)
         return model
     if not settings.openai_base_url:
         raise ConfigError(
             f"model {parsed} needs a server: set OPENAI_BASE_URL (e.g. http://localhost:8000/v1)"
         )
-    model = OpenAICompatModel(
-        parsed.arg, base_url=settings.openai_base_url, api_key=settings.openai_api_key or None
-    )
+    model = OpenAICompatModel(parsed.arg, base_url=settings.openai_base_url, api_key=api_key or None)
     return model
 
 
@@ -320,82 +395,137 @@ def _local_model(path: str) -> Model:
 
 # --- scripted models from JSON files ---------------------------------------------------------------
 
-_SCRIPTED: dict[Path, ScriptedModel] = {}
-_SCRIPT_KEYS = ("replies", "features", "mode", "chunk_size", "delay", "cycle", "context_size", "name")
+ToolCallSpec = (
+    tuple[StrictStr, dict[str, Any] | StrictStr] | tuple[StrictStr, dict[str, Any] | StrictStr, StrictStr]
+)
+
+
+class ScriptReply(pydantic.BaseModel):
+    """One reply of a script: text, tool calls (``[name, {arguments}]`` or ``[name, {arguments}, id]``),
+    or an error the model call raises (as a ``ModelError``)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    text: StrictStr = ""
+    tool_calls: list[ToolCallSpec] = []
+    error: Any = None
+
+    def to_reply(self) -> Reply:
+        from loopwright.model.scripted import Reply
+
+        if "error" in self.model_fields_set:
+            return Reply.error(ModelError(str(self.error)))
+        if self.tool_calls:
+            return Reply.tool_calls(*self.tool_calls, text=self.text)
+        return Reply.text(self.text)
+
+
+class Script(pydantic.BaseModel):
+    """A scripted model's JSON file (see docs/configuration.md, "Scripted models"): the replies, and
+    the options of :class:`~loopwright.model.scripted.ScriptedModel` that are given."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    replies: list[ScriptReply]
+    features: list[str] | None = None
+    mode: str | None = None
+    chunk_size: int | None = None
+    delay: float | None = None
+    cycle: bool | None = None
+    context_size: int | None = None
+    name: str | None = None
+
+    @pydantic.field_validator("replies", mode="before")
+    @classmethod
+    def _plain_strings(cls, value: Any) -> Any:
+        # A plain string is a text reply.
+        if isinstance(value, list):
+            return [{"text": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    def build(self) -> ScriptedModel:
+        """The model; ``ValueError``/``TypeError`` when ScriptedModel refuses an option."""
+        from loopwright.model.scripted import ScriptedModel
+
+        options = self.model_dump(exclude_unset=True, exclude={"replies"})
+        return ScriptedModel([r.to_reply() for r in self.replies], **options)
+
+
+class ScriptedModels:
+    """Scripted models loaded from JSON script files, one per file for as long as this object lives:
+    a model's replies are consumed in order across every run that uses it, so one file can script a
+    whole conversation. :data:`SCRIPTED_MODELS` is the process's (``build_model``'s default); a caller
+    that wants its own lifetime (a test, a server) holds another."""
+
+    def __init__(self) -> None:
+        self._models: dict[Path, ScriptedModel] = {}
+
+    def load(self, path: str | Path) -> ScriptedModel:
+        """The model of the script at ``path``, read on first use."""
+        file = Path(path).expanduser().resolve()
+        cached = self._models.get(file)
+        if cached is not None:
+            return cached
+        if not file.is_file():
+            raise ConfigError(f"script file not found: {file} (expected scripted:/path/script.json)")
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{file}: not a readable JSON script: {exc}") from None
+        model = scripted_model_from_data(data, where=str(file))
+        self._models[file] = model
+        return model
+
+    def clear(self) -> None:
+        """Forget the models loaded so far (their next use reads the file again)."""
+        self._models.clear()
+
+
+SCRIPTED_MODELS = ScriptedModels()
+"""The process-wide registry of scripted models, used when no other is given."""
 
 
 def load_scripted_model(path: str | Path) -> ScriptedModel:
-    """The scripted model of a JSON script file, loaded once per process: its replies are consumed in
-    order across every run that uses it, so one file can script a whole conversation."""
-    file = Path(path).expanduser().resolve()
-    cached = _SCRIPTED.get(file)
-    if cached is not None:
-        return cached
-    if not file.is_file():
-        raise ConfigError(f"script file not found: {file} (expected scripted:/path/script.json)")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{file}: not a readable JSON script: {exc}") from None
-    model = scripted_model_from_data(data, where=str(file))
-    _SCRIPTED[file] = model
-    return model
+    """The scripted model of a JSON script file from :data:`SCRIPTED_MODELS` (loaded once)."""
+    return SCRIPTED_MODELS.load(path)
 
 
 def clear_model_cache() -> None:
-    """Forget the scripted models loaded so far (their next use reads the file again)."""
-    _SCRIPTED.clear()
+    """Forget the scripted models :data:`SCRIPTED_MODELS` loaded so far."""
+    SCRIPTED_MODELS.clear()
 
 
 def scripted_model_from_data(data: Any, *, where: str = "script") -> ScriptedModel:
     """A ``ScriptedModel`` from a decoded JSON script (see docs/configuration.md for the format)."""
-    from loopwright.model.scripted import ScriptedModel
-
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: a script is a JSON object with a 'replies' list")
-    unknown = sorted(set(data) - set(_SCRIPT_KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; expected: {', '.join(_SCRIPT_KEYS)}")
-    replies = data.get("replies")
-    if not isinstance(replies, list):
-        raise ConfigError(f"{where}: 'replies' must be a list of replies")
-    options = {k: data[k] for k in _SCRIPT_KEYS[1:] if k in data}
     try:
-        return ScriptedModel([_reply(r, i, where) for i, r in enumerate(replies, 1)], **options)
+        script = Script.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{where}: {_script_problem(exc.errors(include_url=False)[0])}") from None
+    try:
+        return script.build()
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
         raise ConfigError(f"{where}: bad script option: {exc}") from None
 
 
-def _reply(item: Any, number: int, where: str) -> Reply:
-    from loopwright.model.scripted import Reply
+def _script_problem(err: Any) -> str:
+    """One validation error of a script, in the script's own terms."""
+    loc, kind = tuple(err["loc"]), err["type"]
+    if not loc:
+        return "a script is a JSON object with a 'replies' list"
+    if loc[0] != "replies":
+        if kind == "extra_forbidden":
+            return f"unknown key {loc[0]!r}; expected: replies, {', '.join(_OPTIONS)}"
+        return f"bad script option: {loc[0]}: {err['msg']}"
+    if len(loc) == 1:
+        return "'replies' must be a list of replies"
+    here = f"reply #{int(loc[1]) + 1}"
+    if len(loc) == 2:
+        return f'{here} must be an object like {{"text": "..."}} or {{"tool_calls": [...]}}'
+    if kind == "extra_forbidden":
+        return f"{here}: unknown key {loc[2]!r}; expected text, tool_calls or error"
+    if loc[2] == "text":
+        return f"{here}: 'text' must be a string"
+    return f"{here}: each tool call is [name, {{arguments}}] or [name, {{arguments}}, id]"
 
-    here = f"{where}: reply #{number}"
-    if isinstance(item, str):
-        return Reply.text(item)
-    if not isinstance(item, dict):
-        raise ConfigError(f'{here} must be an object like {{"text": "..."}} or {{"tool_calls": [...]}}')
-    unknown = sorted(set(item) - {"text", "tool_calls", "error"})
-    if unknown:
-        raise ConfigError(f"{here}: unknown key {unknown[0]!r}; expected text, tool_calls or error")
-    if "error" in item:
-        return Reply.error(ModelError(str(item["error"])))
-    text = item.get("text", "")
-    if not isinstance(text, str):
-        raise ConfigError(f"{here}: 'text' must be a string")
-    calls = item.get("tool_calls", [])
-    if not isinstance(calls, list):
-        raise ConfigError(f"{here}: 'tool_calls' must be a list of [name, arguments] pairs")
-    specs: list[tuple[str, Any] | tuple[str, Any, str]] = []
-    for call in calls:
-        if (
-            not isinstance(call, list)
-            or len(call) not in (2, 3)
-            or not isinstance(call[0], str)
-            or not isinstance(call[1], dict | str)
-            or (len(call) == 3 and not isinstance(call[2], str))
-        ):
-            raise ConfigError(f"{here}: each tool call is [name, {{arguments}}] or [name, {{arguments}}, id]")
-        specs.append((call[0], call[1]) if len(call) == 2 else (call[0], call[1], call[2]))
-    return Reply.tool_calls(*specs, text=text) if specs else Reply.text(text)
+
+_OPTIONS = tuple(name for name in Script.model_fields if name != "replies")

@@ -79,3 +79,26 @@ def test_load_app_yaml_also_takes_a_dify_export() -> None:
 def test_bad_app_yaml_is_a_clear_error(text: str, message: str) -> None:
     with pytest.raises(ConfigImportError, match=message):
         load_app_yaml(text)
+
+
+def test_null_sections_of_a_dify_export_mean_their_defaults() -> None:
+    text = DSL.replace("  opening_statement: Hi! Ask me the time.\n", "  opening_statement:\n").replace(
+        "  model:\n    completion_params:\n      stop: []\n      temperature: 0.2\n",
+        "  model:\n    completion_params:\n",
+    )
+    report = import_dify_dsl(text)
+    assert report.config.opening_statement == "" and report.config.model_params == {}
+    assert report.config.model == "openai:gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("app: {mode: agent-chat}\nmodel_config: [1]\n", "not a usable Dify export: model_config"),
+        ("app: {mode: agent-chat}\nmodel_config: {agent_mode: {max_iteration: lots}}\n", "max_iteration"),
+        ("app: {mode: agent-chat}\nmodel_config: {agent_mode: {max_iteration: -1}}\n", "max_iterations"),
+    ],
+)
+def test_a_malformed_dify_export_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ConfigImportError, match=message):
+        import_dify_dsl(text)

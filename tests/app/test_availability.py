@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loopwright.app.availability import current_config
-from loopwright.app.errors import APP_UNAVAILABLE, AppUnavailableError
 from loopwright.app.config import AppConfig
+from loopwright.app.errors import APP_UNAVAILABLE, AppUnavailableError
 from loopwright.app.lookup import AppLookup
 from loopwright.errors import UserInputError
 from loopwright.store import repositories as repo

@@ -69,6 +69,16 @@ def test_specs() -> None:
     assert isinstance(made, OpenAIEmbedder) and made.base_url == "http://127.0.0.1:1/v1"
 
 
+def test_without_settings_the_endpoint_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:2/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    made = embedder_for("openai:m")
+    assert isinstance(made, OpenAIEmbedder) and made.base_url == "http://127.0.0.1:2/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with_default = embedder_for("openai:m")
+    assert isinstance(with_default, OpenAIEmbedder) and with_default.base_url == "https://api.openai.com/v1"
+
+
 async def test_minilm_puts_paraphrases_closer_than_unrelated_text(minilm: MiniLMEmbedder) -> None:
     vecs = await minilm.embed(
         [

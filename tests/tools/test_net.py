@@ -228,10 +228,10 @@ async def test_allow_list_by_name_and_suffix() -> None:
 def test_settings_from_environment() -> None:
     settings = load_settings({"LOOPWRIGHT_TOOL_ALLOW_HOSTS": "127.0.0.1, *.corp.example,,10.0.0.0/8"})
     assert settings.tool_allow_hosts == ("127.0.0.1", "*.corp.example", "10.0.0.0/8")
-    policy = network_policy(settings)
+    policy = network_policy(settings.tool_allow_hosts)
     assert policy.allows_host("x.corp.example")
     assert policy.allows_address(ipaddress.ip_address("10.2.3.4"))
-    assert network_policy(Settings()) == DEFAULT_POLICY
+    assert network_policy(Settings().tool_allow_hosts) == DEFAULT_POLICY
 
 
 def test_settings_from_toml(tmp_path: Path) -> None:

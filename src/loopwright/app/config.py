@@ -13,6 +13,8 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from loopwright.app.toolset_sources import check_source
+
 FieldType = Literal["text-input", "paragraph", "select", "number", "checkbox"]
 
 
@@ -53,7 +55,7 @@ class AppConfig(pydantic.BaseModel):
     instruction: str = ""
     user_input_form: list[InputField] = []
     tools: list[ToolConfig] = []
-    # OpenAPI specs, MCP servers, other apps, knowledge bases: see loopwright.app.toolsets.
+    # OpenAPI specs, MCP servers, other apps, knowledge bases: see loopwright.app.toolset_sources.
     toolsets: list[dict[str, Any]] = []
     max_iterations: int = pydantic.Field(10, ge=0, le=99)
     file_upload: FileUpload = FileUpload()
@@ -64,8 +66,6 @@ class AppConfig(pydantic.BaseModel):
     @pydantic.field_validator("toolsets")
     @classmethod
     def _check_toolsets(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from loopwright.app.toolsets import check_source
-
         return [check_source(entry) for entry in value]
 
 
@@ -87,7 +87,7 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
     try:
         return name, AppConfig.model_validate(data)
     except pydantic.ValidationError as e:
-        raise ConfigImportError(f"invalid app config: {_first_error(e)}") from None
+        raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
 
 
 @dataclass
@@ -95,6 +95,107 @@ class ImportReport:
     name: str
     config: AppConfig
     warnings: list[str] = field(default_factory=list)
+
+
+# --- the Dify DSL export ---------------------------------------------------------------------------------
+
+
+class _DslPart(pydantic.BaseModel):
+    """A part of a Dify export: unknown keys are kept (Dify adds some in every release), a ``null``
+    value means the field's default, and numbers stand for strings where a string is expected."""
+
+    model_config = pydantic.ConfigDict(extra="allow", coerce_numbers_to_str=True)
+
+    @pydantic.field_validator("*", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
+        if value is None and info.field_name is not None:
+            return cls.model_fields[info.field_name].get_default(call_default_factory=True)
+        return value
+
+
+class DifyApp(_DslPart):
+    name: str = ""
+    mode: str | None = None
+
+
+class DifyModel(_DslPart):
+    provider: str = ""
+    name: str = ""
+    completion_params: dict[str, Any] = {}
+
+
+class DifyTool(_DslPart):
+    enabled: bool | None = None
+    provider_id: str = ""
+    provider_name: str = ""
+    provider_type: str = "?"
+    tool_name: str = ""
+    tool_parameters: dict[str, Any] = {}
+
+
+class AgentMode(_DslPart):
+    strategy: str = ""
+    max_iteration: int = 10
+    tools: list[DifyTool] = []
+
+
+class DifyFormField(_DslPart):
+    variable: str = ""
+    label: str = ""
+    required: bool = False
+    max_length: int | None = None
+    options: list[str] = []
+    default: Any = None
+
+
+class DifyImageUpload(_DslPart):
+    enabled: bool = False
+    number_limits: int | None = None
+    transfer_methods: list[str] = []
+
+
+class DifyFileUpload(_DslPart):
+    enabled: bool = False
+    image: DifyImageUpload = DifyImageUpload()
+    allowed_file_types: list[str] = []
+    number_limits: int | None = None
+    allowed_file_upload_methods: list[str] = []
+
+
+class DifyFeature(_DslPart):
+    enabled: bool = False
+
+
+class DifyDatasetList(_DslPart):
+    datasets: list[Any] = []
+
+
+class DifyDatasetConfigs(_DslPart):
+    datasets: DifyDatasetList = DifyDatasetList()
+
+
+class DifyModelConfig(_DslPart):
+    model: DifyModel = DifyModel()
+    agent_mode: AgentMode = AgentMode()
+    pre_prompt: str = ""
+    user_input_form: list[dict[str, Any]] = []
+    file_upload: DifyFileUpload = DifyFileUpload()
+    opening_statement: str = ""
+    suggested_questions: list[str] = []
+    dataset_configs: DifyDatasetConfigs = DifyDatasetConfigs()
+    annotation_reply: DifyFeature = DifyFeature()
+    sensitive_word_avoidance: DifyFeature = DifyFeature()
+    speech_to_text: DifyFeature = DifyFeature()
+    text_to_speech: DifyFeature = DifyFeature()
+    more_like_this: DifyFeature = DifyFeature()
+
+
+class DifyExport(_DslPart):
+    """A Dify app export (DSL YAML): the parts an agent-chat app import reads."""
+
+    app: DifyApp = DifyApp()
+    config: DifyModelConfig = pydantic.Field(DifyModelConfig(), alias="model_config")
 
 
 # Dify tools that have a loopwright built-in equivalent: (provider, tool) → built-in name.
@@ -113,100 +214,109 @@ _UNSUPPORTED = {
     "text_to_speech": "text to speech",
     "more_like_this": "more like this",
 }
+_FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox")
 
 
 def import_dify_dsl(text: str) -> ImportReport:
     """Map a Dify agent-chat app export (DSL YAML) to an AppConfig, with a warning for each part
     that could not be mapped."""
-    data = _yaml(text)
-    app = data.get("app") or {}
-    if app.get("mode") != "agent-chat":
-        raise ConfigImportError(f"not an agent-chat app export (mode: {app.get('mode')!r})")
-    mc = data.get("model_config") or {}
+    try:
+        export = DifyExport.model_validate(_yaml(text))
+    except pydantic.ValidationError as e:
+        raise ConfigImportError(f"not a usable Dify export: {first_error(e)}") from None
+    if export.app.mode != "agent-chat":
+        raise ConfigImportError(f"not an agent-chat app export (mode: {export.app.mode!r})")
+    mc, agent = export.config, export.config.agent_mode
     warnings: list[str] = []
-    model, params = _model(mc.get("model") or {}, warnings)
-    agent = mc.get("agent_mode") or {}
-    config = AppConfig(
-        model=model,
-        model_params=params,
-        strategy=_STRATEGIES.get(str(agent.get("strategy", "")), "auto"),  # type: ignore[arg-type]
-        instruction=str(mc.get("pre_prompt") or ""),
-        user_input_form=[f for f in (_form_field(e, warnings) for e in mc.get("user_input_form") or []) if f],
-        tools=[t for t in (_tool(e, warnings) for e in agent.get("tools") or []) if t],
-        max_iterations=min(int(agent.get("max_iteration", 10) or 10), 99),
-        file_upload=_file_upload(mc.get("file_upload") or {}),
-        opening_statement=str(mc.get("opening_statement") or ""),
-        suggested_questions=[str(q) for q in mc.get("suggested_questions") or []],
-    )
-    for key, what in _UNSUPPORTED.items():
-        if (mc.get(key) or {}).get("enabled"):
-            warnings.append(f"{what} is enabled in the export but not supported; it was left out")
-    if (mc.get("dataset_configs") or {}).get("datasets", {}).get("datasets"):
+    model, params = _model(mc.model, warnings)
+    try:
+        config = AppConfig(
+            model=model,
+            model_params=params,
+            strategy=_STRATEGIES.get(agent.strategy, "auto"),  # type: ignore[arg-type]
+            instruction=mc.pre_prompt,
+            user_input_form=[f for f in (_form_field(e, warnings) for e in mc.user_input_form) if f],
+            tools=[t for t in (_tool(e, warnings) for e in agent.tools) if t],
+            max_iterations=min(agent.max_iteration or 10, 99),
+            file_upload=_file_upload(mc.file_upload),
+            opening_statement=mc.opening_statement,
+            suggested_questions=mc.suggested_questions,
+        )
+    except pydantic.ValidationError as e:
+        raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+    return ImportReport(export.app.name or "imported app", config, warnings + _unsupported(mc))
+
+
+def _unsupported(mc: DifyModelConfig) -> list[str]:
+    """A warning for each feature the export enables that loopwright leaves out."""
+    warnings = [
+        f"{what} is enabled in the export but not supported; it was left out"
+        for key, what in _UNSUPPORTED.items()
+        if getattr(mc, key).enabled
+    ]
+    if mc.dataset_configs.datasets.datasets:
         warnings.append("knowledge bases (dataset_configs) are not imported; attach them to the app again")
-    return ImportReport(str(app.get("name") or "imported app"), config, warnings)
+    return warnings
 
 
-def _model(model: dict[str, Any], warnings: list[str]) -> tuple[str, dict[str, Any]]:
-    provider = str(model.get("provider") or "")
-    name = str(model.get("name") or "")
-    completion = model.get("completion_params") or {}
+def _model(model: DifyModel, warnings: list[str]) -> tuple[str, dict[str, Any]]:
+    completion = model.completion_params
     params = {k: completion[k] for k in _PARAMS if k in completion and completion[k] not in (None, [], "")}
-    if not name:
+    if not model.name:
         warnings.append("the export names no model; the app uses the embedded local model")
         return "local", params
-    if provider.rsplit("/", 1)[-1] == "openai":
-        return f"openai:{name}", params
+    if model.provider.rsplit("/", 1)[-1] == "openai":
+        return f"openai:{model.name}", params
     warnings.append(
-        f"model provider {provider!r} is mapped to an OpenAI-compatible server: set OPENAI_BASE_URL "
-        f"(and OPENAI_API_KEY) for {name!r}"
+        f"model provider {model.provider!r} is mapped to an OpenAI-compatible server: set OPENAI_BASE_URL "
+        f"(and OPENAI_API_KEY) for {model.name!r}"
     )
-    return f"openai-compatible:{name}", params
+    return f"openai-compatible:{model.name}", params
 
 
 def _form_field(entry: dict[str, Any], warnings: list[str]) -> InputField | None:
     ((kind, spec),) = entry.items() if len(entry) == 1 else ((None, None),)
-    if kind not in ("text-input", "paragraph", "select", "number", "checkbox") or not isinstance(spec, dict):
+    if kind not in _FORM_TYPES or not isinstance(spec, dict):
         warnings.append(f"input form entry {entry!r} is not supported; it was left out")
         return None
+    field = DifyFormField.model_validate(spec)
     return InputField(
-        variable=str(spec.get("variable", "")),
-        label=str(spec.get("label") or spec.get("variable", "")),
+        variable=field.variable,
+        label=field.label or field.variable,
         type=kind,  # type: ignore[arg-type]  # checked against the Literal's values above
-        required=bool(spec.get("required", False)),
-        max_length=spec.get("max_length") or None,
-        options=[str(o) for o in spec.get("options") or []],
-        default=spec.get("default") or None,
+        required=field.required,
+        max_length=field.max_length or None,
+        options=field.options,
+        default=field.default or None,
     )
 
 
-def _tool(entry: dict[str, Any], warnings: list[str]) -> ToolConfig | None:
-    if entry.get("enabled") is False:
+def _tool(entry: DifyTool, warnings: list[str]) -> ToolConfig | None:
+    if entry.enabled is False:
         return None
-    provider = str(entry.get("provider_id") or entry.get("provider_name") or "")
-    tool_name = str(entry.get("tool_name") or "")
-    builtin = _BUILTIN_EQUIVALENTS.get((provider, tool_name))
+    provider = entry.provider_id or entry.provider_name
+    builtin = _BUILTIN_EQUIVALENTS.get((provider, entry.tool_name))
     if builtin is None:
-        kind = entry.get("provider_type", "?")
-        warnings.append(f"tool {tool_name!r} ({kind} provider {provider!r}) has no loopwright equivalent yet")
+        warnings.append(
+            f"tool {entry.tool_name!r} ({entry.provider_type} provider {provider!r}) has no loopwright "
+            "equivalent yet"
+        )
         return None
-    values = {k: v for k, v in (entry.get("tool_parameters") or {}).items() if v not in (None, "")}
+    values = {k: v for k, v in entry.tool_parameters.items() if v not in (None, "")}
     if builtin == "current_time":
         values = {k: v for k, v in values.items() if k == "timezone"}
     return ToolConfig(name=builtin, form_values=values)
 
 
-def _file_upload(spec: dict[str, Any]) -> FileUpload:
-    image = spec.get("image") or {}
-    enabled = bool(spec.get("enabled") or image.get("enabled"))
-    types = spec.get("allowed_file_types") or (["image"] if image.get("enabled") else ["image"])
-    limits = spec.get("number_limits") or image.get("number_limits") or 3
-    methods = (
-        spec.get("allowed_file_upload_methods")
-        or image.get("transfer_methods")
-        or ["local_file", "remote_url"]
-    )
+def _file_upload(spec: DifyFileUpload) -> FileUpload:
+    image = spec.image
     return FileUpload(
-        enabled=enabled, allowed_types=list(types), number_limits=int(limits), transfer_methods=methods
+        enabled=spec.enabled or image.enabled,
+        allowed_types=spec.allowed_file_types or ["image"],
+        number_limits=spec.number_limits or image.number_limits or 3,
+        transfer_methods=spec.allowed_file_upload_methods  # type: ignore[arg-type]  # checked by FileUpload
+        or image.transfer_methods
+        or ["local_file", "remote_url"],
     )
 
 
@@ -220,6 +330,9 @@ def _yaml(text: str) -> dict[str, Any]:
     return data
 
 
-def _first_error(e: pydantic.ValidationError) -> str:
+def first_error(e: pydantic.ValidationError) -> str:
+    """The first problem of a validation error in one line: ``where: message``."""
     err = e.errors(include_url=False)[0]
-    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    where = ".".join(str(p) for p in err["loc"])
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

@@ -90,7 +90,7 @@ class AppRuntime:
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
         self._knowledge: KnowledgeBase | None = None
         self.toolsets = ToolsetPool(
-            policy=lambda: network_policy(self.settings),
+            policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
             app_info=self._app_info,
             app_runner=self.answer,

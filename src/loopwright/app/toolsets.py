@@ -1,9 +1,6 @@
-"""Tool sources an app configuration names beside its built-in tools: OpenAPI specs, MCP servers,
-other apps and knowledge bases — checked when the configuration is saved, built when it runs.
-
-An app's ``toolsets`` are plain mappings with a ``type``; each is validated by its source model
-(``OpenAPISource``, ``MCPSource``, :class:`AppToolSource`, :class:`KnowledgeSource`), imported only
-when an app uses that kind, since the OpenAPI and MCP stacks take about a second to import.
+"""Building the tool sources an app configuration names beside its built-in tools: OpenAPI specs,
+MCP servers, other apps and knowledge bases (checked when the configuration is saved, by
+:mod:`loopwright.app.toolset_sources`).
 
 :class:`ToolsetPool` builds them for a server: one per distinct source, shared by every app and every
 run — an MCP server keeps one session for all of them and is closed when the server stops.
@@ -14,10 +11,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import pydantic
-
+from loopwright.app.toolset_sources import AppToolSource, KnowledgeSource, source_model
 from loopwright.tools.app_tool import AppRunner, app_tool
 from loopwright.tools.base import Tool, ToolLike, ToolParameter
 
@@ -27,55 +23,6 @@ if TYPE_CHECKING:
     from loopwright.tools.net import NetworkPolicy
 
 log = logging.getLogger("loopwright.app")
-
-SOURCE_TYPES = ("openapi", "mcp", "app", "knowledge")
-
-
-class AppToolSource(pydantic.BaseModel):
-    """Another app of this server, called as a tool (its ``query`` and input form as parameters)."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
-
-    type: Literal["app"] = "app"
-    app_id: str = pydantic.Field(min_length=1)
-    name: str | None = None  # the tool's name; default: the app's name
-    description: str = ""
-    max_depth: int = pydantic.Field(5, ge=1, le=20)
-
-
-class KnowledgeSource(pydantic.BaseModel):
-    """Knowledge bases (ids or names), one retriever tool each."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
-
-    type: Literal["knowledge"] = "knowledge"
-    datasets: list[str] = pydantic.Field(min_length=1)
-    top_k: int | None = pydantic.Field(None, ge=1, le=100)
-    score_threshold: float | None = pydantic.Field(None, ge=0, le=1)
-
-
-def source_model(kind: object) -> type[pydantic.BaseModel]:
-    """The model that validates a toolset of this ``type``."""
-    if kind == "openapi":
-        from loopwright.tools.openapi.source import OpenAPISource
-
-        return OpenAPISource
-    if kind == "mcp":
-        from loopwright.tools.mcp.source import MCPSource
-
-        return MCPSource
-    if kind == "app":
-        return AppToolSource
-    if kind == "knowledge":
-        return KnowledgeSource
-    raise ValueError(f"unknown toolset type {kind!r}; expected one of: {', '.join(SOURCE_TYPES)}")
-
-
-def check_source(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """``entry`` as given (secrets stay as written), once its source model accepts it."""
-    source_model(entry.get("type")).model_validate(dict(entry))
-    return dict(entry)
-
 
 AppInfo = Callable[[str], Awaitable[tuple[str, str, "Sequence[InputField]"] | None]]
 """``info(app_id)`` → ``(name, description, input form)`` of an app, or None when it doesn't exist."""

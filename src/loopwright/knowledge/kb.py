@@ -14,10 +14,17 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from loopwright._threads import run_sync
 from loopwright.knowledge.connection import knowledge_path
-from loopwright.knowledge.embeddings import MINILM_DIM, Embedder, embedder_for, parse_embedding_spec
+from loopwright.knowledge.embeddings import (
+    MINILM_DIM,
+    Embedder,
+    EndpointSettings,
+    embedder_for,
+    parse_embedding_spec,
+)
 from loopwright.knowledge.entities import (
     DEFAULT_CHUNK_TOKENS,
     DEFAULT_OVERLAP_TOKENS,
@@ -37,10 +44,6 @@ from loopwright.knowledge.filters import MetadataFilter
 from loopwright.knowledge.ingest import Progress, Source, index_document
 from loopwright.knowledge.retrieve import retrieve
 from loopwright.knowledge.store import KnowledgeStore
-from loopwright.tools.threads import run_sync
-
-if TYPE_CHECKING:
-    from loopwright.config import Settings
 
 MAX_NAME_CHARS = 40  # Dify's limit for dataset names
 SPLIT_RULES = ("chunk_tokens", "overlap_tokens", "separator", "remove_extra_spaces", "remove_urls_emails")
@@ -61,11 +64,16 @@ class DatasetExistsError(ValueError):
 
 
 class KnowledgeBase:
-    """Datasets in the SQLite file at ``path``. ``settings`` give OpenAI-compatible embedding
-    endpoints their base URL and key (default: ``load_settings()`` when first needed)."""
+    """Datasets in the SQLite file at ``path``. ``settings`` (e.g. ``loopwright.config.Settings``) give
+    OpenAI-compatible embedding endpoints their base URL and key (default: the ``OPENAI_BASE_URL`` and
+    ``OPENAI_API_KEY`` environment variables)."""
 
     def __init__(
-        self, path: str | Path, *, settings: Settings | None = None, lance_dir: str | Path | None = None
+        self,
+        path: str | Path,
+        *,
+        settings: EndpointSettings | None = None,
+        lance_dir: str | Path | None = None,
     ) -> None:
         self.store = KnowledgeStore(path, lance_dir=lance_dir)
         self._settings = settings
@@ -74,10 +82,10 @@ class KnowledgeBase:
     @classmethod
     def open(
         cls,
-        database_url: str | None = None,
+        database_url: str,
         *,
         data_dir: str | Path | None = None,
-        settings: Settings | None = None,
+        settings: EndpointSettings | None = None,
     ) -> KnowledgeBase:
         """The knowledge base beside the app database (see :func:`knowledge_path`)."""
         return cls(knowledge_path(database_url, data_dir), settings=settings)

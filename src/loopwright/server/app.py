@@ -49,7 +49,7 @@ def create_app(
         from loopwright.tools.builtin import builtin_tools
         from loopwright.tools.net import network_policy
 
-        tools = builtin_tools(network_policy(settings or load_settings()))
+        tools = builtin_tools(network_policy((settings or load_settings()).tool_allow_hosts))
     runtime = AppRuntime(db, settings, ping_interval=ping_interval, tools=tools, workers=workers)
 
     @asynccontextmanager

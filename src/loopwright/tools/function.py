@@ -9,6 +9,7 @@ from typing import Annotated, Any, get_type_hints, overload
 
 import pydantic
 
+from loopwright._threads import run_sync
 from loopwright.tools.base import (
     FILE_OUTPUTS,
     BlobMessage,
@@ -24,7 +25,6 @@ from loopwright.tools.base import (
     VariableMessage,
     schema_parameter_type,
 )
-from loopwright.tools.threads import run_sync
 
 _OUTPUT_TYPES = (TextMessage, JsonMessage, LinkMessage, LogMessage, VariableMessage, *FILE_OUTPUTS)
 

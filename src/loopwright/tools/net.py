@@ -16,16 +16,13 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 import httpcore
 import httpx
 
 from loopwright.tools.base import ToolInvokeError
-
-if TYPE_CHECKING:
-    from loopwright.config import Settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -124,9 +121,10 @@ class NetworkPolicy:
 DEFAULT_POLICY = NetworkPolicy()
 
 
-def network_policy(settings: Settings) -> NetworkPolicy:
-    """The policy configured by ``tool_allow_hosts`` / ``LOOPWRIGHT_TOOL_ALLOW_HOSTS``."""
-    return NetworkPolicy.from_strings(settings.tool_allow_hosts)
+def network_policy(allow_hosts: Iterable[str]) -> NetworkPolicy:
+    """The policy configured by ``tool_allow_hosts`` / ``LOOPWRIGHT_TOOL_ALLOW_HOSTS``: the caller
+    passes ``settings.tool_allow_hosts`` (this module knows nothing of the configuration)."""
+    return NetworkPolicy.from_strings(allow_hosts)
 
 
 def blocked_reason(address: IPAddress) -> str | None:

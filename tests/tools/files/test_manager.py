@@ -338,7 +338,8 @@ def test_settings_from_toml(tmp_path: Path) -> None:
     toml = tmp_path / "lw.toml"
     toml.write_text('secret_key = "k"\nfiles_url = "http://h:5001"\nfiles_url_ttl = 900\n')
     settings = load_settings({}, path=toml)
-    assert (settings.secret_key, settings.files_url, settings.files_url_ttl) == ("k", "http://h:5001", 900)
+    assert settings.secret_key is not None and settings.secret_key.get_secret_value() == "k"
+    assert (settings.files_url, settings.files_url_ttl) == ("http://h:5001", 900)
 
 
 @pytest.mark.parametrize("ttl", ["0", "-5", "ten", "1.5"])

@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
+from loopwright._threads import run_sync
 from loopwright.tools.base import TextMessage, Tool, ToolContext, ToolInvokeError, ToolOutput, ToolParameter
 from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_client, read_limited
-from loopwright.tools.threads import run_sync
 
 log = logging.getLogger(__name__)
 

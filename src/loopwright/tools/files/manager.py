@@ -22,9 +22,11 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
+import loopwright.tools.files.signing as signing  # the module, not the package that re-exports this one
+from loopwright._threads import run_sync
 from loopwright.tools.base import (
     FILE_OUTPUTS,
     BlobMessage,
@@ -34,12 +36,10 @@ from loopwright.tools.base import (
     ToolContext,
     ToolOutput,
 )
-from loopwright.tools.files import signing
 from loopwright.tools.files.storage import FileStorage, LocalFileStorage
-from loopwright.tools.threads import run_sync
 
 if TYPE_CHECKING:
-    from loopwright.config import Settings
+    from pydantic import SecretStr
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +248,17 @@ def _keys(file_id: str) -> tuple[str, str]:
 # --- the manager -----------------------------------------------------------------------------------
 
 
+class FileSettings(Protocol):
+    """What tool files read from the configuration (``loopwright.config.Settings`` has it)."""
+
+    @property
+    def secret_key(self) -> SecretStr | None: ...
+    @property
+    def files_url(self) -> str: ...
+    @property
+    def files_url_ttl(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class ToolFiles:
     """Stores tool files in ``storage`` and signs their URLs with ``secret``; a URL is valid for
@@ -259,14 +270,15 @@ class ToolFiles:
     ttl: int = signing.DEFAULT_MAX_AGE
 
     @classmethod
-    def from_settings(cls, settings: Settings, data_dir: Path | None = None) -> ToolFiles:
+    def from_settings(cls, settings: FileSettings, data_dir: Path | None = None) -> ToolFiles:
         """Local storage in ``data_dir/tool-files`` (default ``./loopwright-files``); the settings'
         ``secret_key``, else the key kept in ``data_dir``. Blocking (it may create the key file):
         async code uses :func:`load_tool_files`."""
         directory = DEFAULT_DATA_DIR if data_dir is None else data_dir
+        key = settings.secret_key.get_secret_value() if settings.secret_key else None
         return cls(
             storage=LocalFileStorage(directory / TOOL_FILES_DIR),
-            secret=signing.load_secret(settings.secret_key, directory),
+            secret=signing.load_secret(key, directory),
             base_url=settings.files_url.rstrip("/"),
             ttl=settings.files_url_ttl,
         )
@@ -392,7 +404,7 @@ class ToolFiles:
         return signing.verify(file_id, timestamp, nonce, sign, secret=self.secret, max_age=self.ttl, now=now)
 
 
-async def load_tool_files(settings: Settings, data_dir: Path | None = None) -> ToolFiles:
+async def load_tool_files(settings: FileSettings, data_dir: Path | None = None) -> ToolFiles:
     """:meth:`ToolFiles.from_settings` off the event loop."""
     return await run_sync(ToolFiles.from_settings, settings, data_dir)
 

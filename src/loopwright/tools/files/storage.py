@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
-from loopwright.tools.threads import run_sync
+from loopwright._threads import run_sync
 
 CHUNK_SIZE = 64 * 1024
 

@@ -22,8 +22,8 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError, ValidatorDetectError
 from referencing.exceptions import Unresolvable
 
+from loopwright._threads import run_sync
 from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_client
-from loopwright.tools.threads import run_sync
 
 SpecKind = Literal["openapi3", "swagger2"]
 MAX_SPEC_BYTES = 10 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""The worker threads that run sync tools."""
+"""The worker threads that run blocking calls (sync tools, files, SQLite) off the event loop."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from loopwright.tools.threads import run_sync
+from loopwright._threads import WorkerThreads, run_sync
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
@@ -40,10 +40,34 @@ async def test_context_variables_are_visible_in_the_worker() -> None:
 
 
 async def test_parallel_calls_do_not_queue_behind_each_other() -> None:
-    started = time.perf_counter()
-    results = await asyncio.gather(*(run_sync(time.sleep, 0.1) for _ in range(6)))
-    assert results == [None] * 6
-    assert time.perf_counter() - started < 0.35  # 6 × 100 ms in parallel, not 600 ms
+    # Each call waits at a barrier until all six are inside their own thread at once: calls that
+    # queued behind each other would never meet there (the barrier would time out and break).
+    meet = threading.Barrier(6, timeout=10)
+
+    def together(i: int) -> tuple[int, int]:
+        meet.wait()
+        return i, threading.get_ident()
+
+    results = await asyncio.gather(*(run_sync(together, i) for i in range(6)))
+    assert [i for i, _ in results] == list(range(6))
+    assert len({ident for _, ident in results}) == 6
+
+
+async def test_a_pool_of_its_own_starts_workers_on_demand_up_to_its_limit() -> None:
+    pool = WorkerThreads(max_workers=2, name="test-pool")
+    assert pool.workers == 0
+    assert await pool.run_sync(lambda: threading.current_thread().name) == "test-pool-1"
+    meet = threading.Barrier(2, timeout=10)
+
+    def hold() -> str:
+        meet.wait()  # both holders at once: the pool runs two workers
+        return threading.current_thread().name
+
+    both = asyncio.gather(pool.run_sync(hold), pool.run_sync(hold))
+    third = asyncio.ensure_future(pool.run_sync(lambda: "after"))  # no third worker: it waits
+    assert sorted(await both) == ["test-pool-1", "test-pool-2"]
+    assert await third == "after"
+    assert pool.workers == 2
 
 
 async def test_a_cancelled_wait_drops_the_late_result() -> None:

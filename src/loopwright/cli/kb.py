@@ -43,11 +43,13 @@ def _fail(message: str) -> typer.Exit:
 
 def _run(work: Callable[[KnowledgeBase], Awaitable[T]]) -> T:
     """Open the knowledge base, run ``work`` on it, close it; errors become one red line."""
-    from loopwright.knowledge import DatasetExistsError, DatasetNotFoundError, EmbeddingError, KnowledgeBase
+    from loopwright.app.admin import open_knowledge
+    from loopwright.config import load_settings
+    from loopwright.knowledge import DatasetExistsError, DatasetNotFoundError, EmbeddingError
     from loopwright.knowledge.connection import KnowledgeSetupError
 
     async def main() -> T:
-        base = KnowledgeBase.open()
+        base = open_knowledge(load_settings())  # the embedding endpoints' URL and key
         try:
             return await work(base)
         finally:

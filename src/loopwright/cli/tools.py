@@ -19,10 +19,6 @@ PREFIXES = ("basic", "bearer", "custom")
 tools = typer.Typer(help="Tools for apps: import OpenAPI specs as toolsets.", no_args_is_help=True)
 
 
-class ToolsetStorageError(RuntimeError):
-    """The app cannot take the toolset: no such app, or its configuration would be invalid."""
-
-
 @tools.command("import")
 def import_spec(
     spec: Annotated[str, typer.Argument(help="An OpenAPI 3.x / Swagger 2.0 file, or its http(s) URL.")],
@@ -70,7 +66,9 @@ def import_spec(
             include=include,
         )
     except pydantic.ValidationError as e:
-        _fail(_first_error(e))
+        from loopwright.app.config import first_error
+
+        _fail(first_error(e))
     operations = _load(source)
     for op in operations:
         typer.echo(f"{op.name}\t{op.method} {op.path}\t{_summary(op)}")
@@ -82,9 +80,12 @@ def import_spec(
         typer.secho(
             "note: the API key is stored in the app's configuration; --api-key-env keeps it out", err=True
         )
+    from loopwright.app.admin import AppNotFoundError, ToolsetStorageError, add_toolset
+
+    entry = source.model_dump(mode="json", exclude_none=True)
     try:
-        version = asyncio.run(add_toolset_to_app(app_id, source))
-    except ToolsetStorageError as e:
+        version = asyncio.run(add_toolset(app_id, entry))
+    except (AppNotFoundError, ToolsetStorageError) as e:
         _fail(str(e))
     typer.secho(f"added to app {app_id} (configuration version {version})", err=True)
 
@@ -96,7 +97,9 @@ def _load(source: OpenAPISource) -> list[Operation]:
     from loopwright.tools.openapi import OpenAPIToolset, SpecError
 
     try:
-        policy = network_policy(load_settings()).union(NetworkPolicy.from_strings(source.allow_hosts))
+        policy = network_policy(load_settings().tool_allow_hosts).union(
+            NetworkPolicy.from_strings(source.allow_hosts)
+        )
     except ConfigError as e:
         _fail(str(e))
     # Listing needs no credentials: the key (perhaps from an unset variable) is not read here.
@@ -109,39 +112,6 @@ def _load(source: OpenAPISource) -> list[Operation]:
         _fail(str(e))
 
 
-async def add_toolset_to_app(app_id: str, source: OpenAPISource, *, database_url: str | None = None) -> int:
-    """Add ``source`` to the app's ``toolsets`` (replacing one with the same spec) as a new
-    configuration version; returns the version number."""
-    from loopwright.app.config import AppConfig
-    from loopwright.store import repositories as repo
-    from loopwright.store.db import Database
-    from loopwright.store.models import App
-
-    db = Database(database_url) if database_url else Database()
-    try:
-        await db.migrate()
-        async with db.transaction() as session:
-            if await session.get(App, app_id) is None:
-                raise ToolsetStorageError(f"no app with id {app_id!r}")
-            latest = await repo.latest_config(session, app_id)
-            config = dict(latest.config) if latest is not None else {}
-            kept = [t for t in config.get("toolsets") or [] if not _same_spec(t, source)]
-            config["toolsets"] = [*kept, source.model_dump(mode="json", exclude_none=True)]
-            try:
-                AppConfig.model_validate(config)
-            except pydantic.ValidationError as e:
-                raise ToolsetStorageError(
-                    f"the app's configuration would be invalid: {_first_error(e)}"
-                ) from None
-            return (await repo.add_config_version(session, app_id, config)).version
-    finally:
-        await db.close()
-
-
-def _same_spec(entry: object, source: OpenAPISource) -> bool:
-    return isinstance(entry, dict) and entry.get("type") == "openapi" and entry.get("spec") == source.spec
-
-
 def _choice(value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         _fail(f"unknown value {value!r}; expected one of: {', '.join(allowed)}")
@@ -151,13 +121,6 @@ def _choice(value: str, allowed: tuple[str, ...]) -> str:
 def _summary(op: Operation) -> str:
     line = op.description.strip().splitlines()[0] if op.description.strip() else ""
     return line if len(line) <= 80 else line[:79] + "…"
-
-
-def _first_error(e: pydantic.ValidationError) -> str:
-    err = e.errors()[0]
-    where = ".".join(str(p) for p in err["loc"])
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
 
 
 def _fail(message: str) -> NoReturn:

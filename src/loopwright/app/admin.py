@@ -1,0 +1,145 @@
+"""Administration of apps in the database: create an app, give it an API key, add a toolset to it.
+
+The ``loopwright app``, ``key`` and ``tools`` commands call these, so the CLI never touches the store.
+Each function opens the database (``database_url``, else ``DATABASE_URL`` / ``LOOPWRIGHT_DB`` /
+``./loopwright.db``, as the server does), runs the migrations (a new file needs no setup), does its work
+in one transaction and closes the database again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright.app.config import (
+    AppConfig,
+    ConfigImportError,
+    ImportReport,
+    first_error,
+    import_dify_dsl,
+    load_app_yaml,
+)
+from loopwright.errors import NotFoundError, UserInputError
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database, resolve_url
+from loopwright.store.models import App
+
+if TYPE_CHECKING:
+    from loopwright.knowledge import KnowledgeBase
+    from loopwright.knowledge.embeddings import EndpointSettings
+
+
+class AppNotFoundError(NotFoundError):
+    """No app has the given id."""
+
+    def __init__(self, app_id: str) -> None:
+        self.app_id = app_id
+        super().__init__(f"no app with id {app_id!r}")
+
+
+class ToolsetStorageError(UserInputError):
+    """The app cannot take the toolset: its configuration would be invalid."""
+
+
+def read_app_file(text: str) -> ImportReport:
+    """An app definition from a file's text: a Dify DSL export (with a warning for each part that
+    could not be mapped) or loopwright's own app YAML (no warnings)."""
+    if "model_config:" in text and "\napp:" in f"\n{text}":
+        return import_dify_dsl(text)
+    name, config = load_app_yaml(text)
+    return ImportReport(name, config)
+
+
+def app_config_from_options(
+    *, model: str | None, tools: Sequence[str], instruction: str, strategy: str
+) -> AppConfig:
+    """The configuration of an app given by its parts; an unknown built-in tool or a bad value raises
+    :class:`ConfigImportError`."""
+    from loopwright.tools.builtin import builtin_tools
+
+    known = {t.name for t in builtin_tools()}
+    unknown = [t for t in tools if t not in known]
+    if unknown:
+        raise ConfigImportError(f"unknown tool {unknown[0]!r}; built-in tools: {', '.join(sorted(known))}")
+    try:
+        return AppConfig.model_validate(
+            {
+                "model": model or "local",
+                "instruction": instruction,
+                "strategy": strategy,
+                "tools": [{"name": t} for t in tools],
+            }
+        )
+    except pydantic.ValidationError as e:
+        raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+
+
+async def create_app(name: str, config: AppConfig, *, database_url: str | None = None) -> str:
+    """Store a new app with ``config`` as its first configuration version; returns its id."""
+    async with _session(database_url) as session:
+        app, _ = await repo.create_app(session, name, config.model_dump())
+        return app.id
+
+
+async def create_api_key(app_id: str, *, database_url: str | None = None) -> str:
+    """A new API key (``app-…``) for the app; :class:`AppNotFoundError` when there is no such app."""
+    async with _session(database_url) as session:
+        await _require_app(session, app_id)
+        return (await repo.create_api_key(session, app_id)).token
+
+
+async def add_toolset(app_id: str, source: Mapping[str, Any], *, database_url: str | None = None) -> int:
+    """Add the toolset ``source`` (a toolset mapping, e.g. an ``OpenAPISource`` dumped as JSON) to the
+    app's ``toolsets`` as a new configuration version, replacing one of the same type and spec; returns
+    the version number. :class:`AppNotFoundError` or :class:`ToolsetStorageError` when it cannot."""
+    entry = dict(source)
+    async with _session(database_url) as session:
+        await _require_app(session, app_id)
+        latest = await repo.latest_config(session, app_id)
+        config = dict(latest.config) if latest is not None else {}
+        kept = [t for t in config.get("toolsets") or [] if not _same_source(t, entry)]
+        config["toolsets"] = [*kept, entry]
+        try:
+            AppConfig.model_validate(config)
+        except pydantic.ValidationError as e:
+            raise ToolsetStorageError(f"the app's configuration would be invalid: {first_error(e)}") from None
+        return (await repo.add_config_version(session, app_id, config)).version
+
+
+def _same_source(entry: object, source: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` is the same spec (an OpenAPI file or URL) as ``source``."""
+    spec = source.get("spec")
+    return (
+        spec is not None
+        and isinstance(entry, dict)
+        and entry.get("type") == source.get("type")
+        and entry.get("spec") == spec
+    )
+
+
+async def _require_app(session: AsyncSession, app_id: str) -> None:
+    if await session.get(App, app_id) is None:
+        raise AppNotFoundError(app_id)
+
+
+@asynccontextmanager
+async def _session(database_url: str | None) -> AsyncIterator[AsyncSession]:
+    db = Database(database_url) if database_url else Database()
+    try:
+        await db.migrate()
+        async with db.transaction() as session:
+            yield session
+    finally:
+        await db.close()
+
+
+def open_knowledge(settings: EndpointSettings, *, database_url: str | None = None) -> KnowledgeBase:
+    """The knowledge bases beside the app database (``database_url``, else the environment's, as the
+    server resolves it)."""
+    from loopwright.knowledge import KnowledgeBase
+
+    return KnowledgeBase.open(resolve_url(database_url), settings=settings)
