@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,34 @@ def test_the_cli_never_imports_the_store() -> None:
             else:
                 continue
             assert not [n for n in names if n.split(".")[:2] == ["loopwright", "store"]], file.name
+
+
+def test_ask_an_app_through_the_runtime_and_continue_the_conversation(db_path: Path, tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    replies = [
+        {"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "17*23"}]]},
+        "It is 391.",
+        "You asked for 17 * 23.",
+    ]
+    script.write_text(json.dumps({"replies": replies, "features": ["tool-call", "stream-tool-call"]}))
+    runner = CliRunner()
+    made = runner.invoke(
+        app, ["app", "create", "Calc", "--model", f"scripted:{script}", "--tool", "calculator"]
+    )
+    app_id = made.output.strip()
+    first = runner.invoke(app, ["app", "ask", app_id, "What is 17 * 23?"])
+    assert first.exit_code == 0, first.output
+    assert first.stdout.strip() == "It is 391."
+    assert "calculator" in first.stderr and "391" in first.stderr
+    conversation = first.stderr.strip().rsplit("conversation: ", 1)[1]
+    again = runner.invoke(app, ["app", "ask", app_id, "What did I ask?", "--conversation", conversation])
+    assert again.exit_code == 0 and again.stdout.strip() == "You asked for 17 * 23."
+    stranger = runner.invoke(
+        app, ["app", "ask", app_id, "hi", "--conversation", conversation, "--user", "eve"]
+    )
+    assert stranger.exit_code == 1 and "Conversation Not Exists." in stranger.stderr
+
+
+def test_ask_refuses_a_malformed_input(db_path: Path) -> None:
+    result = CliRunner().invoke(app, ["app", "ask", "some-app", "hi", "--input", "novalue"])
+    assert result.exit_code == 1 and "NAME=VALUE" in result.stderr

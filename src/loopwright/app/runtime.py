@@ -96,6 +96,16 @@ class AppRuntime:
             app_runner=self.answer,
         )
 
+    @classmethod
+    def with_builtin_tools(cls, db: Database, settings: Settings | None = None, **options: Any) -> AppRuntime:
+        """A runtime whose apps choose from the built-in tools, behind the settings' network policy
+        (what ``loopwright serve`` and ``loopwright app ask`` run); ``options`` as the constructor's."""
+        from loopwright.tools.builtin import builtin_tools
+
+        settings = settings or load_settings()
+        tools = builtin_tools(network_policy(settings.tool_allow_hosts))
+        return cls(db, settings, tools=tools, **options)
+
     # --- the entry point --------------------------------------------------------------------------
 
     async def start(self, request: MessageRequest) -> Run:

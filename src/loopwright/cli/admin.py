@@ -1,4 +1,4 @@
-"""``loopwright app create``, ``loopwright key create`` and ``loopwright serve``: apps and the server.
+"""``loopwright app create|ask``, ``loopwright key create`` and ``loopwright serve``: apps and the server.
 
 Each prints what a script needs (an app id, a key) on a line of its own. The database is the one the
 server uses: ``DATABASE_URL``, else ``LOOPWRIGHT_DB`` (a SQLite file), else ``./loopwright.db``;
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-apps = typer.Typer(help="Create agent-chat apps.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from loopwright.app.messages import MessageRequest
+
+apps = typer.Typer(help="Create agent-chat apps and ask them.", no_args_is_help=True)
 keys = typer.Typer(help="Create API keys for apps.", no_args_is_help=True)
 
 
@@ -50,6 +53,62 @@ def create_app(
     for warning in report.warnings:
         typer.secho(f"warning: {warning}", fg="yellow", err=True)
     typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+
+
+@apps.command("ask")
+def ask(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    query: Annotated[str, typer.Argument(help="The message.")],
+    user: Annotated[str, typer.Option(help="The end user (Dify's user).")] = "cli",
+    conversation: Annotated[
+        str | None, typer.Option(help="Continue this conversation (its id, printed by an earlier ask).")
+    ] = None,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", help="A value of the app's form, NAME=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Send one message to an app, through the same path as the HTTP API: stored like any other, tool
+    calls shown on stderr as they finish, the answer on stdout, then the conversation's id on stderr."""
+    from loopwright.app.messages import MessageRequest
+
+    form: dict[str, str] = {}
+    for item in inputs or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            typer.secho(f"error: --input takes NAME=VALUE, not {item!r}", fg="red", err=True)
+            raise typer.Exit(1)
+        form[name] = value
+    request = MessageRequest(app_id, user, query, form, conversation_id=conversation)
+    raise typer.Exit(asyncio.run(_ask(request)))
+
+
+async def _ask(request: MessageRequest) -> int:
+    from loopwright.app.runtime import AppRuntime, Database, migrate
+    from loopwright.app.wire_events import AgentThought
+    from loopwright.errors import LoopwrightError
+
+    db = Database()
+    await migrate(db)
+    runtime = AppRuntime.with_builtin_tools(db)
+    try:
+        try:
+            run = await runtime.start(request)
+        except LoopwrightError as e:
+            typer.secho(f"error: {e}", fg="red", err=True)
+            return 1
+        async for event in run.events():
+            if isinstance(event, AgentThought) and event.tool and event.observation:
+                typer.secho(f"{event.tool}: {event.tool_input} -> {event.observation}", dim=True, err=True)
+        outcome = await run.outcome()
+        if outcome.error is not None:
+            typer.secho(f"error: {outcome.error}", fg="red", err=True)
+            return 1
+        typer.echo(outcome.answer)
+        typer.secho(f"conversation: {run.head.conversation_id}", dim=True, err=True)
+        return 0
+    finally:
+        await runtime.shutdown()
+        await db.close()
 
 
 @keys.command("create")

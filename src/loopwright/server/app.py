@@ -45,12 +45,9 @@ def create_app(
     silence after which a stream sends ``event: ping``; ``workers`` > 1 when several processes serve
     the same database (stops then reach the process running the message)."""
     if tools is None:
-        from loopwright.config import load_settings
-        from loopwright.tools.builtin import builtin_tools
-        from loopwright.tools.net import network_policy
-
-        tools = builtin_tools(network_policy((settings or load_settings()).tool_allow_hosts))
-    runtime = AppRuntime(db, settings, ping_interval=ping_interval, tools=tools, workers=workers)
+        runtime = AppRuntime.with_builtin_tools(db, settings, ping_interval=ping_interval, workers=workers)
+    else:
+        runtime = AppRuntime(db, settings, tools=tools, ping_interval=ping_interval, workers=workers)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
