@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from loopwright.app.wire import DifyStream, ThoughtRow, file_type
@@ -55,12 +56,11 @@ class MessageWrites:
         files: Sequence[dict[str, Any]],
         new_conversation: bool,
         end_user: str | asyncio.Task[str],
-        now: Any = None,
+        now: datetime,
     ) -> None:
         """Queue the message's first rows (and its conversation's, when new) and return at once: the run
         starts while they are written. ``end_user`` is the end user's id, or the task finding it (a new
         user of a new conversation): then the rows, and every later write of the message, wait for it."""
-        now = now or utcnow()
         # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
         message = repo.new_message(
             self._message_id, self._key, app_id, query, inputs=inputs, parent_message_id=UUID_NIL, now=now

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +61,7 @@ class Message:
     """One message, resolved: where it goes and everything its run starts from."""
 
     head: EventHead  # task, message and conversation ids, creation time
+    created: datetime  # the creation time of its rows (``head.created_at`` in seconds)
     request: MessageRequest
     version: ConfigVersion  # the configuration it runs with
     inputs: dict[str, Any]
@@ -92,15 +94,16 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
         files = await resolve_chat_files(
             db, app_id, user_id, version.config.file_upload, request.files, upload_dir
         )
+    now = utcnow()
     head = EventHead(
         task_id=str(uuid.uuid4()),
         message_id=new_id(),
         conversation_id=request.conversation_id or new_id(),
-        created_at=unix_seconds(utcnow()),
+        created_at=unix_seconds(now),
     )
     writes = MessageWrites(db, head.conversation_id, head.message_id)
     new = not request.conversation_id
-    return Message(head, request, version, inputs, history, files, new, end_user, writes)
+    return Message(head, now, request, version, inputs, history, files, new, end_user, writes)
 
 
 async def _continued(
@@ -131,6 +134,7 @@ def start(message: Message) -> None:
         files=message.files.rows,
         new_conversation=message.new_conversation,
         end_user=message.end_user,
+        now=message.created,
     )
 
 
