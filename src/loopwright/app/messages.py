@@ -196,7 +196,7 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
                 writes.save_tool_files(stream.files[kept:])
             if stop.is_set():
                 raise RunStopped
-        end = stream.message_end()
+        end = stream.end
     except RunStopped:
         status, end = "stopped", stream.message_end()
         yield end

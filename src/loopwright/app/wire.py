@@ -96,6 +96,7 @@ class DifyStream:
         self.dirty: set[str] = set()  # thought ids changed since the store last saved them
         self.answer = ""
         self.usage = Usage()
+        self.end: MessageEnd | None = None  # the message_end of a run that finished
         self.files: list[tuple[str, ToolOutput]] = []
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
         self._inner_usage = Usage()  # what apps called as tools spent
@@ -185,7 +186,8 @@ class DifyStream:
     def on_finished(self, event: Finished) -> list[WireEvent]:
         self.answer = event.result.text
         self.usage = event.result.usage
-        return [self.message_end()]
+        self.end = self.message_end()
+        return [self.end]
 
     @property
     def total_usage(self) -> Usage:
