@@ -1,4 +1,4 @@
-"""Dify-compatible ReAct output parsing: the engine behind ``ReactParser(mode="dify")``.
+"""Dify-compatible ReAct output parsing: :class:`DifyReactParser` (``parser_mode="dify"``).
 
 This reproduces, output for output, the streaming parser of Dify 1.12.1
 (``CotAgentOutputParser.handle_react_stream_output``): a character-level state machine with
@@ -13,11 +13,11 @@ This reproduces, output for output, the streaming parser of Dify 1.12.1
 * Dify's ``parse_action`` key heuristic (a key containing "input" is the input, any other key is
   the name, the last one winning), with a 1-element list unwrapped.
 
-Every piece of state survives between :meth:`DifyEngine.feed` calls, so the output does not
-depend on how the reply is chunked.  Where Dify raises (a pydantic ``ValidationError`` for a
+Every piece of state survives between :meth:`DifyReactParser.feed` calls, so the output does
+not depend on how the reply is chunked.  Where Dify raises (a pydantic ``ValidationError`` for a
 non-string name or an input that is neither a string nor an object, an ``AttributeError`` for a
-list of several actions) a :class:`~loopwright.agent.react_parser.DifyParserError` is raised whose
-message starts with the original exception type name.  Dify also yields empty strings here and
+list of several actions) a :class:`DifyParserError` is raised whose message starts with the
+original exception type name.  Dify also yields empty strings here and
 there; this engine never emits empty text.
 """
 
@@ -29,9 +29,9 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
-from loopwright.agent.react_parser import Action, DifyParserError, _merge
+from loopwright.agent.react_events import Action, ParserEvent, merge_events
 
-__all__ = ["DifyEngine"]
+__all__ = ["DifyParserError", "DifyReactParser"]
 
 # Dify's code-block extraction: the JSON between a fence (optionally tagged with letters from
 # "json", in any case) and the closing fence; greedy, so it runs to the *last* bracket.
@@ -47,7 +47,17 @@ _LABEL_FIRST = frozenset("aAtT")  # the only characters whose lower() starts a l
 _PLAIN_STOP = re.compile(r"[`{}]|(?<=[ \n])[aAtT]")
 _BRACE = re.compile(r"[{}]")
 
-Event = str | Action
+Event = ParserEvent
+
+
+class DifyParserError(ValueError):
+    """Raised by :class:`DifyReactParser` where Dify 1.12.1's parser raises.  The message starts
+    with the name of the exception Dify raises (``ValidationError: ...``, ``AttributeError: ...``);
+    ``events`` holds what the failing call had produced before the error."""
+
+    def __init__(self, message: str, events: list[Event] | None = None) -> None:
+        super().__init__(message)
+        self.events: list[Event] = events or []
 
 
 def _make_action(name: Any, value: Any) -> Action:
@@ -108,8 +118,11 @@ class _Mode(IntEnum):
     JSON = 2  # inside an inline ``{...}``, counting braces
 
 
-class DifyEngine:
-    """The state machine; :meth:`feed` returns text (merged, never empty) and actions.
+class DifyReactParser:
+    """Dify 1.12.1's parser, with :class:`~loopwright.agent.react_parser.ReactParser`'s interface:
+    :meth:`feed` returns text (merged, never empty) and actions, :meth:`flush` ends the reply.
+    ``problems`` and ``log`` exist for that interface and stay empty: Dify reports nothing and
+    raises :class:`DifyParserError` where it fails.
 
     Dify's generator keeps ``last_character``; here it is always the character before the one
     being read, so it is kept only between calls (``last``).  In TEXT mode the code-block cache
@@ -124,13 +137,18 @@ class DifyEngine:
         "got_json",
         "json_cache",
         "last",
+        "log",
         "mode",
+        "problems",
         "th_cache",
         "th_idx",
         "ticks",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, record: bool = False) -> None:
+        """``record`` is accepted for the shared interface; nothing is logged in Dify's mode."""
+        self.problems: list[str] = []
+        self.log: list[tuple[str, str]] = []
         self.reset()
 
     def reset(self) -> None:
@@ -168,13 +186,13 @@ class DifyEngine:
             # Dify raises mid-stream, after yielding what came before: keep that for the caller.
             if buf:
                 out.append("".join(buf))
-            e.events = _merge(out)
+            e.events = merge_events(out)
             raise
         if text:
             self.last = text[-1]
         if buf:
             out.append("".join(buf))
-        return _merge(out)
+        return merge_events(out)
 
     # Handlers, one per mode: read from text[i:] while the mode lasts, return the next index.
 
@@ -343,14 +361,14 @@ class DifyEngine:
             try:
                 out.append(_parse_action(json_cache))
             except DifyParserError as e:
-                e.events = _merge(out)
+                e.events = merge_events(out)
                 raise
-        return _merge(out)
+        return merge_events(out)
 
 
 # Mode -> handler(engine, text, i, buf, out), returning the index after what it read.
-_HANDLERS: tuple[Callable[[DifyEngine, str, int, list[str], list[Event]], int], ...] = (
-    DifyEngine._h_text,
-    DifyEngine._h_code,
-    DifyEngine._h_json,
+_HANDLERS: tuple[Callable[[DifyReactParser, str, int, list[str], list[Event]], int], ...] = (
+    DifyReactParser._h_text,
+    DifyReactParser._h_code,
+    DifyReactParser._h_json,
 )

@@ -1,7 +1,8 @@
-"""Streaming parser for ReAct replies: thought text and actions, fed delta by delta.
+"""Streaming parsers for ReAct replies: thought text and actions, fed delta by delta.
 
-``ReactParser(mode="robust")`` (the default) reads what Dify's parser reads and fixes its quirks;
-``ReactParser(mode="dify")`` reproduces Dify 1.12.1's output exactly (see ``_dify_parser``).
+:class:`ReactParser` (the default, "robust" mode) reads what Dify's parser reads and fixes its
+quirks; :class:`DifyReactParser` reproduces Dify 1.12.1's output exactly (see ``_dify_parser``).
+Both have ``feed``/``flush``, ``problems`` and ``log``; :func:`new_parser` picks one by mode.
 
 Robust mode understands, anywhere in a reply:
 
@@ -30,33 +31,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from enum import IntEnum
+from typing import Any, Final, Literal, overload
 
+from loopwright.agent._dify_parser import DifyParserError, DifyReactParser
 from loopwright.agent.action_json import (
     FORMAT_HINT,
     NAME_LIMIT,
-    Action,
     all_actions,
     convert,
     loads_lenient,
     plain_input,
     snip,
 )
+from loopwright.agent.react_events import Action, ParserEvent, merge_events
 
-__all__ = ["Action", "DifyParserError", "ReactParser", "is_final_answer"]
+__all__ = [
+    "Action",
+    "DifyParserError",
+    "DifyReactParser",
+    "ParserEvent",
+    "ReactParser",
+    "is_final_answer",
+    "new_parser",
+]
 
 
-Event = str | Action
-
-
-class DifyParserError(ValueError):
-    """Raised in dify mode where Dify 1.12.1's parser raises.  The message starts with the name of
-    the exception Dify raises (``ValidationError: ...``, ``AttributeError: ...``); ``events`` holds
-    what the failing call had produced before the error."""
-
-    def __init__(self, message: str, events: list[Event] | None = None) -> None:
-        super().__init__(message)
-        self.events: list[Event] = events or []
+Event = ParserEvent
 
 
 def is_final_answer(name: str) -> bool:
@@ -107,7 +108,21 @@ _LIST_PART = re.compile(r"\[\s*(?:\{\s*(?:[A-Za-z_][\w-]*\s*)?)?\Z")
 _ACTION_HINT = re.compile(r"action|tool|function|arguments", re.IGNORECASE)
 
 
-# States
+class _State(IntEnum):
+    """What the parser is reading; indexes ``_HANDLERS``."""
+
+    TEXT = 0  # thought text (labels are recognised at line starts)
+    AFTER_ACTION = 1  # after an "Action:" label
+    NAME = 2  # the tool name of a classic "Action: name" line
+    AWAIT_INPUT = 3  # between that line and its "Action Input:" label
+    INPUT_START = 4  # after "Action Input:"
+    INPUT_PLAIN = 5  # a non-JSON action input, up to the next label line
+    JSON = 6  # a JSON object or list (inline, or a classic action input)
+    FENCE_JSON = 7  # a fenced block of JSON values so far
+    FENCE_PLAIN = 8  # a fenced block of anything else
+    FINAL = 9  # after "Final Answer:", to the end of the reply
+
+
 (
     _TEXT,
     _AFTER_ACTION,
@@ -119,9 +134,10 @@ _ACTION_HINT = re.compile(r"action|tool|function|arguments", re.IGNORECASE)
     _FENCE_JSON,
     _FENCE_PLAIN,
     _FINAL,
-) = range(10)
+) = _State
 
-# Fast paths of feed(), by situation (see _set_fast)
+# Fast paths of feed(), by situation (see _set_fast).  Plain ints, not an enum: feed() compares
+# them on every delta, and the interpreter's int fast path does not apply to enum members.
 _FAST_NONE, _FAST_TEXT, _FAST_LINE, _FAST_VALUE = range(4)
 _JSON_SKIP_STOP: Final = {"": "{}[]\"'", '"': '"\\', "'": "'\\"}
 
@@ -140,21 +156,23 @@ def _maybe_label(s: str, k: int) -> bool:
     return len(s) - p <= _MAX_LABEL and s[p:].lower() in _LABEL_PREFIXES
 
 
-def _merge(events: list[Event]) -> list[Event]:
-    """Joins consecutive strings and drops empty ones."""
-    merged: list[Event] = []
-    for ev in events:
-        if type(ev) is str:
-            if not ev:
-                continue
-            if merged and type(merged[-1]) is str:
-                merged[-1] += ev
-                continue
-        merged.append(ev)
-    return merged
-
-
 # --------------------------------------------------------------------------------------------
+
+
+@overload
+def new_parser(mode: Literal["robust"] = "robust", *, record: bool = False) -> ReactParser: ...
+@overload
+def new_parser(mode: Literal["dify"], *, record: bool = False) -> DifyReactParser: ...
+@overload
+def new_parser(mode: Literal["robust", "dify"], *, record: bool = False) -> ReactParser | DifyReactParser: ...
+def new_parser(
+    mode: Literal["robust", "dify"] = "robust", *, record: bool = False
+) -> ReactParser | DifyReactParser:
+    """A parser for one reply: :class:`ReactParser` for "robust", :class:`DifyReactParser` for
+    "dify" (Dify 1.12.1's exact output)."""
+    if mode == "dify":
+        return DifyReactParser(record=record)
+    return ReactParser(mode, record=record)
 
 
 class ReactParser:
@@ -165,7 +183,7 @@ class ReactParser:
     :meth:`flush` the stream state is reset (``problems`` and ``log`` are kept); use one parser
     per reply.
 
-    ``problems`` (robust mode only; always empty in dify mode): one human-readable sentence per
+    ``problems``: one human-readable sentence per
     action *attempt* that could not be read, meant to be sent back to the model.  The text of
     such an attempt is still emitted as thought text.  An attempt is: a JSON object or list whose
     keys name an action/tool/input but that is not a usable action (no input, no name, a name
@@ -178,7 +196,7 @@ class ReactParser:
     without ``Action:``) are kept pending and dropped if an action or another problem follows;
     :meth:`flush` appends those still pending.  Plain prose never produces a problem.
 
-    ``log`` (robust mode, ``record=True`` only): ``("text" | "consumed", piece)`` in input order;
+    ``log`` (``record=True`` only): ``("text" | "consumed", piece)`` in input order;
     the pieces concatenate to the input exactly, and the "text" pieces to the emitted text.
     "consumed" pieces are dropped labels (``Thought:``, ``Action:``, ``Final Answer:``) and the
     raw text of whatever produced actions (a JSON object, a whole fence, a classic
@@ -190,7 +208,6 @@ class ReactParser:
         "_blob",
         "_ctx",
         "_depth",
-        "_dify",
         "_esc",
         "_fast",
         "_held",
@@ -215,18 +232,16 @@ class ReactParser:
         "problems",
     )
 
-    def __init__(self, mode: Literal["robust", "dify"] = "robust", *, record: bool = False) -> None:
-        if mode not in ("robust", "dify"):
-            raise ValueError(f"unknown parser mode {mode!r}")
+    def __init__(self, mode: Literal["robust"] = "robust", *, record: bool = False) -> None:
+        """``mode`` can only be "robust"; Dify's exact output is :class:`DifyReactParser`'s (or
+        ``new_parser("dify")``'s)."""
+        if mode != "robust":
+            hint = " (use DifyReactParser or new_parser('dify'))" if mode == "dify" else ""
+            raise ValueError(f"unknown parser mode {mode!r}{hint}")
         self.mode = mode
         self.problems: list[str] = []
         self.log: list[tuple[str, str]] = []
-        self._record = record and mode == "robust"
-        self._dify: Any = None
-        if mode == "dify":
-            from loopwright.agent._dify_parser import DifyEngine
-
-            self._dify = DifyEngine()
+        self._record = record
         self._out: list[Event] = []
         self._soft: list[str] = []  # soft problems: dropped if an action is read after them
         self._reset()
@@ -277,8 +292,6 @@ class ReactParser:
                 return self.feed(delta)
         elif fast == _FAST_VALUE:
             return self._feed_value(delta)
-        elif self._dify is not None:
-            return self._dify.feed(delta)  # type: ignore[no-any-return]
         return self._feed_slow(delta)
 
     def _feed_value(self, delta: str) -> list[Event]:
@@ -299,7 +312,7 @@ class ReactParser:
         if k < len(delta):
             self._run(delta[k:], False)
         self._set_fast()
-        return _merge(out) if len(out) > 1 else out
+        return merge_events(out) if len(out) > 1 else out
 
     def _feed_slow(self, delta: str) -> list[Event]:
         if not delta:
@@ -310,7 +323,7 @@ class ReactParser:
         self._out = out
         self._run(buf, False)
         self._set_fast()
-        return _merge(out) if len(out) > 1 else out
+        return merge_events(out) if len(out) > 1 else out
 
     def _plain_lines(self, delta: str) -> bool:
         """A text delta (mid-line, no fence or JSON start) with newlines: True (and line state
@@ -343,8 +356,6 @@ class ReactParser:
     def flush(self) -> list[Event]:
         """Ends the reply: settles everything still held and resets the stream state (the
         ``problems`` and ``log`` stay)."""
-        if self._dify is not None:
-            return self._dify.flush()  # type: ignore[no-any-return]
         out: list[Event] = []
         self._out = out
         if self._pend:
@@ -355,7 +366,7 @@ class ReactParser:
             self.problems.extend(self._soft)
             self._soft.clear()
         self._reset()
-        return _merge(out)
+        return merge_events(out)
 
     # ---------------------------------------------------------------- plumbing
 
@@ -459,7 +470,7 @@ class ReactParser:
             self._set_soft('An "Action Input:" line has no "Action:" line before it.')
         return m.end()
 
-    def _open_json(self, buf: str, j: int, eof: bool, ctx: int) -> int:
+    def _open_json(self, buf: str, j: int, eof: bool, ctx: _State) -> int:
         """At '{' or '[': starts a JSON candidate, or emits the bracket as text; ``j`` if undecided."""
         if buf[j] == "{":
             start, part = _OBJ_START, _OBJ_PART

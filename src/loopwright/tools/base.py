@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopwright.errors import ToolError as ToolError
-
 from loopwright.model.entities import ToolSchema
 
 # --- messages a tool yields -----------------------------------------------------------------------
