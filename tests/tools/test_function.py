@@ -125,6 +125,70 @@ def test_a_nested_model_field_with_a_description_is_still_inlined() -> None:
     assert not walk_keys(ship.schema.parameters) & {"$ref", "$defs", "title"}
 
 
+class Node(pydantic.BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+class Employee(pydantic.BaseModel):
+    name: str
+    team: Team | None = None
+
+
+class Team(pydantic.BaseModel):
+    lead: Employee
+    members: list[Employee] = []
+
+
+def test_a_recursive_model_gets_a_schema_cut_at_the_repeat() -> None:
+    @tool
+    def count(tree: Node) -> int:
+        """Count the nodes."""
+        return 0
+
+    schema = count.schema.parameters
+    assert not walk_keys(schema) & {"$ref", "$defs", "title"}
+    tree = props(count)["tree"]
+    assert tree["type"] == "object"
+    assert tree["required"] == ["name"]
+    assert tree["properties"]["name"] == {"type": "string"}
+    children = tree["properties"]["children"]
+    assert children["type"] == "array"
+    assert children["default"] == []
+    assert children["items"] == {"type": "object"}  # the cycle is cut: a node is an object
+
+
+def test_mutually_recursive_models_are_cut_too() -> None:
+    @tool
+    def hire(team: Team) -> str:
+        """Hire."""
+        return ""
+
+    team = props(hire)["team"]
+    assert not walk_keys(hire.schema.parameters) & {"$ref", "$defs"}
+    lead = team["properties"]["lead"]
+    assert lead["properties"]["name"] == {"type": "string"}
+    assert lead["properties"]["team"]["anyOf"][0] == {"type": "object"}
+
+
+async def test_a_recursive_model_is_validated_at_any_depth() -> None:
+    @tool
+    def count(tree: Node) -> int:
+        """Count the nodes."""
+
+        def size(n: Node) -> int:
+            return 1 + sum(size(c) for c in n.children)
+
+        return size(tree)
+
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}, {"name": "d"}]}]}
+    assert await run(count, {"tree": tree}) == [TextMessage("4")]
+    with pytest.raises(ToolParameterValidationError, match=r"tree\.children\.0\.children\.1\.name"):
+        await run(
+            count, {"tree": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}, {}]}]}}
+        )
+
+
 def test_required_versus_default() -> None:
     @tool
     def f(a: str, b: int = 3, c: bool = False, d: str | None = None) -> str:

@@ -190,21 +190,30 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline pydantic's ``$defs`` references and drop its ``title`` noise: models read plain schemas
-    best, and some providers reject ``$ref``."""
+    best, and some providers reject ``$ref``. A model that contains itself (a tree node with child
+    nodes) is cut at the repeat, as OpenAPI schemas are: the inner one is a plain object (the
+    arguments are still validated against the full model)."""
     defs = schema.get("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, expanding: frozenset[str]) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
-                target = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
-                return walk({**target, **{k: v for k, v in node.items() if k != "$ref"}})
-            out = {k: walk(v) for k, v in node.items() if k not in ("title", "$defs", "properties")}
+                name = node["$ref"].rsplit("/", 1)[-1]
+                target = defs.get(name, {})
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                if name in expanding:
+                    cut = {"type": "object"} if target.get("type") == "object" else {}
+                    return walk({**cut, **rest}, expanding)
+                return walk({**target, **rest}, expanding | {name})
+            out = {
+                k: walk(v, expanding) for k, v in node.items() if k not in ("title", "$defs", "properties")
+            }
             if "properties" in node:  # property names are data, never schema keywords to drop
-                out["properties"] = {k: walk(v) for k, v in node["properties"].items()}
+                out["properties"] = {k: walk(v, expanding) for k, v in node["properties"].items()}
             return out
         if isinstance(node, list):
-            return [walk(x) for x in node]
+            return [walk(x, expanding) for x in node]
         return node
 
-    out: dict[str, Any] = walk(schema)
+    out: dict[str, Any] = walk(schema, frozenset())
     return out
