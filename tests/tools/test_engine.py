@@ -4,6 +4,7 @@ truncation, caching and observation rendering."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -501,14 +502,30 @@ async def test_cache_miss_on_different_arguments() -> None:
 
 async def test_cache_entry_expires() -> None:
     lookup, runs = counting_tool(0.05)
-    engine = ToolEngine([lookup])
+    now = [100.0]
+    engine = ToolEngine([lookup], clock=lambda: now[0])
     await engine.invoke("lookup", {"key": "a"})
+    now[0] = 100.049
     assert (await engine.invoke("lookup", {"key": "a"})).meta.cached is True
-    await asyncio.sleep(0.1)
+    now[0] = 100.05  # the TTL has passed
     again = await engine.invoke("lookup", {"key": "a"})
     assert again.meta.cached is False
     assert runs == ["a", "a"]
     assert again.observation == '{"key": "a", "run": "2"}'
+
+
+async def test_each_cache_entry_lives_for_its_own_tools_ttl() -> None:
+    short, short_runs = counting_tool(10)
+    long, long_runs = counting_tool(60)
+    long = dataclasses.replace(long, name="long_lookup")
+    now = [0.0]
+    engine = ToolEngine([short, long], clock=lambda: now[0])
+    await engine.invoke("lookup", {"key": "a"})
+    await engine.invoke("long_lookup", {"key": "a"})
+    now[0] = 30.0
+    assert (await engine.invoke("lookup", {"key": "a"})).meta.cached is False
+    assert (await engine.invoke("long_lookup", {"key": "a"})).meta.cached is True
+    assert (short_runs, long_runs) == (["a", "a"], ["a"])
 
 
 async def test_no_cache_without_ttl() -> None:
