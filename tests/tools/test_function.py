@@ -233,6 +233,65 @@ def test_docstring_summary_and_google_style_args() -> None:
     assert "Returns" not in json.dumps(schema)
 
 
+def test_numpy_style_docstring() -> None:
+    @tool
+    def get_weather(city: str, days: int = 1) -> str:
+        """Get the weather.
+
+        Parameters
+        ----------
+        city : str
+            The city name.
+        days : int, optional
+            How many days:
+            1 to 7.
+
+        Returns
+        -------
+        str
+            A forecast.
+        """
+        return ""
+
+    assert get_weather.description == "Get the weather."
+    p = props(get_weather)
+    assert p["city"]["description"] == "The city name."
+    assert p["days"]["description"] == "How many days: 1 to 7."
+    assert "forecast" not in json.dumps(get_weather.schema.to_dict())
+
+
+def test_sphinx_style_docstring() -> None:
+    @tool
+    def get_weather(city: str, days: int = 1) -> str:
+        """Get the weather.
+
+        :param city: The city name.
+        :param days: How many days:
+            1 to 7.
+        :returns: A forecast.
+        """
+        return ""
+
+    assert get_weather.description == "Get the weather."
+    p = props(get_weather)
+    assert p["city"]["description"] == "The city name."
+    assert p["days"]["description"] == "How many days: 1 to 7."
+
+
+def test_a_docstring_without_sections_is_all_summary_up_to_the_first_blank_line() -> None:
+    @tool
+    def f(a: str) -> str:
+        """Does f
+        to a.
+
+        More detail.
+        """
+        return ""
+
+    assert f.description == "Does f to a."
+    assert "description" not in props(f)["a"]
+
+
 def test_no_docstring_gives_an_empty_description() -> None:
     @tool
     def f(a: int) -> int:

@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, get_type_hints, overload
 
+import docstring_parser
 import pydantic
 
 from loopwright.tools.base import (
@@ -51,8 +52,8 @@ def tool(
     cache_ttl: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
-    model sees, the docstring's first paragraph the description, and an ``Args:`` section the
-    parameter descriptions. A parameter annotated ``ToolContext`` receives the call's context.
+    model sees, the docstring's first paragraph the description, and its parameter section (Google,
+    NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext`` receives the call's context.
     Sync functions run in a worker thread, never on the event loop."""
 
     def build(f: Callable[..., Any]) -> Tool:
@@ -164,28 +165,18 @@ def _short_validation_error(e: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
-_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^\s+(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The summary (text before any section) and Google-style ``Args:`` descriptions."""
-    m = _ARGS_HEADER.search(doc)
-    summary = (doc[: m.start()] if m else doc).strip()
-    summary = re.split(r"\n\s*\n", summary)[0].replace("\n", " ") if summary else ""
-    args: dict[str, str] = {}
-    if m:
-        current = None
-        for line in doc[m.end() :].splitlines():
-            if line and not line[0].isspace():
-                break  # the next section
-            hit = _ARG_LINE.match(line)
-            if hit and (current is None or len(line) - len(line.lstrip()) <= 4):
-                current = hit.group(1)
-                args[current] = hit.group(2).strip()
-            elif current and line.strip():
-                args[current] += " " + line.strip()
-    return summary, args
+    """The summary (the first paragraph, on one line) and the parameter descriptions of a Google,
+    NumPy or Sphinx style docstring (the style is detected)."""
+    if not doc:
+        return "", {}
+    try:
+        parsed = docstring_parser.parse(doc)
+    except docstring_parser.ParseError:  # no style reads it: the first paragraph is the summary
+        return " ".join(re.split(r"\n\s*\n", doc)[0].split()), {}
+    summary = re.split(r"\n\s*\n", parsed.description or "")[0]
+    args = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+    return " ".join(summary.split()), args
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
