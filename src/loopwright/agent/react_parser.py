@@ -205,28 +205,28 @@ class ReactParser:
     """
 
     __slots__ = (
-        "_blob",
+        "_capture",
+        "_classic_len",
+        "_classic_raw",
         "_ctx",
         "_depth",
         "_esc",
         "_fast",
-        "_held",
-        "_held_len",
-        "_impure",
-        "_jstop",
+        "_fence_has_text",
         "_in_value",
         "_line",
         "_name",
         "_out",
-        "_pend",
         "_quote",
         "_record",
         "_soft",
         "_state",
         "_tag",
         "_ticks",
+        "_undecided",
+        "_value_start",
+        "_value_stops",
         "_values",
-        "_vstart",
         "log",
         "mode",
         "problems",
@@ -249,23 +249,23 @@ class ReactParser:
     def _reset(self) -> None:
         self._state = _TEXT
         self._line = True  # at the start of a line (the reply's start counts)
-        self._pend = ""  # held-back tail: re-scanned with the next delta
-        self._held: list[str] = []  # raw text of a classic Action/Action Input being read
-        self._held_len = 0
+        self._undecided = ""  # the tail whose meaning needs more input: re-scanned with the next delta
+        self._classic_raw: list[str] = []  # raw text of a classic Action/Action Input being read
+        self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
         self._name = ""
-        self._blob: list[str] = []  # raw text of the JSON object / fence / capture being read
+        self._capture: list[str] = []  # raw text of the JSON object / fence / capture being read
         self._ctx = _TEXT  # what a JSON object belongs to: _TEXT (inline) or _INPUT_START
         self._depth = 0
         self._quote = ""
         self._esc = False
-        self._tag = ""
-        self._values: list[tuple[bool, Any, str]] = []
-        self._vstart = 0
-        self._in_value = False
-        self._impure = False
-        self._ticks = 0
+        self._tag = ""  # a fence's info string ("json", "python", ...)
+        self._values: list[tuple[bool, Any, str]] = []  # a fence's JSON values: (ok, value, raw)
+        self._value_start = 0  # where in _capture the fence's current JSON value starts
+        self._in_value = False  # inside one of a fence's JSON values
+        self._fence_has_text = False  # a fence holds something besides JSON values
+        self._ticks = 0  # backticks at the end of a plain fence so far (a closing fence may be split)
         self._fast = _FAST_NONE
-        self._jstop = ""
+        self._value_stops = ""  # inside a JSON value, the characters the scanner must look at
 
     # ---------------------------------------------------------------- public API
 
@@ -296,16 +296,16 @@ class ReactParser:
 
     def _feed_value(self, delta: str) -> list[Event]:
         """Inside a JSON value (no held-back tail): scan the delta directly."""
-        if len(delta) == 1 and delta not in self._jstop:
-            self._blob.append(delta)  # a character the scanner skips
+        if len(delta) == 1 and delta not in self._value_stops:
+            self._capture.append(delta)  # a character the scanner skips
             return []
         k = self._scan(delta, 0)
         if k < 0:
             if delta:
-                self._blob.append(delta)
+                self._capture.append(delta)
             self._set_fast()
             return []
-        self._blob.append(delta[:k])
+        self._capture.append(delta[:k])
         out: list[Event] = []
         self._out = out
         self._value_closed()
@@ -317,8 +317,8 @@ class ReactParser:
     def _feed_slow(self, delta: str) -> list[Event]:
         if not delta:
             return []
-        buf = self._pend + delta if self._pend else delta
-        self._pend = ""
+        buf = self._undecided + delta if self._undecided else delta
+        self._undecided = ""
         out: list[Event] = []
         self._out = out
         self._run(buf, False)
@@ -343,13 +343,13 @@ class ReactParser:
 
     def _set_fast(self) -> None:
         state = self._state
-        if self._pend or self._record:
+        if self._undecided or self._record:
             self._fast = _FAST_NONE
         elif state == _TEXT:
             self._fast = _FAST_LINE if self._line else _FAST_TEXT
         elif (state == _JSON or (state == _FENCE_JSON and self._in_value)) and not self._esc:
             self._fast = _FAST_VALUE
-            self._jstop = _JSON_SKIP_STOP[self._quote]
+            self._value_stops = _JSON_SKIP_STOP[self._quote]
         else:
             self._fast = _FAST_NONE
 
@@ -358,8 +358,8 @@ class ReactParser:
         ``problems`` and ``log`` stay)."""
         out: list[Event] = []
         self._out = out
-        if self._pend:
-            buf, self._pend = self._pend, ""
+        if self._undecided:
+            buf, self._undecided = self._undecided, ""
             self._run(buf, True)
         self._finish()
         if self._soft:
@@ -381,7 +381,7 @@ class ReactParser:
                 if eof:  # cannot happen: at the end every handler decides
                     self._emit(buf[i:])
                     return
-                self._pend = buf[i:]
+                self._undecided = buf[i:]
                 return
             i = j
 
@@ -410,9 +410,9 @@ class ReactParser:
 
     def _release_held(self) -> str:
         """Emits the held classic-format text; returns it (for messages)."""
-        text = "".join(self._held)
-        self._held.clear()
-        self._held_len = 0
+        text = "".join(self._classic_raw)
+        self._classic_raw.clear()
+        self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
         self._emit(text)
         return text
 
@@ -461,7 +461,7 @@ class ReactParser:
         elif kind == "f":
             self._consume(raw)
             self._state = _FINAL
-            self._blob = []
+            self._capture = []
         elif len(label) == len("action"):
             self._consume(raw)
             self._state = _AFTER_ACTION
@@ -481,13 +481,13 @@ class ReactParser:
                 return j
             if ctx != _TEXT:
                 self._state = _INPUT_PLAIN
-                self._blob = []
+                self._capture = []
                 return j
             self._emit(buf[j])
             return j + 1
         self._state = _JSON
         self._ctx = ctx
-        self._blob = [buf[j]]
+        self._capture = [buf[j]]
         self._depth = 1
         self._quote = ""
         self._esc = False
@@ -498,7 +498,7 @@ class ReactParser:
     def _h_after_action(self, buf: str, i: int, eof: bool) -> int:
         j = _end(_SPACES.match(buf, i), i)
         if j > i:
-            self._held.append(buf[i:j])
+            self._classic_raw.append(buf[i:j])
         if j == len(buf):
             return j
         if buf[j] in "\r\n{[`":
@@ -519,28 +519,28 @@ class ReactParser:
         m = _NAME_STOP.search(buf, i)
         end = m.start() if m is not None else len(buf)
         if end > i:
-            self._held.append(buf[i:end])
-            self._held_len += end - i
-        if self._held_len > NAME_LIMIT or (m is not None and buf[end] != "\n"):
+            self._classic_raw.append(buf[i:end])
+            self._classic_len += end - i
+        if self._classic_len > NAME_LIMIT or (m is not None and buf[end] != "\n"):
             self._classic_failed(False)
             return end
         if m is None:
             return end
-        self._name = "".join(self._held).strip()
-        self._held.append("\n")
+        self._name = "".join(self._classic_raw).strip()
+        self._classic_raw.append("\n")
         self._state = _AWAIT_INPUT
         return end + 1
 
     def _h_await_input(self, buf: str, i: int, eof: bool) -> int:
         j = _end(_WS.match(buf, i), i)
         if j > i:
-            self._held.append(buf[i:j])
+            self._classic_raw.append(buf[i:j])
         n = len(buf)
         if j == n:
             return j
         m = _INPUT_LABEL.match(buf, j)
         if m is not None:
-            self._held.append(m.group())
+            self._classic_raw.append(m.group())
             self._state = _INPUT_START
             return m.end()
         if not eof and n - j <= _MAX_LABEL and buf[j:].lower() in _INPUT_PREFIXES:
@@ -551,13 +551,13 @@ class ReactParser:
     def _h_input_start(self, buf: str, i: int, eof: bool) -> int:
         j = _end(_SPACES.match(buf, i), i)
         if j > i:
-            self._held.append(buf[i:j])
+            self._classic_raw.append(buf[i:j])
         if j == len(buf):
             return j
         if buf[j] in "{[":
             return self._open_json(buf, j, eof, _INPUT_START)
         self._state = _INPUT_PLAIN
-        self._blob = []
+        self._capture = []
         return j
 
     def _h_input_plain(self, buf: str, i: int, eof: bool) -> int:
@@ -566,7 +566,7 @@ class ReactParser:
         while True:
             nl = buf.find("\n", k)
             if nl < 0:
-                self._blob.append(buf[i:])
+                self._capture.append(buf[i:])
                 return n
             start = nl + 1
             m = _TERMINATOR.match(buf, start)
@@ -576,18 +576,18 @@ class ReactParser:
                     k = start
                     continue
             # a label (or maybe one) starts the next line: the input ends at this newline
-            self._blob.append(buf[i:nl])
+            self._capture.append(buf[i:nl])
             if m is None:
                 return nl  # undecided
             self._finish_plain_input()
             return nl
 
     def _finish_plain_input(self) -> None:
-        text = "".join(self._blob)
-        raw = "".join(self._held) + text
-        self._held.clear()
-        self._held_len = 0
-        self._blob = []
+        text = "".join(self._capture)
+        raw = "".join(self._classic_raw) + text
+        self._classic_raw.clear()
+        self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
+        self._capture = []
         self._state = _TEXT
         self._act([Action(self._name, plain_input(text))], raw)
 
@@ -639,28 +639,28 @@ class ReactParser:
     def _h_json(self, buf: str, i: int, eof: bool) -> int:
         k = self._scan(buf, i)
         if k < 0:
-            self._blob.append(buf[i:])
+            self._capture.append(buf[i:])
             return len(buf)
-        self._blob.append(buf[i:k])
+        self._capture.append(buf[i:k])
         self._value_closed()
         return k
 
     def _value_closed(self) -> None:
         """The JSON value being scanned (inline, classic input or fenced) has just closed."""
         if self._state == _FENCE_JSON:
-            raw = "".join(self._blob[self._vstart :])
+            raw = "".join(self._capture[self._value_start :])
             ok, value = loads_lenient(raw, repair=_ACTION_HINT.search(raw) is not None)
             self._values.append((ok, value, raw))
             self._in_value = False
             return
-        raw = "".join(self._blob)
-        self._blob = []
+        raw = "".join(self._capture)
+        self._capture = []
         self._state = _TEXT
         if self._ctx == _INPUT_START:
             ok, value = loads_lenient(raw, repair=True)
-            held = "".join(self._held)
-            self._held.clear()
-            self._held_len = 0
+            held = "".join(self._classic_raw)
+            self._classic_raw.clear()
+            self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
             self._act([Action(self._name, value if ok else raw.strip())], held + raw)
         else:
             self._resolve(raw)
@@ -694,16 +694,16 @@ class ReactParser:
         if e == n and not eof:
             return j
         self._tag = m.group(1).lower() if m is not None else ""
-        self._blob = [buf[j:e]]
+        self._capture = [buf[j:e]]
         self._values = []
         self._in_value = False
-        self._impure = False
+        self._fence_has_text = False
         self._ticks = 0
         self._state = _FENCE_JSON if e < n and buf[e] in "{[" else _FENCE_PLAIN
         return e
 
     def _h_fence_json(self, buf: str, i: int, eof: bool) -> int:
-        blob = self._blob
+        blob = self._capture
         if self._in_value:
             return self._h_json(buf, i, eof)
         n = len(buf)
@@ -714,7 +714,7 @@ class ReactParser:
             return j
         c = buf[j]
         if c in "{[":
-            self._vstart = len(blob)
+            self._value_start = len(blob)
             blob.append(c)
             self._in_value = True
             self._depth = 1
@@ -729,7 +729,7 @@ class ReactParser:
                 return j + 3
             if j + run == n and not eof:
                 return j
-        self._impure = True
+        self._fence_has_text = True
         self._state = _FENCE_PLAIN
         return j
 
@@ -740,27 +740,27 @@ class ReactParser:
             lead = _TICKS.match(buf, i, i + need)
             got = lead.end() - i if lead is not None else 0
             if got == need:
-                self._blob.append(buf[i : i + need])
+                self._capture.append(buf[i : i + need])
                 self._close_fence(False)
                 return i + need
             if i + got == n:
-                self._blob.append(buf[i:])
+                self._capture.append(buf[i:])
                 self._ticks += got
                 return n
             self._ticks = 0
         k = buf.find("```", i)
         if k >= 0:
-            self._blob.append(buf[i : k + 3])
+            self._capture.append(buf[i : k + 3])
             self._close_fence(False)
             return k + 3
         seg = buf[i:]
-        self._blob.append(seg)
+        self._capture.append(seg)
         self._ticks = len(seg) - len(seg.rstrip("`"))
         return n
 
     def _close_fence(self, pure: bool) -> None:
-        raw = "".join(self._blob)
-        self._blob = []
+        raw = "".join(self._capture)
+        self._capture = []
         self._state = _TEXT
         if pure:
             results = [convert(v) if ok else _unreadable(r) for ok, v, r in self._values]
@@ -780,10 +780,10 @@ class ReactParser:
         self._emit(raw)
 
     def _jsonish(self) -> bool:
-        return self._tag == "json" or self._impure or bool(self._values)
+        return self._tag == "json" or self._fence_has_text or bool(self._values)
 
     def _unclosed_fence(self) -> None:
-        raw = "".join(self._blob)
+        raw = "".join(self._capture)
         if self._state == _FENCE_JSON and not self._in_value and self._values:
             actions = all_actions([convert(v) if ok else None for ok, v, _ in self._values])
             if actions is not None:  # only the closing fence is missing
@@ -796,7 +796,7 @@ class ReactParser:
     # ---------------------------------------------------------------- final answer
 
     def _h_final(self, buf: str, i: int, eof: bool) -> int:
-        self._blob.append(buf[i:])
+        self._capture.append(buf[i:])
         return len(buf)
 
     # ---------------------------------------------------------------- end of reply
@@ -811,7 +811,7 @@ class ReactParser:
         elif state in (_NAME, _AWAIT_INPUT):
             self._classic_failed(False)
         elif state == _INPUT_START:
-            self._blob = []
+            self._capture = []
             self._finish_plain_input()
         elif state == _INPUT_PLAIN:
             self._finish_plain_input()
@@ -820,11 +820,11 @@ class ReactParser:
         elif state in (_FENCE_JSON, _FENCE_PLAIN):
             self._unclosed_fence()
         else:  # _FINAL
-            text = "".join(self._blob)
+            text = "".join(self._capture)
             self._act([Action("Final Answer", text.strip())], text)
 
     def _unclosed_json(self) -> None:
-        raw = "".join(self._blob)
+        raw = "".join(self._capture)
         if self._ctx == _INPUT_START:
             name = self._name
             self._release_held()
