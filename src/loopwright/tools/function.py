@@ -53,8 +53,8 @@ def tool(
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
     model sees, the docstring's first paragraph the description, and its parameter section (Google,
-    NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext`` receives the call's context.
-    Sync functions run in a worker thread, never on the event loop."""
+    NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext``
+    receives the call's context. Sync functions run in a worker thread, never on the event loop."""
 
     def build(f: Callable[..., Any]) -> Tool:
         return function_tool(f, name=name, description=description, timeout=timeout, cache_ttl=cache_ttl)
