@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from loopwright.agent.react_parser import ReactParser
+from loopwright.agent.react_parser import new_parser
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "agent" / "fixtures" / "dify-parser-golden.json"
 SIZES = (1, 4, 16)
@@ -29,7 +29,7 @@ def bench_text() -> str:
 
 
 def run_once(mode: Literal["robust", "dify"], chunks: list[str]) -> int:
-    parser = ReactParser(mode)
+    parser = new_parser(mode)
     feed = parser.feed
     n = 0
     for chunk in chunks:
@@ -67,7 +67,7 @@ def main() -> None:
     )
     print(f"python:  {sys.version.split()[0]} ({platform.python_implementation()})")
     print(f"input:   golden case 'bench text', {len(text)} chars; best of {args.repeats}, CPU time")
-    print("dify:    ReactParser('dify'), the Dify 1.12.1 per-character algorithm (approximates Dify's speed)")
+    print("dify:    DifyReactParser, the Dify 1.12.1 per-character algorithm (approximates Dify's speed)")
     print()
     print(f"{'chunk':>5}  {'robust chars/s':>15}  {'dify chars/s':>13}  {'robust/dify':>11}")
     for size in SIZES:

@@ -1,4 +1,4 @@
-"""ReactParser(mode="dify") against the outputs of Dify 1.12.1's own parser.
+"""DifyReactParser against the outputs of Dify 1.12.1's own parser.
 
 The golden file holds, for 51 inputs, what ``CotAgentOutputParser.handle_react_stream_output``
 yields (consecutive text merged, empty text dropped; an action as {action, action_input}; an
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from loopwright.agent.react_parser import Action, DifyParserError, ReactParser
+from loopwright.agent.react_parser import Action, DifyParserError, DifyReactParser, ReactParser, new_parser
 
 GOLDEN = json.loads(
     (Path(__file__).parent / "fixtures" / "dify-parser-golden.json").read_text(encoding="utf-8")
@@ -40,7 +40,7 @@ def to_jsonable(events: list[Any]) -> list[Any]:
 
 def run_dify(text: str, size: int) -> list[Any]:
     """Feeds ``text`` in chunks of ``size`` (0 = whole); an error ends the list, as in the golden."""
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     events: list[Any] = []
     try:
         if size == 0:
@@ -99,7 +99,7 @@ DIFY_UNIT_CASES = [
 
 @pytest.mark.parametrize(("text", "action", "expected"), DIFY_UNIT_CASES)
 def test_dify_unit_table(text: str, action: dict[str, Any] | None, expected: str) -> None:
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     events: list[str | Action] = []
     for ch in text:
         events += parser.feed(ch)
@@ -120,7 +120,7 @@ def test_dify_unit_table(text: str, action: dict[str, Any] | None, expected: str
 
 
 def test_json_split_across_three_chunks() -> None:
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     events = parser.feed('{"action": ') + parser.feed('"multi", ') + parser.feed('"input": "step"}')
     events += parser.flush()
     assert events == [Action("multi", "step")]
@@ -140,12 +140,12 @@ def test_json_split_across_three_chunks() -> None:
     ],
 )
 def test_whole_string_cases(text: str, expected: list[Any]) -> None:
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     assert to_jsonable(parser.feed(text) + parser.flush()) == expected
 
 
 def test_unclosed_python_fence_keeps_everything_for_the_end() -> None:
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     streamed = parser.feed('Thought: x\n```python\nprint(1)\n``` more {"action":"a","action_input":"1"}')
     assert streamed == [" x\n"]
     assert parser.flush() == ['```python\nprint(1)\n``` more {"action":"a","action_input":"1"}']
@@ -158,7 +158,7 @@ def test_unclosed_python_fence_keeps_everything_for_the_end() -> None:
 def test_errors_are_value_errors_named_after_difys_exception() -> None:
     assert issubclass(DifyParserError, ValueError)
     with pytest.raises(DifyParserError, match=r"^ValidationError: 2 validation errors for Action"):
-        ReactParser("dify").feed('{"action": "calc", "action_input": 3} ')
+        DifyReactParser().feed('{"action": "calc", "action_input": 3} ')
 
 
 @pytest.mark.parametrize(
@@ -177,22 +177,29 @@ def test_error_messages(text: str, message: str) -> None:
 
 
 def test_error_keeps_the_events_before_it() -> None:
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     with pytest.raises(DifyParserError) as info:
         parser.feed('hello {"action": "calc", "action_input": 3} ')
     assert info.value.events == ["hello "]
 
 
 def test_error_at_flush() -> None:
-    parser = ReactParser("dify")
+    parser = DifyReactParser()
     assert parser.feed('{"action": "calc", "action_input": 3}') == []
     with pytest.raises(DifyParserError, match="^ValidationError"):
         parser.flush()
 
 
 def test_dify_mode_reports_no_problems_and_keeps_no_log() -> None:
-    parser = ReactParser("dify", record=True)
+    parser = DifyReactParser(record=True)
     parser.feed("Action: {broken")
     parser.flush()
     assert parser.problems == []
     assert parser.log == []
+
+
+def test_new_parser_chooses_the_class_by_mode() -> None:
+    assert type(new_parser("dify")) is DifyReactParser
+    assert type(new_parser()) is ReactParser
+    with pytest.raises(ValueError, match="DifyReactParser"):
+        ReactParser("dify")  # type: ignore[arg-type]

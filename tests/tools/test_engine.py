@@ -4,8 +4,8 @@ truncation, caching and observation rendering."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -343,18 +343,20 @@ async def test_required_parameter_with_a_default_is_filled() -> None:
 # --- timeouts ---------------------------------------------------------------------------------------------
 
 
+# The slow tools below wait on an event nobody sets: only the engine's timeout can end them, so no
+# wall-clock bound is needed; pytest-timeout fails the test if that timeout never fires.
+
+
 @tool(timeout=0.05)
 async def sleepy() -> str:
-    """Sleeps for a second."""
-    await asyncio.sleep(1)
+    """Never finishes by itself."""
+    await asyncio.Event().wait()
     return "woke up"
 
 
+@pytest.mark.timeout(30)
 async def test_per_tool_timeout() -> None:
-    start = time.perf_counter()
     result = await ToolEngine([sleepy], default_timeout=30).invoke("sleepy", {})
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5
     assert result.observation.startswith("tool invoke error:")
     assert "timed out" in result.observation
     assert "0.05" in result.observation
@@ -363,21 +365,20 @@ async def test_per_tool_timeout() -> None:
     assert result.meta.time_cost >= 0.04
 
 
+@pytest.mark.timeout(30)
 async def test_engine_default_timeout() -> None:
     async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
-        await asyncio.sleep(1)
+        await asyncio.Event().wait()
         yield TextMessage("late")
 
     slow = Tool("slow", "", (), invoke)
-    start = time.perf_counter()
     result = await ToolEngine([slow], default_timeout=0.05).invoke("slow", {})
-    assert time.perf_counter() - start < 0.5
     assert result.observation.startswith("tool invoke error:")
     assert "timed out" in result.observation
 
 
 async def test_per_tool_timeout_wins_over_the_default() -> None:
-    @tool(timeout=1.0)
+    @tool(timeout=5.0)
     async def brief() -> str:
         """Sleeps briefly."""
         await asyncio.sleep(0.05)
@@ -387,16 +388,15 @@ async def test_per_tool_timeout_wins_over_the_default() -> None:
     assert result.observation == "done"
 
 
+@pytest.mark.timeout(30)
 async def test_timeout_covers_a_slow_generator_between_outputs() -> None:
     async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
         yield TextMessage("first")
-        await asyncio.sleep(1)
+        await asyncio.Event().wait()
         yield TextMessage("second")
 
     slow = Tool("gen", "", (), invoke, timeout=0.05)
-    start = time.perf_counter()
     result = await ToolEngine([slow]).invoke("gen", {})
-    assert time.perf_counter() - start < 0.5
     assert "timed out" in result.observation
 
 
@@ -501,14 +501,30 @@ async def test_cache_miss_on_different_arguments() -> None:
 
 async def test_cache_entry_expires() -> None:
     lookup, runs = counting_tool(0.05)
-    engine = ToolEngine([lookup])
+    now = [100.0]
+    engine = ToolEngine([lookup], clock=lambda: now[0])
     await engine.invoke("lookup", {"key": "a"})
+    now[0] = 100.049
     assert (await engine.invoke("lookup", {"key": "a"})).meta.cached is True
-    await asyncio.sleep(0.1)
+    now[0] = 100.05  # the TTL has passed
     again = await engine.invoke("lookup", {"key": "a"})
     assert again.meta.cached is False
     assert runs == ["a", "a"]
     assert again.observation == '{"key": "a", "run": "2"}'
+
+
+async def test_each_cache_entry_lives_for_its_own_tools_ttl() -> None:
+    short, short_runs = counting_tool(10)
+    long, long_runs = counting_tool(60)
+    long = dataclasses.replace(long, name="long_lookup")
+    now = [0.0]
+    engine = ToolEngine([short, long], clock=lambda: now[0])
+    await engine.invoke("lookup", {"key": "a"})
+    await engine.invoke("long_lookup", {"key": "a"})
+    now[0] = 30.0
+    assert (await engine.invoke("lookup", {"key": "a"})).meta.cached is False
+    assert (await engine.invoke("long_lookup", {"key": "a"})).meta.cached is True
+    assert (short_runs, long_runs) == (["a", "a"], ["a"])
 
 
 async def test_no_cache_without_ttl() -> None:

@@ -125,6 +125,70 @@ def test_a_nested_model_field_with_a_description_is_still_inlined() -> None:
     assert not walk_keys(ship.schema.parameters) & {"$ref", "$defs", "title"}
 
 
+class Node(pydantic.BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+class Employee(pydantic.BaseModel):
+    name: str
+    team: Team | None = None
+
+
+class Team(pydantic.BaseModel):
+    lead: Employee
+    members: list[Employee] = []
+
+
+def test_a_recursive_model_gets_a_schema_cut_at_the_repeat() -> None:
+    @tool
+    def count(tree: Node) -> int:
+        """Count the nodes."""
+        return 0
+
+    schema = count.schema.parameters
+    assert not walk_keys(schema) & {"$ref", "$defs", "title"}
+    tree = props(count)["tree"]
+    assert tree["type"] == "object"
+    assert tree["required"] == ["name"]
+    assert tree["properties"]["name"] == {"type": "string"}
+    children = tree["properties"]["children"]
+    assert children["type"] == "array"
+    assert children["default"] == []
+    assert children["items"] == {"type": "object"}  # the cycle is cut: a node is an object
+
+
+def test_mutually_recursive_models_are_cut_too() -> None:
+    @tool
+    def hire(team: Team) -> str:
+        """Hire."""
+        return ""
+
+    team = props(hire)["team"]
+    assert not walk_keys(hire.schema.parameters) & {"$ref", "$defs"}
+    lead = team["properties"]["lead"]
+    assert lead["properties"]["name"] == {"type": "string"}
+    assert lead["properties"]["team"]["anyOf"][0] == {"type": "object"}
+
+
+async def test_a_recursive_model_is_validated_at_any_depth() -> None:
+    @tool
+    def count(tree: Node) -> int:
+        """Count the nodes."""
+
+        def size(n: Node) -> int:
+            return 1 + sum(size(c) for c in n.children)
+
+        return size(tree)
+
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}, {"name": "d"}]}]}
+    assert await run(count, {"tree": tree}) == [TextMessage("4")]
+    with pytest.raises(ToolParameterValidationError, match=r"tree\.children\.0\.children\.1\.name"):
+        await run(
+            count, {"tree": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}, {}]}]}}
+        )
+
+
 def test_required_versus_default() -> None:
     @tool
     def f(a: str, b: int = 3, c: bool = False, d: str | None = None) -> str:
@@ -167,6 +231,65 @@ def test_docstring_summary_and_google_style_args() -> None:
     assert schema["name"] == "get_weather"
     assert schema["description"] == "Get the weather for a city."
     assert "Returns" not in json.dumps(schema)
+
+
+def test_numpy_style_docstring() -> None:
+    @tool
+    def get_weather(city: str, days: int = 1) -> str:
+        """Get the weather.
+
+        Parameters
+        ----------
+        city : str
+            The city name.
+        days : int, optional
+            How many days:
+            1 to 7.
+
+        Returns
+        -------
+        str
+            A forecast.
+        """
+        return ""
+
+    assert get_weather.description == "Get the weather."
+    p = props(get_weather)
+    assert p["city"]["description"] == "The city name."
+    assert p["days"]["description"] == "How many days: 1 to 7."
+    assert "forecast" not in json.dumps(get_weather.schema.to_dict())
+
+
+def test_sphinx_style_docstring() -> None:
+    @tool
+    def get_weather(city: str, days: int = 1) -> str:
+        """Get the weather.
+
+        :param city: The city name.
+        :param days: How many days:
+            1 to 7.
+        :returns: A forecast.
+        """
+        return ""
+
+    assert get_weather.description == "Get the weather."
+    p = props(get_weather)
+    assert p["city"]["description"] == "The city name."
+    assert p["days"]["description"] == "How many days: 1 to 7."
+
+
+def test_a_docstring_without_sections_is_all_summary_up_to_the_first_blank_line() -> None:
+    @tool
+    def f(a: str) -> str:
+        """Does f
+        to a.
+
+        More detail.
+        """
+        return ""
+
+    assert f.description == "Does f to a."
+    assert "description" not in props(f)["a"]
 
 
 def test_no_docstring_gives_an_empty_description() -> None:

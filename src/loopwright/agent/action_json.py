@@ -128,14 +128,31 @@ def show(value: Any) -> str:
     return snip(json.dumps(value, ensure_ascii=False))
 
 
+_MISSING: Any = object()
+
+
 def _convert_dict(d: dict[str, Any], depth: int) -> Converted:
     if len(d) == 1:
         wrapped = _unwrap(d, depth)
         if wrapped is not None:
             return wrapped
-    missing = object()
-    name: Any = missing
-    value: Any = missing
+    name, value, strong, input_key = _name_and_input(d)
+    if name is _MISSING:
+        if value is not _MISSING and ("action" in input_key or "tool" in input_key):
+            return f"The action {show(d)} has an input but no action name. {FORMAT_HINT}"
+        return None
+    if value is _MISSING:
+        return f"The action {show(d)} has no input. {FORMAT_HINT}" if strong else None
+    if not isinstance(name, str) or not name.strip():
+        return f"The action name in {show(d)} is not a non-empty string. {FORMAT_HINT}"
+    return [Action(name.strip(), value)]
+
+
+def _name_and_input(d: dict[str, Any]) -> tuple[Any, Any, bool, str]:
+    """The action name and input found by key (``_MISSING`` when absent), whether the name came from
+    a key that clearly means an action (not a bare ``name``), and the input's normalised key."""
+    name: Any = _MISSING
+    value: Any = _MISSING
     strong = False
     input_key = ""
     others: list[Any] = []
@@ -148,18 +165,10 @@ def _convert_dict(d: dict[str, Any], depth: int) -> Converted:
             strong = strong or norm != "name"
         else:
             others.append(item)
-    if name is missing and value is not missing and len(others) == 1:
+    if name is _MISSING and value is not _MISSING and len(others) == 1:
         name = others[0]  # Dify: any other key names the action
         strong = True
-    if name is missing:
-        if value is not missing and ("action" in input_key or "tool" in input_key):
-            return f"The action {show(d)} has an input but no action name. {FORMAT_HINT}"
-        return None
-    if value is missing:
-        return f"The action {show(d)} has no input. {FORMAT_HINT}" if strong else None
-    if not isinstance(name, str) or not name.strip():
-        return f"The action name in {show(d)} is not a non-empty string. {FORMAT_HINT}"
-    return [Action(name.strip(), value)]
+    return name, value, strong, input_key
 
 
 def plain_input(text: str) -> Any:

@@ -22,7 +22,7 @@ from loopwright.agent.prompts import (
     render_react_system,
     render_scratchpad,
 )
-from loopwright.agent.react_parser import Action, DifyParserError, ReactParser, is_final_answer
+from loopwright.agent.react_parser import Action, DifyParserError, is_final_answer, new_parser
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -85,7 +85,7 @@ class ReactStrategy:
         self, chunks: AsyncIterator[LLMChunk], state: RunState
     ) -> AsyncGenerator[TextDelta | RoundReply, None]:
         rnd = state.round
-        parser = ReactParser(mode=self.parser_mode)
+        parser = new_parser(self.parser_mode)
         texts: list[str] = []
         actions: list[Action] = []
         usage: Usage | None = None

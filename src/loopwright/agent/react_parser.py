@@ -1,7 +1,8 @@
-"""Streaming parser for ReAct replies: thought text and actions, fed delta by delta.
+"""Streaming parsers for ReAct replies: thought text and actions, fed delta by delta.
 
-``ReactParser(mode="robust")`` (the default) reads what Dify's parser reads and fixes its quirks;
-``ReactParser(mode="dify")`` reproduces Dify 1.12.1's output exactly (see ``_dify_parser``).
+:class:`ReactParser` (the default, "robust" mode) reads what Dify's parser reads and fixes its
+quirks; :class:`DifyReactParser` reproduces Dify 1.12.1's output exactly (see ``_dify_parser``).
+Both have ``feed``/``flush``, ``problems`` and ``log``; :func:`new_parser` picks one by mode.
 
 Robust mode understands, anywhere in a reply:
 
@@ -30,33 +31,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from enum import IntEnum
+from typing import Any, Final, Literal, overload
 
+from loopwright.agent._dify_parser import DifyParserError, DifyReactParser
 from loopwright.agent.action_json import (
     FORMAT_HINT,
     NAME_LIMIT,
-    Action,
     all_actions,
     convert,
     loads_lenient,
     plain_input,
     snip,
 )
+from loopwright.agent.react_events import Action, ParserEvent, merge_events
 
-__all__ = ["Action", "DifyParserError", "ReactParser", "is_final_answer"]
+__all__ = [
+    "Action",
+    "DifyParserError",
+    "DifyReactParser",
+    "ParserEvent",
+    "ReactParser",
+    "is_final_answer",
+    "new_parser",
+]
 
 
-Event = str | Action
-
-
-class DifyParserError(ValueError):
-    """Raised in dify mode where Dify 1.12.1's parser raises.  The message starts with the name of
-    the exception Dify raises (``ValidationError: ...``, ``AttributeError: ...``); ``events`` holds
-    what the failing call had produced before the error."""
-
-    def __init__(self, message: str, events: list[Event] | None = None) -> None:
-        super().__init__(message)
-        self.events: list[Event] = events or []
+Event = ParserEvent
 
 
 def is_final_answer(name: str) -> bool:
@@ -107,7 +108,21 @@ _LIST_PART = re.compile(r"\[\s*(?:\{\s*(?:[A-Za-z_][\w-]*\s*)?)?\Z")
 _ACTION_HINT = re.compile(r"action|tool|function|arguments", re.IGNORECASE)
 
 
-# States
+class _State(IntEnum):
+    """What the parser is reading; indexes ``_HANDLERS``."""
+
+    TEXT = 0  # thought text (labels are recognised at line starts)
+    AFTER_ACTION = 1  # after an "Action:" label
+    NAME = 2  # the tool name of a classic "Action: name" line
+    AWAIT_INPUT = 3  # between that line and its "Action Input:" label
+    INPUT_START = 4  # after "Action Input:"
+    INPUT_PLAIN = 5  # a non-JSON action input, up to the next label line
+    JSON = 6  # a JSON object or list (inline, or a classic action input)
+    FENCE_JSON = 7  # a fenced block of JSON values so far
+    FENCE_PLAIN = 8  # a fenced block of anything else
+    FINAL = 9  # after "Final Answer:", to the end of the reply
+
+
 (
     _TEXT,
     _AFTER_ACTION,
@@ -119,9 +134,10 @@ _ACTION_HINT = re.compile(r"action|tool|function|arguments", re.IGNORECASE)
     _FENCE_JSON,
     _FENCE_PLAIN,
     _FINAL,
-) = range(10)
+) = _State
 
-# Fast paths of feed(), by situation (see _set_fast)
+# Fast paths of feed(), by situation (see _set_fast).  Plain ints, not an enum: feed() compares
+# them on every delta, and the interpreter's int fast path does not apply to enum members.
 _FAST_NONE, _FAST_TEXT, _FAST_LINE, _FAST_VALUE = range(4)
 _JSON_SKIP_STOP: Final = {"": "{}[]\"'", '"': '"\\', "'": "'\\"}
 
@@ -140,21 +156,23 @@ def _maybe_label(s: str, k: int) -> bool:
     return len(s) - p <= _MAX_LABEL and s[p:].lower() in _LABEL_PREFIXES
 
 
-def _merge(events: list[Event]) -> list[Event]:
-    """Joins consecutive strings and drops empty ones."""
-    merged: list[Event] = []
-    for ev in events:
-        if type(ev) is str:
-            if not ev:
-                continue
-            if merged and type(merged[-1]) is str:
-                merged[-1] += ev
-                continue
-        merged.append(ev)
-    return merged
-
-
 # --------------------------------------------------------------------------------------------
+
+
+@overload
+def new_parser(mode: Literal["robust"] = "robust", *, record: bool = False) -> ReactParser: ...
+@overload
+def new_parser(mode: Literal["dify"], *, record: bool = False) -> DifyReactParser: ...
+@overload
+def new_parser(mode: Literal["robust", "dify"], *, record: bool = False) -> ReactParser | DifyReactParser: ...
+def new_parser(
+    mode: Literal["robust", "dify"] = "robust", *, record: bool = False
+) -> ReactParser | DifyReactParser:
+    """A parser for one reply: :class:`ReactParser` for "robust", :class:`DifyReactParser` for
+    "dify" (Dify 1.12.1's exact output)."""
+    if mode == "dify":
+        return DifyReactParser(record=record)
+    return ReactParser(mode, record=record)
 
 
 class ReactParser:
@@ -165,7 +183,7 @@ class ReactParser:
     :meth:`flush` the stream state is reset (``problems`` and ``log`` are kept); use one parser
     per reply.
 
-    ``problems`` (robust mode only; always empty in dify mode): one human-readable sentence per
+    ``problems``: one human-readable sentence per
     action *attempt* that could not be read, meant to be sent back to the model.  The text of
     such an attempt is still emitted as thought text.  An attempt is: a JSON object or list whose
     keys name an action/tool/input but that is not a usable action (no input, no name, a name
@@ -178,7 +196,7 @@ class ReactParser:
     without ``Action:``) are kept pending and dropped if an action or another problem follows;
     :meth:`flush` appends those still pending.  Plain prose never produces a problem.
 
-    ``log`` (robust mode, ``record=True`` only): ``("text" | "consumed", piece)`` in input order;
+    ``log`` (``record=True`` only): ``("text" | "consumed", piece)`` in input order;
     the pieces concatenate to the input exactly, and the "text" pieces to the emitted text.
     "consumed" pieces are dropped labels (``Thought:``, ``Action:``, ``Final Answer:``) and the
     raw text of whatever produced actions (a JSON object, a whole fence, a classic
@@ -187,46 +205,43 @@ class ReactParser:
     """
 
     __slots__ = (
-        "_blob",
+        "_capture",
+        "_classic_len",
+        "_classic_raw",
         "_ctx",
         "_depth",
-        "_dify",
         "_esc",
         "_fast",
-        "_held",
-        "_held_len",
-        "_impure",
-        "_jstop",
+        "_fence_has_text",
         "_in_value",
         "_line",
         "_name",
         "_out",
-        "_pend",
         "_quote",
         "_record",
         "_soft",
         "_state",
         "_tag",
         "_ticks",
+        "_undecided",
+        "_value_start",
+        "_value_stops",
         "_values",
-        "_vstart",
         "log",
         "mode",
         "problems",
     )
 
-    def __init__(self, mode: Literal["robust", "dify"] = "robust", *, record: bool = False) -> None:
-        if mode not in ("robust", "dify"):
-            raise ValueError(f"unknown parser mode {mode!r}")
+    def __init__(self, mode: Literal["robust"] = "robust", *, record: bool = False) -> None:
+        """``mode`` can only be "robust"; Dify's exact output is :class:`DifyReactParser`'s (or
+        ``new_parser("dify")``'s)."""
+        if mode != "robust":
+            hint = " (use DifyReactParser or new_parser('dify'))" if mode == "dify" else ""
+            raise ValueError(f"unknown parser mode {mode!r}{hint}")
         self.mode = mode
         self.problems: list[str] = []
         self.log: list[tuple[str, str]] = []
-        self._record = record and mode == "robust"
-        self._dify: Any = None
-        if mode == "dify":
-            from loopwright.agent._dify_parser import DifyEngine
-
-            self._dify = DifyEngine()
+        self._record = record
         self._out: list[Event] = []
         self._soft: list[str] = []  # soft problems: dropped if an action is read after them
         self._reset()
@@ -234,23 +249,23 @@ class ReactParser:
     def _reset(self) -> None:
         self._state = _TEXT
         self._line = True  # at the start of a line (the reply's start counts)
-        self._pend = ""  # held-back tail: re-scanned with the next delta
-        self._held: list[str] = []  # raw text of a classic Action/Action Input being read
-        self._held_len = 0
+        self._undecided = ""  # the tail whose meaning needs more input: re-scanned with the next delta
+        self._classic_raw: list[str] = []  # raw text of a classic Action/Action Input being read
+        self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
         self._name = ""
-        self._blob: list[str] = []  # raw text of the JSON object / fence / capture being read
+        self._capture: list[str] = []  # raw text of the JSON object / fence / capture being read
         self._ctx = _TEXT  # what a JSON object belongs to: _TEXT (inline) or _INPUT_START
         self._depth = 0
         self._quote = ""
         self._esc = False
-        self._tag = ""
-        self._values: list[tuple[bool, Any, str]] = []
-        self._vstart = 0
-        self._in_value = False
-        self._impure = False
-        self._ticks = 0
+        self._tag = ""  # a fence's info string ("json", "python", ...)
+        self._values: list[tuple[bool, Any, str]] = []  # a fence's JSON values: (ok, value, raw)
+        self._value_start = 0  # where in _capture the fence's current JSON value starts
+        self._in_value = False  # inside one of a fence's JSON values
+        self._fence_has_text = False  # a fence holds something besides JSON values
+        self._ticks = 0  # backticks at the end of a plain fence so far (a closing fence may be split)
         self._fast = _FAST_NONE
-        self._jstop = ""
+        self._value_stops = ""  # inside a JSON value, the characters the scanner must look at
 
     # ---------------------------------------------------------------- public API
 
@@ -277,40 +292,38 @@ class ReactParser:
                 return self.feed(delta)
         elif fast == _FAST_VALUE:
             return self._feed_value(delta)
-        elif self._dify is not None:
-            return self._dify.feed(delta)  # type: ignore[no-any-return]
         return self._feed_slow(delta)
 
     def _feed_value(self, delta: str) -> list[Event]:
         """Inside a JSON value (no held-back tail): scan the delta directly."""
-        if len(delta) == 1 and delta not in self._jstop:
-            self._blob.append(delta)  # a character the scanner skips
+        if len(delta) == 1 and delta not in self._value_stops:
+            self._capture.append(delta)  # a character the scanner skips
             return []
         k = self._scan(delta, 0)
         if k < 0:
             if delta:
-                self._blob.append(delta)
+                self._capture.append(delta)
             self._set_fast()
             return []
-        self._blob.append(delta[:k])
+        self._capture.append(delta[:k])
         out: list[Event] = []
         self._out = out
         self._value_closed()
         if k < len(delta):
             self._run(delta[k:], False)
         self._set_fast()
-        return _merge(out) if len(out) > 1 else out
+        return merge_events(out) if len(out) > 1 else out
 
     def _feed_slow(self, delta: str) -> list[Event]:
         if not delta:
             return []
-        buf = self._pend + delta if self._pend else delta
-        self._pend = ""
+        buf = self._undecided + delta if self._undecided else delta
+        self._undecided = ""
         out: list[Event] = []
         self._out = out
         self._run(buf, False)
         self._set_fast()
-        return _merge(out) if len(out) > 1 else out
+        return merge_events(out) if len(out) > 1 else out
 
     def _plain_lines(self, delta: str) -> bool:
         """A text delta (mid-line, no fence or JSON start) with newlines: True (and line state
@@ -330,32 +343,30 @@ class ReactParser:
 
     def _set_fast(self) -> None:
         state = self._state
-        if self._pend or self._record:
+        if self._undecided or self._record:
             self._fast = _FAST_NONE
         elif state == _TEXT:
             self._fast = _FAST_LINE if self._line else _FAST_TEXT
         elif (state == _JSON or (state == _FENCE_JSON and self._in_value)) and not self._esc:
             self._fast = _FAST_VALUE
-            self._jstop = _JSON_SKIP_STOP[self._quote]
+            self._value_stops = _JSON_SKIP_STOP[self._quote]
         else:
             self._fast = _FAST_NONE
 
     def flush(self) -> list[Event]:
         """Ends the reply: settles everything still held and resets the stream state (the
         ``problems`` and ``log`` stay)."""
-        if self._dify is not None:
-            return self._dify.flush()  # type: ignore[no-any-return]
         out: list[Event] = []
         self._out = out
-        if self._pend:
-            buf, self._pend = self._pend, ""
+        if self._undecided:
+            buf, self._undecided = self._undecided, ""
             self._run(buf, True)
         self._finish()
         if self._soft:
             self.problems.extend(self._soft)
             self._soft.clear()
         self._reset()
-        return _merge(out)
+        return merge_events(out)
 
     # ---------------------------------------------------------------- plumbing
 
@@ -370,7 +381,7 @@ class ReactParser:
                 if eof:  # cannot happen: at the end every handler decides
                     self._emit(buf[i:])
                     return
-                self._pend = buf[i:]
+                self._undecided = buf[i:]
                 return
             i = j
 
@@ -399,9 +410,9 @@ class ReactParser:
 
     def _release_held(self) -> str:
         """Emits the held classic-format text; returns it (for messages)."""
-        text = "".join(self._held)
-        self._held.clear()
-        self._held_len = 0
+        text = "".join(self._classic_raw)
+        self._classic_raw.clear()
+        self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
         self._emit(text)
         return text
 
@@ -450,7 +461,7 @@ class ReactParser:
         elif kind == "f":
             self._consume(raw)
             self._state = _FINAL
-            self._blob = []
+            self._capture = []
         elif len(label) == len("action"):
             self._consume(raw)
             self._state = _AFTER_ACTION
@@ -459,7 +470,7 @@ class ReactParser:
             self._set_soft('An "Action Input:" line has no "Action:" line before it.')
         return m.end()
 
-    def _open_json(self, buf: str, j: int, eof: bool, ctx: int) -> int:
+    def _open_json(self, buf: str, j: int, eof: bool, ctx: _State) -> int:
         """At '{' or '[': starts a JSON candidate, or emits the bracket as text; ``j`` if undecided."""
         if buf[j] == "{":
             start, part = _OBJ_START, _OBJ_PART
@@ -470,13 +481,13 @@ class ReactParser:
                 return j
             if ctx != _TEXT:
                 self._state = _INPUT_PLAIN
-                self._blob = []
+                self._capture = []
                 return j
             self._emit(buf[j])
             return j + 1
         self._state = _JSON
         self._ctx = ctx
-        self._blob = [buf[j]]
+        self._capture = [buf[j]]
         self._depth = 1
         self._quote = ""
         self._esc = False
@@ -487,7 +498,7 @@ class ReactParser:
     def _h_after_action(self, buf: str, i: int, eof: bool) -> int:
         j = _end(_SPACES.match(buf, i), i)
         if j > i:
-            self._held.append(buf[i:j])
+            self._classic_raw.append(buf[i:j])
         if j == len(buf):
             return j
         if buf[j] in "\r\n{[`":
@@ -508,28 +519,28 @@ class ReactParser:
         m = _NAME_STOP.search(buf, i)
         end = m.start() if m is not None else len(buf)
         if end > i:
-            self._held.append(buf[i:end])
-            self._held_len += end - i
-        if self._held_len > NAME_LIMIT or (m is not None and buf[end] != "\n"):
+            self._classic_raw.append(buf[i:end])
+            self._classic_len += end - i
+        if self._classic_len > NAME_LIMIT or (m is not None and buf[end] != "\n"):
             self._classic_failed(False)
             return end
         if m is None:
             return end
-        self._name = "".join(self._held).strip()
-        self._held.append("\n")
+        self._name = "".join(self._classic_raw).strip()
+        self._classic_raw.append("\n")
         self._state = _AWAIT_INPUT
         return end + 1
 
     def _h_await_input(self, buf: str, i: int, eof: bool) -> int:
         j = _end(_WS.match(buf, i), i)
         if j > i:
-            self._held.append(buf[i:j])
+            self._classic_raw.append(buf[i:j])
         n = len(buf)
         if j == n:
             return j
         m = _INPUT_LABEL.match(buf, j)
         if m is not None:
-            self._held.append(m.group())
+            self._classic_raw.append(m.group())
             self._state = _INPUT_START
             return m.end()
         if not eof and n - j <= _MAX_LABEL and buf[j:].lower() in _INPUT_PREFIXES:
@@ -540,13 +551,13 @@ class ReactParser:
     def _h_input_start(self, buf: str, i: int, eof: bool) -> int:
         j = _end(_SPACES.match(buf, i), i)
         if j > i:
-            self._held.append(buf[i:j])
+            self._classic_raw.append(buf[i:j])
         if j == len(buf):
             return j
         if buf[j] in "{[":
             return self._open_json(buf, j, eof, _INPUT_START)
         self._state = _INPUT_PLAIN
-        self._blob = []
+        self._capture = []
         return j
 
     def _h_input_plain(self, buf: str, i: int, eof: bool) -> int:
@@ -555,7 +566,7 @@ class ReactParser:
         while True:
             nl = buf.find("\n", k)
             if nl < 0:
-                self._blob.append(buf[i:])
+                self._capture.append(buf[i:])
                 return n
             start = nl + 1
             m = _TERMINATOR.match(buf, start)
@@ -565,18 +576,18 @@ class ReactParser:
                     k = start
                     continue
             # a label (or maybe one) starts the next line: the input ends at this newline
-            self._blob.append(buf[i:nl])
+            self._capture.append(buf[i:nl])
             if m is None:
                 return nl  # undecided
             self._finish_plain_input()
             return nl
 
     def _finish_plain_input(self) -> None:
-        text = "".join(self._blob)
-        raw = "".join(self._held) + text
-        self._held.clear()
-        self._held_len = 0
-        self._blob = []
+        text = "".join(self._capture)
+        raw = "".join(self._classic_raw) + text
+        self._classic_raw.clear()
+        self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
+        self._capture = []
         self._state = _TEXT
         self._act([Action(self._name, plain_input(text))], raw)
 
@@ -628,28 +639,28 @@ class ReactParser:
     def _h_json(self, buf: str, i: int, eof: bool) -> int:
         k = self._scan(buf, i)
         if k < 0:
-            self._blob.append(buf[i:])
+            self._capture.append(buf[i:])
             return len(buf)
-        self._blob.append(buf[i:k])
+        self._capture.append(buf[i:k])
         self._value_closed()
         return k
 
     def _value_closed(self) -> None:
         """The JSON value being scanned (inline, classic input or fenced) has just closed."""
         if self._state == _FENCE_JSON:
-            raw = "".join(self._blob[self._vstart :])
+            raw = "".join(self._capture[self._value_start :])
             ok, value = loads_lenient(raw, repair=_ACTION_HINT.search(raw) is not None)
             self._values.append((ok, value, raw))
             self._in_value = False
             return
-        raw = "".join(self._blob)
-        self._blob = []
+        raw = "".join(self._capture)
+        self._capture = []
         self._state = _TEXT
         if self._ctx == _INPUT_START:
             ok, value = loads_lenient(raw, repair=True)
-            held = "".join(self._held)
-            self._held.clear()
-            self._held_len = 0
+            held = "".join(self._classic_raw)
+            self._classic_raw.clear()
+            self._classic_len = 0  # characters of the tool name so far (bounded by NAME_LIMIT)
             self._act([Action(self._name, value if ok else raw.strip())], held + raw)
         else:
             self._resolve(raw)
@@ -683,16 +694,16 @@ class ReactParser:
         if e == n and not eof:
             return j
         self._tag = m.group(1).lower() if m is not None else ""
-        self._blob = [buf[j:e]]
+        self._capture = [buf[j:e]]
         self._values = []
         self._in_value = False
-        self._impure = False
+        self._fence_has_text = False
         self._ticks = 0
         self._state = _FENCE_JSON if e < n and buf[e] in "{[" else _FENCE_PLAIN
         return e
 
     def _h_fence_json(self, buf: str, i: int, eof: bool) -> int:
-        blob = self._blob
+        blob = self._capture
         if self._in_value:
             return self._h_json(buf, i, eof)
         n = len(buf)
@@ -703,7 +714,7 @@ class ReactParser:
             return j
         c = buf[j]
         if c in "{[":
-            self._vstart = len(blob)
+            self._value_start = len(blob)
             blob.append(c)
             self._in_value = True
             self._depth = 1
@@ -718,7 +729,7 @@ class ReactParser:
                 return j + 3
             if j + run == n and not eof:
                 return j
-        self._impure = True
+        self._fence_has_text = True
         self._state = _FENCE_PLAIN
         return j
 
@@ -729,27 +740,27 @@ class ReactParser:
             lead = _TICKS.match(buf, i, i + need)
             got = lead.end() - i if lead is not None else 0
             if got == need:
-                self._blob.append(buf[i : i + need])
+                self._capture.append(buf[i : i + need])
                 self._close_fence(False)
                 return i + need
             if i + got == n:
-                self._blob.append(buf[i:])
+                self._capture.append(buf[i:])
                 self._ticks += got
                 return n
             self._ticks = 0
         k = buf.find("```", i)
         if k >= 0:
-            self._blob.append(buf[i : k + 3])
+            self._capture.append(buf[i : k + 3])
             self._close_fence(False)
             return k + 3
         seg = buf[i:]
-        self._blob.append(seg)
+        self._capture.append(seg)
         self._ticks = len(seg) - len(seg.rstrip("`"))
         return n
 
     def _close_fence(self, pure: bool) -> None:
-        raw = "".join(self._blob)
-        self._blob = []
+        raw = "".join(self._capture)
+        self._capture = []
         self._state = _TEXT
         if pure:
             results = [convert(v) if ok else _unreadable(r) for ok, v, r in self._values]
@@ -769,10 +780,10 @@ class ReactParser:
         self._emit(raw)
 
     def _jsonish(self) -> bool:
-        return self._tag == "json" or self._impure or bool(self._values)
+        return self._tag == "json" or self._fence_has_text or bool(self._values)
 
     def _unclosed_fence(self) -> None:
-        raw = "".join(self._blob)
+        raw = "".join(self._capture)
         if self._state == _FENCE_JSON and not self._in_value and self._values:
             actions = all_actions([convert(v) if ok else None for ok, v, _ in self._values])
             if actions is not None:  # only the closing fence is missing
@@ -785,7 +796,7 @@ class ReactParser:
     # ---------------------------------------------------------------- final answer
 
     def _h_final(self, buf: str, i: int, eof: bool) -> int:
-        self._blob.append(buf[i:])
+        self._capture.append(buf[i:])
         return len(buf)
 
     # ---------------------------------------------------------------- end of reply
@@ -800,7 +811,7 @@ class ReactParser:
         elif state in (_NAME, _AWAIT_INPUT):
             self._classic_failed(False)
         elif state == _INPUT_START:
-            self._blob = []
+            self._capture = []
             self._finish_plain_input()
         elif state == _INPUT_PLAIN:
             self._finish_plain_input()
@@ -809,11 +820,11 @@ class ReactParser:
         elif state in (_FENCE_JSON, _FENCE_PLAIN):
             self._unclosed_fence()
         else:  # _FINAL
-            text = "".join(self._blob)
+            text = "".join(self._capture)
             self._act([Action("Final Answer", text.strip())], text)
 
     def _unclosed_json(self) -> None:
-        raw = "".join(self._blob)
+        raw = "".join(self._capture)
         if self._ctx == _INPUT_START:
             name = self._name
             self._release_held()

@@ -10,10 +10,11 @@ import asyncio
 import json
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from cachetools import TLRUCache
 
 from loopwright.model.base import estimate_tokens, token_prefix_length
 from loopwright.tools.base import (
@@ -79,31 +80,18 @@ class FileSink(Protocol):
     async def store_outputs(self, outputs: Sequence[ToolOutput], ctx: ToolContext) -> list[StoredFile]: ...
 
 
-class _TTLCache:
-    """A small bounded cache of tool results keyed by tool name and canonical arguments."""
+_CacheKey = tuple[str, str, str]  # tool name, user id, canonical arguments
+_CacheEntry = tuple[float, "ToolResult"]  # the tool's TTL, the result
 
-    def __init__(self, max_entries: int = 1024) -> None:
-        self._data: OrderedDict[tuple[str, str, str], tuple[float, ToolResult]] = OrderedDict()
-        self._max = max_entries
 
-    def get(self, key: tuple[str, str, str], now: float) -> ToolResult | None:
-        hit = self._data.get(key)
-        if hit is None:
-            return None
-        if hit[0] <= now:
-            del self._data[key]
-            return None
-        return hit[1]
-
-    def put(self, key: tuple[str, str, str], result: ToolResult, expires: float) -> None:
-        self._data[key] = (expires, result)
-        self._data.move_to_end(key)
-        while len(self._data) > self._max:
-            self._data.popitem(last=False)
+def _expires(_key: _CacheKey, entry: _CacheEntry, now: float) -> float:
+    return now + entry[0]
 
 
 class ToolEngine:
-    """Invokes tools by name for one agent. Holds the tool table and the result cache."""
+    """Invokes tools by name for one agent. Holds the tool table and the result cache.
+
+    ``clock`` is what cache expiry is measured with (seconds; ``time.monotonic`` by default)."""
 
     def __init__(
         self,
@@ -112,6 +100,7 @@ class ToolEngine:
         default_timeout: float = 30.0,
         observation_token_limit: int | None = 4000,
         files: FileSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
@@ -122,7 +111,8 @@ class ToolEngine:
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
         self.files = files
-        self._cache = _TTLCache()
+        # Tool results by (name, user, arguments), each kept for its tool's cache_ttl.
+        self._cache: TLRUCache[_CacheKey, _CacheEntry] = TLRUCache(1024, ttu=_expires, timer=clock)
 
     async def invoke(
         self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None
@@ -131,7 +121,6 @@ class ToolEngine:
         if tool is None:
             return _error_result(f"there is not a tool named {name}")
         started = time.perf_counter()
-        meta = ToolInvokeMeta(tool_config={"tool_name": name})
         ctx = ctx or _NO_CONTEXT
         deadline: asyncio.Timeout | None = None
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
@@ -139,35 +128,32 @@ class ToolEngine:
             args = prepare_arguments(tool, arguments)
             # The user is part of the key: a tool may answer differently per user (it gets the context).
             key = (name, ctx.user_id, _canonical(args)) if tool.cache_ttl else None
-            if key is not None and (hit := self._cache.get(key, time.monotonic())) is not None:
+            if key is not None and (hit := self._cache.get(key)) is not None:
+                result = hit[1]
                 return ToolResult(
-                    hit.observation, hit.outputs, ToolInvokeMeta(0.0, None, meta.tool_config, True)
+                    result.observation, result.outputs, ToolInvokeMeta(0.0, None, {"tool_name": name}, True)
                 )
             async with asyncio.timeout(timeout) as deadline:
                 outputs = [m async for m in tool.invoke(args, ctx)]
-        except ToolParameterValidationError as e:
-            return _error_result(f"tool parameters validation error: {e}, please check your tool parameters")
-        except ToolCredentialError:
-            return _error_result("Please check your tool provider credentials")
-        except ToolInvokeError as e:
-            return _error_result(f"tool invoke error: {e}")
         except Exception as e:  # a tool's own bug (or its own timeout) must not end the run
-            meta.time_cost = time.perf_counter() - started
             expired = isinstance(e, TimeoutError) and deadline is not None and deadline.expired()
-            meta.error = f"timed out after {timeout:g} s" if expired else (str(e) or type(e).__name__)
-            log.info("tool %s failed: %s", name, meta.error)
-            return ToolResult(f"tool invoke error: {meta.error}", [], meta)
+            return _failure(name, e, f"timed out after {timeout:g} s" if expired else None, started)
+        result = await self._result(outputs, ctx, name, started)
+        if key is not None and tool.cache_ttl:
+            self._cache[key] = (tool.cache_ttl, result)
+        return result
+
+    async def _result(
+        self, outputs: list[ToolOutput], ctx: ToolContext, name: str, started: float
+    ) -> ToolResult:
+        """A successful call's result: files stored and linked, the observation rendered and cut."""
         shown = outputs
         if self.files is not None and any(isinstance(o, FILE_OUTPUTS) for o in outputs):
             stored = await self.files.store_outputs(outputs, ctx)
             shown = with_file_observations(outputs, stored)
             outputs = _linked(outputs, stored)
-        meta.time_cost = time.perf_counter() - started
-        result = ToolResult(self._truncate(render_observation(shown)), outputs, meta)
-        if key is not None:
-            assert tool.cache_ttl is not None
-            self._cache.put(key, result, time.monotonic() + tool.cache_ttl)
-        return result
+        meta = ToolInvokeMeta(time.perf_counter() - started, tool_config={"tool_name": name})
+        return ToolResult(self._truncate(render_observation(shown)), outputs, meta)
 
     def _truncate(self, text: str) -> str:
         limit = self.observation_token_limit
@@ -221,34 +207,39 @@ def _decode_arguments(tool: Tool, arguments: str | Mapping[str, Any]) -> dict[st
 
 
 def render_observation(outputs: list[ToolOutput]) -> str:
-    """The text the model sees for a tool's outputs (Dify's rules, with readable variables and files)."""
+    """The text the model sees for a tool's outputs (Dify's rules, with readable variables and files):
+    the texts in order, then each JSON output not already among them."""
     texts: list[str] = []
     jsons: list[str] = []
     for out in outputs:
-        if isinstance(out, TextMessage):
-            texts.append(out.text)
-        elif isinstance(out, JsonMessage):
+        if isinstance(out, JsonMessage):
             if not out.suppress_output:
                 jsons.append(json.dumps(out.data, ensure_ascii=False, default=str))
-        elif isinstance(out, LinkMessage):
-            texts.append(f"result link: {out.url}. please tell user to check it.")
-        elif isinstance(out, ImageMessage) or (
-            isinstance(out, BlobMessage | FileMessage) and out.mime_type.startswith("image/")
-        ):
-            texts.append(IMAGE_SENT)
-        elif isinstance(out, BlobMessage):
-            texts.append(
-                f"file created: {out.filename or 'unnamed'} ({out.mime_type}, {len(out.data)} bytes)"
-            )
-        elif isinstance(out, FileMessage):
-            texts.append(f"file created: {out.filename or out.url} ({out.mime_type})")
-        elif isinstance(out, VariableMessage) and not out.internal:
-            texts.append(f"{out.name}: {json.dumps(out.value, ensure_ascii=False, default=str)}")
-        # Log messages are progress for the user interface; the model does not need them.
+        elif (text := _output_text(out)) is not None:
+            texts.append(text)
     if jsons:
         seen = set(texts)
         texts.extend(j for j in jsons if j not in seen)
     return "".join(texts)
+
+
+def _output_text(out: ToolOutput) -> str | None:
+    """The observation text of one non-JSON output; None for what the model does not see."""
+    if isinstance(out, TextMessage):
+        return out.text
+    if isinstance(out, LinkMessage):
+        return f"result link: {out.url}. please tell user to check it."
+    if isinstance(out, ImageMessage) or (
+        isinstance(out, BlobMessage | FileMessage) and out.mime_type.startswith("image/")
+    ):
+        return IMAGE_SENT
+    if isinstance(out, BlobMessage):
+        return f"file created: {out.filename or 'unnamed'} ({out.mime_type}, {len(out.data)} bytes)"
+    if isinstance(out, FileMessage):
+        return f"file created: {out.filename or out.url} ({out.mime_type})"
+    if isinstance(out, VariableMessage) and not out.internal:
+        return f"{out.name}: {json.dumps(out.value, ensure_ascii=False, default=str)}"
+    return None  # log messages are progress for the user interface; the model does not need them
 
 
 def _linked(outputs: list[ToolOutput], stored: Sequence[StoredFile]) -> list[ToolOutput]:
@@ -266,6 +257,21 @@ def _linked(outputs: list[ToolOutput], stored: Sequence[StoredFile]) -> list[Too
         else:
             linked.append(FileMessage(item.url, f.mime_type, f.filename))
     return linked
+
+
+def _failure(name: str, e: Exception, timed_out: str | None, started: float) -> ToolResult:
+    """The observation for a failed call: Dify's strings for the tool errors it knows, else the
+    error's own text (or the timeout) in ``meta.error``."""
+    if isinstance(e, ToolParameterValidationError):
+        return _error_result(f"tool parameters validation error: {e}, please check your tool parameters")
+    if isinstance(e, ToolCredentialError):
+        return _error_result("Please check your tool provider credentials")
+    if isinstance(e, ToolInvokeError):
+        return _error_result(f"tool invoke error: {e}")
+    error = timed_out or str(e) or type(e).__name__
+    log.info("tool %s failed: %s", name, error)
+    meta = ToolInvokeMeta(time.perf_counter() - started, error, {"tool_name": name})
+    return ToolResult(f"tool invoke error: {error}", [], meta)
 
 
 def _error_result(text: str) -> ToolResult:

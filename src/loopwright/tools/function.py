@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, get_type_hints, overload
 
+import docstring_parser
 import pydantic
 
 from loopwright._threads import run_sync
@@ -51,9 +52,9 @@ def tool(
     cache_ttl: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
-    model sees, the docstring's first paragraph the description, and an ``Args:`` section the
-    parameter descriptions. A parameter annotated ``ToolContext`` receives the call's context.
-    Sync functions run in a worker thread, never on the event loop."""
+    model sees, the docstring's first paragraph the description, and its parameter section (Google,
+    NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext``
+    receives the call's context. Sync functions run in a worker thread, never on the event loop."""
 
     def build(f: Callable[..., Any]) -> Tool:
         return function_tool(f, name=name, description=description, timeout=timeout, cache_ttl=cache_ttl)
@@ -164,47 +165,46 @@ def _short_validation_error(e: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
-_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^\s+(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The summary (text before any section) and Google-style ``Args:`` descriptions."""
-    m = _ARGS_HEADER.search(doc)
-    summary = (doc[: m.start()] if m else doc).strip()
-    summary = re.split(r"\n\s*\n", summary)[0].replace("\n", " ") if summary else ""
-    args: dict[str, str] = {}
-    if m:
-        current = None
-        for line in doc[m.end() :].splitlines():
-            if line and not line[0].isspace():
-                break  # the next section
-            hit = _ARG_LINE.match(line)
-            if hit and (current is None or len(line) - len(line.lstrip()) <= 4):
-                current = hit.group(1)
-                args[current] = hit.group(2).strip()
-            elif current and line.strip():
-                args[current] += " " + line.strip()
-    return summary, args
+    """The summary (the first paragraph, on one line) and the parameter descriptions of a Google,
+    NumPy or Sphinx style docstring (the style is detected)."""
+    if not doc:
+        return "", {}
+    try:
+        parsed = docstring_parser.parse(doc)
+    except docstring_parser.ParseError:  # no style reads it: the first paragraph is the summary
+        return " ".join(re.split(r"\n\s*\n", doc)[0].split()), {}
+    summary = re.split(r"\n\s*\n", parsed.description or "")[0]
+    args = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+    return " ".join(summary.split()), args
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline pydantic's ``$defs`` references and drop its ``title`` noise: models read plain schemas
-    best, and some providers reject ``$ref``."""
+    best, and some providers reject ``$ref``. A model that contains itself (a tree node with child
+    nodes) is cut at the repeat, as OpenAPI schemas are: the inner one is a plain object (the
+    arguments are still validated against the full model)."""
     defs = schema.get("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, expanding: frozenset[str]) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
-                target = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
-                return walk({**target, **{k: v for k, v in node.items() if k != "$ref"}})
-            out = {k: walk(v) for k, v in node.items() if k not in ("title", "$defs", "properties")}
+                name = node["$ref"].rsplit("/", 1)[-1]
+                target = defs.get(name, {})
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                if name in expanding:
+                    cut = {"type": "object"} if target.get("type") == "object" else {}
+                    return walk({**cut, **rest}, expanding)
+                return walk({**target, **rest}, expanding | {name})
+            out = {
+                k: walk(v, expanding) for k, v in node.items() if k not in ("title", "$defs", "properties")
+            }
             if "properties" in node:  # property names are data, never schema keywords to drop
-                out["properties"] = {k: walk(v) for k, v in node["properties"].items()}
+                out["properties"] = {k: walk(v, expanding) for k, v in node["properties"].items()}
             return out
         if isinstance(node, list):
-            return [walk(x) for x in node]
+            return [walk(x, expanding) for x in node]
         return node
 
-    out: dict[str, Any] = walk(schema)
+    out: dict[str, Any] = walk(schema, frozenset())
     return out

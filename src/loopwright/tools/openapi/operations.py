@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -160,6 +160,8 @@ def _operation(
 def _body(
     op: Mapping[str, Any], params: list[ToolParameter], bindings: dict[str, Binding]
 ) -> tuple[BodyKind | None, str | None, bool]:
+    """The request body: one tool parameter per property of an object body (JSON, form, multipart),
+    else one ``body`` parameter for all of it; returns the body's kind, media type and requiredness."""
     body = op.get("requestBody")
     if not isinstance(body, Mapping) or not isinstance(body.get("content"), Mapping) or not body["content"]:
         return None, None, False
@@ -171,27 +173,37 @@ def _body(
     if kind != "raw" and isinstance(props, Mapping) and props:
         needed = set(schema.get("required") or [])
         for prop, prop_schema in props.items():
-            prop_schema = merge_all_of(prop_schema) if isinstance(prop_schema, Mapping) else {}
-            if prop_schema.get("readOnly"):
-                continue
-            binary = kind == "multipart" and _is_binary(prop_schema)
-            pname = str(prop)
-            if pname in bindings:
-                log.warning(
-                    "parameter %r is also a body property; the body property is body_%s", pname, pname
-                )
-                pname = f"body_{pname}"
-            description = str(prop_schema.get("description", ""))
-            if binary:
-                description = (description + " (the file's content, uploaded as a file)").strip()
-            binding = Binding("body", str(prop), binary=binary)
-            _add(params, bindings, pname, binding, prop_schema, prop in needed, description)
+            _add_body_property(params, bindings, kind, str(prop), prop_schema, prop in needed)
     else:
         description = str(body.get("description") or schema.get("description") or "The request body.")
         _add(
             params, bindings, "body", Binding("body", "body", whole_body=True), schema, required, description
         )
     return kind, media, required
+
+
+def _add_body_property(
+    params: list[ToolParameter],
+    bindings: dict[str, Binding],
+    kind: BodyKind,
+    prop: str,
+    prop_schema: Any,
+    required: bool,
+) -> None:
+    """One property of an object body as a tool parameter (``body_<name>`` if a parameter of the
+    same name exists); read-only properties are skipped, multipart binary ones are files."""
+    schema = merge_all_of(prop_schema) if isinstance(prop_schema, Mapping) else {}
+    if schema.get("readOnly"):
+        return
+    binary = kind == "multipart" and _is_binary(schema)
+    pname = prop
+    if pname in bindings:
+        log.warning("parameter %r is also a body property; the body property is body_%s", pname, pname)
+        pname = f"body_{pname}"
+    description = str(schema.get("description", ""))
+    if binary:
+        description = (description + " (the file's content, uploaded as a file)").strip()
+    _add(params, bindings, pname, Binding("body", prop, binary=binary), schema, required, description)
 
 
 def _add(
@@ -272,31 +284,57 @@ def merge_all_of(schema: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
 def model_schema(schema: Mapping[str, Any], depth: int = 0, stack: tuple[int, ...] = ()) -> dict[str, Any]:
     """A plain JSON schema for the model: ``allOf`` folded, OpenAPI-only keys and read-only properties
     dropped, recursion (a tree node that contains tree nodes) cut at the repeat."""
-    if id(schema) in stack or depth > MAX_SCHEMA_DEPTH:
+    if id(schema) in stack or depth > MAX_SCHEMA_DEPTH:  # cycle cutting
         return {"type": "object"} if schema.get("type") == "object" or "properties" in schema else {}
     stack = (*stack, id(schema))
-    merged = _drop_null_variant(merge_all_of(schema))
+    merged = _drop_null_variant(merge_all_of(schema))  # normalisation
     out: dict[str, Any] = {}
-    for key, value in merged.items():
+    for key, value in merged.items():  # key filtering: subschemas recurse, other values are copied
         if key in _DROPPED_KEYS or key.startswith("x-"):
             continue
-        if key == "properties" and isinstance(value, Mapping):
-            out[key] = {
-                str(k): model_schema(v, depth + 1, stack)
-                for k, v in value.items()
-                if isinstance(v, Mapping) and not v.get("readOnly")
-            }
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, Mapping):
-            out[key] = model_schema(value, depth + 1, stack)
-        elif key in ("anyOf", "oneOf") and isinstance(value, list):
-            out[key] = [model_schema(v, depth + 1, stack) for v in value if isinstance(v, Mapping)]
-        else:
-            out[key] = _plain(value)
+        sub = _SUBSCHEMAS.get(key)
+        out[key] = _plain(value) if sub is None else sub(value, depth + 1, stack)
+    _prune_required(out)
+    return out
+
+
+def _properties(value: Any, depth: int, stack: tuple[int, ...]) -> Any:
+    if not isinstance(value, Mapping):
+        return _plain(value)
+    return {
+        str(k): model_schema(v, depth, stack)
+        for k, v in value.items()
+        if isinstance(v, Mapping) and not v.get("readOnly")
+    }
+
+
+def _one_schema(value: Any, depth: int, stack: tuple[int, ...]) -> Any:
+    return model_schema(value, depth, stack) if isinstance(value, Mapping) else _plain(value)
+
+
+def _schema_list(value: Any, depth: int, stack: tuple[int, ...]) -> Any:
+    if not isinstance(value, list):
+        return _plain(value)
+    return [model_schema(v, depth, stack) for v in value if isinstance(v, Mapping)]
+
+
+# The keys whose values are schemas (or hold schemas), and how each is converted.
+_SUBSCHEMAS: dict[str, Callable[[Any, int, tuple[int, ...]], Any]] = {
+    "properties": _properties,
+    "items": _one_schema,
+    "additionalProperties": _one_schema,
+    "not": _one_schema,
+    "anyOf": _schema_list,
+    "oneOf": _schema_list,
+}
+
+
+def _prune_required(out: dict[str, Any]) -> None:
+    """``required`` keeps only the properties still present (read-only ones are gone); empty, it goes."""
     if "required" in out and isinstance(out.get("properties"), Mapping):
         out["required"] = [r for r in out["required"] if r in out["properties"]]
         if not out["required"]:
             del out["required"]
-    return out
 
 
 def _drop_null_variant(schema: dict[str, Any]) -> dict[str, Any]:

@@ -306,41 +306,48 @@ def _swagger_operation(
 ) -> dict[str, Any]:
     out = {k: v for k, v in op.items() if k in ("operationId", "summary", "description", "deprecated")}
     plain: list[dict[str, Any]] = []
-    form: dict[str, Any] = {}
-    form_required: list[str] = []
+    form: list[dict[str, Any]] = []
     for p in params:
         where = p.get("in")
         if where == "body":
-            media = next(
-                (c for c in consumes if "json" in c), consumes[0] if consumes else "application/json"
-            )
-            out["requestBody"] = {
-                "required": bool(p.get("required")),
-                "description": p.get("description", ""),
-                "content": {media: {"schema": p.get("schema") or {}}},
-            }
+            out["requestBody"] = _swagger_body(p, consumes)
         elif where == "formData":
-            schema = _swagger_param_schema(p)
-            if p.get("type") == "file":
-                schema = {"type": "string", "format": "binary"}
-            form[p["name"]] = schema
-            if p.get("required"):
-                form_required.append(p["name"])
+            form.append(p)
         else:
             entry: dict[str, Any] = {k: p[k] for k in ("name", "in", "required", "description") if k in p}
             entry["schema"] = _swagger_param_schema(p)
             plain.append(entry)
     if form:
-        has_file = any(s.get("format") == "binary" for s in form.values())
-        media = (
-            "multipart/form-data"
-            if has_file or "multipart/form-data" in consumes
-            else ("application/x-www-form-urlencoded")
-        )
-        schema = {"type": "object", "properties": form, "required": form_required}
-        out["requestBody"] = {"required": bool(form_required), "content": {media: {"schema": schema}}}
+        out["requestBody"] = _swagger_form_body(form, consumes)
     out["parameters"] = plain
     return out
+
+
+def _swagger_body(p: Mapping[str, Any], consumes: list[str]) -> dict[str, Any]:
+    """An ``in: body`` parameter as a request body, under the first JSON media type consumed."""
+    media = next((c for c in consumes if "json" in c), consumes[0] if consumes else "application/json")
+    return {
+        "required": bool(p.get("required")),
+        "description": p.get("description", ""),
+        "content": {media: {"schema": p.get("schema") or {}}},
+    }
+
+
+def _swagger_form_body(form: list[dict[str, Any]], consumes: list[str]) -> dict[str, Any]:
+    """``in: formData`` parameters as one object body: multipart if a file is among them (or the
+    operation consumes multipart), else URL-encoded."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for p in form:
+        file = p.get("type") == "file"
+        props[p["name"]] = {"type": "string", "format": "binary"} if file else _swagger_param_schema(p)
+        if p.get("required"):
+            required.append(p["name"])
+    has_file = any(s.get("format") == "binary" for s in props.values())
+    multipart = has_file or "multipart/form-data" in consumes
+    media = "multipart/form-data" if multipart else "application/x-www-form-urlencoded"
+    schema = {"type": "object", "properties": props, "required": required}
+    return {"required": bool(required), "content": {media: {"schema": schema}}}
 
 
 def _swagger_param_schema(p: Mapping[str, Any]) -> dict[str, Any]:
