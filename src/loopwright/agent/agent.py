@@ -21,6 +21,7 @@ from loopwright.model.entities import (
     TextPart,
     UserMessage,
 )
+from loopwright.model.settings import ModelSettings, model_settings_from_params
 from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
 from loopwright.tools.engine import FileSink, ToolEngine
 
@@ -43,7 +44,8 @@ class Agent:
     parser_mode: ParserMode = "robust"
     react_stop: str | None = "Observation"
     stop: Sequence[str] = ()
-    model_params: Mapping[str, Any] = field(default_factory=dict)
+    # A plain mapping (YAML) is accepted: see model_settings_from_params.
+    model_params: ModelSettings | Mapping[str, Any] = field(default_factory=dict)
     tool_choice: str = "auto"
     max_parallel_tools: int = 8
     tool_timeout: float = 30.0
@@ -108,7 +110,8 @@ class Agent:
             max_iterations=self.max_iterations,
             max_parallel_tools=self.max_parallel_tools,
             max_malformed_retries=self.max_malformed_retries,
-            params=self.model_params,
+            # A plain mapping (an app config's model_params) is checked once per run, not per call.
+            params=model_settings_from_params(self.model_params),
             tool_choice=self.tool_choice,
             tool_context=context or self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,6 +37,7 @@ from loopwright.model.entities import (
     Usage,
     UserMessage,
 )
+from loopwright.model.settings import ModelSettings
 from loopwright.tools.base import ToolContext, ToolOutput
 from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
 
@@ -48,7 +49,7 @@ class LoopSettings:
     max_iterations: int
     max_parallel_tools: int
     max_malformed_retries: int
-    params: Mapping[str, Any]
+    params: ModelSettings
     tool_choice: str  # for the first round; later rounds are "auto"
     tool_context: ToolContext
     guard: RepeatGuard | None
@@ -201,14 +202,14 @@ def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecor
         call.meta = ToolInvokeMeta(0.0, "repeated call", {})
 
 
-def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> Mapping[str, Any]:
+def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> ModelSettings:
     """The model parameters of one round: the agent's, plus ``tool_choice`` (first round only, and
     only when tools are offered) and, for ReAct, ``react_tools``."""
     choice = settings.tool_choice if rnd == 1 else "auto"
     offered = req.tools if req.react_tools is None else req.react_tools
     if req.react_tools is None and (choice == "auto" or not offered):
         return settings.params  # the common case: no copy
-    params = dict(settings.params)
+    params = settings.params.copy()
     if choice != "auto" and offered:
         params["tool_choice"] = choice
     if req.react_tools is not None:

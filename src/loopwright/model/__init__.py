@@ -19,6 +19,11 @@ from loopwright.model.entities import (
     Usage,
     UserMessage,
 )
+from loopwright.model.settings import (
+    ModelSettings,
+    merge_model_settings,
+    model_settings_from_params,
+)
 
 __all__ = [
     "AssistantMessage",
@@ -30,6 +35,7 @@ __all__ = [
     "ModelError",
     "ModelFeature",
     "ModelMode",
+    "ModelSettings",
     "PromptMessage",
     "SystemMessage",
     "TextPart",
@@ -41,4 +47,6 @@ __all__ = [
     "UserMessage",
     "estimate_message_tokens",
     "estimate_tokens",
+    "merge_model_settings",
+    "model_settings_from_params",
 ]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import AsyncGenerator, Sequence
+from typing import Protocol, runtime_checkable
 
 from loopwright.errors import ModelError as ModelError
-
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -17,6 +16,7 @@ from loopwright.model.entities import (
     ToolSchema,
     content_text,
 )
+from loopwright.model.settings import ModelSettings
 
 
 @runtime_checkable
@@ -26,8 +26,9 @@ class Model(Protocol):
     ``stream`` returns the reply as chunks; a provider that cannot stream tool calls sends them whole
     in one chunk. ``count_tokens`` must work offline.
 
-    ``params`` holds sampling parameters (``temperature``, ``max_tokens``, …) and two keys the agent
-    sets that every provider must honour or ignore, never pass on blindly:
+    ``params`` is the call's :class:`~loopwright.model.settings.ModelSettings`: sampling values
+    (``temperature``, ``max_tokens``, …) and two keys the agent sets that every provider must honour or
+    ignore, never pass on blindly:
 
     - ``tool_choice``: ``"auto"`` (absent), ``"required"``, ``"none"`` or a tool name, as in the
       OpenAI API; sent only in a round that offers tools.
@@ -47,7 +48,7 @@ class Model(Protocol):
         *,
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
+        params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]: ...
 
     def count_tokens(self, messages: Sequence[PromptMessage]) -> int: ...

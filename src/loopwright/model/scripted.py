@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from loopwright.model.entities import (
     ToolSchema,
     Usage,
 )
+from loopwright.model.settings import ModelSettings
 
 
 class ScriptExhaustedError(ModelError):
@@ -108,7 +109,7 @@ class ScriptedModel:
         *,
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
+        params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
         n = self._next
         if self.cycle and n >= len(self._script):
