@@ -55,6 +55,7 @@ class Agent:
     context: ToolContext = field(default_factory=ToolContext)
     files: FileSink | None = None  # keeps the files tools make (the server's tool files)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
+    _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -145,7 +146,9 @@ class Agent:
         return UserMessage(query)
 
     async def _tool_engine(self) -> ToolEngine:
-        if self._engine is not None:
+        # One engine per agent, so the tool result cache (@tool(cache_ttl=...)) outlives a run. A
+        # toolset may change its tools between runs: it is asked again each run and the table renewed.
+        if self._engine is not None and not self._dynamic:
             return self._engine
         tools: list[Tool] = []
         dynamic = False
@@ -154,13 +157,15 @@ class Agent:
                 tools.append(item)
             else:
                 tools.extend(await item.get_tools())
-                dynamic = True  # a toolset may change between runs; ask it again next time
-        engine = ToolEngine(
+                dynamic = True
+        if self._engine is not None:
+            self._engine.set_tools(tools)
+            return self._engine
+        self._dynamic = dynamic
+        self._engine = ToolEngine(
             tools,
             default_timeout=self.tool_timeout,
             observation_token_limit=self.observation_token_limit,
             files=self.files,
         )
-        if not dynamic:
-            self._engine = engine
-        return engine
+        return self._engine
