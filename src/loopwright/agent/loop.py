@@ -19,6 +19,7 @@ from loopwright.agent.events import (
     AgentEvent,
     AgentResult,
     Finished,
+    FinishReason,
     RoundFinished,
     RoundStarted,
     TextDelta,
@@ -83,6 +84,7 @@ class RoundReply:
     answer: str | None = None  # the final answer, when the reply has no tool calls
     answer_streamed: bool = True  # False when the answer came inside an action and was not yet shown
     problem: str | None = None  # the reply attempted an action that could not be read
+    finish_reason: str | None = None  # the model's own (its last chunk's): "stop", "length", …
 
 
 @dataclass(slots=True)
@@ -217,6 +219,11 @@ def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> ModelS
     return params
 
 
+# The model's finish reasons a run reports as they are; any other ("tool_calls" on the answer round
+# after a malformed reply, a provider's own word) is a normal stop.
+_FINISH_REASONS: dict[str, FinishReason] = {"length": "length", "content_filter": "content_filter"}
+
+
 def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent]:
     answer = reply.answer if reply.answer is not None else reply.text
     events: list[AgentEvent] = []
@@ -227,7 +234,7 @@ def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent
         text=answer,
         files=state.files,
         usage=state.usage,
-        finish_reason="stop",
+        finish_reason=_FINISH_REASONS.get(reply.finish_reason or "stop", "stop"),
         rounds=state.round,
         messages=[*state.history, state.user_message, *state.turn],
     )
