@@ -1,6 +1,12 @@
 """Models: entities, the Model protocol, and providers."""
 
-from loopwright.model.base import Model, ModelError, estimate_message_tokens, estimate_tokens
+from loopwright.model.base import (
+    Model,
+    ModelError,
+    ReactPromptModel,
+    estimate_message_tokens,
+    estimate_tokens,
+)
 from loopwright.model.entities import (
     AssistantMessage,
     ContentPart,
@@ -37,6 +43,7 @@ __all__ = [
     "ModelMode",
     "ModelSettings",
     "PromptMessage",
+    "ReactPromptModel",
     "SystemMessage",
     "TextPart",
     "ToolCall",

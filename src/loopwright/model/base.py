@@ -54,6 +54,15 @@ class Model(Protocol):
     def count_tokens(self, messages: Sequence[PromptMessage]) -> int: ...
 
 
+@runtime_checkable
+class ReactPromptModel(Protocol):
+    """A model that may bring its own ReAct prompt (the small local model does): the strategy factory
+    uses ``react_template`` and ``react_continue`` instead of the stock ones when they are not ``None``."""
+
+    react_template: str | None
+    react_continue: str | None
+
+
 # Words, numbers, and single punctuation marks: close to what BPE tokenizers produce for English prose,
 # within ~15 %, and it needs no vocabulary file.
 _TOKEN_RE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")

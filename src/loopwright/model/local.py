@@ -104,8 +104,9 @@ class LocalModel:
         # gets the standard Dify prompt.
         small = self.path is None
         self.mode = ModelMode.CHAT
-        self.react_template = SMALL_MODEL_REACT_TEMPLATE if small else None
-        self.react_continue = SMALL_MODEL_CONTINUE if small else None
+        # ReactPromptModel: this model's own ReAct prompt, for small models.
+        self.react_template: str | None = SMALL_MODEL_REACT_TEMPLATE if small else None
+        self.react_continue: str | None = SMALL_MODEL_CONTINUE if small else None
 
     @staticmethod
     def default_path() -> Path:
