@@ -44,3 +44,18 @@ def test_stop_words() -> None:
 def test_unknown_strategy_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown strategy 'cot'"):
         create_strategy(ScriptedModel([]), "cot")  # type: ignore[arg-type]
+
+
+class OwnPromptModel(ScriptedModel):
+    """A model that declares its own ReAct prompt (model.base.ReactPromptModel)."""
+
+    react_template: str | None = "MY TEMPLATE {{instruction}}"
+    react_continue: str | None = "go on"
+
+
+def test_a_model_with_its_own_react_prompt_gets_it() -> None:
+    own = create_strategy(OwnPromptModel([]), "react")
+    stock = create_strategy(ScriptedModel([]), "react")
+    assert isinstance(own, ReactStrategy) and isinstance(stock, ReactStrategy)
+    assert (own.template, own.continue_message) == ("MY TEMPLATE {{instruction}}", "go on")
+    assert stock.template != own.template and stock.continue_message != "go on"

@@ -489,7 +489,9 @@ async def test_agent_runs_a_function_calling_round(model: OpenAICompatModel) -> 
     assert isinstance(started[0].arguments, dict) and "city" in started[0].arguments
     assert len(finished) == 1 and seen == [started[0].arguments["city"]]
     result = events[-1].result  # type: ignore[union-attr]
-    assert result.finish_reason == "stop" and result.rounds == 2
+    # The answer may be cut at max_tokens (32); the run then reports "length", as the server did
+    # (the mapping itself is tested in tests/agent/test_loop.py).
+    assert result.finish_reason in ("stop", "length") and result.rounds == 2
     assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
 
 

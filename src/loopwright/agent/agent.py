@@ -21,6 +21,7 @@ from loopwright.model.entities import (
     TextPart,
     UserMessage,
 )
+from loopwright.model.settings import ModelSettings, model_settings_from_params
 from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
 from loopwright.tools.engine import FileSink, ToolEngine
 
@@ -43,7 +44,8 @@ class Agent:
     parser_mode: ParserMode = "robust"
     react_stop: str | None = "Observation"
     stop: Sequence[str] = ()
-    model_params: Mapping[str, Any] = field(default_factory=dict)
+    # A plain mapping (YAML) is accepted: see model_settings_from_params.
+    model_params: ModelSettings | Mapping[str, Any] = field(default_factory=dict)
     tool_choice: str = "auto"
     max_parallel_tools: int = 8
     tool_timeout: float = 30.0
@@ -53,6 +55,7 @@ class Agent:
     context: ToolContext = field(default_factory=ToolContext)
     files: FileSink | None = None  # keeps the files tools make (the server's tool files)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
+    _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -108,7 +111,8 @@ class Agent:
             max_iterations=self.max_iterations,
             max_parallel_tools=self.max_parallel_tools,
             max_malformed_retries=self.max_malformed_retries,
-            params=self.model_params,
+            # A plain mapping (an app config's model_params) is checked once per run, not per call.
+            params=model_settings_from_params(self.model_params),
             tool_choice=self.tool_choice,
             tool_context=context or self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
@@ -142,7 +146,9 @@ class Agent:
         return UserMessage(query)
 
     async def _tool_engine(self) -> ToolEngine:
-        if self._engine is not None:
+        # One engine per agent, so the tool result cache (@tool(cache_ttl=...)) outlives a run. A
+        # toolset may change its tools between runs: it is asked again each run and the table renewed.
+        if self._engine is not None and not self._dynamic:
             return self._engine
         tools: list[Tool] = []
         dynamic = False
@@ -151,13 +157,15 @@ class Agent:
                 tools.append(item)
             else:
                 tools.extend(await item.get_tools())
-                dynamic = True  # a toolset may change between runs; ask it again next time
-        engine = ToolEngine(
+                dynamic = True
+        if self._engine is not None:
+            self._engine.set_tools(tools)
+            return self._engine
+        self._dynamic = dynamic
+        self._engine = ToolEngine(
             tools,
             default_timeout=self.tool_timeout,
             observation_token_limit=self.observation_token_limit,
             files=self.files,
         )
-        if not dynamic:
-            self._engine = engine
-        return engine
+        return self._engine

@@ -15,7 +15,10 @@ from loopwright.model.entities import PromptMessage, Usage
 from loopwright.tools.base import ToolOutput
 from loopwright.tools.engine import ToolInvokeMeta
 
-FinishReason = Literal["stop", "max_iterations", "cancelled", "error"]
+# Why a run ended with an answer: "stop" (the model finished), "length" (the answer was cut at the
+# model's token limit), "content_filter" (the provider withheld the rest). Runs that end otherwise
+# raise (AgentMaxIterationError, AgentRepeatedToolCallError, ModelError, cancellation).
+FinishReason = Literal["stop", "length", "content_filter"]
 
 
 @dataclass(slots=True)

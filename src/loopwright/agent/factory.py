@@ -8,7 +8,7 @@ from typing import Literal
 from loopwright.agent.function_call import FunctionCallStrategy
 from loopwright.agent.loop import Strategy
 from loopwright.agent.react import ParserMode, ReactStrategy
-from loopwright.model.base import Model
+from loopwright.model.base import Model, ReactPromptModel
 from loopwright.model.entities import TOOL_CALL_FEATURES, ModelMode
 
 StrategyName = Literal["auto", "function-calling", "react"]
@@ -36,10 +36,11 @@ def create_strategy(
     react_stops = [*stop, react_stop] if react_stop and react_stop not in stop else list(stop)
     mode: Literal["chat", "completion"] = "completion" if model.mode == ModelMode.COMPLETION else "chat"
     # A model may bring its own ReAct prompt (the small local model does).
+    own = model if isinstance(model, ReactPromptModel) else None
     return ReactStrategy(
         mode,
         parser_mode=parser_mode,
         stop=react_stops,
-        template=getattr(model, "react_template", None),
-        continue_message=getattr(model, "react_continue", None),
+        template=own.react_template if own else None,
+        continue_message=own.react_continue if own else None,
     )

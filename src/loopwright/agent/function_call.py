@@ -51,6 +51,7 @@ class FunctionCallStrategy:
         partial: list[_PartialCall] = []
         by_index: dict[int, _PartialCall] = {}
         usage: Usage | None = None
+        finish: str | None = None
         async for chunk in chunks:
             if chunk.text:
                 texts.append(chunk.text)
@@ -71,9 +72,11 @@ class FunctionCallStrategy:
                         current.arguments.append(d.arguments)
             if chunk.usage is not None:
                 usage = chunk.usage
+            if chunk.finish_reason is not None:
+                finish = chunk.finish_reason
         text = "".join(texts)
         calls = [_to_record(p, rnd, i) for i, p in enumerate(partial)]
-        yield RoundReply(text, calls, usage, answer=None if calls else text)
+        yield RoundReply(text, calls, usage, answer=None if calls else text, finish_reason=finish)
 
     def record(self, state: RunState, reply: RoundReply) -> None:
         calls = [ToolCall(c.id, c.name, c.arguments_json()) for c in reply.calls]

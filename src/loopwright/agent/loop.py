@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,6 +19,7 @@ from loopwright.agent.events import (
     AgentEvent,
     AgentResult,
     Finished,
+    FinishReason,
     RoundFinished,
     RoundStarted,
     TextDelta,
@@ -37,6 +38,7 @@ from loopwright.model.entities import (
     Usage,
     UserMessage,
 )
+from loopwright.model.settings import ModelSettings
 from loopwright.tools.base import ToolContext, ToolOutput
 from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
 
@@ -48,7 +50,7 @@ class LoopSettings:
     max_iterations: int
     max_parallel_tools: int
     max_malformed_retries: int
-    params: Mapping[str, Any]
+    params: ModelSettings
     tool_choice: str  # for the first round; later rounds are "auto"
     tool_context: ToolContext
     guard: RepeatGuard | None
@@ -82,6 +84,7 @@ class RoundReply:
     answer: str | None = None  # the final answer, when the reply has no tool calls
     answer_streamed: bool = True  # False when the answer came inside an action and was not yet shown
     problem: str | None = None  # the reply attempted an action that could not be read
+    finish_reason: str | None = None  # the model's own (its last chunk's): "stop", "length", …
 
 
 @dataclass(slots=True)
@@ -201,19 +204,24 @@ def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecor
         call.meta = ToolInvokeMeta(0.0, "repeated call", {})
 
 
-def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> Mapping[str, Any]:
+def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> ModelSettings:
     """The model parameters of one round: the agent's, plus ``tool_choice`` (first round only, and
     only when tools are offered) and, for ReAct, ``react_tools``."""
     choice = settings.tool_choice if rnd == 1 else "auto"
     offered = req.tools if req.react_tools is None else req.react_tools
     if req.react_tools is None and (choice == "auto" or not offered):
         return settings.params  # the common case: no copy
-    params = dict(settings.params)
+    params = settings.params.copy()
     if choice != "auto" and offered:
         params["tool_choice"] = choice
     if req.react_tools is not None:
         params["react_tools"] = req.react_tools
     return params
+
+
+# The model's finish reasons a run reports as they are; any other ("tool_calls" on the answer round
+# after a malformed reply, a provider's own word) is a normal stop.
+_FINISH_REASONS: dict[str, FinishReason] = {"length": "length", "content_filter": "content_filter"}
 
 
 def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent]:
@@ -226,7 +234,7 @@ def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent
         text=answer,
         files=state.files,
         usage=state.usage,
-        finish_reason="stop",
+        finish_reason=_FINISH_REASONS.get(reply.finish_reason or "stop", "stop"),
         rounds=state.round,
         messages=[*state.history, state.user_message, *state.turn],
     )

@@ -89,6 +89,7 @@ class ReactStrategy:
         texts: list[str] = []
         actions: list[Action] = []
         usage: Usage | None = None
+        finish: str | None = None
         error: str | None = None
 
         def step(events: list[str | Action]) -> list[TextDelta]:
@@ -104,6 +105,8 @@ class ReactStrategy:
         async for chunk in chunks:
             if chunk.usage is not None:
                 usage = chunk.usage
+            if chunk.finish_reason is not None:
+                finish = chunk.finish_reason
             if chunk.text and error is None:
                 events, error = _parse(parser.feed, chunk.text)
                 for delta in step(events):
@@ -113,7 +116,9 @@ class ReactStrategy:
             for delta in step(events):
                 yield delta
         problem = error or ("; ".join(parser.problems) if parser.problems else None)
-        yield self._reply("".join(texts), actions, usage, problem, rnd)
+        reply = self._reply("".join(texts), actions, usage, problem, rnd)
+        reply.finish_reason = finish
+        yield reply
 
     def _reply(
         self, text: str, actions: list[Action], usage: Usage | None, problem: str | None, rnd: int

@@ -1,6 +1,12 @@
 """Models: entities, the Model protocol, and providers."""
 
-from loopwright.model.base import Model, ModelError, estimate_message_tokens, estimate_tokens
+from loopwright.model.base import (
+    Model,
+    ModelError,
+    ReactPromptModel,
+    estimate_message_tokens,
+    estimate_tokens,
+)
 from loopwright.model.entities import (
     AssistantMessage,
     ContentPart,
@@ -19,6 +25,11 @@ from loopwright.model.entities import (
     Usage,
     UserMessage,
 )
+from loopwright.model.settings import (
+    ModelSettings,
+    merge_model_settings,
+    model_settings_from_params,
+)
 
 __all__ = [
     "AssistantMessage",
@@ -30,7 +41,9 @@ __all__ = [
     "ModelError",
     "ModelFeature",
     "ModelMode",
+    "ModelSettings",
     "PromptMessage",
+    "ReactPromptModel",
     "SystemMessage",
     "TextPart",
     "ToolCall",
@@ -41,4 +54,6 @@ __all__ = [
     "UserMessage",
     "estimate_message_tokens",
     "estimate_tokens",
+    "merge_model_settings",
+    "model_settings_from_params",
 ]

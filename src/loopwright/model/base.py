@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import AsyncGenerator, Sequence
+from typing import Protocol, runtime_checkable
 
 from loopwright.errors import ModelError as ModelError
 from loopwright.model.entities import (
@@ -16,6 +16,7 @@ from loopwright.model.entities import (
     ToolSchema,
     content_text,
 )
+from loopwright.model.settings import ModelSettings
 
 
 @runtime_checkable
@@ -25,8 +26,9 @@ class Model(Protocol):
     ``stream`` returns the reply as chunks; a provider that cannot stream tool calls sends them whole
     in one chunk. ``count_tokens`` must work offline.
 
-    ``params`` holds sampling parameters (``temperature``, ``max_tokens``, …) and two keys the agent
-    sets that every provider must honour or ignore, never pass on blindly:
+    ``params`` is the call's :class:`~loopwright.model.settings.ModelSettings`: sampling values
+    (``temperature``, ``max_tokens``, …) and two keys the agent sets that every provider must honour or
+    ignore, never pass on blindly:
 
     - ``tool_choice``: ``"auto"`` (absent), ``"required"``, ``"none"`` or a tool name, as in the
       OpenAI API; sent only in a round that offers tools.
@@ -46,10 +48,19 @@ class Model(Protocol):
         *,
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
+        params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]: ...
 
     def count_tokens(self, messages: Sequence[PromptMessage]) -> int: ...
+
+
+@runtime_checkable
+class ReactPromptModel(Protocol):
+    """A model that may bring its own ReAct prompt (the small local model does): the strategy factory
+    uses ``react_template`` and ``react_continue`` instead of the stock ones when they are not ``None``."""
+
+    react_template: str | None
+    react_continue: str | None
 
 
 # Words, numbers, and single punctuation marks: close to what BPE tokenizers produce for English prose,

@@ -20,7 +20,7 @@ import importlib.util
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +42,10 @@ from loopwright.model.entities import (
 from loopwright.model.local_choice import choose
 from loopwright.model.local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
 from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
+from loopwright.model.settings import ModelSettings
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
+_SAMPLING_KEYS: tuple[str, ...] = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
 
 
 @dataclass
@@ -103,8 +104,9 @@ class LocalModel:
         # gets the standard Dify prompt.
         small = self.path is None
         self.mode = ModelMode.CHAT
-        self.react_template = SMALL_MODEL_REACT_TEMPLATE if small else None
-        self.react_continue = SMALL_MODEL_CONTINUE if small else None
+        # ReactPromptModel: this model's own ReAct prompt, for small models.
+        self.react_template: str | None = SMALL_MODEL_REACT_TEMPLATE if small else None
+        self.react_continue: str | None = SMALL_MODEL_CONTINUE if small else None
 
     @staticmethod
     def default_path() -> Path:
@@ -188,7 +190,7 @@ class LocalModel:
         *,
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
+        params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
         params = params or {}
         loaded = _cache.get(self._key())
@@ -200,7 +202,7 @@ class LocalModel:
             prompt=prompt,
             stop=[*stop, *template_stops],
             max_tokens=int(params.get("max_tokens", self.max_tokens)),
-            sampling={k: params[k] for k in _SAMPLING_KEYS if k in params},
+            sampling={k: v for k, v in params.items() if k in _SAMPLING_KEYS},
             react_tools=params.get("react_tools"),
             tool_choice=str(params.get("tool_choice", "auto")),
             observation=_observation(messages) if params.get("react_tools") else None,

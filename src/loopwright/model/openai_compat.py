@@ -46,6 +46,7 @@ from loopwright.model.errors import (
     ModelRequestError,
     ModelUnavailableError,
 )
+from loopwright.model.settings import ModelSettings
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionChunk
@@ -214,7 +215,7 @@ def build_request(
     *,
     tools: Sequence[ToolSchema] = (),
     stop: Sequence[str] = (),
-    params: Mapping[str, Any] | None = None,
+    params: ModelSettings | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` (without the streaming ones) for one call.
 
@@ -448,7 +449,7 @@ class OpenAICompatModel:
         *,
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
+        params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
         request = build_request(self.model, messages, tools=tools, stop=stop, params=params)
         return self._stream(request, messages)

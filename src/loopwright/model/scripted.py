@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from loopwright.model.entities import (
     ToolSchema,
     Usage,
 )
+from loopwright.model.settings import ModelSettings
 
 
 class ScriptExhaustedError(ModelError):
@@ -38,10 +39,11 @@ class Reply:
     calls: tuple[CallSpec, ...] = ()
     usage: Usage | None = None
     raises: BaseException | None = None
+    finish_reason: str | None = None  # the reason the model reports; by default "tool_calls" or "stop"
 
     @classmethod
-    def text(cls, text: str, *, usage: Usage | None = None) -> Reply:
-        return cls(content=text, usage=usage)
+    def text(cls, text: str, *, usage: Usage | None = None, finish_reason: str | None = None) -> Reply:
+        return cls(content=text, usage=usage, finish_reason=finish_reason)
 
     @classmethod
     def tool_calls(cls, *calls: CallSpec, text: str = "", usage: Usage | None = None) -> Reply:
@@ -108,7 +110,7 @@ class ScriptedModel:
         *,
         tools: Sequence[ToolSchema] = (),
         stop: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
+        params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
         n = self._next
         if self.cycle and n >= len(self._script):
@@ -145,7 +147,8 @@ class ScriptedModel:
                     await asyncio.sleep(self.delay)
                 yield chunk
         usage = reply.usage or _default_usage(messages, text, reply.calls)
-        yield LLMChunk(usage=usage, finish_reason="tool_calls" if reply.calls else "stop")
+        finish = reply.finish_reason or ("tool_calls" if reply.calls else "stop")
+        yield LLMChunk(usage=usage, finish_reason=finish)
 
     def _call_chunks(self, calls: list[tuple[str, str, str | None]], call_number: int) -> list[LLMChunk]:
         whole: list[ToolCallDelta] = []

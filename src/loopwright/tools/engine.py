@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from cachetools import TLRUCache
 
 from loopwright.model.base import estimate_tokens, token_prefix_length
+from loopwright.model.entities import ToolSchema
 from loopwright.tools.base import (
     FILE_OUTPUTS,
     BlobMessage,
@@ -103,16 +104,23 @@ class ToolEngine:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tools: dict[str, Tool] = {}
-        for t in tools:
-            if t.name in self.tools:
-                log.warning("two tools are named %r; the later one is used", t.name)
-            self.tools[t.name] = t
-        self.schemas = [t.schema for t in self.tools.values()]
+        self.schemas: list[ToolSchema] = []
+        self.set_tools(tools)
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
         self.files = files
         # Tool results by (name, user, arguments), each kept for its tool's cache_ttl.
         self._cache: TLRUCache[_CacheKey, _CacheEntry] = TLRUCache(1024, ttu=_expires, timer=clock)
+
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace the tool table (a toolset's tools may change between runs); the cache is kept."""
+        table: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in table:
+                log.warning("two tools are named %r; the later one is used", t.name)
+            table[t.name] = t
+        self.tools = table
+        self.schemas = [t.schema for t in table.values()]
 
     async def invoke(
         self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None
