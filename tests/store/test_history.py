@@ -15,6 +15,7 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.history import UUID_NIL, load_history, thread_messages, trim_to_budget
 from loopwright.store.models import Message
+from tests.store import rows
 
 
 def _shape(messages: Sequence[PromptMessage]) -> list[tuple[object, ...]]:
@@ -38,26 +39,25 @@ async def _conversation(db: Database) -> tuple[str, list[str]]:
     async with db.transaction() as s:
         app, _ = await repo.create_app(s, "demo", {})
         user = await repo.get_or_create_end_user(s, app.id, "u")
-        conv = await repo.create_conversation(s, app.id, user.id)
-        m1 = await repo.create_message(s, conv, "weather in Paris?")
-        t1 = await repo.create_thought(s, m1.id, 1)
-        await repo.save_thought(
+        conv = await rows.create_conversation(s, app.id, user.id)
+        m1 = await rows.create_message(s, conv, "weather in Paris?")
+        await rows.add_thought(
             s,
-            t1.id,
+            m1.id,
+            1,
             thought="Let me look.",
-            tool_names=["weather", "weather"],
-            tool_input=[{"city": "Paris"}, {"city": "Lyon"}],
+            tools=["weather", "weather"],
+            inputs=[{"city": "Paris"}, {"city": "Lyon"}],
+            observations=["sunny", "rain"],
         )
-        await repo.save_thought(s, t1.id, observation=["sunny", "rain"])
-        t2 = await repo.create_thought(s, m1.id, 2)
-        await repo.save_thought(s, t2.id, thought="Sunny in Paris.")
-        await repo.save_message_result(s, m1.id, answer="Sunny in Paris.")
-        m2 = await repo.create_message(s, conv, "thanks", parent_message_id=m1.id)
-        await repo.save_message_result(s, m2.id, answer="You're welcome.")
-        m3 = await repo.create_message(s, conv, "again", parent_message_id=m2.id)
-        t3 = await repo.create_thought(s, m3.id, 1)
-        await repo.save_thought(s, t3.id, tool_names="a;b", tool_input="{broken", observation="raw text")
-        m4 = await repo.create_message(s, conv, "current", parent_message_id=m3.id)
+        await rows.add_thought(s, m1.id, 2, thought="Sunny in Paris.")
+        await rows.set_result(s, m1.id, answer="Sunny in Paris.")
+        m2 = await rows.create_message(s, conv, "thanks", parent_message_id=m1.id)
+        await rows.set_result(s, m2.id, answer="You're welcome.")
+        m3 = await rows.create_message(s, conv, "again", parent_message_id=m2.id)
+        t3 = await rows.add_thought(s, m3.id, 1, tools=["a", "b"])
+        t3.tool_input, t3.observation = "{broken", "raw text"  # stored text a reader must survive
+        m4 = await rows.create_message(s, conv, "current", parent_message_id=m3.id)
         msgs = [m1, m2, m3, m4]
         for i, msg in enumerate(msgs):
             msg.created_at = m1.created_at + timedelta(seconds=i)

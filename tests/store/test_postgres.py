@@ -23,7 +23,8 @@ from sqlalchemy import text
 from loopwright.store import models as m
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from tests.app import test_generate as generate_tests
+from tests.app import test_messages as message_tests
+from tests.store import rows
 from tests.store import test_db as db_tests
 from tests.store import test_history as history_tests
 from tests.store import test_repositories as repository_tests
@@ -47,7 +48,7 @@ def _shared(*modules: ModuleType) -> list[Callable[[Database], Awaitable[None]]]
     return out
 
 
-SHARED = _shared(db_tests, repository_tests, thought_tests, history_tests, generate_tests)
+SHARED = _shared(db_tests, repository_tests, thought_tests, history_tests, message_tests)
 
 
 @pytest.fixture(scope="session")
@@ -100,7 +101,7 @@ def test_the_shared_tests_are_found() -> None:
         "test_conversation_pinned_and_isolated",
         "test_list_conversations_pagination",
         "test_messages_and_pagination",
-        "test_save_thought_rules",
+        "test_a_rounds_columns_in_difys_encodings",
         "test_save_thought_usage_and_listing",
         "test_load_history",
         "test_a_message_is_streamed_and_stored",
@@ -147,16 +148,16 @@ async def test_decimal_prices_exact_to_seven_places(pg_db: Database) -> None:
         msg.total_price = PRICES[2]
         ids = []
         for position, price in enumerate(PRICES, 1):
-            t = await repo.create_thought(s, msg.id, position)
+            t = await rows.add_thought(s, msg.id, position)
             t.message_unit_price, t.answer_unit_price, t.total_price = price, price, price
             t.message_price_unit = Decimal("0.000001")
             ids.append(t.id)
     async with pg_db.session() as s:
-        rows = await repo.list_thoughts(s, msg.id)
+        listed = await repo.list_thoughts(s, msg.id)
         stored = await s.get(m.Message, msg.id)
         raw = (await s.execute(text("SELECT total_price::text FROM messages"))).scalar()
-    assert [r.id for r in rows] == ids
-    for row, price in zip(rows, PRICES, strict=True):
+    assert [r.id for r in listed] == ids
+    for row, price in zip(listed, PRICES, strict=True):
         for value in (row.message_unit_price, row.answer_unit_price, row.total_price):
             assert isinstance(value, Decimal) and value == price
         assert row.message_price_unit == Decimal("0.000001") and row.answer_price_unit == Decimal("0.001")
