@@ -11,7 +11,7 @@ import pytest
 from loopwright import Agent
 from loopwright.agent import ToolCallFinished, ToolCallStarted
 from loopwright.agent.react_parser import ReactParser
-from loopwright.model.base import ModelError
+from loopwright.model.base import ModelError, ReactTurn
 from loopwright.model.entities import SystemMessage, UserMessage
 from loopwright.tools.builtin import builtin_tools
 
@@ -33,8 +33,18 @@ def model() -> LocalModel:
     return m
 
 
-async def collect(model: LocalModel, messages: list, **params: object) -> tuple[str, list]:  # type: ignore[type-arg]
-    chunks = [c async for c in model.stream(messages, params=params)]
+async def collect(
+    model: LocalModel,
+    messages: list,  # type: ignore[type-arg]
+    react: ReactTurn | None = None,
+    **params: object,
+) -> tuple[str, list]:  # type: ignore[type-arg]
+    stream = (
+        model.stream(messages, params=params)
+        if react is None
+        else model.stream_react(messages, react, params=params)
+    )  # type: ignore[arg-type]
+    chunks = [c async for c in stream]
     return "".join(c.text for c in chunks), chunks
 
 
@@ -48,7 +58,7 @@ async def test_plain_answer_streams_tokens_with_usage(model: LocalModel) -> None
 
 async def test_grammar_makes_a_parseable_action_naming_a_real_tool(model: LocalModel) -> None:
     messages = [SystemMessage("Use tools."), UserMessage("Use the calculator to compute 17 * 23.")]
-    text, _ = await collect(model, messages, react_tools=CALC, tool_choice="required")
+    text, _ = await collect(model, messages, ReactTurn(CALC), tool_choice="required")
     parser = ReactParser()
     events = parser.feed(text) + parser.flush()
     actions = [e for e in events if not isinstance(e, str)]
@@ -58,7 +68,7 @@ async def test_grammar_makes_a_parseable_action_naming_a_real_tool(model: LocalM
 
 
 async def test_without_tools_the_grammar_only_allows_the_final_answer(model: LocalModel) -> None:
-    text, _ = await collect(model, [UserMessage("Say hello.")], react_tools=[])
+    text, _ = await collect(model, [UserMessage("Say hello.")], ReactTurn([]))
     parser = ReactParser()
     actions = [e for e in parser.feed(text) + parser.flush() if not isinstance(e, str)]
     assert [a.name for a in actions] == ["Final Answer"], text
@@ -130,16 +140,6 @@ def test_after_a_short_observation_the_final_thought_quotes_it() -> None:
     assert not observation_fits("") and not observation_fits(None)
     long = react_grammar(tools, "auto", observation="x" * 61)
     assert 'Tool needed: none." rest' in long
-
-
-def test_the_observation_is_read_from_the_small_models_follow_up() -> None:
-    from loopwright.model.local import _observation
-    from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE
-
-    follow_up = UserMessage(SMALL_MODEL_CONTINUE.format(observation="Sunny, 21 °C"))
-    assert _observation([SystemMessage("s"), follow_up]) == "Sunny, 21 °C"
-    assert _observation([UserMessage("What is 17 * 23?")]) is None
-    assert _observation([]) is None
 
 
 @pytest.mark.parametrize("choice", ["auto", "required", "none", "calculator", "unknown"])
