@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
@@ -205,10 +204,21 @@ async def test_unparseable_arguments_ask_the_model_to_resend() -> None:
 
 
 async def test_tool_timeout_is_an_observation_and_the_run_goes_on() -> None:
-    model = fc_model(Reply.tool_calls(("slow", {"ms": 2000})), Reply.text("too slow"))
-    started = time.perf_counter()
-    result_events = await collect(Agent(model=model, tools=[slow], tool_timeout=0.05), "go")
-    assert time.perf_counter() - started < 1
+    never = asyncio.Event()  # never set: only the timeout ends the call
+    cancelled = asyncio.Event()
+
+    @tool
+    async def stuck() -> str:
+        """Waits forever."""
+        try:
+            await never.wait()
+        finally:
+            cancelled.set()
+        return "unreachable"
+
+    model = fc_model(Reply.tool_calls(("stuck", {})), Reply.text("too slow"))
+    result_events = await collect(Agent(model=model, tools=[stuck], tool_timeout=0.05), "go")
+    assert cancelled.is_set()  # the tool was cut off, not waited for
     obs = next(e for e in result_events if isinstance(e, ToolCallFinished)).observation
     assert obs.startswith("tool invoke error:") and "timed out" in obs
 

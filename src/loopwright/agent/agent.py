@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopwright.agent.callbacks import new_dispatcher
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.factory import StrategyName, create_strategy
 from loopwright.agent.guardrails import RepeatGuard
@@ -23,7 +25,7 @@ from loopwright.model.entities import (
 )
 from loopwright.model.settings import ModelSettings, model_settings_from_params
 from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
-from loopwright.tools.engine import FileSink, ToolEngine
+from loopwright.tools.engine import FileSink, ToolEngine, ToolHook
 
 
 @dataclass
@@ -34,6 +36,10 @@ class Agent:
     ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
     or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
     offered no tools.
+
+    ``callbacks`` watch every run (``loopwright.agent.callbacks``); ``tool_hook`` may wrap or replace
+    each tool call (``loopwright.tools.engine.ToolHook``); ``clock`` is what ``result.metrics`` times
+    are measured with.
     """
 
     model: Model
@@ -54,6 +60,9 @@ class Agent:
     max_malformed_retries: int = 2
     context: ToolContext = field(default_factory=ToolContext)
     files: FileSink | None = None  # keeps the files tools make (the server's tool files)
+    callbacks: Sequence[object] = ()
+    tool_hook: ToolHook | None = None
+    clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
     _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
@@ -74,12 +83,15 @@ class Agent:
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
+        callbacks: Sequence[object] = (),
     ) -> AgentResult:
         """Run to the end and return the result; raises what ``stream`` raises."""
         result: AgentResult | None = None
         # Consume the stream to its end rather than returning at "finished": an async generator left
         # unfinished is closed later by the event loop, through a thread-safe wake-up (a syscall).
-        async for event in self.stream(query, history=history, inputs=inputs, files=files, context=context):
+        async for event in self.stream(
+            query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
+        ):
             if type(event) is Finished:
                 result = event.result
         assert result is not None, "an agent run always ends with a finished event or an error"
@@ -93,14 +105,26 @@ class Agent:
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
+        callbacks: Sequence[object] = (),
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
-        ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools.
+        ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools;
+        ``callbacks`` watch this run as well as the agent's own.
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
         Closing the generator early cancels the model stream and running tool calls."""
         strategy = self._get_strategy()
+        tool_context = context or self.context
+        dispatcher = None
+        if self.callbacks or callbacks:  # no callback, no dispatcher: the zero-cost case
+            dispatcher = new_dispatcher(
+                [*self.callbacks, *callbacks],
+                query=query,
+                strategy=self.strategy_kind,
+                model=self.model.name,
+                context=tool_context,
+            )
         state = RunState(
             instruction=fill_inputs(self.instruction, inputs),
             query=query,
@@ -114,8 +138,10 @@ class Agent:
             # A plain mapping (an app config's model_params) is checked once per run, not per call.
             params=model_settings_from_params(self.model_params),
             tool_choice=self.tool_choice,
-            tool_context=context or self.context,
+            tool_context=tool_context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
+            callbacks=dispatcher,
+            clock=self.clock,
         )
         return run_loop(self.model, strategy, self._tool_engine, state, settings)
 
@@ -167,5 +193,6 @@ class Agent:
             default_timeout=self.tool_timeout,
             observation_token_limit=self.observation_token_limit,
             files=self.files,
+            hook=self.tool_hook,
         )
         return self._engine

@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,6 +73,14 @@ class ToolResult:
 
 _NO_CONTEXT = ToolContext()
 
+# Runs a tool with the given arguments and returns everything it yielded.
+ToolCaller = Callable[[dict[str, Any]], Awaitable[list[ToolOutput]]]
+# Dify's tool_invoke_hook: ``hook(tool, arguments, context, call)`` runs instead of the tool and
+# returns its outputs. It may call ``call(arguments)`` (the real tool, with the same or changed
+# arguments), wrap it (audit, sandbox, time it) or not call it at all (a mock, a refusal). What it
+# raises is the tool's error; the tool's timeout covers the hook.
+ToolHook = Callable[[Tool, dict[str, Any], ToolContext, ToolCaller], Awaitable[list[ToolOutput]]]
+
 
 class FileSink(Protocol):
     """Where the files tools make are kept (``loopwright.tools.files.ToolFiles``): each file output is
@@ -102,6 +110,7 @@ class ToolEngine:
         observation_token_limit: int | None = 4000,
         files: FileSink | None = None,
         clock: Callable[[], float] = time.monotonic,
+        hook: ToolHook | None = None,
     ) -> None:
         self.tools: dict[str, Tool] = {}
         self.schemas: list[ToolSchema] = []
@@ -109,6 +118,7 @@ class ToolEngine:
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
         self.files = files
+        self.hook = hook
         # Tool results by (name, user, arguments), each kept for its tool's cache_ttl.
         self._cache: TLRUCache[_CacheKey, _CacheEntry] = TLRUCache(1024, ttu=_expires, timer=clock)
 
@@ -142,7 +152,10 @@ class ToolEngine:
                     result.observation, result.outputs, ToolInvokeMeta(0.0, None, {"tool_name": name}, True)
                 )
             async with asyncio.timeout(timeout) as deadline:
-                outputs = [m async for m in tool.invoke(args, ctx)]
+                if self.hook is None:
+                    outputs = [m async for m in tool.invoke(args, ctx)]
+                else:
+                    outputs = await self.hook(tool, args, ctx, _caller(tool, ctx))
         except Exception as e:  # a tool's own bug (or its own timeout) must not end the run
             expired = isinstance(e, TimeoutError) and deadline is not None and deadline.expired()
             return _failure(name, e, f"timed out after {timeout:g} s" if expired else None, started)
@@ -265,6 +278,15 @@ def _linked(outputs: list[ToolOutput], stored: Sequence[StoredFile]) -> list[Too
         else:
             linked.append(FileMessage(item.url, f.mime_type, f.filename))
     return linked
+
+
+def _caller(tool: Tool, ctx: ToolContext) -> ToolCaller:
+    """The real call a tool hook gets: ``tool`` run with the arguments it is given."""
+
+    async def call(arguments: dict[str, Any]) -> list[ToolOutput]:
+        return [m async for m in tool.invoke(arguments, ctx)]
+
+    return call
 
 
 def _failure(name: str, e: Exception, timed_out: str | None, started: float) -> ToolResult:
