@@ -14,6 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
@@ -27,7 +28,6 @@ from loopwright.agent.events import (
     ToolCallRecord,
     ToolCallStarted,
 )
-from loopwright.agent.guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.prompts import ScratchpadStep
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactDecodingModel, ReactTurn
