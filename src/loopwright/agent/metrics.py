@@ -70,5 +70,6 @@ class RunMetrics:
         return (
             f"{self.total_time:.2f} s · first token {ttft} · model {self.model_time:.2f} s · "
             f"{self.rounds} round{'s' if self.rounds != 1 else ''} · {tools} · "
-            f"{self.prompt_tokens}+{self.completion_tokens} tokens · {self.total_price} {self.currency}"
+            f"{self.prompt_tokens} prompt + {self.completion_tokens} completion tokens · "
+            f"{self.total_price} {self.currency}"
         )
