@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from loopwright import Agent, tool
 from loopwright.agent import ToolCallFinished
-from loopwright.model.entities import Usage
 from loopwright.testing import Reply, ScriptedModel
 from loopwright.tools import TextMessage
 from loopwright.tools.base import Tool, ToolContext, ToolOutput
@@ -55,42 +53,19 @@ def broken(x: str) -> str:
     raise RuntimeError("no")
 
 
-async def test_metrics_of_a_run_with_tools() -> None:
-    usage = Usage(prompt_tokens=10, completion_tokens=4, total_tokens=14, total_price=Decimal("0.002"))
-    model = ScriptedModel(
-        [
-            Reply.tool_calls(("add", {"a": 1, "b": 2}), ("broken", {"x": "y"}), usage=usage),
-            Reply.text("3", usage=usage),
-        ],
-        features=FC,
-    )
-    result = await Agent(model=model, tools=[add, broken], clock=Ticks()).run("go")
+async def test_metrics_times_on_the_agents_clock() -> None:
+    model = ScriptedModel([Reply.tool_calls(("add", {"a": 1, "b": 2})), Reply.text("3")], features=FC)
+    result = await Agent(model=model, tools=[add], clock=Ticks()).run("go")
     m = result.metrics
-    assert (m.rounds, m.tool_calls, m.tool_errors, m.tool_success_rate) == (2, 2, 1, 0.5)
-    assert set(m.tool_time) == {"add", "broken"}
-    assert (m.tokens_in, m.tokens_out, m.price) == (20, 8, Decimal("0.004"))
-    # Clock reads: start 1; round 1 starts 2, ends 3; round 2 starts 4, first text 5, ends 6; close 7.
-    assert m.model_time == 1.0 + 2.0
-    assert m.time_to_first_token == 4.0
-    assert m.duration == 6.0
-    assert m.to_dict()["price"] == "0.004" and m.to_dict()["tool_success_rate"] == 0.5
-    summary = m.summary()
-    assert "2 rounds" in summary and "2 tool calls (1 failed)" in summary and "20 in / 8 out" in summary
-
-
-async def test_metrics_count_recovered_malformed_replies() -> None:
-    broken_reply = (
-        'Thought: use add\nAction:\n```json\n{"action": "add", "action_input": {"a": 1, "b": }\n```\n'
-    )
-    final = 'Thought: ok\nAction:\n```json\n{"action": "Final Answer", "action_input": "2"}\n```\n'
-    result = await Agent(model=ScriptedModel([broken_reply, final]), tools=[add]).run("go")
-    assert result.text == "2"
-    assert result.metrics.malformed_recovered == 1 and result.metrics.tool_calls == 0
-    assert result.metrics.tool_success_rate is None
+    assert m is not None
+    # Clock reads: start 1; round 1 sent 2, read 3; round 2 sent 4, first text 5, read 6; end 7.
+    assert (m.model_time, m.time_to_first_token, m.total_time) == (1.0 + 2.0, 4.0, 6.0)
+    assert result.usage.latency == 3.0  # the rounds' usage carries the same model time
 
 
 async def test_a_run_without_text_has_no_time_to_first_token() -> None:
     result = await Agent(model=ScriptedModel([""], features=FC)).run("go")
+    assert result.metrics is not None
     assert result.metrics.time_to_first_token is None and result.metrics.rounds == 1
 
 
@@ -120,6 +95,6 @@ async def test_a_raising_tool_hook_is_the_tools_error() -> None:
 
     model = ScriptedModel([Reply.tool_calls(("add", {"a": 1, "b": 2})), Reply.text("no")], features=FC)
     result = await Agent(model=model, tools=[add], tool_hook=hook).run("go")
-    assert result.metrics.tool_errors == 1
+    assert result.metrics is not None and result.metrics.tool_errors == 1
     tool_message = result.messages[-2]
     assert "not in the sandbox" in str(tool_message.content)

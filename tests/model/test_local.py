@@ -125,7 +125,7 @@ async def test_agent_calls_the_calculator_on_the_embedded_model(model: LocalMode
 
 
 def test_after_a_short_observation_the_final_thought_quotes_it() -> None:
-    from loopwright.model.local_grammar import observation_fits, react_grammar
+    from loopwright.model._local_grammar import observation_fits, react_grammar
 
     tools = [t.schema for t in builtin_tools()][:1]
     anchored = react_grammar(tools, "auto", observation="391")
@@ -147,7 +147,7 @@ def test_after_a_short_observation_the_final_thought_quotes_it() -> None:
 def test_every_grammar_parses(choice: str, offered: int) -> None:
     from llama_cpp import LlamaGrammar
 
-    from loopwright.model.local_grammar import react_grammar, undefined_rules
+    from loopwright.model._local_grammar import react_grammar, undefined_rules
 
     tools = [t.schema for t in builtin_tools()][:offered]
     for observation in (None, '391 "quoted" \\ é'):
@@ -158,7 +158,7 @@ def test_every_grammar_parses(choice: str, offered: int) -> None:
 
 
 async def test_the_choice_of_tool_is_scored_by_the_model(model: LocalModel) -> None:
-    from loopwright.model import local_choice
+    from loopwright.model import _local_choice as local_choice
 
     loaded = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values()))
     prompt = "Question: What is the capital of France?\nAnswer: The capital of France is"

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from loopwright.agent.callbacks import new_dispatcher
+from loopwright.agent._factory import StrategyName, create_strategy
+from loopwright.agent._guardrails import RepeatGuard
+from loopwright.agent._loop import LoopSettings, RunState, Strategy, run_loop
+from loopwright.agent._react import ParserMode, ReactStrategy
+from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
-from loopwright.agent.factory import StrategyName, create_strategy
-from loopwright.agent.guardrails import RepeatGuard
-from loopwright.agent.loop import LoopSettings, RunState, Strategy, run_loop
 from loopwright.agent.prompts import fill_inputs
-from loopwright.agent.react import ParserMode, ReactStrategy
 from loopwright.model.base import Model
 from loopwright.model.entities import (
     ContentPart,
@@ -36,10 +37,6 @@ class Agent:
     ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
     or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
     offered no tools.
-
-    ``callbacks`` watch every run (``loopwright.agent.callbacks``); ``tool_hook`` may wrap or replace
-    each tool call (``loopwright.tools.engine.ToolHook``); ``clock`` is what ``result.metrics`` times
-    are measured with.
     """
 
     model: Model
@@ -60,9 +57,13 @@ class Agent:
     max_malformed_retries: int = 2
     context: ToolContext = field(default_factory=ToolContext)
     files: FileSink | None = None  # keeps the files tools make (the server's tool files)
+    # AgentCallback objects (agent.callbacks) told of every run's events
     callbacks: Sequence[object] = ()
+    # Wraps or replaces every tool call (Dify's tool_invoke_hook; see tools.engine.ToolHook)
     tool_hook: ToolHook | None = None
+    # What result.metrics times are measured with (seconds); a test may pass a fake clock
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
+    _callback_tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
     _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
@@ -89,9 +90,10 @@ class Agent:
         result: AgentResult | None = None
         # Consume the stream to its end rather than returning at "finished": an async generator left
         # unfinished is closed later by the event loop, through a thread-safe wake-up (a syscall).
-        async for event in self.stream(
+        events = self.stream(
             query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
-        ):
+        )
+        async for event in events:
             if type(event) is Finished:
                 result = event.result
         assert result is not None, "an agent run always ends with a finished event or an error"
@@ -109,22 +111,12 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
         ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools;
-        ``callbacks`` watch this run as well as the agent's own.
+        ``callbacks`` are told of this run's events after the agent's own (see agent.callbacks).
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
         Closing the generator early cancels the model stream and running tool calls."""
         strategy = self._get_strategy()
-        tool_context = context or self.context
-        dispatcher = None
-        if self.callbacks or callbacks:  # no callback, no dispatcher: the zero-cost case
-            dispatcher = new_dispatcher(
-                [*self.callbacks, *callbacks],
-                query=query,
-                strategy=self.strategy_kind,
-                model=self.model.name,
-                context=tool_context,
-            )
         state = RunState(
             instruction=fill_inputs(self.instruction, inputs),
             query=query,
@@ -138,12 +130,20 @@ class Agent:
             # A plain mapping (an app config's model_params) is checked once per run, not per call.
             params=model_settings_from_params(self.model_params),
             tool_choice=self.tool_choice,
-            tool_context=tool_context,
+            tool_context=context or self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
-            callbacks=dispatcher,
             clock=self.clock,
         )
-        return run_loop(self.model, strategy, self._tool_engine, state, settings)
+        events = run_loop(self.model, strategy, self._tool_engine, state, settings)
+        if not (self.callbacks or callbacks):
+            return events  # nothing to tell: the loop's own stream, unwrapped
+        dispatch = CallbackDispatch([*self.callbacks, *callbacks], self._callback_tasks)
+        return with_callbacks(events, dispatch, query)
+
+    async def flush_callbacks(self) -> None:
+        """Wait until every async callback hook queued by this agent's runs has run."""
+        while self._callback_tasks:
+            await asyncio.gather(*self._callback_tasks, return_exceptions=True)
 
     @property
     def strategy_kind(self) -> Literal["function-calling", "react"]:

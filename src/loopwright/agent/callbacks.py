@@ -1,68 +1,53 @@
-"""Agent callbacks: code that watches a run (logging, metrics, tracing, audits) without changing it.
+"""Callbacks: code of yours told what a run does, as it does it (Dify's agent callback handler).
 
-A callback is any object with some of the ``on_*`` methods of ``AgentCallback`` (subclass it and
-override what you need). Each method may be a plain function or ``async``. Register callbacks on an
-``Agent(callbacks=[...])``, for one run (``agent.stream(..., callbacks=[...])``), or for a server app by
-import path in its config (``callbacks: ["package.module:factory"]``).
+Subclass :class:`AgentCallback` and override the hooks you need, as plain or ``async`` methods; give
+instances to ``Agent(callbacks=[...])`` (every run) or ``agent.stream(..., callbacks=[...])`` (one run).
 
-The events of a run, in order::
+How they are called:
 
-    on_agent_start
-      on_round_start            (each round)
-        on_llm_start            the request goes to the model
-        on_llm_chunk            each streamed text piece (thought or answer)
-        on_llm_end              the reply is read: its usage and model time
-        on_tool_start           each tool call as it starts (calls of one round may run at once)
-        on_tool_end | on_tool_error   each tool call as it ends (``on_tool_error`` when it failed)
-      on_round_end
-    on_agent_finish | on_agent_error
+- A **plain method** runs inline, between two events of the run: it costs the run its own time and
+  nothing else.
+- An **async method** never holds the run: each callback object gets one queue and one task that
+  awaits its hooks in order, so a slow one falls behind without slowing the model's stream.
+  ``await agent.flush_callbacks()`` waits until every queued hook has run (tests, shutdown).
+- A hook that raises is logged (``loopwright.agent.callbacks``, with its traceback) and ignored; the
+  run goes on as if it had not been called.
+- With no callback registered the run is exactly the loop's own stream: nothing is wrapped.
 
-``on_agent_error`` also reports a stopped run: its error is then the ``GeneratorExit`` (the consumer
-closed the stream) or ``asyncio.CancelledError`` (the task was cancelled) that stopped it.
-
-Scheduling: every callback is called inline, where the event happens, so a sync callback costs the
-run exactly its own time. An ``async`` callback is only *started* there: its coroutine goes to a
-per-run queue that one background task awaits in order, so a slow async callback never holds the
-model stream (it sees the events late, in their order). A callback that raises (sync or async) is
-logged and ignored. When a slow async callback lets more than ``MAX_PENDING`` coroutines pile up, the
-newest are dropped with a warning rather than letting memory grow without bound.
-
-With no callback registered a run builds no dispatcher at all: every hook site in the loop is one
-``is not None`` test, and nothing is allocated per streamed chunk.
+The hooks, in the order a run calls them: ``on_agent_start``; per round ``on_round_start``,
+``on_llm_start``, ``on_llm_chunk``…, ``on_llm_end`` (the reply has been read: before its tool calls
+run), ``on_tool_start`` / ``on_tool_end`` or ``on_tool_error`` per call, ``on_round_end`` (with the
+round's usage); then ``on_agent_finish``, or ``on_agent_error`` (the run raised) or ``on_agent_stop``
+(its consumer stopped listening).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import logging
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from typing import Any
 
-from loopwright.model.entities import PromptMessage, ToolSchema, Usage
-from loopwright.tools.base import ToolContext
-
-if TYPE_CHECKING:
-    from loopwright.agent.events import (
-        AgentResult,
-        RoundFinished,
-        RunMetrics,
-        TextDelta,
-        ToolCallFinished,
-        ToolCallStarted,
-    )
+from loopwright.agent.events import (
+    AgentEvent,
+    AgentResult,
+    Finished,
+    RoundFinished,
+    RoundStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
 log = logging.getLogger(__name__)
 
-MAX_PENDING = 10_000  # async callback coroutines waiting per run before new ones are dropped
-
-EVENTS = (
+HOOKS = (
     "on_agent_start",
     "on_agent_finish",
     "on_agent_error",
+    "on_agent_stop",
     "on_round_start",
     "on_round_end",
     "on_llm_start",
@@ -74,199 +59,232 @@ EVENTS = (
 )
 
 
-@dataclass(slots=True)
-class RunInfo:
-    """Which run an event belongs to: one object per run, passed first to every callback method, so
-    a callback shared by concurrent runs can tell them apart (``id``) and keep per-run state on
-    ``extra``."""
-
-    id: str
-    query: str
-    strategy: str
-    model: str
-    context: ToolContext
-    metrics: RunMetrics | None = None  # the run's figures so far (final in on_agent_finish/error)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 class AgentCallback:
-    """The callback interface; every method is optional (the defaults do nothing and are skipped).
+    """Every hook a run calls; each does nothing here. Override what you need (plain or async)."""
 
-    Any method may be ``async def`` instead (see the module docstring for how those are scheduled)."""
-
-    def on_agent_start(self, run: RunInfo) -> None | Awaitable[None]:
+    def on_agent_start(self, query: str) -> Any:
         """The run starts."""
 
-    def on_agent_finish(self, run: RunInfo, result: AgentResult) -> None | Awaitable[None]:
-        """The run ended with an answer; ``result.metrics`` holds its figures."""
+    def on_agent_finish(self, result: AgentResult) -> Any:
+        """The run ended with an answer (``result.metrics`` has its figures)."""
 
-    def on_agent_error(self, run: RunInfo, error: BaseException) -> None | Awaitable[None]:
-        """The run ended with an error, or was stopped (``GeneratorExit``/``CancelledError``)."""
+    def on_agent_error(self, error: BaseException) -> Any:
+        """The run raised ``error`` (the model failed, the iteration cap was hit, …)."""
 
-    def on_round_start(self, run: RunInfo, round: int) -> None | Awaitable[None]:
-        """A round (one model call and its tool calls) starts."""
+    def on_agent_stop(self) -> Any:
+        """The run's consumer stopped listening before it ended (a stopped run)."""
 
-    def on_round_end(self, run: RunInfo, event: RoundFinished) -> None | Awaitable[None]:
-        """A round ended: its thought, tool calls, usage and answer (if any)."""
+    def on_round_start(self, event: RoundStarted) -> Any:
+        """A round starts."""
 
-    def on_llm_start(
-        self, run: RunInfo, round: int, messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]
-    ) -> None | Awaitable[None]:
-        """The round's request goes to the model (``tools`` is empty on a round that offers none)."""
+    def on_round_end(self, event: RoundFinished) -> Any:
+        """A round ended: its thought, its calls with their observations, its usage."""
 
-    def on_llm_chunk(self, run: RunInfo, delta: TextDelta) -> None | Awaitable[None]:
-        """A piece of streamed text (``delta.channel`` says thought or answer)."""
+    def on_llm_start(self, round: int) -> Any:
+        """The model is called for ``round``."""
 
-    def on_llm_end(self, run: RunInfo, round: int, usage: Usage) -> None | Awaitable[None]:
-        """The model's reply was read; ``usage.latency`` is the model time of the call."""
+    def on_llm_chunk(self, event: TextDelta) -> Any:
+        """The model streamed text."""
 
-    def on_tool_start(self, run: RunInfo, event: ToolCallStarted) -> None | Awaitable[None]:
+    def on_llm_end(self, round: int) -> Any:
+        """The model's reply for ``round`` has been read (its usage comes with ``on_round_end``)."""
+
+    def on_tool_start(self, event: ToolCallStarted) -> Any:
         """A tool call starts."""
 
-    def on_tool_end(self, run: RunInfo, event: ToolCallFinished) -> None | Awaitable[None]:
+    def on_tool_end(self, event: ToolCallFinished) -> Any:
         """A tool call succeeded."""
 
-    def on_tool_error(self, run: RunInfo, event: ToolCallFinished) -> None | Awaitable[None]:
-        """A tool call failed (``event.meta.error`` says why; the model sees ``event.observation``)."""
+    def on_tool_error(self, event: ToolCallFinished) -> Any:
+        """A tool call failed: ``event.meta.error`` says why; the observation tells the model."""
 
 
-Handler = Callable[..., Any]
+class _Target:
+    """One callback object's overridden hooks, split into the plain and the async ones."""
+
+    __slots__ = ("name", "plain", "queued", "queue")
+
+    def __init__(self, callback: object) -> None:
+        self.name = type(callback).__name__
+        self.plain: dict[str, Callable[..., Any]] = {}
+        self.queued: dict[str, Callable[..., Any]] = {}
+        self.queue: asyncio.Queue[tuple[Callable[..., Any], tuple[Any, ...]] | None] | None = None
+        for hook in HOOKS:
+            method = getattr(callback, hook, None)
+            if method is None or getattr(type(callback), hook, None) is getattr(AgentCallback, hook, None):
+                continue  # not overridden: never called
+            (self.queued if inspect.iscoroutinefunction(method) else self.plain)[hook] = method
 
 
-def _handlers(callbacks: Iterable[object], name: str) -> tuple[Handler, ...]:
-    """The bound ``name`` methods of ``callbacks`` that do something (AgentCallback's no-op defaults
-    are left out, so an unused event costs nothing)."""
-    default = getattr(AgentCallback, name)
-    found = []
-    for cb in callbacks:
-        method = getattr(type(cb), name, None)
-        if method is None or method is default:
-            continue
-        found.append(getattr(cb, name))
-    return tuple(found)
+class CallbackDispatch:
+    """Calls one run's callbacks (see the module's docstring); ``tasks`` holds the async workers
+    (the Agent keeps them so they are not collected while they run)."""
 
+    def __init__(self, callbacks: Sequence[object], tasks: set[asyncio.Task[None]]) -> None:
+        self._targets = [_Target(c) for c in callbacks]
+        self._tasks = tasks
 
-class CallbackDispatcher:
-    """The callbacks of one run, by event. ``emit_*`` methods call them; the loop calls those only
-    when a dispatcher exists (``None`` when no callback is registered)."""
-
-    __slots__ = (
-        "run",
-        "_pending",
-        "_worker",
-        "_dropped",
-        "on_agent_start",
-        "on_agent_finish",
-        "on_agent_error",
-        "on_round_start",
-        "on_round_end",
-        "on_llm_start",
-        "on_llm_chunk",
-        "on_llm_end",
-        "on_tool_start",
-        "on_tool_end",
-        "on_tool_error",
-    )
-    # The handlers of each event (empty when no callback has it).
-    on_agent_start: tuple[Handler, ...]
-    on_agent_finish: tuple[Handler, ...]
-    on_agent_error: tuple[Handler, ...]
-    on_round_start: tuple[Handler, ...]
-    on_round_end: tuple[Handler, ...]
-    on_llm_start: tuple[Handler, ...]
-    on_llm_chunk: tuple[Handler, ...]
-    on_llm_end: tuple[Handler, ...]
-    on_tool_start: tuple[Handler, ...]
-    on_tool_end: tuple[Handler, ...]
-    on_tool_error: tuple[Handler, ...]
-
-    def __init__(self, callbacks: Sequence[object], run: RunInfo) -> None:
-        self.run = run
-        for name in EVENTS:
-            setattr(self, name, _handlers(callbacks, name))
-        self._pending: asyncio.Queue[Awaitable[Any]] | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._dropped = 0
-
-    def emit(self, handlers: tuple[Handler, ...], *args: Any) -> None:
-        """Call each handler with the run and ``args``; an awaitable result is queued for the
-        background worker; an exception is logged and ignored."""
-        for handler in handlers:
-            try:
-                result = handler(self.run, *args)
-            except Exception:
-                log.exception("agent callback %s failed; ignored", _name(handler))
+    def __call__(self, hook: str, *args: Any) -> None:
+        for target in self._targets:
+            plain = target.plain.get(hook)
+            if plain is not None:
+                try:
+                    plain(*args)
+                except Exception:
+                    log.exception("callback %s.%s raised; ignored", target.name, hook)
                 continue
-            if result is not None and inspect.isawaitable(result):
-                self._schedule(result, handler)
+            queued = target.queued.get(hook)
+            if queued is not None:
+                self._enqueue(target, queued, args)
 
-    def _schedule(self, awaitable: Awaitable[Any], handler: Handler) -> None:
-        if self._pending is None:
-            self._pending = asyncio.Queue(MAX_PENDING)
-            self._worker = asyncio.get_running_loop().create_task(self._drain())
-            _WORKERS.add(self._worker)
-            self._worker.add_done_callback(_WORKERS.discard)
+    def close(self) -> None:
+        """No more hooks: each async worker ends once its queue is empty."""
+        for target in self._targets:
+            if target.queue is not None:
+                target.queue.put_nowait(None)
+
+    def _enqueue(self, target: _Target, method: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        if target.queue is None:
+            target.queue = asyncio.Queue()
+            task = asyncio.get_running_loop().create_task(_drain(target.name, target.queue))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        target.queue.put_nowait((method, args))
+
+
+async def _drain(name: str, queue: asyncio.Queue[tuple[Callable[..., Any], tuple[Any, ...]] | None]) -> None:
+    while (item := await queue.get()) is not None:
+        method, args = item
         try:
-            self._pending.put_nowait(awaitable)
-        except asyncio.QueueFull:
-            _close(awaitable)
-            self._dropped += 1
-            if self._dropped == 1:
-                log.warning(
-                    "agent callback %s is too slow: events dropped for run %s", _name(handler), self.run.id
-                )
-
-    async def _drain(self) -> None:
-        assert self._pending is not None
-        while True:
-            awaitable = await self._pending.get()
-            try:
-                await awaitable
-            except Exception:
-                log.exception("async agent callback failed; ignored")
-            finally:
-                self._pending.task_done()
-
-    async def wait(self) -> None:
-        """Wait until every async callback started so far has run (tests, graceful shutdown)."""
-        if self._pending is not None:
-            await self._pending.join()
+            await method(*args)
+        except Exception:
+            log.exception("callback %s.%s raised; ignored", name, method.__name__)
 
 
-# Strong references to running workers: the event loop keeps only weak ones to tasks.
-_WORKERS: set[asyncio.Task[None]] = set()
+async def with_callbacks(
+    events: AsyncGenerator[AgentEvent, None], dispatch: CallbackDispatch, query: str
+) -> AsyncGenerator[AgentEvent, None]:
+    """The run's events unchanged, with the callbacks told of each."""
+    dispatch("on_agent_start", query)
+    reading = 0  # the round whose model reply is being read; 0: none
+    try:
+        async with aclosing(events):
+            async for event in events:
+                kind = type(event)
+                if kind is TextDelta:
+                    dispatch("on_llm_chunk", event)
+                elif kind is RoundStarted:
+                    reading = event.round  # type: ignore[union-attr]
+                    dispatch("on_round_start", event)
+                    dispatch("on_llm_start", reading)
+                else:
+                    reading = _after_reply(dispatch, event, reading)
+                yield event
+    except GeneratorExit:
+        dispatch("on_agent_stop")
+        raise
+    except BaseException as error:
+        dispatch("on_agent_error", error)
+        raise
+    finally:
+        dispatch.close()
 
 
-def _close(awaitable: Awaitable[Any]) -> None:
-    if inspect.iscoroutine(awaitable):
-        awaitable.close()  # never awaited on purpose: no "was never awaited" warning
+def _after_reply(dispatch: CallbackDispatch, event: AgentEvent, reading: int) -> int:
+    """Hooks for the events that follow a model reply; returns the round still being read (0: none)."""
+    if reading and type(event) in (ToolCallStarted, RoundFinished):
+        dispatch("on_llm_end", reading)
+        reading = 0
+    if type(event) is ToolCallStarted:
+        dispatch("on_tool_start", event)
+    elif type(event) is ToolCallFinished:
+        dispatch("on_tool_error" if event.meta.error is not None else "on_tool_end", event)
+    elif type(event) is RoundFinished:
+        dispatch("on_round_end", event)
+    elif type(event) is Finished:
+        dispatch("on_agent_finish", event.result)
+    return reading
 
 
-def _name(handler: Handler) -> str:
-    return getattr(handler, "__qualname__", repr(handler))
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "authorization", "credential", "cookie")
+TRUNCATE_AT = 200
 
 
-def new_dispatcher(
-    callbacks: Sequence[object], *, query: str, strategy: str, model: str, context: ToolContext
-) -> CallbackDispatcher | None:
-    """The dispatcher of one run, or None when there is no callback (the zero-cost case)."""
-    if not callbacks:
-        return None
-    run_id = context.message_id or uuid.uuid4().hex
-    return CallbackDispatcher(callbacks, RunInfo(run_id, query, strategy, model, context))
+def _short(text: str, limit: int = TRUNCATE_AT) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
 
 
-def load_callback(path: str) -> object:
-    """A callback named by import path, ``"package.module:name"``: a class or function is called with
-    no arguments to make the callback; any other object is the callback itself."""
-    module_name, sep, attr = path.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"a callback path is 'package.module:name', not {path!r}")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target() if callable(target) and not _is_callback(target) else target
+def _safe_arguments(arguments: dict[str, Any] | str) -> str:
+    """Tool arguments for a log line: values under secret-looking names masked, then truncated."""
+    if isinstance(arguments, dict):
+        shown = {k: "***" if any(w in k.lower() for w in _SECRET_WORDS) else v for k, v in arguments.items()}
+        return _short(repr(shown))
+    return _short(arguments)
 
 
-def _is_callback(obj: object) -> bool:
-    return not isinstance(obj, type) and any(hasattr(obj, name) for name in EVENTS)
+class LoggingCallback(AgentCallback):
+    """One structured log line per event (logger ``loopwright.agent.run``; chunks at DEBUG, the rest at
+    INFO): tool arguments and outputs truncated to 200 characters, values of arguments whose names
+    look secret (key, token, password, …) masked. Model text is not logged, only its size."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self.log = logger or logging.getLogger("loopwright.agent.run")
+
+    def on_agent_start(self, query: str) -> None:
+        self.log.info("agent_start query_chars=%d", len(query))
+
+    def on_agent_finish(self, result: AgentResult) -> None:
+        self.log.info(
+            "agent_finish rounds=%d %s", result.rounds, result.metrics.summary() if result.metrics else ""
+        )
+
+    def on_agent_error(self, error: BaseException) -> None:
+        self.log.info("agent_error type=%s message=%s", type(error).__name__, _short(str(error)))
+
+    def on_agent_stop(self) -> None:
+        self.log.info("agent_stop")
+
+    def on_round_start(self, event: RoundStarted) -> None:
+        self.log.info("round_start round=%d", event.round)
+
+    def on_round_end(self, event: RoundFinished) -> None:
+        usage = event.usage
+        self.log.info(
+            "round_end round=%d calls=%d tokens=%d latency=%.3f",
+            event.round,
+            len(event.calls),
+            usage.total_tokens if usage else 0,
+            usage.latency if usage else 0.0,
+        )
+
+    def on_llm_start(self, round: int) -> None:
+        self.log.info("llm_start round=%d", round)
+
+    def on_llm_chunk(self, event: TextDelta) -> None:
+        self.log.debug("llm_chunk round=%d chars=%d", event.round, len(event.text))
+
+    def on_llm_end(self, round: int) -> None:
+        self.log.info("llm_end round=%d", round)
+
+    def on_tool_start(self, event: ToolCallStarted) -> None:
+        self.log.info(
+            "tool_start tool=%s call=%s arguments=%s", event.name, event.id, _safe_arguments(event.arguments)
+        )
+
+    def on_tool_end(self, event: ToolCallFinished) -> None:
+        self.log.info(
+            "tool_end tool=%s call=%s time=%.3f output=%s",
+            event.name,
+            event.id,
+            event.meta.time_cost,
+            _short(event.observation),
+        )
+
+    def on_tool_error(self, event: ToolCallFinished) -> None:
+        self.log.info(
+            "tool_error tool=%s call=%s time=%.3f error=%s",
+            event.name,
+            event.id,
+            event.meta.time_cost,
+            _short(event.meta.error or ""),
+        )

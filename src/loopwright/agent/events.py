@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Literal
 
+from loopwright.agent.metrics import RunMetrics
 from loopwright.model.entities import PromptMessage, Usage
 from loopwright.tools.base import ToolOutput
 from loopwright.tools.engine import ToolInvokeMeta
@@ -43,75 +43,6 @@ class ToolCallRecord:
 
 
 @dataclass(slots=True)
-class RunMetrics:
-    """The figures of one run. Times are seconds (on the loop's clock, ``time.perf_counter``).
-
-    ``model_time`` sums the model calls; ``time_to_first_token`` runs from the start of the run to its
-    first streamed text (None when it streamed none); ``tool_time`` sums each tool's calls by tool
-    name; ``malformed_recovered`` counts unreadable replies sent back to the model for another try."""
-
-    duration: float = 0.0
-    model_time: float = 0.0
-    time_to_first_token: float | None = None
-    tool_time: dict[str, float] = field(default_factory=dict)
-    rounds: int = 0
-    tool_calls: int = 0
-    tool_errors: int = 0
-    malformed_recovered: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    price: Decimal = Decimal(0)
-    currency: str = "USD"
-
-    @property
-    def tool_success_rate(self) -> float | None:
-        """The share of tool calls that succeeded (None when the run called no tool)."""
-        if not self.tool_calls:
-            return None
-        return (self.tool_calls - self.tool_errors) / self.tool_calls
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (the stored message metadata's ``agent_metrics``); the price as a decimal string."""
-        return {
-            "duration": round(self.duration, 6),
-            "model_time": round(self.model_time, 6),
-            "time_to_first_token": None
-            if self.time_to_first_token is None
-            else round(self.time_to_first_token, 6),
-            "tool_time": {name: round(t, 6) for name, t in self.tool_time.items()},
-            "rounds": self.rounds,
-            "tool_calls": self.tool_calls,
-            "tool_errors": self.tool_errors,
-            "tool_success_rate": self.tool_success_rate,
-            "malformed_recovered": self.malformed_recovered,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "price": str(self.price),
-            "currency": self.currency,
-        }
-
-    def summary(self) -> str:
-        """One line for a terminal: rounds, tools, tokens, price and times."""
-        ttft = "-" if self.time_to_first_token is None else f"{self.time_to_first_token:.2f}s"
-        tools = f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}"
-        if self.tool_errors:
-            tools += f" ({self.tool_errors} failed)"
-        parts = [
-            f"{self.rounds} round{'s' if self.rounds != 1 else ''}",
-            tools,
-            f"{self.tokens_in} in / {self.tokens_out} out tokens",
-            f"{self.price} {self.currency}",
-            f"model {self.model_time:.2f}s",
-            f"first token {ttft}",
-            f"total {self.duration:.2f}s",
-        ]
-        if self.malformed_recovered:
-            n = self.malformed_recovered
-            parts.insert(2, f"{n} malformed repl{'ies' if n != 1 else 'y'} recovered")
-        return " · ".join(parts)
-
-
-@dataclass(slots=True)
 class AgentResult:
     """The outcome of a run. ``messages`` is the conversation so far (without the system prompt), to
     pass as ``history`` to the next turn."""
@@ -122,7 +53,7 @@ class AgentResult:
     finish_reason: FinishReason
     rounds: int
     messages: list[PromptMessage]
-    metrics: RunMetrics = field(default_factory=RunMetrics)
+    metrics: RunMetrics | None = None  # always set by a run; None only where a result is built by hand
 
 
 @dataclass(slots=True)

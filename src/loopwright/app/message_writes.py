@@ -141,9 +141,10 @@ class MessageWrites:
         usage = stream.total_usage
         if not usage.latency:
             usage = usage.with_latency(elapsed)
-        metadata = json.dumps(
-            {"usage": usage.to_dict(), "retriever_resources": stream.retriever_resources}, ensure_ascii=False
-        )
+        meta: dict[str, Any] = {"usage": usage.to_dict(), "retriever_resources": stream.retriever_resources}
+        if stream.metrics is not None:
+            meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys: the agent log reads it
+        metadata = json.dumps(meta, ensure_ascii=False)
         answer = repo.storable(stream.answer or stream.partial_answer)
         result = repo.message_result(
             answer=answer,

@@ -30,6 +30,7 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from loopwright.agent.metrics import RunMetrics
 from loopwright.app.wire_events import (
     AgentMessage,
     AgentThought,
@@ -97,6 +98,7 @@ class DifyStream:
         self.answer = ""
         self.usage = Usage()
         self.end: MessageEnd | None = None  # the message_end of a run that finished
+        self.metrics: RunMetrics | None = None  # the run's figures, when it finished
         self.files: list[tuple[str, ToolOutput]] = []
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
         self._inner_usage = Usage()  # what apps called as tools spent
@@ -186,6 +188,7 @@ class DifyStream:
     def on_finished(self, event: Finished) -> list[WireEvent]:
         self.answer = event.result.text
         self.usage = event.result.usage
+        self.metrics = event.result.metrics
         self.end = self.message_end()
         return [self.end]
 

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopwright.model._local_choice import choose
+from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
+from loopwright.model._local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     AssistantMessage,
@@ -40,9 +43,6 @@ from loopwright.model.entities import (
     UserMessage,
     content_text,
 )
-from loopwright.model.local_choice import choose
-from loopwright.model.local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
-from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
 from loopwright.model.settings import ModelSettings
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

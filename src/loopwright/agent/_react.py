@@ -8,8 +8,8 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
+from loopwright.agent._loop import ModelRequest, RoundReply, RunState
 from loopwright.agent.events import TextDelta, ToolCallRecord
-from loopwright.agent.loop import ModelRequest, RoundReply, RunState
 from loopwright.agent.prompts import (
     CONTINUE,
     REACT_CHAT_TEMPLATE,

@@ -15,7 +15,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from loopwright.agent.callbacks import CallbackDispatcher
+from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
@@ -24,13 +24,12 @@ from loopwright.agent.events import (
     FinishReason,
     RoundFinished,
     RoundStarted,
-    RunMetrics,
     TextDelta,
     ToolCallFinished,
     ToolCallRecord,
     ToolCallStarted,
 )
-from loopwright.agent.guardrails import RepeatGuard, repeated_call_note
+from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.prompts import ScratchpadStep
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactDecodingModel, ReactTurn
@@ -58,7 +57,6 @@ class LoopSettings:
     tool_choice: str  # for the first round; later rounds are "auto"
     tool_context: ToolContext
     guard: RepeatGuard | None
-    callbacks: CallbackDispatcher | None = None  # None when no callback is registered
     clock: Callable[[], float] = time.perf_counter  # what the run's metrics are measured with
 
 
@@ -78,9 +76,11 @@ class RunState:
     malformed_streak: int = 0
     repeated: str | None = None  # a tool the model kept calling with the same arguments
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo for strategies
-    metrics: RunMetrics = field(default_factory=RunMetrics)
-    started: float = 0.0  # on LoopSettings.clock
-    answered: bool = False  # the finished event was built: a close after it is not a failure
+    # for the run's metrics (agent.metrics)
+    started_at: float = 0.0  # on LoopSettings.clock, set when the run starts
+    first_token_at: float = 0.0  # 0.0: nothing streamed yet
+    calls: list[ToolCallRecord] = field(default_factory=list)  # every tool call that ran or was refused
+    malformed: int = 0  # unreadable replies the model was asked to resend
 
 
 @dataclass(slots=True)
@@ -139,129 +139,78 @@ async def run_loop(
     settings: LoopSettings,
 ) -> AsyncGenerator[AgentEvent, None]:
     """The events of one run. The caller iterates this generator directly (no wrapper generator):
-    every level of async generators costs time on each event. Callback hooks are guarded by one
-    ``cb is not None`` test each; streamed text costs nothing more when no callback is registered."""
-    cb = settings.callbacks
+    every level of async generators costs time on each event."""
+    engine = await get_engine()
+    tools = engine.schemas
     clock = settings.clock
-    _start(state, settings)
-    try:
-        engine = await get_engine()
-        tools = engine.schemas
-        # Checked once per run: isinstance on a Protocol costs microseconds.
-        stream_react = model.stream_react if isinstance(model, ReactDecodingModel) else None
-        cap = min(settings.max_iterations, 99) + 1
-        watch = True  # until the first text is timed, and then as long as callbacks want chunks
-        for rnd in range(1, cap + 1):
-            # The last round, or the one after a repeated call, offers no tools: the model must answer.
-            last = _begin_round(state, rnd, cap, cb)
-            yield RoundStarted(rnd)
-            req = _request(strategy, state, () if last else tools, cb)
-            reply: RoundReply | None = None
-            started = clock()
-            chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
-            # aclosing: a consumer that stops listening closes the model's stream right away.
-            async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
-                async for item in items:
-                    if type(item) is TextDelta:
-                        if watch:  # one test per chunk, whether callbacks are set or not
-                            watch = _on_text(state, settings, item)
-                        yield item
-                    else:
-                        reply = item  # type: ignore[assignment]
-            assert reply is not None, "a strategy must end its reply with a RoundReply"
-            usage = _account(state, reply, clock() - started, cb)
-            step = _settle(strategy, state, reply, last, settings)
-            if step is _Step.RETRY:
-                yield _round_finished(cb, RoundFinished(rnd, reply.text, [], usage))
-                continue
-            if step is _Step.ANSWER:
-                for event in _finish(state, reply, usage, settings):
+    state.started_at = clock()
+    # Checked once per run: isinstance on a Protocol costs microseconds.
+    stream_react = model.stream_react if isinstance(model, ReactDecodingModel) else None
+    cap = min(settings.max_iterations, 99) + 1
+    for rnd in range(1, cap + 1):
+        state.round = rnd
+        # The last round, or the one after a repeated call, offers no tools: the model must answer.
+        last = rnd == cap or state.repeated is not None
+        yield RoundStarted(rnd)
+        req = strategy.request(state, () if last else tools)
+        reply: RoundReply | None = None
+        started = clock()
+        chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
+        # aclosing: a consumer that stops listening closes the model's stream right away.
+        async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
+            async for item in items:
+                if type(item) is TextDelta:
+                    if not state.first_token_at:
+                        state.first_token_at = clock()
+                    yield item
+                else:
+                    reply = item  # type: ignore[assignment]
+        assert reply is not None, "a strategy must end its reply with a RoundReply"
+        usage = _timed(reply.usage, clock() - started)
+        state.usage = state.usage.plus(usage)
+        step = _settle(strategy, state, reply, last, settings)
+        if step is _Step.RETRY:
+            yield RoundFinished(rnd, reply.text, [], usage)
+            continue
+        if step is _Step.ANSWER:
+            for event in _finish(state, reply, usage, clock):
+                yield event
+            return
+        if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
+            call = reply.calls[0]
+            yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
+            await _invoke(engine, call, settings.tool_context)
+            yield _finished_event(rnd, call, state)
+        else:
+            async with aclosing(_run_calls(engine, reply.calls, state, settings)) as call_events:
+                async for event in call_events:
                     yield event
-                return
-            if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
-                call = reply.calls[0]
-                yield _started_event(rnd, call, cb)
-                await _invoke(engine, call, settings.tool_context)
-                yield _finished_event(rnd, call, state, cb)
-            else:
-                async with aclosing(_run_calls(engine, reply.calls, state, settings)) as call_events:
-                    async for event in call_events:
-                        yield event
-            strategy.record(state, reply)
-            yield _round_finished(cb, RoundFinished(rnd, reply.text, reply.calls, usage))
-    except BaseException as e:  # GeneratorExit and CancelledError too: a stopped run is reported
-        _failed(state, settings, e)
-        raise
+        state.calls.extend(reply.calls)
+        strategy.record(state, reply)
+        yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
 
 
 class _Step(enum.Enum):
-    """What a read reply leads to."""
+    """What a model reply leads to."""
 
     RETRY = "retry"  # an unreadable reply, sent back to the model with a note
     ANSWER = "answer"  # the run ends with this reply's answer
     TOOLS = "tools"  # the reply's tool calls run
 
 
-def _start(state: RunState, settings: LoopSettings) -> None:
-    state.started = settings.clock()
-    cb = settings.callbacks
-    if cb is not None:
-        cb.run.metrics = state.metrics
-        cb.emit(cb.on_agent_start)
-
-
-def _on_text(state: RunState, settings: LoopSettings, delta: TextDelta) -> bool:
-    """Time the run's first text and pass text to the callbacks; False when later text needs neither."""
-    if state.metrics.time_to_first_token is None:
-        state.metrics.time_to_first_token = settings.clock() - state.started
-    cb = settings.callbacks
-    if cb is None or not cb.on_llm_chunk:
-        return False
-    cb.emit(cb.on_llm_chunk, delta)
-    return True
-
-
-def _begin_round(state: RunState, rnd: int, cap: int, cb: CallbackDispatcher | None) -> bool:
-    """Start round ``rnd``; True when it is a last round (no tools offered)."""
-    state.round = rnd
-    if cb is not None:
-        cb.emit(cb.on_round_start, rnd)
-    return rnd == cap or state.repeated is not None
-
-
-def _request(
-    strategy: Strategy, state: RunState, tools: Sequence[ToolSchema], cb: CallbackDispatcher | None
-) -> ModelRequest:
-    req = strategy.request(state, tools)
-    if cb is not None:
-        cb.emit(cb.on_llm_start, state.round, req.messages, req.react.tools if req.react else req.tools)
-    return req
-
-
-def _account(state: RunState, reply: RoundReply, elapsed: float, cb: CallbackDispatcher | None) -> Usage:
-    """The round's usage (with the model time when the provider gave none), added to the run's."""
-    usage = reply.usage or Usage()
-    if not usage.latency:  # a copy: the provider's object is not ours to change
-        usage = usage.with_latency(elapsed)
-    state.usage = state.usage.plus(usage)
-    state.metrics.model_time += usage.latency
-    if cb is not None:
-        cb.emit(cb.on_llm_end, state.round, usage)
-    return usage
-
-
 def _settle(
     strategy: Strategy, state: RunState, reply: RoundReply, last: bool, settings: LoopSettings
 ) -> _Step:
-    """Decide what a reply leads to; raises when the last round still asks for tools."""
+    """What a reply leads to. Raises when the last round still asks for tools; records a malformed
+    reply's note while retries remain; holds repeated calls (guardrail) before tools run."""
     if reply.calls and last:
         raise _out_of_rounds(state, settings)
     if reply.problem is not None:
         state.malformed_streak += 1
         if state.malformed_streak <= settings.max_malformed_retries and not last:
             strategy.record_problem(state, reply, malformed_note(reply.problem))
-            state.metrics.malformed_recovered += 1
+            state.malformed += 1
             return _Step.RETRY
         reply.answer = reply.text.strip()  # out of retries: the reply's text is the best answer
     if not reply.calls:
@@ -272,33 +221,12 @@ def _settle(
     return _Step.TOOLS
 
 
-def _round_finished(cb: CallbackDispatcher | None, event: RoundFinished) -> RoundFinished:
-    if cb is not None:
-        cb.emit(cb.on_round_end, event)
-    return event
-
-
-def _close_metrics(state: RunState, settings: LoopSettings) -> RunMetrics:
-    """The run's metrics with its totals filled in (called once, when it ends)."""
-    m = state.metrics
-    m.duration = settings.clock() - state.started
-    m.rounds = state.round
-    usage = state.usage
-    m.tokens_in = usage.prompt_tokens
-    m.tokens_out = usage.completion_tokens
-    m.price = usage.total_price
-    m.currency = usage.currency
-    return m
-
-
-def _failed(state: RunState, settings: LoopSettings, error: BaseException) -> None:
-    if state.answered:
-        return  # the consumer closed the stream at (or after) the finished event
-    metrics = _close_metrics(state, settings)
-    cb = settings.callbacks
-    if cb is not None:
-        cb.run.metrics = metrics
-        cb.emit(cb.on_agent_error, error)
+def _timed(usage: Usage | None, elapsed: float) -> Usage:
+    """The round's usage with the model call's latency, when the provider did not measure it."""
+    usage = usage or Usage()
+    if usage.latency:
+        return usage
+    return usage.with_latency(elapsed)  # a copy: the provider's is not ours
 
 
 def _model_stream(
@@ -347,16 +275,12 @@ def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> ModelS
 _FINISH_REASONS: dict[str, FinishReason] = {"length": "length", "content_filter": "content_filter"}
 
 
-def _finish(state: RunState, reply: RoundReply, usage: Usage, settings: LoopSettings) -> list[AgentEvent]:
+def _finish(state: RunState, reply: RoundReply, usage: Usage, clock: Callable[[], float]) -> list[AgentEvent]:
     answer = reply.answer if reply.answer is not None else reply.text
-    cb = settings.callbacks
     events: list[AgentEvent] = []
     if answer and not reply.answer_streamed:
-        delta = TextDelta(state.round, answer, "answer")
-        _on_text(state, settings, delta)
-        events.append(delta)
+        events.append(TextDelta(state.round, answer, "answer"))
     state.turn.append(AssistantMessage(answer))
-    state.answered = True
     result = AgentResult(
         text=answer,
         files=state.files,
@@ -364,13 +288,36 @@ def _finish(state: RunState, reply: RoundReply, usage: Usage, settings: LoopSett
         finish_reason=_FINISH_REASONS.get(reply.finish_reason or "stop", "stop"),
         rounds=state.round,
         messages=[*state.history, state.user_message, *state.turn],
-        metrics=_close_metrics(state, settings),
+        metrics=_metrics(state, clock()),
     )
-    events.append(_round_finished(cb, RoundFinished(state.round, reply.text, [], usage, answer)))
-    if cb is not None:
-        cb.emit(cb.on_agent_finish, result)
+    events.append(RoundFinished(state.round, reply.text, [], usage, answer))
     events.append(Finished(result))
     return events
+
+
+def _metrics(state: RunState, now: float) -> RunMetrics:
+    """The run's figures from what the loop kept (see agent.metrics)."""
+    tool_time: dict[str, float] = {}
+    errors = 0
+    for call in state.calls:
+        if call.meta is not None:
+            tool_time[call.name] = tool_time.get(call.name, 0.0) + call.meta.time_cost
+            errors += call.meta.error is not None
+    usage = state.usage
+    return RunMetrics(
+        total_time=now - state.started_at,
+        model_time=usage.latency,
+        time_to_first_token=state.first_token_at - state.started_at if state.first_token_at else None,
+        rounds=state.round,
+        tool_calls=len(state.calls),
+        tool_errors=errors,
+        malformed_recovered=state.malformed,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_price=usage.total_price,
+        currency=usage.currency,
+        tool_time=tool_time,
+    )
 
 
 async def _run_calls(
@@ -380,12 +327,11 @@ async def _run_calls(
     as calls start and end; each record gets its observation, so the model sees results in its own
     order whatever order they finished in."""
     rnd = state.round
-    cb = settings.callbacks
     ready = [c for c in calls if c.observation is not None]  # refused before running (bad arguments)
     todo = [c for c in calls if c.observation is None]
     for c in ready:
-        yield _started_event(rnd, c, cb)
-        yield _finished_event(rnd, c, state, cb)
+        yield ToolCallStarted(rnd, c.id, c.name, c.arguments)
+        yield _finished_event(rnd, c, state)
     if not todo:
         return
     queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
@@ -393,9 +339,9 @@ async def _run_calls(
 
     async def one(call: ToolCallRecord) -> None:
         async with gate:
-            queue.put_nowait(_started_event(rnd, call, cb))
+            queue.put_nowait(ToolCallStarted(rnd, call.id, call.name, call.arguments))
             await _invoke(engine, call, settings.tool_context)
-            queue.put_nowait(_finished_event(rnd, call, state, cb))
+            queue.put_nowait(_finished_event(rnd, call, state))
 
     tasks = [asyncio.create_task(one(c)) for c in todo]
     try:
@@ -415,28 +361,8 @@ async def _invoke(engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext) ->
     call.outputs = result.outputs
 
 
-def _started_event(rnd: int, call: ToolCallRecord, cb: CallbackDispatcher | None) -> ToolCallStarted:
-    event = ToolCallStarted(rnd, call.id, call.name, call.arguments)
-    if cb is not None:
-        cb.emit(cb.on_tool_start, event)
-    return event
-
-
-def _finished_event(
-    rnd: int, call: ToolCallRecord, state: RunState, cb: CallbackDispatcher | None
-) -> ToolCallFinished:
-    """The call's finished event; its files join the run's and its time and outcome its metrics."""
-    meta = call.meta
-    assert call.observation is not None and meta is not None
+def _finished_event(rnd: int, call: ToolCallRecord, state: RunState) -> ToolCallFinished:
+    """A finished call's event; its files join the run's."""
+    assert call.observation is not None and call.meta is not None
     state.files.extend(call.files)
-    m = state.metrics
-    m.tool_calls += 1
-    m.tool_time[call.name] = m.tool_time.get(call.name, 0.0) + meta.time_cost
-    event = ToolCallFinished(rnd, call.id, call.name, call.observation, call.files, meta, call.outputs)
-    if meta.error is not None:
-        m.tool_errors += 1
-        if cb is not None:
-            cb.emit(cb.on_tool_error, event)
-    elif cb is not None:
-        cb.emit(cb.on_tool_end, event)
-    return event
+    return ToolCallFinished(rnd, call.id, call.name, call.observation, call.files, call.meta, call.outputs)
