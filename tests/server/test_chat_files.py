@@ -1,5 +1,6 @@
 """``files`` in chat requests: uploads and remote URLs reach a vision model before the text, are
-listed with the message, and are refused with a clear reason when the app does not allow them."""
+listed with the message, are refused with a clear reason when the app does not allow them, and are
+dropped when the app takes no files (as Dify)."""
 
 from __future__ import annotations
 
@@ -94,9 +95,9 @@ async def test_a_model_without_vision_gets_the_text_only(
     ("settings", "files", "reason"),
     [
         (
-            {},
-            [{"type": "image", "transfer_method": "remote_url", "url": "https://x.test/a.png"}],
-            "not enabled",
+            IMAGES,
+            [{"transfer_method": "remote_url", "url": "https://x.test/a.png"}],  # no type: custom
+            "'custom' is not allowed",
         ),
         (
             IMAGES,
@@ -138,12 +139,40 @@ async def test_files_the_app_does_not_allow_are_refused(
     assert reason in r.json()["message"]
 
 
-async def test_another_users_upload_cannot_be_used(
+async def test_files_are_dropped_when_the_app_takes_none(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    """As Dify: an app whose upload is off ignores ``files`` (no refusal, nothing recorded)."""
+    app = await new_app(["Only text."], features=VISION)
+    files = [{"type": "image", "transfer_method": "remote_url", "url": "https://example.com/cat.png"}]
+    r = await ask(client, app, files)
+    assert r.status_code == 200, r.text
+    assert the_model(server_app).requests[0].messages[-1].content == "What is this?"
+    listed = await client.get(
+        "/v1/messages",
+        params={"conversation_id": r.json()["conversation_id"], "user": "alice"},
+        headers=app.headers,
+    )
+    assert listed.json()["data"][0]["message_files"] == []
+
+
+async def test_remote_url_is_read_as_the_url(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["A cat."], features=VISION, **IMAGES)
+    files = [{"type": "image", "transfer_method": "remote_url", "remote_url": "https://example.com/cat.png"}]
+    assert (await ask(client, app, files)).status_code == 200
+    first, _ = the_model(server_app).requests[0].messages[-1].content
+    assert isinstance(first, ImagePart) and first.url == "https://example.com/cat.png"
+
+
+async def test_an_upload_serves_every_user_of_its_app_only(
     client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
 ) -> None:
-    app = await new_app(["never"], features=VISION, **IMAGES)
+    app = await new_app(["Bob's dot."], features=VISION, **IMAGES)
+    other = await new_app(["never"], features=VISION, name="other", **IMAGES)
     upload_id = await upload(client, app, user="bob")
-    r = await ask(
-        client, app, [{"type": "image", "transfer_method": "local_file", "upload_file_id": upload_id}]
-    )
+    entry = [{"type": "image", "transfer_method": "local_file", "upload_file_id": upload_id}]
+    assert (await ask(client, app, entry, user="alice")).status_code == 200
+    r = await ask(client, other, entry)
     assert r.status_code == 400 and "does not exist" in r.json()["message"]

@@ -44,7 +44,7 @@ async def test_an_app_answers_with_another_app_and_counts_its_usage(
 ) -> None:
     inner = await new_app(["Paris is the capital of France."], name="geography")
     outer = await new_app(
-        [{"tool_calls": [["geo", {"query": "What is the capital of France?"}]]}, "It is Paris."],
+        [{"tool_calls": [["geo", {"inputs": {}, "query": "What is the capital of France?"}]]}, "It is Paris."],
         name="assistant",
     )
     await add_toolsets(db, outer.id, [{"type": "app", "app_id": inner.id, "name": "geo"}])
@@ -78,7 +78,7 @@ async def test_an_app_answers_with_another_app_and_counts_its_usage(
 async def test_apps_calling_apps_stop_at_the_depth_limit(
     client: httpx.AsyncClient, new_app: NewApp, db: Database
 ) -> None:
-    call = {"tool_calls": [["echo", {"query": "again"}]]}
+    call = {"tool_calls": [["echo", {"inputs": {}, "query": "again"}]]}
     # One script for every depth (one model per spec): six calls down, then six answers up.
     app = await new_app([call] * 6 + [f"answer {i}" for i in range(6)], name="echo")
     await add_toolsets(db, app.id, [{"type": "app", "app_id": app.id, "name": "echo"}])
@@ -184,8 +184,8 @@ async def test_a_retriever_tool_ends_the_message_with_its_citations(
         [
             {
                 "tool_calls": [
-                    [tool_name, {"query": "paid leave days"}],
-                    [tool_name, {"query": "leave per year"}],
+                    [tool_name, {"inputs": {}, "query": "paid leave days"}],
+                    [tool_name, {"inputs": {}, "query": "leave per year"}],
                 ]
             },
             "25 days.",

@@ -24,6 +24,7 @@ from loopwright.server import (
     routes_files,
     routes_tool_files,
 )
+from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
 from loopwright.tools.base import Tool
 
@@ -71,6 +72,7 @@ def create_app(
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
     app.include_router(routes_datasets.router)
+    app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 
 

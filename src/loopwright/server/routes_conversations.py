@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from loopwright.app import conversations
 from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.bodies import json_body, optional_json_body
 from loopwright.server.errors import invalid_param
-from loopwright.server.state import ServerState, get_state, require_user
+from loopwright.server.state import ServerState, get_state, require_user, user_or_default
 
 router = APIRouter()
 
@@ -30,7 +31,7 @@ class RenamePayload(BaseModel):
 
     name: str | None = None
     auto_generate: bool = False
-    user: str
+    user: str | None = None
 
 
 class FeedbackPayload(BaseModel):
@@ -107,7 +108,7 @@ async def list_conversations(
     limit: Limit = 20,
     sort_by: str = "-updated_at",
 ) -> dict[str, Any]:
-    who = require_user(user)
+    who = user_or_default(user)
     page = await conversations.conversation_page(
         state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None
     )
@@ -123,10 +124,10 @@ async def delete_conversation(
     conversation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
-    payload: UserPayload | None = None,
+    payload: Annotated[UserPayload | None, Depends(optional_json_body(UserPayload))],
     user: str | None = None,
 ) -> dict[str, str]:
-    who = require_user(payload.user if payload is not None and payload.user else user)
+    who = user_or_default(payload.user if payload is not None and payload.user else user)
     await conversations.delete_conversation(state.db, state.lookup, app.id, who, conversation_id)
     return {"result": "success"}
 
@@ -134,11 +135,11 @@ async def delete_conversation(
 @router.post("/v1/conversations/{conversation_id}/name")
 async def rename_conversation(
     conversation_id: str,
-    payload: RenamePayload,
     app: Annotated[AuthedApp, Depends(current_app)],
+    payload: Annotated[RenamePayload, Depends(json_body(RenamePayload))],
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, Any]:
-    who = require_user(payload.user)
+    who = user_or_default(payload.user)
     conv = await conversations.rename_conversation(
         state.db,
         state.lookup,
@@ -160,9 +161,11 @@ async def list_messages(
     first_id: str | None = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
-    who = require_user(user)
-    if not conversation_id:
+    who = user_or_default(user)
+    if conversation_id is None:
         raise invalid_param("conversation_id is required")
+    if not conversation_id:
+        return {"limit": limit, "has_more": False, "data": []}  # Dify's answer to an empty id
     page = await conversations.message_page(
         state.db,
         state.lookup,
@@ -179,8 +182,8 @@ async def list_messages(
 @router.post("/v1/messages/{message_id}/feedbacks")
 async def message_feedback(
     message_id: str,
-    payload: FeedbackPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
+    payload: Annotated[FeedbackPayload, Depends(json_body(FeedbackPayload))],
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, str]:
     who = require_user(payload.user)
