@@ -16,7 +16,9 @@ async def chat(
     client: httpx.AsyncClient, app: ServiceApp, user: str = "alice", **body: Any
 ) -> dict[str, Any]:
     r = await client.post(
-        "/v1/chat-messages", json={"inputs": {}, "query": "hello there", "user": user, **body}, headers=app.headers
+        "/v1/chat-messages",
+        json={"inputs": {}, "query": "hello there", "user": user, **body},
+        headers=app.headers,
     )
     assert r.status_code == 200, r.text
     result: dict[str, Any] = r.json()
@@ -36,7 +38,9 @@ async def test_auth_matrix(client: httpx.AsyncClient, new_app: NewApp) -> None:
         assert r.status_code == 401
         body = r.json()
         assert {k: body[k] for k in ("code", "status")} == UNAUTHORIZED and body["message"]
-        r = await client.post("/v1/chat-messages", json={"inputs": {}, "query": "x", "user": "alice"}, headers=headers)
+        r = await client.post(
+            "/v1/chat-messages", json={"inputs": {}, "query": "x", "user": "alice"}, headers=headers
+        )
         assert r.status_code == 401
 
     # another user of the same app: the conversation does not exist for them

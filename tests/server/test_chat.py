@@ -208,7 +208,9 @@ async def test_request_validation_is_400_invalid_param(client: httpx.AsyncClient
 
 async def test_query_nul_characters_are_stripped(client: httpx.AsyncClient, new_app: NewApp) -> None:
     app = await new_app(["Hello."])
-    r = await client.post("/v1/chat-messages", json={"inputs": {}, "query": "h\x00i", "user": "alice"}, headers=app.headers)
+    r = await client.post(
+        "/v1/chat-messages", json={"inputs": {}, "query": "h\x00i", "user": "alice"}, headers=app.headers
+    )
     conversation_id = r.json()["conversation_id"]
     r = await client.get(
         "/v1/messages", params={"conversation_id": conversation_id, "user": "alice"}, headers=app.headers
@@ -222,7 +224,9 @@ async def test_a_model_error_is_an_error_event(client: httpx.AsyncClient, new_ap
     assert events[-1]["event"] == "error"
     assert events[-1]["code"] == "completion_request_error" and "task_id" not in events[-1]
     app = await new_app([{"error": "provider down"}])
-    r = await client.post("/v1/chat-messages", json={"inputs": {}, "query": "hi", "user": "a"}, headers=app.headers)
+    r = await client.post(
+        "/v1/chat-messages", json={"inputs": {}, "query": "hi", "user": "a"}, headers=app.headers
+    )
     assert r.status_code == 400 and r.json()["code"] == "completion_request_error"
 
 

@@ -131,7 +131,9 @@ async def test_a_client_that_stops_reading_does_not_hold_the_run_up(
     await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
     reader, writer = await asyncio.open_connection(sock=sock, limit=2**20)
     try:
-        body = json.dumps({"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}).encode()
+        body = json.dumps(
+            {"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}
+        ).encode()
         head = (
             f"POST /v1/chat-messages HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"

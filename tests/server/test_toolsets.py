@@ -44,7 +44,10 @@ async def test_an_app_answers_with_another_app_and_counts_its_usage(
 ) -> None:
     inner = await new_app(["Paris is the capital of France."], name="geography")
     outer = await new_app(
-        [{"tool_calls": [["geo", {"inputs": {}, "query": "What is the capital of France?"}]]}, "It is Paris."],
+        [
+            {"tool_calls": [["geo", {"inputs": {}, "query": "What is the capital of France?"}]]},
+            "It is Paris.",
+        ],
         name="assistant",
     )
     await add_toolsets(db, outer.id, [{"type": "app", "app_id": inner.id, "name": "geo"}])

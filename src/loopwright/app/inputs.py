@@ -105,7 +105,9 @@ def _checkbox(value: Any) -> Any:
 def _check_structures(form: Sequence[InputField], values: Mapping[str, Any]) -> None:
     """Dicts only in file and JSON fields, lists of dicts only in file lists (Dify's last check)."""
     types = {f.variable: f.type for f in form}
-    bad_dicts = [k for k, v in values.items() if isinstance(v, dict) and types[k] not in ("file", "json_object")]
+    bad_dicts = [
+        k for k, v in values.items() if isinstance(v, dict) and types[k] not in ("file", "json_object")
+    ]
     if bad_dicts:
         raise InputError(f"Invalid input type for {bad_dicts}")
     bad_lists = [

@@ -21,7 +21,9 @@ class ServiceApiCors:
 
     def __init__(self, app: ASGIApp, origins: Sequence[str]) -> None:
         self.app = app
-        self.cors = CORSMiddleware(app, allow_origins=list(origins), allow_methods=METHODS, allow_headers=HEADERS)
+        self.cors = CORSMiddleware(
+            app, allow_origins=list(origins), allow_methods=METHODS, allow_headers=HEADERS
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")

@@ -1,0 +1,152 @@
+"""Request checks as Dify makes them, one table per endpoint: auth before the body, the 401 header,
+CORS on /v1, ``inputs`` on every turn, the empty query, the empty ``conversation_id`` of a history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from loopwright.config import Settings
+from loopwright.server.app import create_app
+from loopwright.store.db import Database
+from loopwright.testing import ScriptedModel
+from tests.server.conftest import NewApp, ServiceApp
+
+BAD_KEY = {"Authorization": "Bearer app-nope", "Content-Type": "application/json"}
+
+
+def the_model(server_app: FastAPI) -> ScriptedModel:
+    (model,) = server_app.state.loopwright._models.values()
+    assert isinstance(model, ScriptedModel)
+    return model
+
+
+async def chat(client: httpx.AsyncClient, app: ServiceApp, **body: Any) -> httpx.Response:
+    payload = {"query": "hi", "inputs": {}, "user": "alice", "response_mode": "blocking", **body}
+    return await client.post("/v1/chat-messages", json=payload, headers=app.headers)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/chat-messages"),
+        ("POST", "/v1/chat-messages/t/stop"),
+        ("POST", "/v1/messages/m/feedbacks"),
+        ("POST", "/v1/conversations/c/name"),
+        ("DELETE", "/v1/conversations/c"),
+    ],
+)
+async def test_a_bad_key_is_401_before_a_broken_body_is_read(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    r = await client.request(method, path, content=b"{not json", headers=BAD_KEY)
+    assert r.status_code == 401, r.text
+    assert r.json() == {"code": "unauthorized", "message": "Access token is invalid", "status": 401}
+    assert r.headers["www-authenticate"] == 'Bearer realm="api"'
+
+
+async def test_every_401_carries_www_authenticate(client: httpx.AsyncClient) -> None:
+    for headers in ({}, {"Authorization": "Basic x"}, {"Authorization": "Bearer dataset-nope"}):
+        r = await client.get("/v1/parameters", headers=headers)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'
+    r = await client.get("/v1/datasets", headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"query": "hi", "user": "alice"}, "inputs is required"),
+        ({"query": "", "inputs": {}, "user": "alice"}, "query is required"),
+        ({"query": "hi", "inputs": [], "user": "alice"}, "inputs"),
+        ({"query": "hi", "inputs": {}, "user": "alice", "conversation_id": "x"}, "conversation_id"),
+    ],
+)
+async def test_chat_body_checks(
+    client: httpx.AsyncClient, new_app: NewApp, body: dict[str, Any], message: str
+) -> None:
+    app = await new_app(["never"])
+    r = await client.post("/v1/chat-messages", json=body, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param", r.text
+    assert message in r.json()["message"]
+
+
+async def test_a_blank_query_is_run_as_dify_runs_it(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    """Dify refuses only the empty string."""
+    app = await new_app(["Yes?"])
+    assert (await chat(client, app, query=" ")).status_code == 200
+
+
+async def test_cors_preflight_and_headers_on_v1(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    preflight = {
+        "Origin": "https://page.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "Authorization, Content-Type",
+    }
+    r = await client.options("/v1/chat-messages", headers=preflight)
+    assert r.status_code == 200
+    assert r.headers["access-control-allow-origin"] == "*"
+    allowed = {m.strip() for m in r.headers["access-control-allow-methods"].split(",")}
+    assert allowed == {"GET", "PUT", "POST", "DELETE", "OPTIONS", "PATCH"}
+    r = await chat(client, app)
+    assert "access-control-allow-origin" not in r.headers  # no Origin: no CORS headers
+    r = await client.get("/v1/parameters", headers={**app.headers, "Origin": "https://page.example"})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"
+    r = await client.get("/v1/parameters", headers={"Origin": "https://page.example"})
+    assert r.status_code == 401 and r.headers["access-control-allow-origin"] == "*"  # errors too
+
+
+async def test_cors_origins_are_configurable(db: Database, new_app: NewApp) -> None:
+    server = create_app(db, Settings(cors_allow_origins="https://ok.example"), ping_interval=0.05)
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        for origin, allowed in (("https://ok.example", True), ("https://evil.example", False)):
+            preflight = {"Origin": origin, "Access-Control-Request-Method": "GET"}
+            r = await client.options("/v1/parameters", headers=preflight)
+            assert (r.status_code == 200) is allowed
+            assert (r.headers.get("access-control-allow-origin") == origin) is allowed
+
+
+FORM = [
+    {"variable": "city", "label": "City", "required": True},
+    {"variable": "metric", "label": "Metric", "type": "checkbox"},
+    {"variable": "days", "label": "Days", "type": "number"},
+]
+
+
+async def test_every_turn_runs_on_its_own_inputs(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    """Validated on each turn, used for that turn's instruction, stored on that message (Dify)."""
+    app = await new_app(
+        ["One.", "Two."], user_input_form=FORM, instruction="City: {{city}}; metric: {{metric}}"
+    )
+    r = await chat(client, app, inputs={"city": "Oslo", "metric": "yes", "days": "3"})
+    assert r.status_code == 200, r.text
+    conversation_id = r.json()["conversation_id"]
+    r = await chat(client, app, inputs={}, conversation_id=conversation_id)
+    assert (r.status_code, r.json()["message"]) == (400, "city is required in input form")
+    r = await chat(client, app, inputs={"city": "Rome", "metric": "off"}, conversation_id=conversation_id)
+    assert r.status_code == 200, r.text
+    first, second = (request.messages[0].content for request in the_model(server_app).requests)
+    assert "City: Oslo; metric: True" in str(first) and "City: Rome; metric: False" in str(second)
+    r = await client.get(
+        "/v1/messages", params={"conversation_id": conversation_id, "user": "alice"}, headers=app.headers
+    )
+    assert [m["inputs"] for m in r.json()["data"]] == [
+        {"city": "Oslo", "metric": True, "days": 3},
+        {"city": "Rome", "metric": False},
+    ]
+
+
+async def test_an_empty_conversation_id_lists_no_messages(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    assert (await chat(client, app)).status_code == 200
+    r = await client.get("/v1/messages", params={"conversation_id": "", "user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"limit": 20, "has_more": False, "data": []})
+    r = await client.get("/v1/messages", params={"user": "alice"}, headers=app.headers)
+    assert r.status_code == 400 and r.json()["message"] == "conversation_id is required"
