@@ -152,6 +152,9 @@ async def test_a_file_a_tool_makes_reaches_the_client_as_a_signed_url(
     )
     assert kept["url"].split("?")[0] == url.split("?")[0] and "sign=" in kept["url"]
     assert (await files_client.get(kept["url"])).content == b"%PDF-1.4 Q3"
+    tool_file_id = url.split("?")[0].rsplit("/", 1)[-1].removesuffix(".pdf")
+    assert (kept["filename"], kept["mime_type"], kept["size"]) == ("report.pdf", "application/pdf", 11)
+    assert kept["upload_file_id"] == tool_file_id  # as Dify: the tool file's id
 
 
 def test_a_toolset_of_an_unknown_type_or_a_bad_source_is_refused_with_its_reason() -> None:
@@ -212,3 +215,10 @@ async def test_a_retriever_tool_ends_the_message_with_its_citations(
     assert (
         stored is not None and json.loads(stored.message_metadata or "{}")["retriever_resources"] == resources
     )
+    # the history gives them back as they were streamed
+    r = await client.get(
+        "/v1/messages",
+        params={"conversation_id": events[-1]["conversation_id"], "user": "alice"},
+        headers={"Authorization": f"Bearer {app.key}"},
+    )
+    assert resources and r.json()["data"][0]["retriever_resources"] == resources

@@ -21,6 +21,7 @@ from loopwright.server import (
     routes_chat,
     routes_conversations,
     routes_datasets,
+    routes_file_previews,
     routes_files,
     routes_tool_files,
 )
@@ -71,6 +72,7 @@ def create_app(
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
+    app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app

@@ -73,10 +73,13 @@ def thought_body(t: ThoughtView) -> dict[str, Any]:
 def message_file_body(f: MessageFileView) -> dict[str, Any]:
     return {
         "id": f.id,
+        "filename": f.filename,
         "type": f.type,
         "url": f.url,
-        "belongs_to": f.belongs_to,
+        "mime_type": f.mime_type,
+        "size": f.size,
         "transfer_method": f.transfer_method,
+        "belongs_to": f.belongs_to,
         "upload_file_id": f.upload_file_id,
     }
 
@@ -91,7 +94,7 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "answer": m.answer,
         "message_files": [message_file_body(f) for f in m.files],
         "feedback": {"rating": m.rating} if m.rating is not None else None,
-        "retriever_resources": [],
+        "retriever_resources": m.retriever_resources,
         "created_at": m.created_at,
         "agent_thoughts": [thought_body(t) for t in m.thoughts],
         "status": m.status,
