@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.agent.factory import create_strategy
-from loopwright.agent.function_call import FunctionCallStrategy
-from loopwright.agent.react import ReactStrategy
+from loopwright.agent._factory import create_strategy
+from loopwright.agent._function_call import FunctionCallStrategy
+from loopwright.agent._react import ReactStrategy
 from loopwright.testing import ScriptedModel
 
 

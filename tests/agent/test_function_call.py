@@ -116,28 +116,59 @@ async def test_instruction_variables_are_filled_from_inputs() -> None:
 
 
 async def test_parallel_calls_run_concurrently_and_results_keep_model_order() -> None:
+    # Event gates instead of a stopwatch: every call waits until all three are running (a barrier that
+    # sequential calls could never pass: they would time out), then they end in the order c2, c3, c1.
+    all_running = asyncio.Barrier(3)
+    done = {name: asyncio.Event() for name in ("c1", "c2", "c3")}
+    after = {"c2": None, "c3": "c2", "c1": "c3"}
+
+    @tool
+    async def gated(name: str) -> str:
+        """Waits for its turn."""
+        await all_running.wait()
+        before = after[name]
+        if before is not None:
+            await done[before].wait()
+        done[name].set()
+        return f"ended {name}"
+
     model = fc_model(
-        Reply.tool_calls(("slow", {"ms": 150}, "c1"), ("slow", {"ms": 10}, "c2"), ("slow", {"ms": 80}, "c3")),
+        Reply.tool_calls(
+            ("gated", {"name": "c1"}, "c1"), ("gated", {"name": "c2"}, "c2"), ("gated", {"name": "c3"}, "c3")
+        ),
         Reply.text("done"),
     )
-    agent = Agent(model=model, tools=[slow])
-    started = time.perf_counter()
-    events = await collect(agent, "go")
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.2, "three calls of 150+10+80 ms must overlap"
+    events = await collect(Agent(model=model, tools=[gated], tool_timeout=30), "go")
     finished = [e.id for e in events if isinstance(e, ToolCallFinished)]
     assert finished == ["c2", "c3", "c1"]  # events arrive as calls end …
     tool_messages = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == ["c1", "c2", "c3"]  # … results go back in model order
-    assert [m.content for m in tool_messages] == ["slept 150", "slept 10", "slept 80"]
+    assert [m.content for m in tool_messages] == ["ended c1", "ended c2", "ended c3"]
 
 
 async def test_parallelism_is_bounded() -> None:
-    calls = [("slow", {"ms": 50}, f"c{i}") for i in range(4)]
+    running = 0
+    peak = 0
+    two_in = asyncio.Event()
+
+    @tool
+    async def counted(i: int) -> str:
+        """Counts how many calls run at once."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        if running == 2:
+            two_in.set()
+        await two_in.wait()  # the first two meet here; later ones find it already set
+        await asyncio.sleep(0)
+        running -= 1
+        return str(i)
+
+    calls = [("counted", {"i": i}, f"c{i}") for i in range(4)]
     model = fc_model(Reply.tool_calls(*calls), Reply.text("ok"))
-    started = time.perf_counter()
-    await Agent(model=model, tools=[slow], max_parallel_tools=2).run("go")
-    assert time.perf_counter() - started >= 0.1  # 4 calls, 2 at a time: two waves of 50 ms
+    result = await Agent(model=model, tools=[counted], max_parallel_tools=2, tool_timeout=30).run("go")
+    assert result.text == "ok"
+    assert peak == 2  # 4 calls, never more than 2 at a time (and 2 did run together)
 
 
 async def test_duplicate_tool_names_are_kept_apart_by_call_id() -> None:

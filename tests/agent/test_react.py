@@ -221,5 +221,8 @@ async def test_react_rounds_tell_the_model_which_tools_the_prompt_offers() -> No
     model = ScriptedModel([action("add", {"a": 1, "b": 1}), final("2")])
     await Agent(model=model, tools=[add], max_iterations=1, tool_choice="add").run("1+1")
     first, last = model.requests
-    assert [t.name for t in first.params["react_tools"]] == ["add"] and first.params["tool_choice"] == "add"
-    assert list(last.params["react_tools"]) == [] and "tool_choice" not in last.params
+    assert first.react is not None and last.react is not None
+    assert [t.name for t in first.react.tools] == ["add"] and first.params["tool_choice"] == "add"
+    assert first.react.observation is None  # the first turn asks the user's question
+    assert list(last.react.tools) == [] and "tool_choice" not in last.params
+    assert last.react.observation == "2"  # the follow-up turn carries what the tool returned

@@ -11,7 +11,7 @@ import pytest
 from loopwright import Agent
 from loopwright.agent import ToolCallFinished, ToolCallStarted
 from loopwright.agent.react_parser import ReactParser
-from loopwright.model.base import ModelError
+from loopwright.model.base import ModelError, ReactTurn
 from loopwright.model.entities import SystemMessage, UserMessage
 from loopwright.tools.builtin import builtin_tools
 
@@ -33,8 +33,18 @@ def model() -> LocalModel:
     return m
 
 
-async def collect(model: LocalModel, messages: list, **params: object) -> tuple[str, list]:  # type: ignore[type-arg]
-    chunks = [c async for c in model.stream(messages, params=params)]
+async def collect(
+    model: LocalModel,
+    messages: list,  # type: ignore[type-arg]
+    react: ReactTurn | None = None,
+    **params: object,
+) -> tuple[str, list]:  # type: ignore[type-arg]
+    stream = (
+        model.stream(messages, params=params)
+        if react is None
+        else model.stream_react(messages, react, params=params)
+    )  # type: ignore[arg-type]
+    chunks = [c async for c in stream]
     return "".join(c.text for c in chunks), chunks
 
 
@@ -48,7 +58,7 @@ async def test_plain_answer_streams_tokens_with_usage(model: LocalModel) -> None
 
 async def test_grammar_makes_a_parseable_action_naming_a_real_tool(model: LocalModel) -> None:
     messages = [SystemMessage("Use tools."), UserMessage("Use the calculator to compute 17 * 23.")]
-    text, _ = await collect(model, messages, react_tools=CALC, tool_choice="required")
+    text, _ = await collect(model, messages, ReactTurn(CALC), tool_choice="required")
     parser = ReactParser()
     events = parser.feed(text) + parser.flush()
     actions = [e for e in events if not isinstance(e, str)]
@@ -58,7 +68,7 @@ async def test_grammar_makes_a_parseable_action_naming_a_real_tool(model: LocalM
 
 
 async def test_without_tools_the_grammar_only_allows_the_final_answer(model: LocalModel) -> None:
-    text, _ = await collect(model, [UserMessage("Say hello.")], react_tools=[])
+    text, _ = await collect(model, [UserMessage("Say hello.")], ReactTurn([]))
     parser = ReactParser()
     actions = [e for e in parser.feed(text) + parser.flush() if not isinstance(e, str)]
     assert [a.name for a in actions] == ["Final Answer"], text
@@ -115,7 +125,7 @@ async def test_agent_calls_the_calculator_on_the_embedded_model(model: LocalMode
 
 
 def test_after_a_short_observation_the_final_thought_quotes_it() -> None:
-    from loopwright.model.local_grammar import observation_fits, react_grammar
+    from loopwright.model._local_grammar import observation_fits, react_grammar
 
     tools = [t.schema for t in builtin_tools()][:1]
     anchored = react_grammar(tools, "auto", observation="391")
@@ -132,22 +142,12 @@ def test_after_a_short_observation_the_final_thought_quotes_it() -> None:
     assert 'Tool needed: none." rest' in long
 
 
-def test_the_observation_is_read_from_the_small_models_follow_up() -> None:
-    from loopwright.model.local import _observation
-    from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE
-
-    follow_up = UserMessage(SMALL_MODEL_CONTINUE.format(observation="Sunny, 21 °C"))
-    assert _observation([SystemMessage("s"), follow_up]) == "Sunny, 21 °C"
-    assert _observation([UserMessage("What is 17 * 23?")]) is None
-    assert _observation([]) is None
-
-
 @pytest.mark.parametrize("choice", ["auto", "required", "none", "calculator", "unknown"])
 @pytest.mark.parametrize("offered", [0, 1, 2])
 def test_every_grammar_parses(choice: str, offered: int) -> None:
     from llama_cpp import LlamaGrammar
 
-    from loopwright.model.local_grammar import react_grammar, undefined_rules
+    from loopwright.model._local_grammar import react_grammar, undefined_rules
 
     tools = [t.schema for t in builtin_tools()][:offered]
     for observation in (None, '391 "quoted" \\ é'):
@@ -158,7 +158,7 @@ def test_every_grammar_parses(choice: str, offered: int) -> None:
 
 
 async def test_the_choice_of_tool_is_scored_by_the_model(model: LocalModel) -> None:
-    from loopwright.model import local_choice
+    from loopwright.model import _local_choice as local_choice
 
     loaded = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values()))
     prompt = "Question: What is the capital of France?\nAnswer: The capital of France is"

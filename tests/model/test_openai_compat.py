@@ -240,7 +240,6 @@ def test_build_request_filters_params_and_maps_tool_choice() -> None:
         "seed": None,  # None: not sent
         "n": 3,  # one choice only
         "top_k": 40,  # not an OpenAI parameter: only under extra_body
-        "react_tools": [WEATHER],
         "tool_choice": "get_weather",
         "parallel_tool_calls": False,
         "response_format": {"type": "json_object"},
@@ -256,7 +255,7 @@ def test_build_request_filters_params_and_maps_tool_choice() -> None:
     assert req["extra_body"] == {"top_k": 40, "min_p": 0.05}
     assert req["stop"] == ["Observation"]
     assert req["tools"][0]["function"]["name"] == "get_weather"
-    for key in ("n", "top_k", "seed", "react_tools", "stream", "stream_options"):
+    for key in ("n", "top_k", "seed", "stream", "stream_options"):
         assert key not in req
 
     for choice in ("auto", "required", "none"):

@@ -276,14 +276,14 @@ async def test_delay_applies_per_chunk() -> None:
     elapsed = time.monotonic() - start
     assert len([c for c in chunks if c.text]) == 5
     assert elapsed >= 5 * delay - 1e-3  # asyncio may wake up to its clock resolution early
-    assert elapsed < 1.0
+    assert elapsed < 5.0  # a generous ceiling: it only catches a delay applied per character
 
 
 async def test_no_delay_is_fast() -> None:
     model = ScriptedModel(["x" * 2000], chunk_size=1)
     start = time.monotonic()
     await collect(model)
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < 5.0  # 2,000 chunks without a delay take milliseconds
 
 
 # --- protocol and token counts --------------------------------------------------------------------------

@@ -18,9 +18,10 @@ HEAD = EventHead("task", "msg", "conv", 1700000000)
 
 
 @pytest.mark.parametrize("text", ["plain", 'quo"te, back\\slash', "line\nbreak\ttab", "é😀", "\x00\x1f", ""])
-def test_a_delta_frame_is_exactly_the_json_dump_of_its_event(text: str) -> None:
+def test_a_delta_frame_is_exactly_the_compact_json_dump_of_its_event(text: str) -> None:
     event = AgentMessage(HEAD, text)
-    expected = f"data: {json.dumps(event.payload(), ensure_ascii=False)}\n\n"
+    # Dify's frames: compact JSON, non-ASCII kept as is
+    expected = f"data: {json.dumps(event.payload(), ensure_ascii=False, separators=(',', ':'))}\n\n"
     encoder = FrameEncoder()
     assert encoder.encode(event) == expected
     assert encoder.encode(event) == expected  # from the cached prefix

@@ -23,10 +23,10 @@ from sqlalchemy import text
 from loopwright.store import models as m
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
+from tests.app import test_history as history_tests
 from tests.app import test_messages as message_tests
 from tests.store import rows
 from tests.store import test_db as db_tests
-from tests.store import test_history as history_tests
 from tests.store import test_repositories as repository_tests
 from tests.store import test_thoughts as thought_tests
 

@@ -6,12 +6,12 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopwright.agent._factory import StrategyName, create_strategy
+from loopwright.agent._guardrails import RepeatGuard
+from loopwright.agent._loop import LoopSettings, RunState, Strategy, run_loop
+from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
-from loopwright.agent.factory import StrategyName, create_strategy
-from loopwright.agent.guardrails import RepeatGuard
-from loopwright.agent.loop import LoopSettings, RunState, Strategy, run_loop
 from loopwright.agent.prompts import fill_inputs
-from loopwright.agent.react import ParserMode, ReactStrategy
 from loopwright.model.base import Model
 from loopwright.model.entities import (
     ContentPart,

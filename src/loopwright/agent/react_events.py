@@ -7,7 +7,7 @@ their output the same way, with :func:`merge_events`.
 
 from __future__ import annotations
 
-from loopwright.agent.action_json import Action
+from loopwright.agent._action_json import Action
 
 __all__ = ["Action", "ParserEvent", "merge_events"]
 

@@ -34,8 +34,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any, Final, Literal, overload
 
-from loopwright.agent._dify_parser import DifyParserError, DifyReactParser
-from loopwright.agent.action_json import (
+from loopwright.agent._action_json import (
     FORMAT_HINT,
     NAME_LIMIT,
     all_actions,
@@ -44,6 +43,7 @@ from loopwright.agent.action_json import (
     plain_input,
     snip,
 )
+from loopwright.agent._dify_parser import DifyParserError, DifyReactParser
 from loopwright.agent.react_events import Action, ParserEvent, merge_events
 
 __all__ = [

@@ -20,8 +20,8 @@ from loopwright.app.wire import DifyStream, ThoughtRow, file_type
 from loopwright.model.entities import Usage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.history import UUID_NIL
 from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFile, utcnow
+from loopwright.store.threads import UUID_NIL
 from loopwright.store.writer import Insert, Update, WriteOp
 from loopwright.tools.base import ToolOutput
 from loopwright.tools.files.signing import tool_file_of_url

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from loopwright.agent import Agent, RoundFinished
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.history import load_history, trim_to_budget
 from loopwright.app.inputs import validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
@@ -34,7 +35,6 @@ from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
 from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.history import load_history, trim_to_budget
 from loopwright.store.models import new_id, unix_seconds, utcnow
 from loopwright.tools.base import ToolContext
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from loopwright.agent import Agent, AgentResult
-    from loopwright.agent.factory import StrategyName
+    from loopwright.agent._factory import StrategyName
     from loopwright.model.base import Model
     from loopwright.tools.base import Tool
 

@@ -3,7 +3,9 @@
 from loopwright.model.base import (
     Model,
     ModelError,
+    ReactDecodingModel,
     ReactPromptModel,
+    ReactTurn,
     estimate_message_tokens,
     estimate_tokens,
 )
@@ -43,7 +45,9 @@ __all__ = [
     "ModelMode",
     "ModelSettings",
     "PromptMessage",
+    "ReactDecodingModel",
     "ReactPromptModel",
+    "ReactTurn",
     "SystemMessage",
     "TextPart",
     "ToolCall",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from loopwright.errors import ModelError as ModelError
@@ -27,14 +28,12 @@ class Model(Protocol):
     in one chunk. ``count_tokens`` must work offline.
 
     ``params`` is the call's :class:`~loopwright.model.settings.ModelSettings`: sampling values
-    (``temperature``, ``max_tokens``, …) and two keys the agent sets that every provider must honour or
-    ignore, never pass on blindly:
+    (``temperature``, ``max_tokens``, …) and ``tool_choice``, which the agent sets and every provider
+    must honour or ignore, never pass on blindly: ``"auto"`` (absent), ``"required"``, ``"none"`` or a
+    tool name, as in the OpenAI API; sent only in a round that offers tools.
 
-    - ``tool_choice``: ``"auto"`` (absent), ``"required"``, ``"none"`` or a tool name, as in the
-      OpenAI API; sent only in a round that offers tools.
-    - ``react_tools``: the tools a ReAct prompt offers this round (empty on the last round). A
-      provider that can constrain decoding (the local llama.cpp model) builds a grammar from them so
-      every reply is a well-formed action naming one of them or the final answer.
+    A ReAct round's tools travel in the prompt; a model that can use them beyond the prompt text
+    declares :class:`ReactDecodingModel`.
     """
 
     name: str
@@ -61,6 +60,36 @@ class ReactPromptModel(Protocol):
 
     react_template: str | None
     react_continue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReactTurn:
+    """What one ReAct round offers, as the agent knows it (not as the prompt words it).
+
+    ``tools``: the actions the prompt offers (empty on the last round: the model must answer).
+    ``observation``: ``None`` when the turn asks the user's question; after a tool round, what the
+    last step's tools returned (their observations, one per line).
+    """
+
+    tools: Sequence[ToolSchema]
+    observation: str | None = None
+
+
+@runtime_checkable
+class ReactDecodingModel(Protocol):
+    """A model that takes a ReAct round's offer as data — the local llama.cpp model constrains its
+    replies with a grammar built from it, so every reply is a well-formed action naming one of the
+    offered tools or the final answer. The agent calls ``stream_react`` instead of ``stream`` for a
+    ReAct round when the model has it."""
+
+    def stream_react(
+        self,
+        messages: Sequence[PromptMessage],
+        turn: ReactTurn,
+        *,
+        stop: Sequence[str] = (),
+        params: ModelSettings | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]: ...
 
 
 # Words, numbers, and single punctuation marks: close to what BPE tokenizers produce for English prose,

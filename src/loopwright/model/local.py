@@ -5,9 +5,10 @@ The default weights are SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the Py
 tokens into asyncio; requests to one model queue behind each other (a llama.cpp context serves one
 at a time); the weights load once per process and are shared.
 
-When the ReAct strategy runs on it (``params["react_tools"]``), replies are constrained by a grammar
-built from the offered tools: a one-line thought, then a fenced JSON action naming one of the tools
-(with input that follows the tool's JSON schema) or the final answer. Every reply parses.
+When the ReAct strategy runs on it (``stream_react`` with the round's ``ReactTurn``), replies are
+constrained by a grammar built from the offered tools: a one-line thought, then a fenced JSON action
+naming one of the tools (with input that follows the tool's JSON schema) or the final answer. Every
+reply parses.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopwright.model.base import ModelError, estimate_message_tokens
+from loopwright.model._local_choice import choose
+from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
+from loopwright.model._local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
+from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -39,9 +43,6 @@ from loopwright.model.entities import (
     UserMessage,
     content_text,
 )
-from loopwright.model.local_choice import choose
-from loopwright.model.local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
-from loopwright.model.local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
 from loopwright.model.settings import ModelSettings
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -184,7 +185,7 @@ class LocalModel:
         prompt, stops = loaded.format_prompt(_to_dicts(messages))
         return prompt, stops
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[PromptMessage],
         *,
@@ -192,7 +193,27 @@ class LocalModel:
         stop: Sequence[str] = (),
         params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
-        params = params or {}
+        return self._stream(messages, None, stop, params or {})
+
+    def stream_react(
+        self,
+        messages: Sequence[PromptMessage],
+        turn: ReactTurn,
+        *,
+        stop: Sequence[str] = (),
+        params: ModelSettings | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]:
+        """A ReAct round (ReactDecodingModel): the reply is constrained by a grammar built from the
+        offered tools, and the choice of a tool is calibrated against a neutral question."""
+        return self._stream(messages, turn, stop, params or {})
+
+    async def _stream(
+        self,
+        messages: Sequence[PromptMessage],
+        turn: ReactTurn | None,
+        stop: Sequence[str],
+        params: ModelSettings,
+    ) -> AsyncGenerator[LLMChunk, None]:
         loaded = _cache.get(self._key())
         if loaded is None:
             await self.load()
@@ -203,13 +224,17 @@ class LocalModel:
             stop=[*stop, *template_stops],
             max_tokens=int(params.get("max_tokens", self.max_tokens)),
             sampling={k: v for k, v in params.items() if k in _SAMPLING_KEYS},
-            react_tools=params.get("react_tools"),
+            react_tools=turn.tools if turn is not None else None,
             tool_choice=str(params.get("tool_choice", "auto")),
-            observation=_observation(messages) if params.get("react_tools") else None,
+            # Only this model's own ReAct prompt repeats the observation in the user's turn, which is
+            # what lets the grammar offer it back as the answer.
+            observation=turn.observation if turn is not None and self.react_continue else None,
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
         )
-        if request.react_tools and _asks_a_question(messages):
+        if turn is not None and turn.tools and turn.observation is None and messages:
+            # The turn asks the user's question (the last message): the choice of a tool is
+            # calibrated against the same prompt with a neutral question.
             neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
             request.neutral_prompt = self._render(loaded, neutral)[0]
         request.sampling.setdefault("temperature", self.temperature)
@@ -221,28 +246,6 @@ class LocalModel:
 
 
 NEUTRAL_QUESTION = "N/A"
-
-
-def _asks_a_question(messages: Sequence[PromptMessage]) -> bool:
-    """Whether the last message is the user's question (not a tool round's follow-up), which is where
-    the choice of a tool is calibrated."""
-    if not messages or not isinstance(messages[-1], UserMessage):
-        return False
-    text = content_text(messages[-1].content)
-    return not (text.startswith("Observation:") or text == "continue")
-
-
-_CONTINUE_HEAD, _, _CONTINUE_TAIL = SMALL_MODEL_CONTINUE.partition("{observation}")
-
-
-def _observation(messages: Sequence[PromptMessage]) -> str | None:
-    """The observation the last message reports (as this module's ReAct prompt words it), if any."""
-    if not messages or not isinstance(messages[-1], UserMessage):
-        return None
-    text = content_text(messages[-1].content)
-    if text.startswith(_CONTINUE_HEAD) and text.endswith(_CONTINUE_TAIL):
-        return text[len(_CONTINUE_HEAD) : len(text) - len(_CONTINUE_TAIL)]
-    return None
 
 
 @dataclass

@@ -221,7 +221,7 @@ def build_request(
 
     From ``params`` only :data:`SAMPLING_PARAMS` pass (``None`` values are dropped, and
     ``parallel_tool_calls`` only with tools); ``tool_choice`` is sent only with tools, a tool name
-    becoming ``{"type": "function", "function": {"name": …}}``; ``react_tools`` is ignored;
+    becoming ``{"type": "function", "function": {"name": …}}``;
     ``extra_body`` (a mapping) is passed as the SDK's ``extra_body``. Other keys are dropped."""
     request: dict[str, Any] = {"model": model, "messages": [message_to_openai(m) for m in messages]}
     if tools:
@@ -243,7 +243,7 @@ def build_request(
                 if not isinstance(value, Mapping):
                     raise TypeError(f"params['extra_body'] must be a mapping, not {type(value).__name__}")
                 request["extra_body"] = dict(value)
-        elif key != "react_tools":
+        else:
             dropped.append(key)
     if dropped:
         log.debug("parameters not sent to %s (put them under extra_body): %s", model, ", ".join(dropped))

@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.model.base import ModelError, estimate_message_tokens
+from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     LLMChunk,
     ModelFeature,
@@ -62,6 +62,7 @@ class ModelRequest:
     tools: list[ToolSchema]
     stop: list[str]
     params: dict[str, Any]
+    react: ReactTurn | None = None  # what a ReAct round offered (the model takes it as data)
 
 
 @dataclass
@@ -112,6 +113,27 @@ class ScriptedModel:
         stop: Sequence[str] = (),
         params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
+        return self._call(messages, tools, stop, params, None)
+
+    def stream_react(
+        self,
+        messages: Sequence[PromptMessage],
+        turn: ReactTurn,
+        *,
+        stop: Sequence[str] = (),
+        params: ModelSettings | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]:
+        """A ReAct round (ReactDecodingModel): recorded with its offer, replayed like any other."""
+        return self._call(messages, (), stop, params, turn)
+
+    def _call(
+        self,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSchema],
+        stop: Sequence[str],
+        params: ModelSettings | None,
+        turn: ReactTurn | None,
+    ) -> AsyncGenerator[LLMChunk, None]:
         n = self._next
         if self.cycle and n >= len(self._script):
             n = 0
@@ -121,7 +143,9 @@ class ScriptedModel:
             )
         self._next = n + 1
         if self.record is None or len(self.requests) < self.record:
-            self.requests.append(ModelRequest(list(messages), list(tools), list(stop), dict(params or {})))
+            self.requests.append(
+                ModelRequest(list(messages), list(tools), list(stop), dict(params or {}), turn)
+            )
         reply = self._script[n]
         return self._replay(reply, self._calls[n], n + 1, stop, messages)
 

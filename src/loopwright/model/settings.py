@@ -5,10 +5,8 @@ Every key is optional; a provider sends what its API knows and ignores the rest 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, cast
-
-from loopwright.model.entities import ToolSchema
 
 
 class ModelSettings(TypedDict, total=False):
@@ -40,9 +38,6 @@ class ModelSettings(TypedDict, total=False):
     sent only in a call that offers tools."""
     extra_body: dict[str, Any]
     """Provider-specific fields merged into the request body as they are (OpenAI-compatible servers)."""
-    react_tools: Sequence[ToolSchema]
-    """Set by the agent loop for ReAct rounds: the tools the prompt offers (empty on the last round).
-    A provider that can constrain decoding (the local model) builds a grammar from them."""
 
 
 MODEL_SETTINGS_KEYS: frozenset[str] = frozenset(ModelSettings.__annotations__)

@@ -1,10 +1,10 @@
 """Server-Sent Events: Dify's wire events rendered as frames, and a run's events written to a response.
 
 :class:`FrameEncoder` is the one place that renders a wire event as an SSE frame (``data: {json}``, as
-Dify writes it, JSON with ``ensure_ascii=False``); an ``error`` event's code, status and message come
-from the error table (``server.errors``). ``agent_message`` events — nearly every event of a stream — are
-rendered from a JSON prefix made once per message: dumping each one whole cost more than everything
-else the server does for it.
+Dify writes it: compact JSON — no space after ``,`` or ``:`` — with ``ensure_ascii=False``); an
+``error`` event's code, status and message come from the error table (``server.errors``).
+``agent_message`` events — nearly every event of a stream — are rendered from a JSON prefix made once
+per message: dumping each one whole cost more than everything else the server does for it.
 
 :func:`stream_to` gives a run's events to a streaming response through an :class:`SseSink`: while the
 connection takes writes without waiting, the run writes to it from its own task (see ``app.runs``).
@@ -26,9 +26,12 @@ PING_FRAME = "event: ping\n\n"
 _DELTA_TAIL = len('""}\n\n')
 
 
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def frame(payload: object) -> str:
     """One SSE data frame."""
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+    return f"data: {_dumps(payload)}\n\n"
 
 
 class FrameEncoder:

@@ -4,6 +4,7 @@ import json
 from collections.abc import Sequence
 from datetime import timedelta
 
+from loopwright.app.history import load_history, trim_to_budget
 from loopwright.model.entities import (
     AssistantMessage,
     PromptMessage,
@@ -13,8 +14,8 @@ from loopwright.model.entities import (
 )
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.history import UUID_NIL, load_history, thread_messages, trim_to_budget
 from loopwright.store.models import Message
+from loopwright.store.threads import UUID_NIL, thread_messages
 from tests.store import rows
 
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 
+from loopwright.agent._loop import ModelRequest, RoundReply, RunState
 from loopwright.agent.events import TextDelta, ToolCallRecord
-from loopwright.agent.loop import ModelRequest, RoundReply, RunState
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from loopwright.agent.function_call import FunctionCallStrategy
-from loopwright.agent.loop import Strategy
-from loopwright.agent.react import ParserMode, ReactStrategy
+from loopwright.agent._function_call import FunctionCallStrategy
+from loopwright.agent._loop import Strategy
+from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.model.base import Model, ReactPromptModel
 from loopwright.model.entities import TOOL_CALL_FEATURES, ModelMode
 

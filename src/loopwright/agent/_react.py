@@ -8,8 +8,8 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
+from loopwright.agent._loop import ModelRequest, RoundReply, RunState
 from loopwright.agent.events import TextDelta, ToolCallRecord
-from loopwright.agent.loop import ModelRequest, RoundReply, RunState
 from loopwright.agent.prompts import (
     CONTINUE,
     REACT_CHAT_TEMPLATE,
@@ -23,6 +23,7 @@ from loopwright.agent.prompts import (
     render_scratchpad,
 )
 from loopwright.agent.react_parser import Action, DifyParserError, is_final_answer, new_parser
+from loopwright.model.base import ReactTurn
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -72,14 +73,15 @@ class ReactStrategy:
                 state.query,
                 render_scratchpad(state.scratchpad),
             )
-            return ModelRequest([UserMessage(prompt)], (), self.stop, tools)
+            return ModelRequest([UserMessage(prompt)], (), self.stop, ReactTurn(tools, _observation(state)))
         system = self._system_prompt(state.instruction, tools)
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
-        if state.scratchpad:
+        observation = _observation(state)
+        if observation is not None:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
-            messages.append(UserMessage(self._continue(state)))
+            messages.append(UserMessage(self._continue(observation)))
         # Tools travel in the prompt; the API never sees them.
-        return ModelRequest(messages, (), self.stop, tools)
+        return ModelRequest(messages, (), self.stop, ReactTurn(tools, observation))
 
     async def read(
         self, chunks: AsyncIterator[LLMChunk], state: RunState
@@ -155,11 +157,9 @@ class ReactStrategy:
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note))
 
-    def _continue(self, state: RunState) -> str:
+    def _continue(self, observation: str) -> str:
         if "{observation}" not in self.continue_message:
             return self.continue_message
-        step = state.scratchpad[-1]
-        observation = "\n".join(obs for _, obs in step.actions) or step.observation
         return self.continue_message.replace("{observation}", observation)
 
     def _system_prompt(self, instruction: str, tools: Sequence[ToolSchema]) -> str:
@@ -211,3 +211,12 @@ def _answer_text(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _observation(state: RunState) -> str | None:
+    """What the last step's tools returned (one per line), or its corrective note; ``None`` before
+    the first step, when the turn asks the user's question."""
+    if not state.scratchpad:
+        return None
+    step = state.scratchpad[-1]
+    return "\n".join(obs for _, obs in step.actions) or step.observation

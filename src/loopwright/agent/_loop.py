@@ -14,6 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
@@ -27,9 +28,9 @@ from loopwright.agent.events import (
     ToolCallRecord,
     ToolCallStarted,
 )
-from loopwright.agent.guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.prompts import ScratchpadStep
-from loopwright.model.base import Model
+from loopwright.errors import AgentError
+from loopwright.model.base import Model, ReactDecodingModel, ReactTurn
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -87,12 +88,16 @@ class RoundReply:
     finish_reason: str | None = None  # the model's own (its last chunk's): "stop", "length", …
 
 
+# ReactDecodingModel.stream_react, bound to its model
+StreamReact = Callable[..., AsyncGenerator[LLMChunk, None]]
+
+
 @dataclass(slots=True)
 class ModelRequest:
     messages: list[PromptMessage]
     tools: Sequence[ToolSchema]
     stop: Sequence[str]
-    react_tools: Sequence[ToolSchema] | None = None  # ReAct: the tools its prompt offers (see model.base)
+    react: ReactTurn | None = None  # ReAct: what the round's prompt offers (see model.base.ReactTurn)
 
 
 class Strategy(Protocol):
@@ -129,6 +134,8 @@ async def run_loop(
     every level of async generators costs time on each event."""
     engine = await get_engine()
     tools = engine.schemas
+    # Checked once per run: isinstance on a Protocol costs microseconds.
+    stream_react = model.stream_react if isinstance(model, ReactDecodingModel) else None
     cap = min(settings.max_iterations, 99) + 1
     for rnd in range(1, cap + 1):
         state.round = rnd
@@ -138,9 +145,7 @@ async def run_loop(
         req = strategy.request(state, () if last else tools)
         reply: RoundReply | None = None
         started = time.perf_counter()
-        chunks = model.stream(
-            req.messages, tools=req.tools, stop=req.stop, params=_round_params(settings, req, rnd)
-        )
+        chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
         # aclosing: a consumer that stops listening closes the model's stream right away.
         async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
             async for item in items:
@@ -155,11 +160,7 @@ async def run_loop(
         state.usage = state.usage.plus(usage)
 
         if reply.calls and last:
-            if state.repeated is not None:
-                raise AgentRepeatedToolCallError(
-                    state.repeated, settings.guard.limit if settings.guard else 0
-                )
-            raise AgentMaxIterationError(settings.max_iterations)
+            raise _out_of_rounds(state, settings)
         if reply.problem is not None:
             state.malformed_streak += 1
             if state.malformed_streak <= settings.max_malformed_retries and not last:
@@ -191,6 +192,23 @@ async def run_loop(
     raise AssertionError("unreachable: the last round either answers or raises")
 
 
+def _model_stream(
+    model: Model, stream_react: StreamReact | None, req: ModelRequest, params: ModelSettings
+) -> AsyncGenerator[LLMChunk, None]:
+    """The model's reply to one round: a ReAct round goes to a model that takes its offer as data
+    (ReactDecodingModel) through ``stream_react``; everything else through ``stream``."""
+    if req.react is not None and stream_react is not None:
+        return stream_react(req.messages, req.react, stop=req.stop, params=params)
+    return model.stream(req.messages, tools=req.tools, stop=req.stop, params=params)
+
+
+def _out_of_rounds(state: RunState, settings: LoopSettings) -> AgentError:
+    """The error of a run whose last round still asked for tools."""
+    if state.repeated is not None:
+        return AgentRepeatedToolCallError(state.repeated, settings.guard.limit if settings.guard else 0)
+    return AgentMaxIterationError(settings.max_iterations)
+
+
 def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecord]) -> None:
     """A call repeated ``guard.limit`` times is not run again: the model is told so and gets one
     more round, without tools, to answer."""
@@ -206,16 +224,12 @@ def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecor
 
 def _round_params(settings: LoopSettings, req: ModelRequest, rnd: int) -> ModelSettings:
     """The model parameters of one round: the agent's, plus ``tool_choice`` (first round only, and
-    only when tools are offered) and, for ReAct, ``react_tools``."""
+    only when tools are offered, in the API's list or in a ReAct prompt)."""
     choice = settings.tool_choice if rnd == 1 else "auto"
-    offered = req.tools if req.react_tools is None else req.react_tools
-    if req.react_tools is None and (choice == "auto" or not offered):
+    if choice == "auto" or not (req.tools if req.react is None else req.react.tools):
         return settings.params  # the common case: no copy
     params = settings.params.copy()
-    if choice != "auto" and offered:
-        params["tool_choice"] = choice
-    if req.react_tools is not None:
-        params["react_tools"] = req.react_tools
+    params["tool_choice"] = choice
     return params
 
 

@@ -1,4 +1,4 @@
-"""A conversation's history as prompt messages, rebuilt from stored messages and agent thoughts
+"""A conversation's history as prompt messages, rebuilt from its stored messages and agent thoughts
 (Dify's ``organize_agent_history``), and trimmed to a token budget by whole turns
 (``AgentHistoryPromptTransform``).
 """
@@ -9,7 +9,6 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.model.entities import (
@@ -22,30 +21,9 @@ from loopwright.model.entities import (
 )
 from loopwright.store import codec
 from loopwright.store.models import Message, MessageAgentThought
+from loopwright.store.threads import load_thread
 
-__all__ = ["UUID_NIL", "load_history", "rebuild_history", "thread_messages", "trim_to_budget"]
-
-UUID_NIL = "00000000-0000-0000-0000-000000000000"
-"""A ``parent_message_id`` meaning "the message before, in a linear conversation"."""
-
-
-def thread_messages(newest_first: Sequence[Message]) -> list[Message]:
-    """The messages of the current thread, newest first.
-
-    The newest message is in the thread. From there the thread continues at its parent; a parent of
-    ``UUID_NIL`` means "the next older message" (linear history); no parent at all means the message
-    starts the thread, so nothing older belongs to it.
-    """
-    out: list[Message] = []
-    wanted: str | None = None  # the id the thread continues at; UUID_NIL = whichever comes next
-    for msg in newest_first:
-        if out and wanted not in (msg.id, UUID_NIL):
-            continue
-        out.append(msg)
-        if not msg.parent_message_id:
-            break
-        wanted = msg.parent_message_id
-    return out
+__all__ = ["load_history", "rebuild_history", "trim_to_budget"]
 
 
 def _thought_messages(row: MessageAgentThought) -> list[PromptMessage]:
@@ -92,24 +70,8 @@ async def load_history(
     session: AsyncSession, conversation_id: str, *, exclude_message_id: str | None = None
 ) -> list[PromptMessage]:
     """The conversation's current thread rebuilt as prompt messages (see :func:`rebuild_history`)."""
-    stmt = (
-        select(Message)
-        .where(Message.conversation_id == conversation_id)
-        .order_by(Message.created_at.desc(), Message.id.desc())
-    )
-    thread = thread_messages(list(await session.scalars(stmt)))
-    thread.reverse()
-    ids = [m.id for m in thread]
-    by_message: dict[str, list[MessageAgentThought]] = {}
-    if ids:
-        rows = await session.scalars(
-            select(MessageAgentThought)
-            .where(MessageAgentThought.message_id.in_(ids))
-            .order_by(MessageAgentThought.message_id, MessageAgentThought.position)
-        )
-        for row in rows:
-            by_message.setdefault(row.message_id, []).append(row)
-    return rebuild_history(thread, by_message, exclude_message_id=exclude_message_id)
+    thread, thoughts = await load_thread(session, conversation_id)
+    return rebuild_history(thread, thoughts, exclude_message_id=exclude_message_id)
 
 
 def trim_to_budget(
