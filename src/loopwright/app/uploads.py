@@ -23,7 +23,7 @@ from loopwright.app.wire import file_type
 from loopwright.config import Settings
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import unix_seconds
+from loopwright.store.models import UploadFile, unix_seconds
 from loopwright.tools.files import DEFAULT_DATA_DIR
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import signature, verify
@@ -36,6 +36,8 @@ __all__ = [
     "display_name",
     "effective_mime_type",
     "extension_of",
+    "UploadedFile",
+    "find_upload",
     "preview_url",
     "preview_url_valid",
     "store_upload",
@@ -204,3 +206,23 @@ def preview_url_valid(
     return kind in PREVIEW_KINDS and verify(
         upload_id, timestamp, nonce, sign, secret=files.secret, max_age=files.ttl, now=now, purpose=kind
     )
+
+
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    """A kept upload as a preview serves it."""
+
+    id: str
+    name: str
+    mime_type: str
+    size: int
+    path: Path  # where its bytes are
+
+
+async def find_upload(db: Database, directory: Path, upload_id: str) -> UploadedFile | None:
+    """The upload ``upload_id`` kept under ``directory``, or None."""
+    async with db.sessionmaker() as session:
+        row = await session.get(UploadFile, upload_id)
+    if row is None:
+        return None
+    return UploadedFile(row.id, row.name, row.mime_type, row.size, directory / row.storage_key)

@@ -17,11 +17,10 @@ import anyio
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from loopwright.app.uploads import preview_url_valid
+from loopwright.app.uploads import find_upload, preview_url_valid
 from loopwright.server.errors import ApiError, not_found
 from loopwright.server.routes_tool_files import ACTIVE_TYPES, disposition_header
 from loopwright.server.state import ServerState, get_state
-from loopwright.store.models import UploadFile
 
 router = APIRouter()
 
@@ -48,14 +47,13 @@ async def serve_upload(
         canonical = False
     if not canonical or not preview_url_valid(await state.files(), file_id, kind, *signed):
         raise invalid()
-    async with state.db.sessionmaker() as session:
-        row = await session.get(UploadFile, file_id)
+    row = await find_upload(state.db, state.upload_limits().directory, file_id)
     if row is None:
         raise invalid()
     if kind == "image-preview" and not row.mime_type.startswith("image/"):
         raise ApiError(415, "unsupported_file_type", "File type not allowed.")
     try:
-        handle = await anyio.open_file(state.upload_limits().directory / row.storage_key, "rb")
+        handle = await anyio.open_file(row.path, "rb")
     except FileNotFoundError:
         raise invalid() from None
     headers = {"X-Content-Type-Options": "nosniff", "Content-Length": str(row.size), "Accept-Ranges": "bytes"}
