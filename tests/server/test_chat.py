@@ -68,6 +68,10 @@ async def test_fc_stream_has_difys_order_and_fields(client: httpx.AsyncClient, n
     usage = end["metadata"]["usage"]
     assert usage["total_tokens"] > 0 and "latency" in usage
     assert end["metadata"]["retriever_resources"] == []
+    # Dify's timing: latency is the whole message, split at its first streamed token
+    first, generate = usage["time_to_first_token"], usage["time_to_generate"]
+    assert 0 < first <= usage["latency"] and 0 <= generate <= usage["latency"]
+    assert abs(first + generate - usage["latency"]) < 1e-9
 
 
 async def test_react_stream_ends_with_one_answer_message(client: httpx.AsyncClient, new_app: NewApp) -> None:

@@ -79,6 +79,11 @@ async def test_stop_ends_the_stream_at_once_and_saves_stopped(
     async with db.transaction() as s:
         message = await s.get(Message, events[0]["message_id"])
         assert message is not None and message.status == "stopped"
+    # the history shows it with Dify's status (normal | error), the partial answer kept
+    async with httpx.AsyncClient(base_url=base_url, headers=app.headers) as client:
+        params = {"conversation_id": events[0]["conversation_id"], "user": "alice"}
+        (listed,) = (await client.get("/v1/messages", params=params)).json()["data"]
+    assert listed["status"] == "normal" and listed["answer"] == message.answer
 
 
 async def test_a_client_that_disconnects_does_not_stop_the_run(

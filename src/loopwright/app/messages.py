@@ -36,7 +36,7 @@ from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import new_id, unix_seconds, utcnow
-from loopwright.tools.base import ToolContext
+from loopwright.tools.base import Tool, ToolContext
 
 RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
 ResponseMode = Literal["streaming", "blocking"]
@@ -150,6 +150,14 @@ def fit_history(
     return trim_to_budget(history, model.count_tokens, budget, limit)
 
 
+def tool_labels_of(agent: Agent) -> dict[str, dict[str, str]]:
+    """Dify's ``tool_labels`` entries of the agent's tools that have a label (a toolset's tools,
+    known only when it runs, show their names)."""
+    return {
+        t.name: {"en_US": t.label, "zh_Hans": t.label} for t in agent.tools if isinstance(t, Tool) and t.label
+    }
+
+
 class RunStopped(Exception):
     """The run's stop event was set."""
 
@@ -163,7 +171,7 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
     event."""
     request, config, writes = message.request, message.version.config, message.writes
-    stream = DifyStream(message.head, agent.strategy_kind)
+    stream = DifyStream(message.head, agent.strategy_kind, labels=tool_labels_of(agent))
     history = fit_history(
         message.history, agent, config.instruction, request.query, config.history_message_limit
     )

@@ -18,6 +18,9 @@ from loopwright.server.state import ServerState, get_state, require_user, user_o
 router = APIRouter()
 
 Limit = Annotated[int, Query(ge=1, le=100)]
+# A stopped message is stored as ``stopped``; Dify's message status has only normal and error, and
+# Dify leaves a stopped message ``normal``.
+DIFY_STATUS = {"stopped": "normal"}
 
 
 class UserPayload(BaseModel):
@@ -97,7 +100,7 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "retriever_resources": m.retriever_resources,
         "created_at": m.created_at,
         "agent_thoughts": [thought_body(t) for t in m.thoughts],
-        "status": m.status,
+        "status": DIFY_STATUS.get(m.status, m.status),
         "error": m.error,
     }
 
