@@ -150,3 +150,85 @@ async def test_an_empty_conversation_id_lists_no_messages(client: httpx.AsyncCli
     assert (r.status_code, r.json()) == (200, {"limit": 20, "has_more": False, "data": []})
     r = await client.get("/v1/messages", params={"user": "alice"}, headers=app.headers)
     assert r.status_code == 400 and r.json()["message"] == "conversation_id is required"
+
+
+async def test_app_info_endpoints_the_sdks_call(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["never"])
+    r = await client.get("/v1/")
+    assert r.status_code == 200 and r.json()["welcome"] == "Dify OpenAPI" and r.json()["api_version"] == "v1"
+    r = await client.get("/v1/meta", headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"tool_icons": {}})
+    r = await client.get("/v1/site", headers=app.headers)
+    site = r.json()
+    assert r.status_code == 200 and (site["title"], site["description"]) == ("calc", "calc app")
+    assert set(site) >= {
+        "chat_color_theme",
+        "icon",
+        "icon_url",
+        "default_language",
+        "use_icon_as_answer_icon",
+    }
+    for path in ("/v1/meta", "/v1/site"):
+        assert (await client.get(path)).status_code == 401
+
+
+UNAVAILABLE = {"code": "app_unavailable", "message": "App unavailable, please check your app configurations."}
+NOT_WORKFLOW = {
+    "code": "not_workflow_app",
+    "message": "Please check if your app mode matches the right API route.",
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "answer"),
+    [
+        ("POST", "/v1/completion-messages", UNAVAILABLE),
+        ("POST", "/v1/completion-messages/t/stop", UNAVAILABLE),
+        ("POST", "/v1/workflows/run", NOT_WORKFLOW),
+        ("POST", "/v1/workflows/w/run", NOT_WORKFLOW),
+        ("GET", "/v1/workflows/run/r", NOT_WORKFLOW),
+        ("POST", "/v1/workflows/tasks/t/stop", NOT_WORKFLOW),
+        ("GET", "/v1/workflows/logs", NOT_WORKFLOW),
+        ("POST", "/v1/audio-to-text", {"code": "invalid_param", "message": "Speech to text is not enabled"}),
+        ("POST", "/v1/text-to-audio", {"code": "invalid_param", "message": "TTS is not enabled"}),
+    ],
+)
+async def test_routes_an_agent_chat_app_does_not_serve_answer_as_dify(
+    client: httpx.AsyncClient, new_app: NewApp, method: str, path: str, answer: dict[str, str]
+) -> None:
+    app = await new_app(["never"])
+    r = await client.request(method, path, json={"user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, {**answer, "status": 400})
+    assert (
+        await client.request(method, path, headers={"Authorization": "Bearer app-nope"})
+    ).status_code == 401
+
+
+async def test_conversation_variables_and_suggested_questions(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(["Hello."])
+    r = await chat(client, app)
+    conversation_id, message_id = r.json()["conversation_id"], r.json()["message_id"]
+    params = {"user": "alice"}
+    r = await client.get(f"/v1/conversations/{conversation_id}/variables", params=params, headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"limit": 20, "has_more": False, "data": []})
+    r = await client.get(
+        f"/v1/conversations/{conversation_id}/variables", params={"user": "bob"}, headers=app.headers
+    )
+    assert r.status_code == 404 and r.json()["message"] == "Conversation Not Exists."
+    r = await client.put(
+        f"/v1/conversations/{conversation_id}/variables/v1",
+        json={"value": 1, "user": "alice"},
+        headers=app.headers,
+    )
+    assert (r.status_code, r.json()["message"]) == (404, "Conversation Variable Not Exists.")
+    r = await client.get(f"/v1/messages/{message_id}/suggested", params=params, headers=app.headers)
+    assert (r.status_code, r.json()) == (
+        400,
+        {"code": "bad_request", "message": "Suggested Questions Is Disabled.", "status": 400},
+    )
+    r = await client.get(f"/v1/messages/{message_id}/suggested", params={"user": "bob"}, headers=app.headers)
+    assert (r.status_code, r.json()["message"]) == (404, "Message Not Exists.")
+    r = await client.get(f"/v1/messages/{message_id}/suggested", headers=app.headers)
+    assert (r.status_code, r.json()["message"]) == (400, "user is required")

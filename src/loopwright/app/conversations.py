@@ -46,6 +46,8 @@ __all__ = [
     "message_page",
     "rate_message",
     "rename_conversation",
+    "require_conversation",
+    "require_message",
     "saved_retriever_resources",
 ]
 
@@ -172,6 +174,23 @@ async def delete_conversation(
     async with db.transaction() as session:
         conv = await _conversation(session, app_id, end_user_id, conversation_id)
         await repo.delete_conversation(session, conv)
+
+
+async def require_conversation(
+    db: Database, lookup: AppLookup, app_id: str, user: str, conversation_id: str
+) -> None:
+    """:class:`NotFoundError` unless the conversation is the end user's (Dify's message)."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        await _conversation(session, app_id, end_user_id, conversation_id)
+
+
+async def require_message(db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str) -> None:
+    """:class:`NotFoundError` unless the message is in one of the end user's conversations."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        if await repo.find_user_message(session, app_id, end_user_id, message_id) is None:
+            raise NotFoundError(MESSAGE_NOT_FOUND)
 
 
 async def _conversation(

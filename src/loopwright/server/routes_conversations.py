@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
 from loopwright.app import conversations
 from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body, optional_json_body
-from loopwright.server.errors import invalid_param
+from loopwright.server.errors import ApiError, invalid_param, not_found
 from loopwright.server.state import ServerState, get_state, require_user, user_or_default
 
 router = APIRouter()
@@ -125,17 +125,53 @@ async def list_conversations(
     }
 
 
-@router.delete("/v1/conversations/{conversation_id}")
+@router.delete("/v1/conversations/{conversation_id}", status_code=204, response_class=Response)
 async def delete_conversation(
     conversation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
     payload: Annotated[UserPayload | None, Depends(optional_json_body(UserPayload))],
     user: str | None = None,
-) -> dict[str, str]:
+) -> Response:
+    """204 with no body, as Dify; 404 for a conversation that is not the user's."""
     who = user_or_default(payload.user if payload is not None and payload.user else user)
     await conversations.delete_conversation(state.db, state.lookup, app.id, who, conversation_id)
-    return {"result": "success"}
+    return Response(status_code=204)
+
+
+@router.get("/v1/conversations/{conversation_id}/variables")
+async def conversation_variables(
+    conversation_id: str,
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    user: str | None = None,
+    limit: Limit = 20,
+) -> dict[str, Any]:
+    """Agent-chat conversations have no variables: Dify's empty page."""
+    await conversations.require_conversation(
+        state.db, state.lookup, app.id, user_or_default(user), conversation_id
+    )
+    return {"limit": limit, "has_more": False, "data": []}
+
+
+@router.put("/v1/conversations/{conversation_id}/variables/{variable_id}")
+async def update_conversation_variable(
+    conversation_id: str, variable_id: str, app: Annotated[AuthedApp, Depends(current_app)]
+) -> None:
+    raise not_found("Conversation Variable Not Exists.")
+
+
+@router.get("/v1/messages/{message_id}/suggested")
+async def suggested_questions(
+    message_id: str,
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    user: str | None = None,
+) -> None:
+    """Dify's answer for an app without "suggested questions after answer" (loopwright apps have none
+    yet): 400 after the message is found."""
+    await conversations.require_message(state.db, state.lookup, app.id, require_user(user), message_id)
+    raise ApiError(400, "bad_request", "Suggested Questions Is Disabled.")
 
 
 @router.post("/v1/conversations/{conversation_id}/name")
