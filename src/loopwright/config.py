@@ -55,8 +55,10 @@ TOML_KEYS: dict[str, str] = {
     "files_url": "LOOPWRIGHT_FILES_URL",
     "files_url_ttl": "LOOPWRIGHT_FILES_URL_TTL",
     "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
+    "cors_allow_origins": "LOOPWRIGHT_CORS_ALLOW_ORIGINS",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
+_LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins")  # a comma-separated string or a list
 
 
 class ConfigError(ValueError):
@@ -88,6 +90,8 @@ class Settings(BaseSettings):
     files_url_ttl: int = DEFAULT_FILES_URL_TTL
     # Hosts, addresses and networks tools may reach although private (see loopwright.tools.net).
     tool_allow_hosts: tuple[str, ...] = ()
+    # Origins a browser may call /v1 from (CORS); "*" (Dify's default) is any.
+    cors_allow_origins: tuple[str, ...] = ("*",)
 
     @classmethod
     def settings_customise_sources(
@@ -147,6 +151,12 @@ class Settings(BaseSettings):
                 raise ValueError(f"tool_allow_hosts: {exc}") from None
         return hosts
 
+    @pydantic.field_validator("cors_allow_origins", mode="before")
+    @classmethod
+    def _cors_origins(cls, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        return tuple(o.strip().rstrip("/") for o in items if o.strip())
+
     def with_overrides(
         self, *, model: str | None = None, strategy: str | None = None, max_iterations: int | None = None
     ) -> Settings:
@@ -192,7 +202,8 @@ class EnvironmentSource(PydanticBaseSettingsSource):
 
 class ConfigFileSource(InitSettingsSource):
     """The keys of a loopwright TOML file, checked: only :data:`TOML_KEYS`, strings (integers for
-    ``max_iterations`` and ``files_url_ttl``, a list of strings allowed for ``tool_allow_hosts``); an
+    ``max_iterations`` and ``files_url_ttl``, a list of strings allowed for
+    ``tool_allow_hosts`` and ``cors_allow_origins``); an
     empty string leaves the key unset, so the environment's value or the default applies."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
@@ -225,9 +236,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _check_toml_value(path: Path, key: str, value: Any) -> None:
     if key not in TOML_KEYS:
         raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(TOML_KEYS)}")
-    if key == "tool_allow_hosts" and isinstance(value, list):
+    if key in _LIST_KEYS and isinstance(value, list):
         if not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: tool_allow_hosts must be a list of strings, got {value!r}")
+            raise ConfigError(f"{path}: {key} must be a list of strings, got {value!r}")
     elif key in _INTEGER_KEYS:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"{path}: {key} must be an integer, got {value!r}")

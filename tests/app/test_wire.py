@@ -7,6 +7,7 @@ from typing import Any
 
 from loopwright import Agent, tool
 from loopwright.agent.events import TextDelta
+from loopwright.app.messages import tool_labels_of
 from loopwright.app.wire import DifyStream, file_type
 from loopwright.app.wire_events import AgentMessage, EventHead
 from loopwright.testing import Reply, ScriptedModel
@@ -86,6 +87,20 @@ async def test_function_calling_stream_has_difys_order_and_fields() -> None:
     assert end["metadata"]["retriever_resources"] == [] and end["files"] is None
     assert stream.answer == "It is 5."
     assert {r.id for r in stream.thoughts} <= stream.dirty and stream.thoughts[0].usage is not None
+
+
+async def test_tool_labels_come_from_the_tools_label() -> None:
+    """Dify shows a tool's label; a tool without one shows its name."""
+    from dataclasses import replace
+
+    labelled = replace(add, label="Adder")
+    model = ScriptedModel([Reply.tool_calls(("add", {"a": 1, "b": 1})), Reply.text("2.")], features=FC)
+    agent = Agent(model=model, tools=[labelled, draw])
+    stream = DifyStream(ctx(), "function-calling", labels=tool_labels_of(agent))
+    assert stream.labels == {"add": {"en_US": "Adder", "zh_Hans": "Adder"}}
+    events = [e.payload() for ev in [x async for x in agent.stream("1+1?")] for e in stream.feed(ev)]  # type: ignore[union-attr]
+    called = next(e for e in events if e["event"] == "agent_thought" and e["tool"])
+    assert called["tool_labels"] == {"add": {"en_US": "Adder", "zh_Hans": "Adder"}}
 
 
 async def test_react_stream_has_no_thought_event_for_the_final_answer() -> None:

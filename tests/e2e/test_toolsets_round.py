@@ -65,7 +65,7 @@ async def test_four_kinds_of_tools_in_one_round(
         calls = [
             ["get_pet", {"pet_id": 7}],
             ["get_current_time", {"timezone": "UTC"}],
-            ["geo", {"query": "What is the capital of France?"}],
+            ["geo", {"inputs": {}, "query": "What is the capital of France?"}],
             ["report", {"title": "Q3"}],
         ]
         _, key = await create(

@@ -16,7 +16,9 @@ async def chat(
     client: httpx.AsyncClient, app: ServiceApp, user: str = "alice", **body: Any
 ) -> dict[str, Any]:
     r = await client.post(
-        "/v1/chat-messages", json={"query": "hello there", "user": user, **body}, headers=app.headers
+        "/v1/chat-messages",
+        json={"inputs": {}, "query": "hello there", "user": user, **body},
+        headers=app.headers,
     )
     assert r.status_code == 200, r.text
     result: dict[str, Any] = r.json()
@@ -36,7 +38,9 @@ async def test_auth_matrix(client: httpx.AsyncClient, new_app: NewApp) -> None:
         assert r.status_code == 401
         body = r.json()
         assert {k: body[k] for k in ("code", "status")} == UNAUTHORIZED and body["message"]
-        r = await client.post("/v1/chat-messages", json={"query": "x", "user": "alice"}, headers=headers)
+        r = await client.post(
+            "/v1/chat-messages", json={"inputs": {}, "query": "x", "user": "alice"}, headers=headers
+        )
         assert r.status_code == 401
 
     # another user of the same app: the conversation does not exist for them
@@ -47,7 +51,7 @@ async def test_auth_matrix(client: httpx.AsyncClient, new_app: NewApp) -> None:
     assert r.json()["data"] == []
     r = await client.post(
         "/v1/chat-messages",
-        json={"query": "x", "user": "bob", "conversation_id": conv_id},
+        json={"inputs": {}, "query": "x", "user": "bob", "conversation_id": conv_id},
         headers=app.headers,
     )
     assert r.status_code == 404
@@ -71,14 +75,32 @@ async def test_auth_matrix(client: httpx.AsyncClient, new_app: NewApp) -> None:
     assert r.status_code == 200 and len(r.json()["data"]) == 1
 
 
-async def test_user_is_required(client: httpx.AsyncClient, new_app: NewApp) -> None:
-    app = await new_app(["Hello."])
+async def test_user_is_optional_where_dify_defaults_it(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    """Lists, rename, delete and upload without ``user`` act as Dify's default end user; chat,
+    stop and feedback still require one."""
+    app = await new_app(["Hello.", "Again."])
+    mine = (await chat(client, app, user="DEFAULT-USER"))["conversation_id"]
+    await chat(client, app, user="alice")
     r = await client.get("/v1/conversations", headers=app.headers)
-    assert r.status_code == 400 and r.json() == {
-        "code": "invalid_param",
-        "message": "user is required",
-        "status": 400,
-    }
+    assert r.status_code == 200 and [c["id"] for c in r.json()["data"]] == [mine]
+    r = await client.get("/v1/messages", params={"conversation_id": mine}, headers=app.headers)
+    assert r.status_code == 200 and len(r.json()["data"]) == 1
+    r = await client.post(f"/v1/conversations/{mine}/name", json={"name": "Mine"}, headers=app.headers)
+    assert r.status_code == 200 and r.json()["name"] == "Mine"
+    r = await client.request("DELETE", f"/v1/conversations/{mine}", headers=app.headers)
+    assert r.status_code == 204
+    required = [
+        ("POST", "/v1/chat-messages", {"inputs": {}, "query": "hi"}),
+        ("POST", "/v1/chat-messages/some-task/stop", {}),
+        ("POST", f"/v1/messages/{mine}/feedbacks", {"rating": "like"}),
+    ]
+    for method, path, body in required:
+        r = await client.request(method, path, json=body, headers=app.headers)
+        assert r.status_code == 400 and r.json() == {
+            "code": "invalid_param",
+            "message": "user is required",
+            "status": 400,
+        }, path
 
 
 async def test_conversations_list_rename_delete(client: httpx.AsyncClient, new_app: NewApp) -> None:
@@ -120,7 +142,7 @@ async def test_conversations_list_rename_delete(client: httpx.AsyncClient, new_a
     r = await client.request(
         "DELETE", f"/v1/conversations/{ids[0]}", json={"user": "alice"}, headers=app.headers
     )
-    assert r.status_code == 200 and r.json() == {"result": "success"}
+    assert r.status_code == 204 and r.content == b""  # Dify's answer
     r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
     assert ids[0] not in [c["id"] for c in r.json()["data"]]
     r = await client.request(
@@ -231,7 +253,13 @@ async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -
     assert p["system_parameters"]["file_size_limit"] > 0
 
     r = await client.get("/v1/info", headers=app.headers)
-    assert r.json() == {"name": "calc", "description": "calc app", "tags": [], "mode": "agent-chat"}
+    assert r.json() == {
+        "name": "calc",
+        "description": "calc app",
+        "tags": [],
+        "mode": "agent-chat",
+        "author_name": None,
+    }
 
 
 async def test_an_app_without_a_configuration_is_unavailable(

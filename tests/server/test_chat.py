@@ -68,6 +68,10 @@ async def test_fc_stream_has_difys_order_and_fields(client: httpx.AsyncClient, n
     usage = end["metadata"]["usage"]
     assert usage["total_tokens"] > 0 and "latency" in usage
     assert end["metadata"]["retriever_resources"] == []
+    # Dify's timing: latency is the whole message, split at its first streamed token
+    first, generate = usage["time_to_first_token"], usage["time_to_generate"]
+    assert 0 < first <= usage["latency"] and 0 <= generate <= usage["latency"]
+    assert abs(first + generate - usage["latency"]) < 1e-9
 
 
 async def test_react_stream_ends_with_one_answer_message(client: httpx.AsyncClient, new_app: NewApp) -> None:
@@ -137,6 +141,7 @@ async def test_unknown_conversation_is_404(client: httpx.AsyncClient, new_app: N
     app = await new_app(FC_REPLIES)
     body = {
         "query": "hi",
+        "inputs": {},
         "user": "alice",
         "conversation_id": "00000000-0000-4000-8000-000000000000",
         "response_mode": "streaming",
@@ -162,12 +167,13 @@ async def test_inputs_are_validated(client: httpx.AsyncClient, new_app: NewApp) 
         body = {"query": "hi", "user": "alice", "inputs": inputs}
         return await client.post("/v1/chat-messages", json=body, headers=app.headers)
 
-    cases = [
-        ({}, "Name is required in input form"),
-        ({"name": "toolongname"}, "Name in input form must be less than 5 characters"),
-        ({"name": "Ann", "tone": "loud"}, "Tone in input form must be one of the following"),
-        ({"name": "Ann", "count": "many"}, "Count in input form must be a valid number"),
-        ({"name": 3}, "Name in input form must be a string"),
+    cases = [  # Dify's texts: they name the variable
+        ({}, "name is required in input form"),
+        ({"name": None}, "name is required in input form"),
+        ({"name": "toolongname"}, "name in input form must be less than 5 characters"),
+        ({"name": "Ann", "tone": "loud"}, "tone in input form must be one of the following: ['dry', 'warm']"),
+        ({"name": "Ann", "count": "many"}, "count in input form must be a valid number"),
+        ({"name": 3}, "(type 'text-input') name in input form must be a string"),
     ]
     for inputs, message in cases:
         r = await send(inputs)
@@ -186,10 +192,10 @@ async def test_request_validation_is_400_invalid_param(client: httpx.AsyncClient
     app = await new_app(["Hello."])
     for body, message in [
         ({"user": "alice"}, "query is required"),
-        ({"query": "hi"}, "user is required"),
-        ({"query": "hi", "user": "alice", "response_mode": "fast"}, "response_mode"),
-        ({"query": 5, "user": "alice"}, "query"),
-        ({"query": "hi", "user": "  "}, "user is required"),
+        ({"inputs": {}, "query": "hi"}, "user is required"),
+        ({"inputs": {}, "query": "hi", "user": "alice", "response_mode": "fast"}, "response_mode"),
+        ({"inputs": {}, "query": 5, "user": "alice"}, "query"),
+        ({"inputs": {}, "query": "hi", "user": "  "}, "user is required"),
     ]:
         r = await client.post("/v1/chat-messages", json=body, headers=app.headers)
         assert r.status_code == 400, body
@@ -206,7 +212,9 @@ async def test_request_validation_is_400_invalid_param(client: httpx.AsyncClient
 
 async def test_query_nul_characters_are_stripped(client: httpx.AsyncClient, new_app: NewApp) -> None:
     app = await new_app(["Hello."])
-    r = await client.post("/v1/chat-messages", json={"query": "h\x00i", "user": "alice"}, headers=app.headers)
+    r = await client.post(
+        "/v1/chat-messages", json={"inputs": {}, "query": "h\x00i", "user": "alice"}, headers=app.headers
+    )
     conversation_id = r.json()["conversation_id"]
     r = await client.get(
         "/v1/messages", params={"conversation_id": conversation_id, "user": "alice"}, headers=app.headers
@@ -220,7 +228,9 @@ async def test_a_model_error_is_an_error_event(client: httpx.AsyncClient, new_ap
     assert events[-1]["event"] == "error"
     assert events[-1]["code"] == "completion_request_error" and "task_id" not in events[-1]
     app = await new_app([{"error": "provider down"}])
-    r = await client.post("/v1/chat-messages", json={"query": "hi", "user": "a"}, headers=app.headers)
+    r = await client.post(
+        "/v1/chat-messages", json={"inputs": {}, "query": "hi", "user": "a"}, headers=app.headers
+    )
     assert r.status_code == 400 and r.json()["code"] == "completion_request_error"
 
 

@@ -1,9 +1,11 @@
 """``files`` in chat requests: uploads and remote URLs reach a vision model before the text, are
-listed with the message, and are refused with a clear reason when the app does not allow them."""
+listed with the message, are refused with a clear reason when the app does not allow them, and are
+dropped when the app takes no files (as Dify)."""
 
 from __future__ import annotations
 
 import base64
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from loopwright.app.uploads import preview_url
 from loopwright.model.entities import ImagePart, TextPart
 from loopwright.testing import ScriptedModel
+from loopwright.tools.files.manager import ToolFiles
+from loopwright.tools.files.storage import LocalFileStorage
 from tests.server.conftest import NewApp, ServiceApp
 
 PNG = base64.b64decode(
@@ -26,6 +31,8 @@ VISION = ["tool-call", "stream-tool-call", "vision"]
 def upload_dir(server_app: FastAPI, tmp_path: Path) -> Path:
     directory = tmp_path / "uploads"
     server_app.state.loopwright.upload_dir = directory
+    # previews are signed with the tool files' key: a test key, nothing in the working directory
+    server_app.state.loopwright.tool_files = ToolFiles(LocalFileStorage(tmp_path / "tool-files"), b"k")
     return directory
 
 
@@ -73,12 +80,59 @@ async def test_an_uploaded_image_and_a_remote_one_reach_a_vision_model_before_th
         params={"conversation_id": r.json()["conversation_id"], "user": "alice"},
         headers=app.headers,
     )
-    message_files = listed.json()["data"][0]["message_files"]
-    assert [(f["transfer_method"], f["upload_file_id"], f["url"]) for f in message_files] == [
-        ("local_file", upload_id, ""),
-        ("remote_url", None, "https://example.com/cat.png"),
-    ]
-    assert all(f["belongs_to"] == "user" and f["type"] == "image" for f in message_files)
+    uploaded, remote = listed.json()["data"][0]["message_files"]
+    keys = {"id", "filename", "type", "url", "mime_type", "size", "transfer_method", "belongs_to"}
+    assert set(uploaded) == set(remote) == {*keys, "upload_file_id"}  # Dify's message_files item
+    assert (uploaded["transfer_method"], uploaded["upload_file_id"]) == ("local_file", upload_id)
+    assert (uploaded["filename"], uploaded["mime_type"], uploaded["size"]) == (
+        "dot.png",
+        "image/png",
+        len(PNG),
+    )
+    assert uploaded["url"].startswith(f"/files/{upload_id}/file-preview?timestamp=")
+    assert (remote["transfer_method"], remote["upload_file_id"]) == ("remote_url", None)
+    assert (remote["url"], remote["filename"], remote["size"]) == (
+        "https://example.com/cat.png",
+        "cat.png",
+        -1,
+    )
+    assert all(f["belongs_to"] == "user" and f["type"] == "image" for f in (uploaded, remote))
+    # the signed URL serves the upload, without an API key
+    r = await client.get(uploaded["url"])
+    assert r.status_code == 200 and r.content == PNG and r.headers["content-type"] == "image/png"
+
+
+async def test_preview_urls_need_their_own_valid_signature(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI, upload_dir: Path
+) -> None:
+    app = await new_app(["never"], file_upload={"enabled": True, "allowed_types": ["image", "document"]})
+    upload_id = await upload(client, app)
+    doc = (
+        await client.post(
+            "/v1/files/upload",
+            data={"user": "alice"},
+            files={"file": ("a.txt", b"text", "text/plain")},
+            headers=app.headers,
+        )
+    ).json()["id"]
+    files = server_app.state.loopwright.tool_files
+    assert (await client.get(preview_url(files, upload_id, "image-preview"))).content == PNG
+    r = await client.get(preview_url(files, doc, "image-preview"))
+    assert r.status_code == 415
+    r = await client.get(preview_url(files, doc) + "&as_attachment=true")
+    assert r.status_code == 200 and r.headers["content-disposition"].startswith(
+        'attachment; filename="a.txt"'
+    )
+    invalid = {"code": "not_found", "message": "File not found or signature is invalid", "status": 404}
+    for url in (
+        preview_url(files, upload_id).replace("file-preview", "image-preview"),  # signed for the other route
+        preview_url(files, upload_id).replace("sign=", "sign=x"),
+        preview_url(files, upload_id, now=0),  # expired
+        f"/files/{upload_id}/file-preview",
+        preview_url(files, str(uuid.uuid4())),  # valid signature, no such upload
+    ):
+        r = await client.get(url)
+        assert (r.status_code, r.json()) == (404, invalid), url
 
 
 async def test_a_model_without_vision_gets_the_text_only(
@@ -94,9 +148,9 @@ async def test_a_model_without_vision_gets_the_text_only(
     ("settings", "files", "reason"),
     [
         (
-            {},
-            [{"type": "image", "transfer_method": "remote_url", "url": "https://x.test/a.png"}],
-            "not enabled",
+            IMAGES,
+            [{"transfer_method": "remote_url", "url": "https://x.test/a.png"}],  # no type: custom
+            "'custom' is not allowed",
         ),
         (
             IMAGES,
@@ -138,12 +192,40 @@ async def test_files_the_app_does_not_allow_are_refused(
     assert reason in r.json()["message"]
 
 
-async def test_another_users_upload_cannot_be_used(
+async def test_files_are_dropped_when_the_app_takes_none(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    """As Dify: an app whose upload is off ignores ``files`` (no refusal, nothing recorded)."""
+    app = await new_app(["Only text."], features=VISION)
+    files = [{"type": "image", "transfer_method": "remote_url", "url": "https://example.com/cat.png"}]
+    r = await ask(client, app, files)
+    assert r.status_code == 200, r.text
+    assert the_model(server_app).requests[0].messages[-1].content == "What is this?"
+    listed = await client.get(
+        "/v1/messages",
+        params={"conversation_id": r.json()["conversation_id"], "user": "alice"},
+        headers=app.headers,
+    )
+    assert listed.json()["data"][0]["message_files"] == []
+
+
+async def test_remote_url_is_read_as_the_url(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["A cat."], features=VISION, **IMAGES)
+    files = [{"type": "image", "transfer_method": "remote_url", "remote_url": "https://example.com/cat.png"}]
+    assert (await ask(client, app, files)).status_code == 200
+    first, _ = the_model(server_app).requests[0].messages[-1].content
+    assert isinstance(first, ImagePart) and first.url == "https://example.com/cat.png"
+
+
+async def test_an_upload_serves_every_user_of_its_app_only(
     client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
 ) -> None:
-    app = await new_app(["never"], features=VISION, **IMAGES)
+    app = await new_app(["Bob's dot."], features=VISION, **IMAGES)
+    other = await new_app(["never"], features=VISION, name="other", **IMAGES)
     upload_id = await upload(client, app, user="bob")
-    r = await ask(
-        client, app, [{"type": "image", "transfer_method": "local_file", "upload_file_id": upload_id}]
-    )
+    entry = [{"type": "image", "transfer_method": "local_file", "upload_file_id": upload_id}]
+    assert (await ask(client, app, entry, user="alice")).status_code == 200
+    r = await ask(client, other, entry)
     assert r.status_code == 400 and "does not exist" in r.json()["message"]

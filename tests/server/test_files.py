@@ -164,17 +164,17 @@ async def test_auth_required(client: httpx.AsyncClient, new_app: NewApp, upload_
     assert stored_files(upload_dir) == []
 
 
-async def test_user_required(
+async def test_without_user_the_default_end_user_uploads(
     client: httpx.AsyncClient, new_app: NewApp, db: Database, upload_dir: Path
 ) -> None:
+    """As Dify: ``user`` is optional; a missing or blank one is the ``DEFAULT-USER`` end user."""
     app = await new_app(["hi"])
-    for user in (None, "", "  "):
+    creators = set()
+    for user in (None, "", "  ", "DEFAULT-USER"):
         r = await upload(client, app.headers, user=user, file=("a.png", PNG, "image/png"))
-        assert (r.status_code, r.json()) == (
-            400,
-            {"code": "invalid_param", "message": "user is required", "status": 400},
-        )
-    assert stored_files(upload_dir) == [] and await row_count(db) == 0
+        assert r.status_code == 201, r.text
+        creators.add(r.json()["created_by"])
+    assert len(creators) == 1 and len(stored_files(upload_dir)) == 4 and await row_count(db) == 4
 
 
 async def test_only_one_file(

@@ -36,7 +36,7 @@ def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
 
 async def test_pings_arrive_while_the_model_is_slow(base_url: str, new_app: NewApp) -> None:
     app = await new_app(["Slow but sure."], delay=0.2)
-    body = {"query": "hi", "user": "alice", "response_mode": "streaming"}
+    body = {"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}
     names: list[str] = []
     async with (
         httpx.AsyncClient(base_url=base_url, headers=app.headers) as client,
@@ -53,7 +53,7 @@ async def test_stop_ends_the_stream_at_once_and_saves_stopped(
     base_url: str, new_app: NewApp, db: Database
 ) -> None:
     app = await new_app([LONG], delay=0.1)
-    body = {"query": "hi", "user": "alice", "response_mode": "streaming"}
+    body = {"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}
     events: list[dict[str, Any]] = []
     stopped_at = None
     async with (
@@ -79,13 +79,18 @@ async def test_stop_ends_the_stream_at_once_and_saves_stopped(
     async with db.transaction() as s:
         message = await s.get(Message, events[0]["message_id"])
         assert message is not None and message.status == "stopped"
+    # the history shows it with Dify's status (normal | error), the partial answer kept
+    async with httpx.AsyncClient(base_url=base_url, headers=app.headers) as client:
+        params = {"conversation_id": events[0]["conversation_id"], "user": "alice"}
+        (listed,) = (await client.get("/v1/messages", params=params)).json()["data"]
+    assert listed["status"] == "normal" and listed["answer"] == message.answer
 
 
 async def test_a_client_that_disconnects_does_not_stop_the_run(
     base_url: str, new_app: NewApp, db: Database, server_app: FastAPI
 ) -> None:
     app = await new_app(["Finished without anyone listening."], delay=0.05)
-    body = {"query": "hi", "user": "alice", "response_mode": "streaming"}
+    body = {"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}
     async with (
         httpx.AsyncClient(base_url=base_url, headers=app.headers) as client,
         client.stream("POST", "/v1/chat-messages", json=body) as r,
@@ -131,7 +136,9 @@ async def test_a_client_that_stops_reading_does_not_hold_the_run_up(
     await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
     reader, writer = await asyncio.open_connection(sock=sock, limit=2**20)
     try:
-        body = json.dumps({"query": "hi", "user": "alice", "response_mode": "streaming"}).encode()
+        body = json.dumps(
+            {"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}
+        ).encode()
         head = (
             f"POST /v1/chat-messages HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"

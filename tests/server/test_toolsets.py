@@ -44,7 +44,10 @@ async def test_an_app_answers_with_another_app_and_counts_its_usage(
 ) -> None:
     inner = await new_app(["Paris is the capital of France."], name="geography")
     outer = await new_app(
-        [{"tool_calls": [["geo", {"query": "What is the capital of France?"}]]}, "It is Paris."],
+        [
+            {"tool_calls": [["geo", {"inputs": {}, "query": "What is the capital of France?"}]]},
+            "It is Paris.",
+        ],
         name="assistant",
     )
     await add_toolsets(db, outer.id, [{"type": "app", "app_id": inner.id, "name": "geo"}])
@@ -78,7 +81,7 @@ async def test_an_app_answers_with_another_app_and_counts_its_usage(
 async def test_apps_calling_apps_stop_at_the_depth_limit(
     client: httpx.AsyncClient, new_app: NewApp, db: Database
 ) -> None:
-    call = {"tool_calls": [["echo", {"query": "again"}]]}
+    call = {"tool_calls": [["echo", {"inputs": {}, "query": "again"}]]}
     # One script for every depth (one model per spec): six calls down, then six answers up.
     app = await new_app([call] * 6 + [f"answer {i}" for i in range(6)], name="echo")
     await add_toolsets(db, app.id, [{"type": "app", "app_id": app.id, "name": "echo"}])
@@ -149,6 +152,9 @@ async def test_a_file_a_tool_makes_reaches_the_client_as_a_signed_url(
     )
     assert kept["url"].split("?")[0] == url.split("?")[0] and "sign=" in kept["url"]
     assert (await files_client.get(kept["url"])).content == b"%PDF-1.4 Q3"
+    tool_file_id = url.split("?")[0].rsplit("/", 1)[-1].removesuffix(".pdf")
+    assert (kept["filename"], kept["mime_type"], kept["size"]) == ("report.pdf", "application/pdf", 11)
+    assert kept["upload_file_id"] == tool_file_id  # as Dify: the tool file's id
 
 
 def test_a_toolset_of_an_unknown_type_or_a_bad_source_is_refused_with_its_reason() -> None:
@@ -184,8 +190,8 @@ async def test_a_retriever_tool_ends_the_message_with_its_citations(
         [
             {
                 "tool_calls": [
-                    [tool_name, {"query": "paid leave days"}],
-                    [tool_name, {"query": "leave per year"}],
+                    [tool_name, {"inputs": {}, "query": "paid leave days"}],
+                    [tool_name, {"inputs": {}, "query": "leave per year"}],
                 ]
             },
             "25 days.",
@@ -209,3 +215,10 @@ async def test_a_retriever_tool_ends_the_message_with_its_citations(
     assert (
         stored is not None and json.loads(stored.message_metadata or "{}")["retriever_resources"] == resources
     )
+    # the history gives them back as they were streamed
+    r = await client.get(
+        "/v1/messages",
+        params={"conversation_id": events[-1]["conversation_id"], "user": "alice"},
+        headers={"Authorization": f"Bearer {app.key}"},
+    )
+    assert resources and r.json()["data"][0]["retriever_resources"] == resources

@@ -1,6 +1,8 @@
 """The ``files`` of a chat request: checked against the app's file-upload settings as Dify does, then
 turned into what the model sees (images before the text, when it has vision) and ``message_files``
-rows.
+rows. As Dify: files sent to an app whose upload is off are dropped (not refused), an entry without
+``type`` is ``custom``, ``remote_url`` is read where ``url`` is missing, and an upload may be used by
+any end user of the app it was uploaded to.
 
 An entry is ``{"type": "image"|"document"|…, "transfer_method": "local_file", "upload_file_id": …}``
 (a file this app's user uploaded through ``POST /v1/files/upload``) or ``{"type": …,
@@ -46,23 +48,21 @@ async def resolve_chat_files(
     upload_dir: Path,
 ) -> ChatFiles:
     """The request's files, or a :class:`UserInputError` that names what is wrong."""
-    if not entries:
+    if not entries or not settings.enabled:
         return NO_FILES
-    if not settings.enabled:
-        raise UserInputError("file upload is not enabled for this app")
     if len(entries) > settings.number_limits:
         raise UserInputError(f"Number of files exceeds the limit of {settings.number_limits}")
     out = ChatFiles([], [])
     for entry in entries:
         kind, method = _check_entry(entry, settings)
         if method == "remote_url":
-            url = str(entry.get("url") or "")
+            url = str(entry.get("url") or entry.get("remote_url") or "")
             if not url.startswith(("https://", "http://")):
                 raise UserInputError("url of a remote_url file must be an http(s) URL")
             out.parts.append(ImagePart(url) if kind == "image" else FilePart(url))
             out.rows.append(_row(kind, method, url, None, end_user_id))
             continue
-        row = await _upload(db, app_id, end_user_id, entry.get("upload_file_id"))
+        row = await _upload(db, app_id, entry.get("upload_file_id"))
         out.parts.append(await _inline(row, kind, upload_dir))
         out.rows.append(_row(kind, method, None, row.id, end_user_id))
     return out
@@ -71,7 +71,7 @@ async def resolve_chat_files(
 def _check_entry(entry: Any, settings: FileUpload) -> tuple[str, str]:
     if not isinstance(entry, Mapping):
         raise UserInputError("each file must be an object with type and transfer_method")
-    kind = str(entry.get("type") or "")
+    kind = str(entry.get("type") or "custom")
     method = str(entry.get("transfer_method") or "")
     if method not in ("local_file", "remote_url"):
         raise UserInputError("transfer_method must be local_file or remote_url")
@@ -84,15 +84,15 @@ def _check_entry(entry: Any, settings: FileUpload) -> tuple[str, str]:
     return kind, method
 
 
-async def _upload(db: Database, app_id: str, end_user_id: str, upload_id: Any) -> UploadFile:
+async def _upload(db: Database, app_id: str, upload_id: Any) -> UploadFile:
     try:
         key = str(uuid.UUID(str(upload_id)))
     except ValueError:
         raise UserInputError("upload_file_id is not a valid file id") from None
     async with db.sessionmaker() as session:
         row = await session.get(UploadFile, key)
-    # An upload is usable by the user who uploaded it, in the app it was uploaded to.
-    if row is None or row.app_id != app_id or row.end_user_id not in (None, end_user_id):
+    # An upload is usable in the app it was uploaded to, by any of its end users (Dify: the tenant's).
+    if row is None or row.app_id != app_id:
         raise UserInputError(f"upload file {key} does not exist")
     return row
 

@@ -8,14 +8,16 @@ agent-chat app export and reports plainly what it could not map.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 import yaml
 
 from loopwright.app.toolset_sources import check_source
 
-FieldType = Literal["text-input", "paragraph", "select", "number", "checkbox"]
+FieldType = Literal[
+    "text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object"
+]
 
 
 class InputField(pydantic.BaseModel):
@@ -28,6 +30,10 @@ class InputField(pydantic.BaseModel):
     max_length: int | None = None
     options: list[str] = []
     default: Any = None
+    # ``file`` and ``file-list`` fields only (Dify's names); empty: no restriction.
+    allowed_file_types: list[str] = []
+    allowed_file_extensions: list[str] = []
+    allowed_file_upload_methods: list[str] = []
 
 
 class ToolConfig(pydantic.BaseModel):
@@ -149,6 +155,9 @@ class DifyFormField(_DslPart):
     max_length: int | None = None
     options: list[str] = []
     default: Any = None
+    allowed_file_types: list[str] = []
+    allowed_file_extensions: list[str] = []
+    allowed_file_upload_methods: list[str] = []
 
 
 class DifyImageUpload(_DslPart):
@@ -216,7 +225,7 @@ _UNSUPPORTED = {
     "text_to_speech": "text to speech",
     "more_like_this": "more like this",
 }
-_FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox")
+_FORM_TYPES = get_args(FieldType)
 
 
 def import_dify_dsl(text: str) -> ImportReport:
@@ -290,6 +299,9 @@ def _form_field(entry: dict[str, Any], warnings: list[str]) -> InputField | None
         max_length=field.max_length or None,
         options=field.options,
         default=field.default or None,
+        allowed_file_types=field.allowed_file_types,
+        allowed_file_extensions=field.allowed_file_extensions,
+        allowed_file_upload_methods=field.allowed_file_upload_methods,
     )
 
 

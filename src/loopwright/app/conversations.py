@@ -11,7 +11,7 @@ The results are small typed views; the server turns them into Dify's bodies.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,10 +20,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from loopwright.app.errors import CONVERSATION_NOT_EXISTS as CONVERSATION_NOT_FOUND
 from loopwright.app.lookup import AppLookup
 from loopwright.app.message_writes import conversation_name
+from loopwright.app.uploads import preview_url
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFile, unix_seconds
+from loopwright.store.models import (
+    Conversation,
+    Message,
+    MessageAgentThought,
+    MessageFile,
+    UploadFile,
+    unix_seconds,
+)
 from loopwright.store.repositories import Page
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import tool_file_of_url
@@ -38,6 +46,9 @@ __all__ = [
     "message_page",
     "rate_message",
     "rename_conversation",
+    "require_conversation",
+    "require_message",
+    "saved_retriever_resources",
 ]
 
 LAST_CONVERSATION_NOT_FOUND = "Last Conversation Not Exists."
@@ -77,10 +88,13 @@ class ThoughtView:
 class MessageFileView:
     id: str
     type: str
-    url: str  # a tool file's freshly signed (a stored signature would have expired)
+    url: str  # an upload's or a tool file's freshly signed (a stored signature would have expired)
     belongs_to: str
     transfer_method: str
-    upload_file_id: str | None
+    upload_file_id: str | None  # the upload's, or the tool file's id (as Dify)
+    filename: str
+    mime_type: str
+    size: int  # bytes; -1 when unknown (Dify's value for a remote file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +111,7 @@ class MessageView:
     thoughts: list[ThoughtView]
     status: str
     error: str | None
+    retriever_resources: list[dict[str, Any]]  # the citations its ``message_end`` carried
 
 
 # --- conversations -----------------------------------------------------------------------------------
@@ -161,6 +176,23 @@ async def delete_conversation(
         await repo.delete_conversation(session, conv)
 
 
+async def require_conversation(
+    db: Database, lookup: AppLookup, app_id: str, user: str, conversation_id: str
+) -> None:
+    """:class:`NotFoundError` unless the conversation is the end user's (Dify's message)."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        await _conversation(session, app_id, end_user_id, conversation_id)
+
+
+async def require_message(db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str) -> None:
+    """:class:`NotFoundError` unless the message is in one of the end user's conversations."""
+    end_user_id = await lookup.end_user_id(app_id, user)
+    async with db.transaction() as session:
+        if await repo.find_user_message(session, app_id, end_user_id, message_id) is None:
+            raise NotFoundError(MESSAGE_NOT_FOUND)
+
+
 async def _conversation(
     session: AsyncSession, app_id: str, end_user_id: str, conversation_id: str
 ) -> Conversation:
@@ -210,9 +242,11 @@ async def message_page(
         ratings = await repo.feedback_ratings(session, ids, end_user_id)
         files = await repo.files_of_messages(session, ids)
         thoughts = await repo.thoughts_of_messages(session, ids)
-    signed = await _signed_urls(tool_files, [f for rows in files.values() for f in rows])
+        all_files = [f for rows in files.values() for f in rows]
+        uploads = await repo.uploads_by_id(session, [f.upload_file_id for f in all_files if f.upload_file_id])
+    details = await _file_details(tool_files, all_files, uploads)
     views = [
-        _message_view(m, ratings.get(m.id), files.get(m.id, []), thoughts.get(m.id, []), signed)
+        _message_view(m, ratings.get(m.id), files.get(m.id, []), thoughts.get(m.id, []), details)
         for m in page.items
     ]
     return Page(views, page.has_more, page.limit)
@@ -236,24 +270,53 @@ async def rate_message(
         await repo.set_feedback(session, message.id, end_user_id, rating, content)
 
 
-async def _signed_urls(
-    tool_files: Callable[[], Awaitable[ToolFiles]], rows: Sequence[MessageFile]
-) -> dict[str, str]:
-    """Stored tool-file URL → the same file's URL signed now (ours only: a remote one stays)."""
-    wanted: dict[str, str] = {}
-    for row in rows:
-        file_id = tool_file_of_url(row.url or "") if row.transfer_method == "tool_file" else None
-        if row.url and file_id is not None:
-            wanted[row.url] = file_id
-    if not wanted:
+async def _file_details(
+    tool_files: Callable[[], Awaitable[ToolFiles]],
+    rows: Sequence[MessageFile],
+    uploads: Mapping[str, UploadFile],
+) -> dict[str, MessageFileView]:
+    """Message file id → its view: an upload's name, type and size with a preview URL signed now, a
+    tool file's from its description with its URL signed now, a remote file's URL as it came."""
+    if not rows:
         return {}
-    files = await tool_files()
-    out: dict[str, str] = {}
-    for url, file_id in wanted.items():
-        stored = await files.get(file_id)
-        if stored is not None:
-            out[url] = files.url_for(stored)
+    files = (
+        await tool_files()
+        if any(r.upload_file_id or r.transfer_method == "tool_file" for r in rows)
+        else None
+    )
+    out: dict[str, MessageFileView] = {}
+    for row in rows:
+        url, name, mime, size, upload_id = row.url or "", _url_name(row.url or ""), "", -1, row.upload_file_id
+        upload = uploads.get(row.upload_file_id or "")
+        tool_file_id = tool_file_of_url(url) if row.transfer_method == "tool_file" else None
+        if upload is not None and files is not None:
+            url, name, mime, size = preview_url(files, upload.id), upload.name, upload.mime_type, upload.size
+        elif tool_file_id is not None and files is not None:
+            stored = await files.get(tool_file_id)
+            upload_id = tool_file_id
+            if stored is not None:
+                url, name, mime, size = (
+                    files.url_for(stored),
+                    stored.name,
+                    stored.mime_type,
+                    stored.size or -1,
+                )
+        out[row.id] = MessageFileView(
+            row.id, row.type, url, row.belongs_to, row.transfer_method, upload_id, name, mime, size
+        )
     return out
+
+
+def _url_name(url: str) -> str:
+    """A remote file's name: the last segment of its path."""
+    return url.partition("?")[0].rstrip("/").rsplit("/", 1)[-1]
+
+
+def saved_retriever_resources(message: Message) -> list[dict[str, Any]]:
+    """The citations saved with a message (those its ``message_end`` carried; ``[]`` when none)."""
+    metadata = _json(message.message_metadata, {})
+    resources = metadata.get("retriever_resources") if isinstance(metadata, dict) else None
+    return resources if isinstance(resources, list) else []
 
 
 def _message_view(
@@ -261,7 +324,7 @@ def _message_view(
     rating: str | None,
     files: Sequence[MessageFile],
     thoughts: Sequence[MessageAgentThought],
-    signed: dict[str, str],
+    details: Mapping[str, MessageFileView],
 ) -> MessageView:
     return MessageView(
         id=m.id,
@@ -270,24 +333,13 @@ def _message_view(
         inputs=dict(m.inputs or {}),
         query=m.query,
         answer=m.answer,
-        files=[_file_view(f, signed) for f in files],
+        files=[details[f.id] for f in files],
         rating=rating,
         created_at=unix_seconds(m.created_at),
         thoughts=[_thought_view(t) for t in thoughts],
         status=m.status,
         error=m.error,
-    )
-
-
-def _file_view(f: MessageFile, signed: dict[str, str]) -> MessageFileView:
-    url = f.url or ""
-    return MessageFileView(
-        id=f.id,
-        type=f.type,
-        url=signed.get(url, url),
-        belongs_to=f.belongs_to,
-        transfer_method=f.transfer_method,
-        upload_file_id=f.upload_file_id,
+        retriever_resources=saved_retriever_resources(m),
     )
 
 

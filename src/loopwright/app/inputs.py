@@ -1,13 +1,25 @@
-"""An app's user input form: the inputs of a new conversation checked as Dify checks them."""
+"""An app's user input form: the inputs of every message checked and converted as Dify does.
+
+Dify validates the request's ``inputs`` against the form on every turn of a conversation, runs that
+turn with them and stores them on its message; the messages name the *variable*, in Dify's words.
+Only the form's variables are kept; a missing value (``None``) takes the field's default; strings lose
+``\\x00``. Conversions are Dify's: a number from a numeric string, a checkbox from "true"/"1"/"yes"/
+"on" (and the negatives) or 1/0; ``file`` and ``file-list`` values are file mappings (checked like a
+chat request's ``files`` when the message is prepared), ``json_object`` a dict.
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopwright.app.config import InputField
 from loopwright.errors import UserInputError
+
+TEXT_TYPES = ("text-input", "paragraph", "select")
+FILE_TYPES = ("file", "file-list")
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
 
 
 class InputError(UserInputError):
@@ -15,54 +27,93 @@ class InputError(UserInputError):
 
 
 def validate_inputs(form: Sequence[InputField], inputs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The inputs of a new conversation, checked against the app's form as Dify does: only the form's
-    variables are kept; strings lose ``\\x00``; a missing optional field takes its default."""
-    given = dict(inputs or {})
+    """The inputs of one message, checked against the app's form (see the module's docstring). A
+    value that stays ``None`` (optional, no default) is left out."""
+    given = inputs or {}
     out: dict[str, Any] = {}
     for f in form:
-        label = f.label or f.variable
-        value = given.get(f.variable)
-        if value is None or value == "":
-            if f.required:
-                raise InputError(f"{label} is required in input form")
-            if f.default not in (None, ""):
-                out[f.variable] = f.default
-            elif value == "":
-                out[f.variable] = ""
-            continue
-        out[f.variable] = _check_value(f, label, value)
+        value = _field_value(f, given.get(f.variable))
+        if value is not None:
+            out[f.variable] = value.replace("\x00", "") if isinstance(value, str) else value
+    _check_structures(form, out)
     return out
 
 
-def _check_value(f: InputField, label: str, value: Any) -> Any:
+def _field_value(f: InputField, value: Any) -> Any:
+    name = f.variable
+    if value is None:
+        if f.required:
+            raise InputError(f"{name} is required in input form")
+        value = f.default
+        if value is None:
+            return None
+    if f.type in FILE_TYPES and not f.required and value == "":
+        return None  # a form's empty placeholder for an optional file
+    if f.type in TEXT_TYPES and not isinstance(value, str):
+        raise InputError(f"(type '{f.type}') {name} in input form must be a string")
     if f.type == "number":
-        return _number(label, value)
-    if f.type == "checkbox":
-        if not isinstance(value, bool):
-            raise InputError(f"{label} in input form must be a boolean")
-        return value
-    if not isinstance(value, str):
-        raise InputError(f"{label} in input form must be a string")
-    value = value.replace("\x00", "")
+        return _number(name, value)
     if f.type == "select" and value not in f.options:
-        raise InputError(f"{label} in input form must be one of the following: {f.options}")
-    if f.max_length is not None and len(value) > f.max_length:
-        raise InputError(f"{label} in input form must be less than {f.max_length} characters")
+        raise InputError(f"{name} in input form must be one of the following: {f.options}")
+    if f.type in ("text-input", "paragraph") and f.max_length and len(value) > f.max_length:
+        raise InputError(f"{name} in input form must be less than {f.max_length} characters")
+    if f.type == "checkbox":
+        return _checkbox(value)
+    if f.type == "file" and not isinstance(value, dict):
+        raise InputError(f"{name} in input form must be a file")
+    if f.type == "file-list":
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise InputError(f"{name} in input form must be a list of files")
+        if f.max_length and len(value) > f.max_length:
+            raise InputError(f"{name} in input form must be less than {f.max_length} files")
+    if f.type == "json_object" and value and not isinstance(value, dict):
+        raise InputError(f"{name} in input form must be a dict")
     return value
 
 
-def _number(label: str, value: Any) -> int | float:
-    if isinstance(value, bool):
-        raise InputError(f"{label} in input form must be a valid number")
+def _number(name: str, value: Any) -> int | float | None:
+    """Dify's conversion: numbers as they are; a string by ``float`` when it has a dot, else
+    ``int``; a blank string is no value."""
     if isinstance(value, int | float):
-        number: int | float = value
-    elif isinstance(value, str):
-        try:
-            number = int(value) if value.strip().lstrip("+-").isdigit() else float(value)
-        except ValueError:
-            raise InputError(f"{label} in input form must be a valid number") from None
-    else:
-        raise InputError(f"{label} in input form must be a valid number")
-    if isinstance(number, float) and not math.isfinite(number):
-        raise InputError(f"{label} in input form must be a valid number")
-    return number
+        return value
+    if not isinstance(value, str):
+        raise InputError(f"{name} in input form must be a valid number")
+    if not value.strip():
+        return None
+    try:
+        return float(value) if "." in value else int(value)
+    except ValueError:
+        raise InputError(f"{name} in input form must be a valid number") from None
+
+
+def _checkbox(value: Any) -> Any:
+    """Dify's conversion; anything else is kept as it came."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        if value == 1:
+            return True
+        if value == 0:
+            return False
+    return value
+
+
+def _check_structures(form: Sequence[InputField], values: Mapping[str, Any]) -> None:
+    """Dicts only in file and JSON fields, lists of dicts only in file lists (Dify's last check)."""
+    types = {f.variable: f.type for f in form}
+    bad_dicts = [
+        k for k, v in values.items() if isinstance(v, dict) and types[k] not in ("file", "json_object")
+    ]
+    if bad_dicts:
+        raise InputError(f"Invalid input type for {bad_dicts}")
+    bad_lists = [
+        k
+        for k, v in values.items()
+        if isinstance(v, list) and any(isinstance(i, dict) for i in v) and types[k] != "file-list"
+    ]
+    if bad_lists:
+        raise InputError(f"Invalid input type for {bad_lists}")

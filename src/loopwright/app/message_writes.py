@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -100,7 +100,7 @@ class MessageWrites:
         for row in stream.thoughts:
             if row.id not in ids:
                 continue
-            values = _thought_values(row)
+            values = _thought_values(row, stream.labels)
             if row.id in self._inserted:
                 op: Insert | Update = Update(MessageAgentThought, values)
             else:
@@ -138,12 +138,11 @@ class MessageWrites:
         (a run has ended only when it is stored; a failure is logged by the writer). Returns the stored
         answer and usage."""
         self.save_thoughts(stream, everything=True)
-        usage = stream.total_usage
-        if not usage.latency:
-            usage = usage.with_latency(elapsed)
-        meta: dict[str, Any] = {"usage": usage.to_dict(), "retriever_resources": stream.retriever_resources}
+        usage = stream.total_usage.with_latency(elapsed)  # the whole message's time, as Dify
+        streamed = stream.end.metadata["usage"] if stream.end is not None else stream.usage_dict()
+        meta: dict[str, Any] = {"usage": streamed, "retriever_resources": stream.retriever_resources}
         if stream.metrics is not None:
-            meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys: the agent log reads it
+            meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys
         metadata = json.dumps(meta, ensure_ascii=False)
         answer = repo.storable(stream.answer or stream.partial_answer)
         result = repo.message_result(
@@ -162,7 +161,7 @@ class MessageWrites:
             self._db.writer.submit(op, key=self._key)
 
 
-def _thought_values(row: ThoughtRow) -> dict[str, Any]:
+def _thought_values(row: ThoughtRow, labels: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
     return repo.thought_values(
         row.id,
         row.position,
@@ -174,4 +173,5 @@ def _thought_values(row: ThoughtRow) -> dict[str, Any]:
         answer=row.answer,
         file_ids=row.message_files,
         usage=row.usage,
+        labels=labels,
     )

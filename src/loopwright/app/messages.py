@@ -1,8 +1,8 @@
 """One agent-chat message, from request to stored answer: the steps behind ``AppRuntime.start``.
 
 :func:`prepare` resolves what a :class:`MessageRequest` names — the app's configuration (pinned by the
-conversation when it continues one), the end user, the conversation's inputs and history — checks the
-inputs against the app's form and the files against its upload settings, and returns the
+conversation when it continues one), the end user and the conversation's history — checks the
+message's inputs against the app's form and the files against its upload settings, and returns the
 :class:`Message`: the one object that describes the message from then on. It only reads (mostly from
 memory, :mod:`loopwright.app.lookup`) and raises before anything is written. :func:`run_events` then
 runs the agent and yields Dify's wire events as they happen, while :class:`~app.message_writes.MessageWrites`
@@ -36,7 +36,7 @@ from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import new_id, unix_seconds, utcnow
-from loopwright.tools.base import ToolContext
+from loopwright.tools.base import Tool, ToolContext
 
 RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
 ResponseMode = Literal["streaming", "blocking"]
@@ -49,7 +49,7 @@ class MessageRequest:
     app_id: str
     user: str  # the end user's own id in the app (Dify's ``user``)
     query: str
-    inputs: Mapping[str, Any] | None = None  # the form's values; used by a new conversation
+    inputs: Mapping[str, Any] | None = None  # the form's values for this message (checked each turn)
     conversation_id: str | None = None  # None: a new conversation
     files: Sequence[Mapping[str, Any]] = ()  # Dify's file entries (checked against the app's settings)
     response_mode: ResponseMode = "streaming"
@@ -79,15 +79,16 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
     app_id = request.app_id
     if request.conversation_id:
         end_user_id = await lookup.end_user_id(app_id, request.user)
-        version, inputs, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
+        version, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
         end_user: str | asyncio.Task[str] = end_user_id
     else:
         latest = await lookup.latest_config(app_id)
         if latest is None:
             raise AppUnavailableError(f"app {app_id} has no configuration")
         version, history = latest, []
-        inputs = validate_inputs(version.config.user_input_form, request.inputs)
         end_user = lookup.end_user_now(app_id, request.user)
+    # Every turn runs on its own inputs, checked against the form (as Dify), and stores them.
+    inputs = validate_inputs(version.config.user_input_form, request.inputs)
     files = ChatFiles([], [])
     if request.files:  # whose uploads they may use: this waits for the end user's id
         user_id = end_user if isinstance(end_user, str) else await asyncio.shield(end_user)
@@ -108,19 +109,19 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
 
 async def _continued(
     db: Database, lookup: AppLookup, app_id: str, end_user_id: str, conversation_id: str
-) -> tuple[ConfigVersion, dict[str, Any], list[PromptMessage]]:
-    """A conversation's pinned configuration, inputs (fixed by its first message) and history."""
+) -> tuple[ConfigVersion, list[PromptMessage]]:
+    """A conversation's pinned configuration and history."""
     await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
     async with db.sessionmaker() as session:
         conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
         if conv is None:
             raise ConversationNotFoundError()
         history = await load_history(session, conv.id)
-        config_id, inputs = conv.app_config_id, dict(conv.inputs or {})
+        config_id = conv.app_config_id
     pinned = await lookup.config(config_id)
     if pinned is None:
         raise AppUnavailableError(f"configuration {config_id} is missing")
-    return pinned, inputs, history
+    return pinned, history
 
 
 def start(message: Message) -> None:
@@ -149,6 +150,14 @@ def fit_history(
     return trim_to_budget(history, model.count_tokens, budget, limit)
 
 
+def tool_labels_of(agent: Agent) -> dict[str, dict[str, str]]:
+    """Dify's ``tool_labels`` entries of the agent's tools that have a label (a toolset's tools,
+    known only when it runs, show their names)."""
+    return {
+        t.name: {"en_US": t.label, "zh_Hans": t.label} for t in agent.tools if isinstance(t, Tool) and t.label
+    }
+
+
 class RunStopped(Exception):
     """The run's stop event was set."""
 
@@ -162,7 +171,7 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
     event."""
     request, config, writes = message.request, message.version.config, message.writes
-    stream = DifyStream(message.head, agent.strategy_kind)
+    stream = DifyStream(message.head, agent.strategy_kind, labels=tool_labels_of(agent))
     history = fit_history(
         message.history, agent, config.instruction, request.query, config.history_message_limit
     )

@@ -1,5 +1,5 @@
 """Files end users upload (Dify's ``upload_files``): where they are kept and how large they may be, the
-name and type an upload is known by, and keeping one.
+name and type an upload is known by, keeping one, and its signed preview URLs.
 
 A file is stored under the upload directory as ``<app id>/<file id>`` — the client's filename never
 reaches a path — and recorded as a row of the end user who sent it.
@@ -8,7 +8,9 @@ reaches a path — and recorded as a row of the end user who sent it.
 from __future__ import annotations
 
 import mimetypes
+import os
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +23,10 @@ from loopwright.app.wire import file_type
 from loopwright.config import Settings
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import unix_seconds
+from loopwright.store.models import UploadFile, unix_seconds
 from loopwright.tools.files import DEFAULT_DATA_DIR
+from loopwright.tools.files.manager import ToolFiles
+from loopwright.tools.files.signing import signature, verify
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -32,6 +36,10 @@ __all__ = [
     "display_name",
     "effective_mime_type",
     "extension_of",
+    "UploadedFile",
+    "find_upload",
+    "preview_url",
+    "preview_url_valid",
     "store_upload",
     "type_allowed",
     "upload_limits",
@@ -166,3 +174,55 @@ async def store_upload(
     except BaseException:
         await anyio.Path(target).unlink(missing_ok=True)
         raise
+
+
+# --- signed preview URLs ----------------------------------------------------------------------------
+
+PREVIEW_KINDS = ("file-preview", "image-preview")
+
+
+def preview_url(
+    files: ToolFiles, upload_id: str, kind: str = "file-preview", *, now: float | None = None
+) -> str:
+    """Dify's signed URL of an upload, ``{FILES_URL}/files/{id}/{kind}?timestamp&nonce&sign``, signed
+    with the tool files' key and valid as long as theirs (the message history gives these)."""
+    timestamp = str(int(time.time() if now is None else now))
+    nonce = os.urandom(16).hex()
+    sign = signature(upload_id, timestamp, nonce, files.secret, kind)
+    return f"{files.base_url}/files/{upload_id}/{kind}?timestamp={timestamp}&nonce={nonce}&sign={sign}"
+
+
+def preview_url_valid(
+    files: ToolFiles,
+    upload_id: str,
+    kind: str,
+    timestamp: str,
+    nonce: str,
+    sign: str,
+    *,
+    now: float | None = None,
+) -> bool:
+    """Whether a :func:`preview_url`'s signature holds and has not expired."""
+    return kind in PREVIEW_KINDS and verify(
+        upload_id, timestamp, nonce, sign, secret=files.secret, max_age=files.ttl, now=now, purpose=kind
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    """A kept upload as a preview serves it."""
+
+    id: str
+    name: str
+    mime_type: str
+    size: int
+    path: Path  # where its bytes are
+
+
+async def find_upload(db: Database, directory: Path, upload_id: str) -> UploadedFile | None:
+    """The upload ``upload_id`` kept under ``directory``, or None."""
+    async with db.sessionmaker() as session:
+        row = await session.get(UploadFile, upload_id)
+    if row is None:
+        return None
+    return UploadedFile(row.id, row.name, row.mime_type, row.size, directory / row.storage_key)

@@ -16,8 +16,9 @@ ReAct — the same, except that the final round emits no ``agent_thought``: its 
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -88,16 +89,23 @@ class DifyStream:
     when it ends."""
 
     def __init__(
-        self, head: EventHead, strategy: Literal["function-calling", "react"], first_position: int = 1
+        self,
+        head: EventHead,
+        strategy: Literal["function-calling", "react"],
+        first_position: int = 1,
+        labels: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.head = head
+        self.labels = labels or {}  # tool name → Dify's label (``{"en_US", "zh_Hans"}``); else the name
         self.react = strategy == "react"
+        self.started = time.perf_counter()  # Dify's latency is the whole message's wall time
+        self.first_token_at: float | None = None
         self.first_position = first_position  # thoughts continue after any the message already has
         self.thoughts: list[ThoughtRow] = []
         self.dirty: set[str] = set()  # thought ids changed since the store last saved them
         self.answer = ""
         self.usage = Usage()
-        self.end: MessageEnd | None = None  # the message_end of a run that finished
+        self.end: MessageEnd | None = None  # the message_end sent (a finished or stopped run)
         self.metrics: RunMetrics | None = None  # the run's figures, when it finished
         self.files: list[tuple[str, ToolOutput]] = []
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
@@ -126,6 +134,8 @@ class DifyStream:
         return hook(event) if hook is not None else []
 
     def on_text_delta(self, event: TextDelta) -> list[WireEvent]:
+        if self.first_token_at is None:
+            self.first_token_at = time.perf_counter()
         self._streamed.append(event.text)
         if event.channel == "thought":
             self._text.append(event.text)
@@ -189,8 +199,7 @@ class DifyStream:
         self.answer = event.result.text
         self.usage = event.result.usage
         self.metrics = event.result.metrics
-        self.end = self.message_end()
-        return [self.end]
+        return [self.message_end()]
 
     @property
     def total_usage(self) -> Usage:
@@ -206,13 +215,26 @@ class DifyStream:
 
         return merge_retriever_resources(self._resources)
 
+    def usage_dict(self) -> dict[str, Any]:
+        """The message's usage in Dify's shape, timed as Dify times it: ``latency`` from the message's
+        start to now (model calls and tools alike), ``time_to_first_token`` to its first streamed
+        text, ``time_to_generate`` from there to now (both null when nothing was streamed)."""
+        now = time.perf_counter()
+        usage = self.total_usage.to_dict()
+        usage["latency"] = now - self.started
+        first = self.first_token_at
+        usage["time_to_first_token"] = None if first is None else first - self.started
+        usage["time_to_generate"] = None if first is None else now - first
+        return usage
+
     def message_end(self) -> MessageEnd:
         metadata: dict[str, Any] = {
             "annotation_reply": None,
             "retriever_resources": self.retriever_resources,
-            "usage": self.total_usage.to_dict(),
+            "usage": self.usage_dict(),
         }
-        return MessageEnd(self.head, metadata)
+        self.end = MessageEnd(self.head, metadata)  # what is saved is what was sent
+        return self.end
 
     def error(self, exc: BaseException) -> ErrorEvent:
         """Dify's ``error`` event for what ended a run."""
@@ -227,7 +249,7 @@ class DifyStream:
             thought=row.thought,
             observation=row.observation,
             tool=row.tool,
-            tool_labels=tool_labels(row.tool),
+            tool_labels=tool_labels(row.tool, self.labels),
             tool_input=row.tool_input,
             message_files=list(row.message_files),
         )

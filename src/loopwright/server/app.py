@@ -21,9 +21,12 @@ from loopwright.server import (
     routes_chat,
     routes_conversations,
     routes_datasets,
+    routes_file_previews,
     routes_files,
     routes_tool_files,
+    routes_unsupported,
 )
+from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
 from loopwright.tools.base import Tool
 
@@ -70,7 +73,10 @@ def create_app(
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
+    app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
+    app.include_router(routes_unsupported.router)
+    app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 
 

@@ -85,8 +85,12 @@ def error_body(status: int, code: str, message: str) -> dict[str, Any]:
     return {"code": code, "message": message, "status": status}
 
 
+UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="api"'}  # Dify's, on every 401
+
+
 def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse(error_body(status, code, message), status_code=status)
+    headers = UNAUTHORIZED_HEADERS if status == 401 else None
+    return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
 
 
 def validation_message(exc: RequestValidationError) -> str:

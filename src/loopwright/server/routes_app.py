@@ -1,4 +1,5 @@
-"""``GET /v1/parameters`` and ``GET /v1/info``: what a client needs to show the app."""
+"""What a client needs to show the app: ``GET /v1/`` (health), ``/v1/parameters``, ``/v1/info``,
+``/v1/meta`` and ``/v1/site``, in Dify's shapes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
+from loopwright import __version__
 from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig, FileUpload, InputField
 from loopwright.server.auth import AuthedApp, current_app
@@ -82,4 +84,46 @@ async def parameters(
 
 @router.get("/v1/info")
 async def info(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
-    return {"name": app.name, "description": app.description, "tags": [], "mode": "agent-chat"}
+    # Dify's author is the account that made the app; loopwright apps have no accounts (null).
+    return {
+        "name": app.name,
+        "description": app.description,
+        "tags": [],
+        "mode": "agent-chat",
+        "author_name": None,
+    }
+
+
+@router.get("/v1/")
+async def index() -> dict[str, str]:
+    """Dify's health answer (no key needed)."""
+    return {"welcome": "Dify OpenAPI", "api_version": "v1", "server_version": __version__}
+
+
+@router.get("/v1/meta")
+async def meta(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
+    """Dify's tool icons by tool name; loopwright's tools have no icons."""
+    del app
+    return {"tool_icons": {}}
+
+
+@router.get("/v1/site")
+async def site(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
+    """Dify's web-app settings: every app has a site here, made of its name and description with
+    Dify's defaults."""
+    return {
+        "title": app.name,
+        "chat_color_theme": None,
+        "chat_color_theme_inverted": False,
+        "icon_type": None,
+        "icon": None,
+        "icon_background": None,
+        "icon_url": None,
+        "description": app.description,
+        "copyright": None,
+        "privacy_policy": None,
+        "custom_disclaimer": "",
+        "default_language": "en-US",
+        "show_workflow_steps": True,
+        "use_icon_as_answer_icon": False,
+    }

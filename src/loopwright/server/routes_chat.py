@@ -18,6 +18,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.runs import RunOutcome
 from loopwright.app.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, error_fields, invalid_param
 from loopwright.server.event_stream import EventStream
 from loopwright.server.sse import stream_to
@@ -32,7 +33,7 @@ class ChatPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     query: str
-    inputs: dict[str, Any] | None = None
+    inputs: dict[str, Any]  # required, as Dify (``{}`` for an app without a form)
     user: str
     conversation_id: str | None = None
     response_mode: Literal["blocking", "streaming"] | None = None
@@ -58,10 +59,12 @@ def _conversation_id(value: str | None) -> str | None:
 
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
-    payload: ChatPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
+    payload: Annotated[ChatPayload, Depends(json_body(ChatPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> EventStream | JSONResponse:
+    if not payload.query:
+        raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
     request = MessageRequest(
         app_id=app.id,
@@ -102,8 +105,8 @@ def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
 @router.post("/v1/chat-messages/{task_id}/stop")
 async def stop_chat_message(
     task_id: str,
-    payload: StopPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
+    payload: Annotated[StopPayload, Depends(json_body(StopPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     """Stop a running message of this app and user; success even for an unknown task (as Dify)."""

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
 from loopwright.app import conversations
 from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.errors import invalid_param
-from loopwright.server.state import ServerState, get_state, require_user
+from loopwright.server.bodies import json_body, optional_json_body
+from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.state import ServerState, get_state, require_user, user_or_default
 
 router = APIRouter()
 
 Limit = Annotated[int, Query(ge=1, le=100)]
+# A stopped message is stored as ``stopped``; Dify's message status has only normal and error, and
+# Dify leaves a stopped message ``normal``.
+DIFY_STATUS = {"stopped": "normal"}
 
 
 class UserPayload(BaseModel):
@@ -30,7 +34,7 @@ class RenamePayload(BaseModel):
 
     name: str | None = None
     auto_generate: bool = False
-    user: str
+    user: str | None = None
 
 
 class FeedbackPayload(BaseModel):
@@ -72,10 +76,13 @@ def thought_body(t: ThoughtView) -> dict[str, Any]:
 def message_file_body(f: MessageFileView) -> dict[str, Any]:
     return {
         "id": f.id,
+        "filename": f.filename,
         "type": f.type,
         "url": f.url,
-        "belongs_to": f.belongs_to,
+        "mime_type": f.mime_type,
+        "size": f.size,
         "transfer_method": f.transfer_method,
+        "belongs_to": f.belongs_to,
         "upload_file_id": f.upload_file_id,
     }
 
@@ -90,10 +97,10 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "answer": m.answer,
         "message_files": [message_file_body(f) for f in m.files],
         "feedback": {"rating": m.rating} if m.rating is not None else None,
-        "retriever_resources": [],
+        "retriever_resources": m.retriever_resources,
         "created_at": m.created_at,
         "agent_thoughts": [thought_body(t) for t in m.thoughts],
-        "status": m.status,
+        "status": DIFY_STATUS.get(m.status, m.status),
         "error": m.error,
     }
 
@@ -107,7 +114,7 @@ async def list_conversations(
     limit: Limit = 20,
     sort_by: str = "-updated_at",
 ) -> dict[str, Any]:
-    who = require_user(user)
+    who = user_or_default(user)
     page = await conversations.conversation_page(
         state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None
     )
@@ -118,27 +125,63 @@ async def list_conversations(
     }
 
 
-@router.delete("/v1/conversations/{conversation_id}")
+@router.delete("/v1/conversations/{conversation_id}", status_code=204, response_class=Response)
 async def delete_conversation(
     conversation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
-    payload: UserPayload | None = None,
+    payload: Annotated[UserPayload | None, Depends(optional_json_body(UserPayload))],
     user: str | None = None,
-) -> dict[str, str]:
-    who = require_user(payload.user if payload is not None and payload.user else user)
+) -> Response:
+    """204 with no body, as Dify; 404 for a conversation that is not the user's."""
+    who = user_or_default(payload.user if payload is not None and payload.user else user)
     await conversations.delete_conversation(state.db, state.lookup, app.id, who, conversation_id)
-    return {"result": "success"}
+    return Response(status_code=204)
+
+
+@router.get("/v1/conversations/{conversation_id}/variables")
+async def conversation_variables(
+    conversation_id: str,
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    user: str | None = None,
+    limit: Limit = 20,
+) -> dict[str, Any]:
+    """Agent-chat conversations have no variables: Dify's empty page."""
+    await conversations.require_conversation(
+        state.db, state.lookup, app.id, user_or_default(user), conversation_id
+    )
+    return {"limit": limit, "has_more": False, "data": []}
+
+
+@router.put("/v1/conversations/{conversation_id}/variables/{variable_id}")
+async def update_conversation_variable(
+    conversation_id: str, variable_id: str, app: Annotated[AuthedApp, Depends(current_app)]
+) -> None:
+    raise not_found("Conversation Variable Not Exists.")
+
+
+@router.get("/v1/messages/{message_id}/suggested")
+async def suggested_questions(
+    message_id: str,
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    user: str | None = None,
+) -> None:
+    """Dify's answer for an app without "suggested questions after answer" (loopwright apps have none
+    yet): 400 after the message is found."""
+    await conversations.require_message(state.db, state.lookup, app.id, require_user(user), message_id)
+    raise ApiError(400, "bad_request", "Suggested Questions Is Disabled.")
 
 
 @router.post("/v1/conversations/{conversation_id}/name")
 async def rename_conversation(
     conversation_id: str,
-    payload: RenamePayload,
     app: Annotated[AuthedApp, Depends(current_app)],
+    payload: Annotated[RenamePayload, Depends(json_body(RenamePayload))],
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, Any]:
-    who = require_user(payload.user)
+    who = user_or_default(payload.user)
     conv = await conversations.rename_conversation(
         state.db,
         state.lookup,
@@ -160,9 +203,11 @@ async def list_messages(
     first_id: str | None = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
-    who = require_user(user)
-    if not conversation_id:
+    who = user_or_default(user)
+    if conversation_id is None:
         raise invalid_param("conversation_id is required")
+    if not conversation_id:
+        return {"limit": limit, "has_more": False, "data": []}  # Dify's answer to an empty id
     page = await conversations.message_page(
         state.db,
         state.lookup,
@@ -179,8 +224,8 @@ async def list_messages(
 @router.post("/v1/messages/{message_id}/feedbacks")
 async def message_feedback(
     message_id: str,
-    payload: FeedbackPayload,
     app: Annotated[AuthedApp, Depends(current_app)],
+    payload: Annotated[FeedbackPayload, Depends(json_body(FeedbackPayload))],
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, str]:
     who = require_user(payload.user)

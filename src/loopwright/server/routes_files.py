@@ -36,7 +36,7 @@ from loopwright.app.uploads import (
 from loopwright.errors import LoopwrightError
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param
-from loopwright.server.state import ServerState, get_state, require_user
+from loopwright.server.state import ServerState, get_state, user_or_default
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
@@ -299,7 +299,7 @@ async def upload_file(
 
 async def _record(state: ServerState, app: AuthedApp, got: Received, directory: Path) -> JSONResponse:
     """Check the fields, then keep the file."""
-    user = require_user(got.fields.get("user"))
+    user = user_or_default(got.fields.get("user"))
     if got.temp_path is None or got.filename is None:
         raise no_file_uploaded()
     name = display_name(got.filename)

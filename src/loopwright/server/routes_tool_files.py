@@ -53,9 +53,12 @@ def content_disposition(file: ToolFile, as_attachment: bool) -> str | None:
     attachment = as_attachment or file.mime_type in ACTIVE_TYPES
     if not attachment and file.is_image:
         return None
-    name = file.name
+    return disposition_header(file.name, "attachment" if attachment else "inline")
+
+
+def disposition_header(name: str, kind: str = "attachment") -> str:
+    """``Content-Disposition`` naming ``name``: an ASCII fallback and the UTF-8 name (RFC 6266)."""
     fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
-    kind = "attachment" if attachment else "inline"
     return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 

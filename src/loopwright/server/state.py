@@ -1,4 +1,4 @@
-"""What the server's routes share: the app runtime (``app.state.loopwright``), and the ``user`` check."""
+"""What the server's routes share: the app runtime (``app.state.loopwright``), and the ``user`` checks."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from loopwright.server.errors import invalid_param
 ServerState = AppRuntime  # the name the routes know it by
 
 MAX_NAME_CHARS = 255
+DEFAULT_USER = "DEFAULT-USER"  # Dify's end user for calls that name none where ``user`` is optional
 
 
 async def get_state(request: Request) -> AppRuntime:
@@ -25,3 +26,11 @@ def require_user(user: str | None) -> str:
     if len(user) > MAX_NAME_CHARS:  # the column's size, as Dify's
         raise invalid_param(f"user must be at most {MAX_NAME_CHARS} characters")
     return user
+
+
+def user_or_default(user: str | None) -> str:
+    """The ``user`` of a route where Dify makes it optional (lists, rename, delete, upload): a
+    missing or blank one is Dify's default end user, ``DEFAULT-USER``."""
+    if user is None or not user.strip():
+        return DEFAULT_USER
+    return require_user(user)

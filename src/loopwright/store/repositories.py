@@ -556,6 +556,14 @@ async def files_of_messages(
     return out
 
 
+async def uploads_by_id(session: AsyncSession, upload_ids: Sequence[str]) -> dict[str, UploadFile]:
+    """Several uploads in one query, by id (an unknown id has no key)."""
+    if not upload_ids:
+        return {}
+    stmt = select(UploadFile).where(UploadFile.id.in_(upload_ids))
+    return {row.id: row for row in await session.scalars(stmt)}
+
+
 async def feedback_ratings(
     session: AsyncSession, message_ids: Sequence[str], end_user_id: str
 ) -> dict[str, str]:

@@ -29,9 +29,10 @@ _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _NONCE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
-def signature(file_id: str, timestamp: str, nonce: str, secret: bytes) -> str:
-    """Dify's ``sign``: urlsafe base64 (padded) of HMAC-SHA256 over ``file-preview|id|timestamp|nonce``."""
-    message = f"file-preview|{file_id}|{timestamp}|{nonce}".encode()
+def signature(file_id: str, timestamp: str, nonce: str, secret: bytes, purpose: str = "file-preview") -> str:
+    """Dify's ``sign``: urlsafe base64 (padded) of HMAC-SHA256 over ``{purpose}|id|timestamp|nonce``
+    (``file-preview`` for tool files and uploads, ``image-preview`` for Dify's image URLs)."""
+    message = f"{purpose}|{file_id}|{timestamp}|{nonce}".encode()
     return base64.urlsafe_b64encode(hmac.new(secret, message, hashlib.sha256).digest()).decode()
 
 
@@ -63,12 +64,13 @@ def verify(
     secret: bytes,
     max_age: int = DEFAULT_MAX_AGE,
     now: float | None = None,
+    purpose: str = "file-preview",
 ) -> bool:
     """Whether ``sign`` is the signature of these values and the timestamp is at most ``max_age``
     seconds old. Compared in constant time; a sign with or without its ``=`` padding is accepted."""
     if not _TIMESTAMP.fullmatch(timestamp) or not _NONCE.fullmatch(nonce):
         return False
-    expected = signature(file_id, timestamp, nonce, secret).rstrip("=").encode()
+    expected = signature(file_id, timestamp, nonce, secret, purpose).rstrip("=").encode()
     given = sign.rstrip("=").encode("utf-8", "replace")
     # Compare before looking at the age, so the time taken says nothing about the signature.
     valid = hmac.compare_digest(expected, given)

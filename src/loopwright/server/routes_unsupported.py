@@ -1,0 +1,52 @@
+"""Dify's answers for Service API routes an agent-chat app does not serve, so a client that probes
+them gets what Dify would send (not a 404): the completion and workflow routes (400 ``app_unavailable``
+/ ``not_workflow_app``), and the audio routes when the app has no speech features (400
+``invalid_param``, Dify's "not enabled" texts). The key is checked first, as everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.errors import ApiError, invalid_param
+
+router = APIRouter()
+
+APP_UNAVAILABLE = "App unavailable, please check your app configurations."
+NOT_WORKFLOW_APP = "Please check if your app mode matches the right API route."
+
+
+def app_unavailable() -> ApiError:
+    return ApiError(400, "app_unavailable", APP_UNAVAILABLE)
+
+
+def not_workflow_app() -> ApiError:
+    return ApiError(400, "not_workflow_app", NOT_WORKFLOW_APP)
+
+
+@router.post("/v1/completion-messages")
+@router.post("/v1/completion-messages/{task_id}/stop")
+async def completion(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
+    raise app_unavailable()
+
+
+@router.post("/v1/workflows/run")
+@router.post("/v1/workflows/{workflow_id}/run")
+@router.get("/v1/workflows/run/{run_id}")
+@router.post("/v1/workflows/tasks/{task_id}/stop")
+@router.get("/v1/workflows/logs")
+async def workflow(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
+    raise not_workflow_app()
+
+
+@router.post("/v1/audio-to-text")
+async def audio_to_text(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
+    raise invalid_param("Speech to text is not enabled")
+
+
+@router.post("/v1/text-to-audio")
+async def text_to_audio(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
+    raise invalid_param("TTS is not enabled")

@@ -1,0 +1,234 @@
+"""Request checks as Dify makes them, one table per endpoint: auth before the body, the 401 header,
+CORS on /v1, ``inputs`` on every turn, the empty query, the empty ``conversation_id`` of a history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from loopwright.config import Settings
+from loopwright.server.app import create_app
+from loopwright.store.db import Database
+from loopwright.testing import ScriptedModel
+from tests.server.conftest import NewApp, ServiceApp
+
+BAD_KEY = {"Authorization": "Bearer app-nope", "Content-Type": "application/json"}
+
+
+def the_model(server_app: FastAPI) -> ScriptedModel:
+    (model,) = server_app.state.loopwright._models.values()
+    assert isinstance(model, ScriptedModel)
+    return model
+
+
+async def chat(client: httpx.AsyncClient, app: ServiceApp, **body: Any) -> httpx.Response:
+    payload = {"query": "hi", "inputs": {}, "user": "alice", "response_mode": "blocking", **body}
+    return await client.post("/v1/chat-messages", json=payload, headers=app.headers)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/chat-messages"),
+        ("POST", "/v1/chat-messages/t/stop"),
+        ("POST", "/v1/messages/m/feedbacks"),
+        ("POST", "/v1/conversations/c/name"),
+        ("DELETE", "/v1/conversations/c"),
+    ],
+)
+async def test_a_bad_key_is_401_before_a_broken_body_is_read(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    r = await client.request(method, path, content=b"{not json", headers=BAD_KEY)
+    assert r.status_code == 401, r.text
+    assert r.json() == {"code": "unauthorized", "message": "Access token is invalid", "status": 401}
+    assert r.headers["www-authenticate"] == 'Bearer realm="api"'
+
+
+async def test_every_401_carries_www_authenticate(client: httpx.AsyncClient) -> None:
+    for headers in ({}, {"Authorization": "Basic x"}, {"Authorization": "Bearer dataset-nope"}):
+        r = await client.get("/v1/parameters", headers=headers)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'
+    r = await client.get("/v1/datasets", headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"query": "hi", "user": "alice"}, "inputs is required"),
+        ({"query": "", "inputs": {}, "user": "alice"}, "query is required"),
+        ({"query": "hi", "inputs": [], "user": "alice"}, "inputs"),
+        ({"query": "hi", "inputs": {}, "user": "alice", "conversation_id": "x"}, "conversation_id"),
+    ],
+)
+async def test_chat_body_checks(
+    client: httpx.AsyncClient, new_app: NewApp, body: dict[str, Any], message: str
+) -> None:
+    app = await new_app(["never"])
+    r = await client.post("/v1/chat-messages", json=body, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param", r.text
+    assert message in r.json()["message"]
+
+
+async def test_a_blank_query_is_run_as_dify_runs_it(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    """Dify refuses only the empty string."""
+    app = await new_app(["Yes?"])
+    assert (await chat(client, app, query=" ")).status_code == 200
+
+
+async def test_cors_preflight_and_headers_on_v1(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    preflight = {
+        "Origin": "https://page.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "Authorization, Content-Type",
+    }
+    r = await client.options("/v1/chat-messages", headers=preflight)
+    assert r.status_code == 200
+    assert r.headers["access-control-allow-origin"] == "*"
+    allowed = {m.strip() for m in r.headers["access-control-allow-methods"].split(",")}
+    assert allowed == {"GET", "PUT", "POST", "DELETE", "OPTIONS", "PATCH"}
+    r = await chat(client, app)
+    assert "access-control-allow-origin" not in r.headers  # no Origin: no CORS headers
+    r = await client.get("/v1/parameters", headers={**app.headers, "Origin": "https://page.example"})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"
+    r = await client.get("/v1/parameters", headers={"Origin": "https://page.example"})
+    assert r.status_code == 401 and r.headers["access-control-allow-origin"] == "*"  # errors too
+
+
+async def test_cors_origins_are_configurable(db: Database, new_app: NewApp) -> None:
+    server = create_app(db, Settings(cors_allow_origins="https://ok.example"), ping_interval=0.05)
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        for origin, allowed in (("https://ok.example", True), ("https://evil.example", False)):
+            preflight = {"Origin": origin, "Access-Control-Request-Method": "GET"}
+            r = await client.options("/v1/parameters", headers=preflight)
+            assert (r.status_code == 200) is allowed
+            assert (r.headers.get("access-control-allow-origin") == origin) is allowed
+
+
+FORM = [
+    {"variable": "city", "label": "City", "required": True},
+    {"variable": "metric", "label": "Metric", "type": "checkbox"},
+    {"variable": "days", "label": "Days", "type": "number"},
+]
+
+
+async def test_every_turn_runs_on_its_own_inputs(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    """Validated on each turn, used for that turn's instruction, stored on that message (Dify)."""
+    app = await new_app(
+        ["One.", "Two."], user_input_form=FORM, instruction="City: {{city}}; metric: {{metric}}"
+    )
+    r = await chat(client, app, inputs={"city": "Oslo", "metric": "yes", "days": "3"})
+    assert r.status_code == 200, r.text
+    conversation_id = r.json()["conversation_id"]
+    r = await chat(client, app, inputs={}, conversation_id=conversation_id)
+    assert (r.status_code, r.json()["message"]) == (400, "city is required in input form")
+    r = await chat(client, app, inputs={"city": "Rome", "metric": "off"}, conversation_id=conversation_id)
+    assert r.status_code == 200, r.text
+    first, second = (request.messages[0].content for request in the_model(server_app).requests)
+    assert "City: Oslo; metric: True" in str(first) and "City: Rome; metric: False" in str(second)
+    r = await client.get(
+        "/v1/messages", params={"conversation_id": conversation_id, "user": "alice"}, headers=app.headers
+    )
+    assert [m["inputs"] for m in r.json()["data"]] == [
+        {"city": "Oslo", "metric": True, "days": 3},
+        {"city": "Rome", "metric": False},
+    ]
+
+
+async def test_an_empty_conversation_id_lists_no_messages(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello."])
+    assert (await chat(client, app)).status_code == 200
+    r = await client.get("/v1/messages", params={"conversation_id": "", "user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"limit": 20, "has_more": False, "data": []})
+    r = await client.get("/v1/messages", params={"user": "alice"}, headers=app.headers)
+    assert r.status_code == 400 and r.json()["message"] == "conversation_id is required"
+
+
+async def test_app_info_endpoints_the_sdks_call(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["never"])
+    r = await client.get("/v1/")
+    assert r.status_code == 200 and r.json()["welcome"] == "Dify OpenAPI" and r.json()["api_version"] == "v1"
+    r = await client.get("/v1/meta", headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"tool_icons": {}})
+    r = await client.get("/v1/site", headers=app.headers)
+    site = r.json()
+    assert r.status_code == 200 and (site["title"], site["description"]) == ("calc", "calc app")
+    assert set(site) >= {
+        "chat_color_theme",
+        "icon",
+        "icon_url",
+        "default_language",
+        "use_icon_as_answer_icon",
+    }
+    for path in ("/v1/meta", "/v1/site"):
+        assert (await client.get(path)).status_code == 401
+
+
+UNAVAILABLE = {"code": "app_unavailable", "message": "App unavailable, please check your app configurations."}
+NOT_WORKFLOW = {
+    "code": "not_workflow_app",
+    "message": "Please check if your app mode matches the right API route.",
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "answer"),
+    [
+        ("POST", "/v1/completion-messages", UNAVAILABLE),
+        ("POST", "/v1/completion-messages/t/stop", UNAVAILABLE),
+        ("POST", "/v1/workflows/run", NOT_WORKFLOW),
+        ("POST", "/v1/workflows/w/run", NOT_WORKFLOW),
+        ("GET", "/v1/workflows/run/r", NOT_WORKFLOW),
+        ("POST", "/v1/workflows/tasks/t/stop", NOT_WORKFLOW),
+        ("GET", "/v1/workflows/logs", NOT_WORKFLOW),
+        ("POST", "/v1/audio-to-text", {"code": "invalid_param", "message": "Speech to text is not enabled"}),
+        ("POST", "/v1/text-to-audio", {"code": "invalid_param", "message": "TTS is not enabled"}),
+    ],
+)
+async def test_routes_an_agent_chat_app_does_not_serve_answer_as_dify(
+    client: httpx.AsyncClient, new_app: NewApp, method: str, path: str, answer: dict[str, str]
+) -> None:
+    app = await new_app(["never"])
+    r = await client.request(method, path, json={"user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (400, {**answer, "status": 400})
+    assert (
+        await client.request(method, path, headers={"Authorization": "Bearer app-nope"})
+    ).status_code == 401
+
+
+async def test_conversation_variables_and_suggested_questions(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(["Hello."])
+    r = await chat(client, app)
+    conversation_id, message_id = r.json()["conversation_id"], r.json()["message_id"]
+    params = {"user": "alice"}
+    r = await client.get(f"/v1/conversations/{conversation_id}/variables", params=params, headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"limit": 20, "has_more": False, "data": []})
+    r = await client.get(
+        f"/v1/conversations/{conversation_id}/variables", params={"user": "bob"}, headers=app.headers
+    )
+    assert r.status_code == 404 and r.json()["message"] == "Conversation Not Exists."
+    r = await client.put(
+        f"/v1/conversations/{conversation_id}/variables/v1",
+        json={"value": 1, "user": "alice"},
+        headers=app.headers,
+    )
+    assert (r.status_code, r.json()["message"]) == (404, "Conversation Variable Not Exists.")
+    r = await client.get(f"/v1/messages/{message_id}/suggested", params=params, headers=app.headers)
+    assert (r.status_code, r.json()) == (
+        400,
+        {"code": "bad_request", "message": "Suggested Questions Is Disabled.", "status": 400},
+    )
+    r = await client.get(f"/v1/messages/{message_id}/suggested", params={"user": "bob"}, headers=app.headers)
+    assert (r.status_code, r.json()["message"]) == (404, "Message Not Exists.")
+    r = await client.get(f"/v1/messages/{message_id}/suggested", headers=app.headers)
+    assert (r.status_code, r.json()["message"]) == (400, "user is required")
