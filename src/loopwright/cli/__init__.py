@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from loopwright.cli import admin, kb, models, run, tools
+from loopwright.cli import admin, kb, log, models, run, tools
 
 app = typer.Typer(
     name="loopwright",
@@ -27,6 +27,7 @@ app.add_typer(tools.tools, name="tools")
 app.add_typer(kb.kb, name="kb")
 app.add_typer(admin.keys, name="key")
 app.command()(admin.serve)
+app.command()(log.log)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from loopwright.app.runtime import AppRuntime, Database, migrate
 from loopwright.config import Settings
 from loopwright.server import (
     errors,
+    routes_agent_log,
     routes_app,
     routes_chat,
     routes_conversations,
@@ -75,6 +76,7 @@ def create_app(
     app.include_router(routes_tool_files.router)
     app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
+    app.include_router(routes_agent_log.router)
     app.include_router(routes_unsupported.router)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
