@@ -56,6 +56,7 @@ TOML_KEYS: dict[str, str] = {
     "files_url_ttl": "LOOPWRIGHT_FILES_URL_TTL",
     "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
     "cors_allow_origins": "LOOPWRIGHT_CORS_ALLOW_ORIGINS",
+    "metrics_token": "LOOPWRIGHT_METRICS_TOKEN",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins")  # a comma-separated string or a list
@@ -92,6 +93,8 @@ class Settings(BaseSettings):
     tool_allow_hosts: tuple[str, ...] = ()
     # Origins a browser may call /v1 from (CORS); "*" (Dify's default) is any.
     cors_allow_origins: tuple[str, ...] = ("*",)
+    # Bearer token of the Prometheus GET /metrics; unset: no /metrics (see docs/observability.md).
+    metrics_token: SecretStr | None = None
 
     @classmethod
     def settings_customise_sources(

@@ -262,3 +262,23 @@ async def test_run_metrics_count_the_unreadable_replies_recovered() -> None:
     assert result.text == "ok" and result.metrics is not None
     assert (result.metrics.rounds, result.metrics.malformed_recovered, result.metrics.tool_calls) == (2, 1, 0)
     assert result.metrics.tool_success_rate is None
+
+
+async def test_closing_the_stream_after_the_answer_is_not_a_stop() -> None:
+    class Ends(AgentCallback):
+        def __init__(self) -> None:
+            self.ends: list[str] = []
+
+        def on_agent_finish(self, result: AgentResult) -> None:
+            self.ends.append("finish")
+
+        def on_agent_stop(self) -> None:
+            self.ends.append("stop")
+
+    ends = Ends()
+    stream = Agent(model=ScriptedModel(["hi"], features=["tool-call"]), callbacks=[ends]).stream("go")
+    async for event in stream:
+        if event.type == "finished":
+            break
+    await stream.aclose()
+    assert ends.ends == ["finish"]

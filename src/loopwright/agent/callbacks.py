@@ -181,7 +181,8 @@ async def with_callbacks(
                     reading = _after_reply(dispatch, event, reading)
                 yield event
     except GeneratorExit:
-        dispatch("on_agent_stop")
+        if reading != _FINISHED:  # closed after its answer: the run finished, it was not stopped
+            dispatch("on_agent_stop")
         raise
     except BaseException as error:
         dispatch("on_agent_error", error)
@@ -203,7 +204,11 @@ def _after_reply(dispatch: CallbackDispatch, event: AgentEvent, reading: int) ->
         dispatch("on_round_end", event)
     elif type(event) is Finished:
         dispatch("on_agent_finish", event.result)
+        return _FINISHED
     return reading
+
+
+_FINISHED = -1  # what _after_reply returns once the run has answered
 
 
 _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "authorization", "credential", "cookie")

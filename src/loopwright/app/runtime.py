@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,9 @@ class AppRuntime:
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
+        # Made once per built agent, ``observer(app_id, config, agent)``: a callback added to the
+        # agent's own (the server's Prometheus metrics, server.metrics).
+        self.agent_observers: list[Callable[[str, AppConfig, Agent], object]] = []
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
         self._knowledge: KnowledgeBase | None = None
         self.toolsets = ToolsetPool(
@@ -113,7 +116,7 @@ class AppRuntime:
         """Start running one message; see the module's docstring."""
         uploads = self.upload_limits().directory
         message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
-        agent = await self.agent(message.version)
+        agent = await self.agent(message.version, request.app_id)
         messages.start(message)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
@@ -169,7 +172,7 @@ class AppRuntime:
             self._models[spec] = model
         return model
 
-    async def agent(self, version: ConfigVersion) -> Agent:
+    async def agent(self, version: ConfigVersion, app_id: str = "") -> Agent:
         """The agent of a configuration version, built once: an Agent is configuration only (runs keep
         their state apart), so one serves every request, with its prompt caches warm."""
         model = self.model(version.config.model)
@@ -178,6 +181,9 @@ class AppRuntime:
         if agent is None:
             toolsets = await self.toolsets.tools_for(version.config)
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
+            if self.agent_observers:
+                observers = [make(app_id, version.config, agent) for make in self.agent_observers]
+                agent.callbacks = [*agent.callbacks, *observers]
             self._agents[key] = agent
         return agent
 

@@ -78,6 +78,11 @@ def create_app(
     app.include_router(routes_datasets.router)
     app.include_router(routes_agent_log.router)
     app.include_router(routes_unsupported.router)
+    token = runtime.settings.metrics_token
+    if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
+        from loopwright.server import metrics
+
+        metrics.install(app, runtime, token.get_secret_value())
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 

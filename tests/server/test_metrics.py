@@ -1,0 +1,86 @@
+"""Prometheus GET /metrics: off by default, behind a bearer token, and what a run records."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from loopwright.config import Settings
+from loopwright.server.app import create_app
+from loopwright.server.metrics import REGISTRY
+from loopwright.store.db import Database
+from tests.server.conftest import NewApp, ServiceApp, parse_sse
+
+TOKEN = "metrics-secret"
+REPLIES: list[Any] = [
+    {"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}]]},
+    "It is 5.",
+]
+
+
+def value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def chat(client: httpx.AsyncClient, app: ServiceApp, user: str) -> list[dict[str, Any]]:
+    body = {"inputs": {}, "query": "2+3?", "user": user, "response_mode": "streaming"}
+    r = await client.post("/v1/chat-messages", json=body, headers=app.headers)
+    assert r.status_code == 200, r.text
+    return parse_sse(r.text)
+
+
+async def test_metrics_are_off_without_a_token(client: httpx.AsyncClient) -> None:
+    r = await client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 404
+
+
+async def test_runs_tools_tokens_and_requests_are_recorded(db: Database, new_app: NewApp) -> None:
+    server = create_app(db, Settings(metrics_token=SecretStr(TOKEN)))
+    app = await new_app(REPLIES, strategy="function-calling")
+    failing = await new_app([], name="empty")  # its script has no reply: the run errors
+    labels = {"app": app.id, "strategy": "function-calling"}
+    before = {
+        "ok": value("loopwright_runs_total", **labels, outcome="normal"),
+        "tool": value("loopwright_tool_call_duration_seconds_count", tool="calculator"),
+        "chat": value(
+            "loopwright_http_request_duration_seconds_count",
+            method="POST",
+            route="/v1/chat-messages",
+            status="200",
+        ),
+    }
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        await chat(client, app, "user-secret-id")
+        events = await chat(client, failing, "someone")
+        assert events[-1]["event"] == "error"
+
+        assert (await client.get("/metrics")).status_code == 401
+        wrong = await client.get("/metrics", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        r = await client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    text = r.text
+
+    assert value("loopwright_runs_total", **labels, outcome="normal") == before["ok"] + 1
+    assert value("loopwright_runs_total", app=failing.id, strategy="function-calling", outcome="error") == 1
+    assert value("loopwright_live_runs", app=app.id) == 0
+    assert value("loopwright_run_duration_seconds_count", **labels) >= 1
+    assert value("loopwright_run_time_to_first_token_seconds_count", **labels) >= 1
+    assert value("loopwright_tool_call_duration_seconds_count", tool="calculator") == before["tool"] + 1
+    tokens = re.findall(
+        r'^loopwright_tokens_total\{kind="prompt",model="scripted:[^"]+"\} (\S+)$', text, re.M
+    )
+    assert max(float(t) for t in tokens) > 0  # the app that answered (the failing one stays at 0)
+    chats = value(
+        "loopwright_http_request_duration_seconds_count",
+        method="POST",
+        route="/v1/chat-messages",
+        status="200",
+    )
+    assert chats == before["chat"] + 2
+    assert "user-secret-id" not in text and "someone" not in text  # no user is ever a label
+    assert 'route="/v1/chat-messages"' in text
