@@ -19,7 +19,11 @@ Two ways of arriving:
 The client is a minimal HTTP/1.1 reader on asyncio streams, so that it costs the second core little
 and what is measured is the server.
 
-Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [N ...]   (default: 100 500 1000)
+``--metrics`` runs the sizes against a server without Prometheus metrics, then against one with
+them (``LOOPWRIGHT_METRICS_TOKEN`` set, /metrics scraped once at the end): the cost of the metrics is
+the difference in server CPU per event between the two.
+
+Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [--metrics] [N ...]   (default: 100 500 1000)
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from pathlib import Path
 
 import httpx
 
+METRICS_TOKEN = "bench-metrics"  # noqa: S105 - a bench's own local server
 CHUNK_DELAY = 0.05  # 20 chunks per second per stream
 CHUNKS_BURST = 40  # 2 s answers when everything arrives at once
 
@@ -225,6 +230,9 @@ def main() -> None:
         "--function-calling", action="store_true", help="a tool-calling model (default: ReAct parsing)"
     )
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
+    parser.add_argument(
+        "--metrics", action="store_true", help="run the sizes twice: Prometheus metrics off, then on"
+    )
     args = parser.parse_args()
     largest = max(args.sizes)
     if args.burst:
@@ -257,37 +265,62 @@ def main() -> None:
         env.pop("DATABASE_URL", None)
         app_id = cli("app", "create", "bench", "--model", f"scripted:{script}", env=env)
         key = cli("key", "create", "--app", app_id, env=env)
-        port = free_port()
-        exe = Path(sys.executable).with_name("loopwright")
-        server = subprocess.Popen(
-            [str(exe), "serve", "--port", str(port), "--workers", str(args.workers)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            for _ in range(100):
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/v1/info", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            for i, n in enumerate(args.sizes):
-                rate = None if args.burst else args.rate
-                asyncio.run(run(n, port, key, server.pid, rate=rate, tag=f"r{i}"))
-            total = sum(args.sizes)
-            waited = time.perf_counter()
+        # --metrics: the same sizes against a server without and then with Prometheus metrics.
+        modes = [("off", None), ("on", METRICS_TOKEN)] if args.metrics else [("", None)]
+        for label, token in modes:
+            if label:
+                print(f"-- metrics {label}")
+            server_env = {**env, "LOOPWRIGHT_METRICS_TOKEN": token} if token else env
+            _serve_and_run(args, server_env, key, token, tag=label)
+        total = sum(args.sizes) * len(modes)
+        waited = time.perf_counter()
+        saved = _count_saved(Path(tmp) / "bench.db")
+        while saved < total and time.perf_counter() - waited < 30:
+            time.sleep(0.2)
             saved = _count_saved(Path(tmp) / "bench.db")
-            while saved < total and time.perf_counter() - waited < 30:
-                time.sleep(0.2)
-                saved = _count_saved(Path(tmp) / "bench.db")
-            print(
-                f"messages saved with an answer: {saved} of {total} (lost: {total - saved}); "
-                f"the last saved {time.perf_counter() - waited:.1f} s after the last message_end"
+        print(
+            f"messages saved with an answer: {saved} of {total} (lost: {total - saved}); "
+            f"the last saved {time.perf_counter() - waited:.1f} s after the last message_end"
+        )
+
+
+def _serve_and_run(
+    args: argparse.Namespace, env: dict[str, str], key: str, token: str | None, *, tag: str
+) -> None:
+    """Start a server, run every size against it, scrape /metrics once when it has them, stop it."""
+    port = free_port()
+    exe = Path(sys.executable).with_name("loopwright")
+    server = subprocess.Popen(
+        [str(exe), "serve", "--port", str(port), "--workers", str(args.workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/v1/info", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        for i, n in enumerate(args.sizes):
+            rate = None if args.burst else args.rate
+            asyncio.run(run(n, port, key, server.pid, rate=rate, tag=f"{tag}r{i}"))
+        if token:
+            r = httpx.get(
+                f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10
             )
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
+            runs = sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in r.text.splitlines()
+                if line.startswith("loopwright_runs_total{")
+            )
+            print(
+                f"   /metrics: HTTP {r.status_code}, {len(r.content)} bytes, loopwright_runs_total {runs:g}"
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def _count_saved(path: Path) -> int:
