@@ -7,7 +7,8 @@ answered is ``running`` and names its worker; its result clears both. A process 
 of any live process — at its start and at every beat — marks them ``error`` with a clear text
 (``repositories.INTERRUPTED_ERROR``), keeping the thoughts already stored. A worker counts as dead once
 its heartbeat is ``stale_after`` old (three beats by default), so a busy but live worker is never
-swept.
+swept — or at once when it ran on this host and its process is gone (a server restarted after a
+``kill -9`` cleans up at its start, without waiting for the heartbeat to age).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -64,9 +67,13 @@ class WorkerLease:
         """Renew this process's heartbeat and mark the running messages of dead ones interrupted;
         returns how many were marked."""
         now = self._clock()
+        host, pid = socket.gethostname(), os.getpid()
         async with self._db.transaction() as session:
-            await repo.heartbeat(session, self.id, now)
-            marked = await repo.interrupt_orphans(session, now - self._stale_after)
+            await repo.heartbeat(session, self.id, now, host=host, pid=pid)
+            gone = [
+                w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
+            ]
+            marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
         if marked:
             log.warning("marked %d message(s) interrupted: their server process had stopped", marked)
         return marked
@@ -89,3 +96,16 @@ class WorkerLease:
                 await self.beat()
             except Exception:  # a database that is down for a while: try again at the next beat
                 log.exception("worker heartbeat failed; retrying in %.0f s", self._interval)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (signal 0 checks without sending anything)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True

@@ -299,6 +299,9 @@ class Worker(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     started_at: Mapped[datetime] = _created()
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # where it runs: a process on the same host that is gone is dead at once, whatever its heartbeat
+    host: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    pid: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
 class StopRequest(Base):

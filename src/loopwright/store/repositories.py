@@ -509,23 +509,30 @@ INTERRUPTED_ERROR = (
 )
 
 
-async def heartbeat(session: AsyncSession, worker_id: str, now: datetime) -> None:
-    """Record that ``worker_id`` lives (its row is made on the first beat)."""
+async def heartbeat(session: AsyncSession, worker_id: str, now: datetime, *, host: str, pid: int) -> None:
+    """Record that ``worker_id`` (process ``pid`` on ``host``) lives; its row is made on the first beat."""
     row = await session.get(Worker, worker_id)
     if row is None:
-        session.add(Worker(id=worker_id, started_at=now, heartbeat_at=now))
+        session.add(Worker(id=worker_id, started_at=now, heartbeat_at=now, host=host, pid=pid))
     else:
         row.heartbeat_at = now
+
+
+async def workers_on(session: AsyncSession, host: str) -> list[Worker]:
+    """The registered workers on ``host``."""
+    return list(await session.scalars(select(Worker).where(Worker.host == host)))
 
 
 async def remove_worker(session: AsyncSession, worker_id: str) -> None:
     await session.execute(delete(Worker).where(Worker.id == worker_id))
 
 
-async def interrupt_orphans(session: AsyncSession, alive_since: datetime) -> int:
-    """Mark ``error`` (with :data:`INTERRUPTED_ERROR`) every running message whose worker has not
-    beaten since ``alive_since`` (or has no row: it stopped, or never registered), and forget those
-    workers. Their thoughts stay as stored. Returns how many messages were marked."""
+async def interrupt_orphans(session: AsyncSession, alive_since: datetime, dead: Collection[str] = ()) -> int:
+    """Mark ``error`` (with :data:`INTERRUPTED_ERROR`) every running message whose worker is in
+    ``dead``, has not beaten since ``alive_since``, or has no row (it stopped, or never registered),
+    and forget those workers. Their thoughts stay as stored. Returns how many messages were marked."""
+    if dead:
+        await session.execute(delete(Worker).where(Worker.id.in_(list(dead))))
     live = select(Worker.id).where(Worker.heartbeat_at >= alive_since)
     orphaned = (Message.status == RUNNING) & (Message.worker_id.is_(None) | Message.worker_id.not_in(live))
     result = await session.execute(

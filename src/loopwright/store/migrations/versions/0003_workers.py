@@ -22,6 +22,8 @@ def upgrade() -> None:
         sa.Column("id", sa.String(length=36), nullable=False),
         sa.Column("started_at", sa.DateTime(), nullable=False),
         sa.Column("heartbeat_at", sa.DateTime(), nullable=False),
+        sa.Column("host", sa.String(length=255), nullable=False, server_default=""),
+        sa.Column("pid", sa.Integer(), nullable=False, server_default="0"),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("messages") as batch:
