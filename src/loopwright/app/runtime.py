@@ -30,6 +30,7 @@ from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
+from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
@@ -84,6 +85,8 @@ class AppRuntime:
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
         self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
+        # This process's heartbeat: its running messages are told apart from a dead process's
+        self.lease = WorkerLease(db)
         self.lookup = AppLookup(db)
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
@@ -117,7 +120,9 @@ class AppRuntime:
         uploads = self.upload_limits().directory
         message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
         agent = await self.agent(message.version, request.app_id)
-        messages.start(message)
+        if not self.lease.opened:
+            await self.lease.open()  # registers this process and sweeps what dead ones left
+        messages.start(message, self.lease.id)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
@@ -219,7 +224,9 @@ class AppRuntime:
         await self.db.writer.close()
 
     async def aclose(self) -> None:
-        """Close what the agents hold open (MCP sessions, the knowledge store)."""
+        """Give up this process's lease (its runs have ended: none of its messages is left running) and
+        close what the agents hold open (MCP sessions, the knowledge store)."""
+        await self.lease.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()
