@@ -29,6 +29,7 @@ from loopwright.server import (
 )
 from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
+from loopwright.server.otel_switch import tracing_enabled
 from loopwright.tools.base import Tool
 
 DEFAULT_PING_INTERVAL = 10.0
@@ -84,6 +85,13 @@ def create_app(
         from loopwright.server import metrics
 
         metrics.install(app, runtime, token.get_secret_value())
+    if tracing_enabled():  # OpenTelemetry: on when an OTLP endpoint is set (the standard OTEL_* variables)
+        from opentelemetry import trace
+
+        from loopwright.server import tracing
+
+        trace.set_tracer_provider(tracing.otlp_provider())
+        tracing.install(app, runtime)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 
