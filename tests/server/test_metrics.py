@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -84,3 +88,33 @@ async def test_runs_tools_tokens_and_requests_are_recorded(db: Database, new_app
     assert chats == before["chat"] + 2
     assert "user-secret-id" not in text and "someone" not in text  # no user is ever a label
     assert 'route="/v1/chat-messages"' in text
+    assert value("loopwright_open_streams") == 0 and "loopwright_open_streams " in text  # both streams ended
+    assert "loopwright_write_queue_depth " in text
+
+
+MULTIPROCESS_WORKER = """
+import sys
+from loopwright.server import metrics
+metrics.RUNS.labels("app-1", "react", "normal").inc()
+metrics.LIVE_RUNS.labels("app-1").inc()
+metrics.forget_process_at_exit()  # as install() does in a server
+if sys.argv[1] == "scrape":
+    sys.stdout.write(metrics.exposition().decode())
+"""
+
+
+def test_multiprocess_mode_sums_every_workers_values(tmp_path: Path) -> None:
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    for role in ("count", "count", "scrape"):  # three worker processes; the last one answers /metrics
+        done = subprocess.run(
+            [sys.executable, "-c", MULTIPROCESS_WORKER, role],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    lines = done.stdout.splitlines()
+    assert 'loopwright_runs_total{app="app-1",outcome="normal",strategy="react"} 3.0' in lines
+    # Live runs are summed over live processes only: the first two have exited.
+    assert 'loopwright_live_runs{app="app-1"} 1.0' in lines

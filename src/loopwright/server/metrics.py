@@ -15,9 +15,11 @@ the server (prometheus_client's multiprocess mode): every worker writes its valu
 
 from __future__ import annotations
 
+import atexit
 import hmac
 import os
 import time
+from collections.abc import Callable, Iterable
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import (
@@ -69,6 +71,18 @@ RUNS = Counter(
 )
 LIVE_RUNS = Gauge(
     "loopwright_live_runs", "Agent runs in progress.", ["app"], multiprocess_mode="livesum", registry=REGISTRY
+)
+OPEN_STREAMS = Gauge(
+    "loopwright_open_streams",
+    "SSE responses being streamed.",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+WRITE_QUEUE = Gauge(
+    "loopwright_write_queue_depth",
+    "Database writes queued behind the runs (write-behind), as of the last request's end.",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
 )
 TOOL_SECONDS = Histogram(
     "loopwright_tool_call_duration_seconds", "Tool call time.", ["tool"], buckets=_BUCKETS, registry=REGISTRY
@@ -136,10 +150,12 @@ def run_metrics_observer(app_id: str, config: AppConfig, agent: Agent) -> RunMet
 
 
 class RequestMetrics:
-    """ASGI middleware: each HTTP request's time by method, route template and status."""
+    """ASGI middleware: each HTTP request's time by method, route template and status; the open SSE
+    streams; and, as each request ends, the depth of the database's write-behind queue."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, pending_writes: Callable[[], int]) -> None:
         self.app = app
+        self.pending_writes = pending_writes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -147,21 +163,32 @@ class RequestMetrics:
             return
         started = time.perf_counter()
         status = 500
+        streaming = False
 
-        async def send_status(message: Message) -> None:
-            nonlocal status
+        async def watch(message: Message) -> None:
+            nonlocal status, streaming
             if message["type"] == "http.response.start":
                 status = message["status"]
+                streaming = _is_event_stream(message.get("headers", ()))
+                if streaming:
+                    OPEN_STREAMS.inc()
             await send(message)
 
         try:
-            await self.app(scope, receive, send_status)
+            await self.app(scope, receive, watch)
         finally:
+            if streaming:
+                OPEN_STREAMS.dec()
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
             REQUEST_SECONDS.labels(scope["method"], template, str(status)).observe(
                 time.perf_counter() - started
             )
+            WRITE_QUEUE.set(self.pending_writes())
+
+
+def _is_event_stream(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
 
 
 def exposition() -> bytes:
@@ -171,6 +198,13 @@ def exposition() -> bytes:
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry)
     return generate_latest(REGISTRY)
+
+
+def forget_process_at_exit() -> None:
+    """In multiprocess mode, drop this process's live gauges when it exits (a worker that crashes
+    leaves them until the directory is cleared at the next start)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        atexit.register(multiprocess.mark_process_dead, os.getpid())
 
 
 def install(app: FastAPI, runtime: AppRuntime, token: str) -> None:
@@ -186,5 +220,6 @@ def install(app: FastAPI, runtime: AppRuntime, token: str) -> None:
         return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(router)
-    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestMetrics, pending_writes=lambda: runtime.db.writer.pending)
     runtime.agent_observers.append(run_metrics_observer)
+    forget_process_at_exit()
