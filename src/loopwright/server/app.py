@@ -17,6 +17,7 @@ from loopwright.app.runtime import AppRuntime, Database, migrate
 from loopwright.config import Settings
 from loopwright.server import (
     errors,
+    routes_agent_log,
     routes_app,
     routes_chat,
     routes_conversations,
@@ -71,6 +72,7 @@ def create_app(
     errors.install(app)
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)
+    app.include_router(routes_agent_log.router)
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
