@@ -36,13 +36,13 @@ def log(
 
 
 async def _load(message_id: str) -> dict[str, Any]:
-    from loopwright.app.agent_log import message_agent_log
+    from loopwright.app.agent_log import message_log
     from loopwright.app.runtime import Database, migrate
 
     db = Database()
     try:
         await migrate(db)  # a database no server has opened yet has no tables
-        return await message_agent_log(db, message_id)
+        return await message_log(db, message_id)
     finally:
         await db.close()
 

@@ -73,12 +73,12 @@ def create_app(
     errors.install(app)
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)
+    app.include_router(routes_agent_log.router)
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
     app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
-    app.include_router(routes_agent_log.router)
     app.include_router(routes_unsupported.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)

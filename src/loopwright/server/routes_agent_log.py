@@ -1,5 +1,8 @@
-"""``GET /v1/messages/{message_id}/agent-log``: the agent log of a message (a loopwright addition in the
-shape of Dify's console agent-log endpoint; built by :mod:`loopwright.app.agent_log`)."""
+"""``GET /v1/messages/{message_id}/agent-log``: a message's agent log (app.agent_log) with an app key.
+
+Dify serves this log only in its console; here it is an addition to the Service API, for the end
+user's own messages (``user`` as in every Service API call).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from loopwright.app.agent_log import agent_log
+from loopwright.app import agent_log
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.state import ServerState, get_state, require_user
 
@@ -21,6 +24,10 @@ async def message_agent_log(
     state: Annotated[ServerState, Depends(get_state)],
     user: str | None = None,
 ) -> dict[str, Any]:
-    """The rounds of one of the user's messages: thoughts, tool calls with inputs, outputs, status and
-    time, tokens, and the run's metrics; 404 when the message is not the user's."""
-    return await agent_log(state.db, state.lookup, app.id, require_user(user), message_id)
+    who = require_user(user)
+    message, thoughts, config_id = await agent_log.find_message(
+        state.db, state.lookup, app.id, who, message_id
+    )
+    version = await state.lookup.config(config_id)
+    strategy = (await state.agent(version)).strategy_kind if version is not None else "function-calling"
+    return agent_log.agent_log(message, thoughts, executor=who, strategy=strategy)
