@@ -232,3 +232,29 @@ async def test_conversation_variables_and_suggested_questions(
     assert (r.status_code, r.json()["message"]) == (404, "Message Not Exists.")
     r = await client.get(f"/v1/messages/{message_id}/suggested", headers=app.headers)
     assert (r.status_code, r.json()["message"]) == (400, "user is required")
+
+
+async def test_conversations_sort_by(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["One.", "Two.", "Three."])
+    a, b, c = [(await chat(client, app, query=q)).json()["conversation_id"] for q in ("a", "b", "c")]
+    r = await client.post(
+        f"/v1/conversations/{a}/name", json={"name": "A", "user": "alice"}, headers=app.headers
+    )
+    assert r.status_code == 200  # a is now the most recently updated
+
+    async def ids(**params: Any) -> tuple[list[str], bool]:
+        r = await client.get("/v1/conversations", params={"user": "alice", **params}, headers=app.headers)
+        assert r.status_code == 200, r.text
+        return [x["id"] for x in r.json()["data"]], r.json()["has_more"]
+
+    assert (await ids(sort_by="created_at"))[0] == [a, b, c]
+    assert (await ids(sort_by="-created_at"))[0] == [c, b, a]
+    assert (await ids(sort_by="updated_at"))[0] == [b, c, a]
+    assert (await ids())[0] == (await ids(sort_by="-updated_at"))[0] == [a, c, b]
+    assert await ids(sort_by="created_at", limit=2) == ([a, b], True)
+    assert await ids(sort_by="created_at", limit=2, last_id=b) == ([c], False)
+    assert await ids(sort_by="-updated_at", limit=2, last_id=c) == ([b], False)
+    r = await client.get(
+        "/v1/conversations", params={"user": "alice", "sort_by": "name"}, headers=app.headers
+    )
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param" and "sort_by" in r.json()["message"]

@@ -118,16 +118,24 @@ class MessageView:
 
 
 async def conversation_page(
-    db: Database, lookup: AppLookup, app_id: str, user: str, *, limit: int, last_id: str | None = None
+    db: Database,
+    lookup: AppLookup,
+    app_id: str,
+    user: str,
+    *,
+    limit: int,
+    last_id: str | None = None,
+    sort_by: str = "-updated_at",
 ) -> Page[ConversationView]:
-    """The end user's conversations, most recently updated first; ``last_id`` continues after that one
-    (:class:`NotFoundError` when it is not theirs)."""
+    """The end user's conversations in ``sort_by`` order (Dify's values: ``created_at``,
+    ``updated_at``, ``-`` for newest first; default most recently updated first); ``last_id``
+    continues after that one (:class:`NotFoundError` when it is not theirs)."""
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
         if last_id and await repo.get_conversation(session, app_id, end_user_id, last_id) is None:
             raise NotFoundError(LAST_CONVERSATION_NOT_FOUND)
         page = await repo.list_conversations(
-            session, app_id, end_user_id, limit=limit, last_id=last_id or None
+            session, app_id, end_user_id, limit=limit, last_id=last_id or None, sort_by=sort_by
         )
     views = [await _conversation_view(lookup, c) for c in page.items]
     return Page(views, page.has_more, page.limit)

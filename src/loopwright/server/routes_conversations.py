@@ -112,11 +112,11 @@ async def list_conversations(
     user: str | None = None,
     last_id: str | None = None,
     limit: Limit = 20,
-    sort_by: str = "-updated_at",
+    sort_by: Literal["created_at", "-created_at", "updated_at", "-updated_at"] = "-updated_at",
 ) -> dict[str, Any]:
     who = user_or_default(user)
     page = await conversations.conversation_page(
-        state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None
+        state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None, sort_by=sort_by
     )
     return {
         "limit": page.limit,
