@@ -258,3 +258,23 @@ async def test_conversations_sort_by(client: httpx.AsyncClient, new_app: NewApp)
         "/v1/conversations", params={"user": "alice", "sort_by": "name"}, headers=app.headers
     )
     assert r.status_code == 400 and r.json()["code"] == "invalid_param" and "sort_by" in r.json()["message"]
+
+
+async def test_dify_strict_refuses_blocking_mode_as_dify(db: Database, new_app: NewApp) -> None:
+    server = create_app(db, Settings(dify_strict=True), ping_interval=0.05)
+    app = await new_app(["Streamed."])
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        for mode in ("blocking", None):
+            r = await chat(client, app, response_mode=mode)
+            assert (r.status_code, r.json()) == (
+                400,
+                {
+                    "code": "invalid_param",
+                    "message": "Agent Chat App does not support blocking mode",
+                    "status": 400,
+                },
+            )
+        r = await chat(client, app, response_mode="streaming")
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    await server.state.loopwright.runs.wait_idle()

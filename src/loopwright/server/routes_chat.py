@@ -66,6 +66,8 @@ async def chat_messages(
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
+    if not streaming and runtime.settings.dify_strict:
+        raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
     request = MessageRequest(
         app_id=app.id,
         user=require_user(payload.user),
