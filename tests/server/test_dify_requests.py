@@ -3,6 +3,7 @@ CORS on /v1, ``inputs`` on every turn, the empty query, the empty ``conversation
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -278,3 +279,20 @@ async def test_dify_strict_refuses_blocking_mode_as_dify(db: Database, new_app: 
         r = await chat(client, app, response_mode="streaming")
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
     await server.state.loopwright.runs.wait_idle()
+
+
+async def test_end_user_detail(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["never"])
+    other = await new_app(["never"], name="other")
+    files = {"file": ("a.png", b"\x89PNG\r\n\x1a\n", "image/png")}
+    r = await client.post("/v1/files/upload", data={"user": "alice"}, files=files, headers=app.headers)
+    alice = r.json()["created_by"]
+    r = await client.get(f"/v1/end-users/{alice}", headers=app.headers)
+    body = r.json()
+    assert r.status_code == 200 and (body["id"], body["app_id"]) == (alice, app.id)
+    assert (body["session_id"], body["external_user_id"], body["is_anonymous"]) == ("alice", "alice", False)
+    assert body["type"] == "service_api" and body["created_at"] == body["updated_at"]
+    not_found = {"code": "end_user_not_found", "message": "End user not found.", "status": 404}
+    for key, user_id in ((other.headers, alice), (app.headers, str(uuid.uuid4())), (app.headers, "nope")):
+        r = await client.get(f"/v1/end-users/{user_id}", headers=key)
+        assert (r.status_code, r.json()) == (404, not_found)

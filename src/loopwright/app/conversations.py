@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +27,7 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import (
     Conversation,
+    EndUser,
     Message,
     MessageAgentThought,
     MessageFile,
@@ -49,6 +51,8 @@ __all__ = [
     "require_conversation",
     "require_message",
     "saved_retriever_resources",
+    "EndUserView",
+    "end_user",
 ]
 
 LAST_CONVERSATION_NOT_FOUND = "Last Conversation Not Exists."
@@ -112,6 +116,23 @@ class MessageView:
     status: str
     error: str | None
     retriever_resources: list[dict[str, Any]]  # the citations its ``message_end`` carried
+
+
+@dataclass(frozen=True, slots=True)
+class EndUserView:
+    id: str
+    app_id: str
+    session_id: str  # the client's ``user`` string
+    created_at: datetime
+
+
+async def end_user(db: Database, app_id: str, end_user_id: str) -> EndUserView | None:
+    """One of the app's end users by id (None for an unknown id or another app's user)."""
+    async with db.sessionmaker() as session:
+        row = await session.get(EndUser, end_user_id)
+    if row is None or row.app_id != app_id:
+        return None
+    return EndUserView(row.id, row.app_id, row.session_id, row.created_at)
 
 
 # --- conversations -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from loopwright.server import (
     routes_chat,
     routes_conversations,
     routes_datasets,
+    routes_end_users,
     routes_file_previews,
     routes_files,
     routes_tool_files,
@@ -76,6 +77,7 @@ def create_app(
     app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
+    app.include_router(routes_end_users.router)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 
