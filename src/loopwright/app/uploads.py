@@ -16,14 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from sqlalchemy import select
 
 from loopwright.app.config import AppConfig
 from loopwright.app.lookup import AppLookup
 from loopwright.app.wire import file_type
 from loopwright.config import Settings
+from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import UploadFile, unix_seconds
+from loopwright.store.models import Message, MessageFile, UploadFile, unix_seconds
 from loopwright.tools.files import DEFAULT_DATA_DIR
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import signature, verify
@@ -36,8 +38,11 @@ __all__ = [
     "display_name",
     "effective_mime_type",
     "extension_of",
+    "UploadAccessDeniedError",
+    "UploadNotFoundError",
     "UploadedFile",
     "find_upload",
+    "message_upload",
     "preview_url",
     "preview_url_valid",
     "store_upload",
@@ -226,3 +231,31 @@ async def find_upload(db: Database, directory: Path, upload_id: str) -> Uploaded
     if row is None:
         return None
     return UploadedFile(row.id, row.name, row.mime_type, row.size, directory / row.storage_key)
+
+
+class UploadNotFoundError(NotFoundError):
+    """The upload is in no message, or has no record (Dify's ``file_not_found``)."""
+
+
+class UploadAccessDeniedError(UserInputError):
+    """The upload is in another app's messages (Dify's ``file_access_denied``)."""
+
+
+async def message_upload(db: Database, directory: Path, app_id: str, upload_id: str) -> UploadedFile:
+    """An upload that was sent with one of the app's messages, as Dify's ``/files/{id}/preview``
+    allows it (with its texts): only such an upload may be read back with the app's key."""
+    async with db.sessionmaker() as session:
+        used = await session.scalar(
+            select(MessageFile.message_id).where(MessageFile.upload_file_id == upload_id).limit(1)
+        )
+        if used is None:
+            raise UploadNotFoundError("File not found in message context")
+        if (
+            await session.scalar(select(Message.id).where(Message.id == used, Message.app_id == app_id))
+            is None
+        ):
+            raise UploadAccessDeniedError("File access denied: not owned by requesting app")
+    upload = await find_upload(db, directory, upload_id)
+    if upload is None:
+        raise UploadNotFoundError("Upload file record not found")
+    return upload
