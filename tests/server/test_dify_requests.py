@@ -296,3 +296,33 @@ async def test_end_user_detail(client: httpx.AsyncClient, new_app: NewApp) -> No
     for key, user_id in ((other.headers, alice), (app.headers, str(uuid.uuid4())), (app.headers, "nope")):
         r = await client.get(f"/v1/end-users/{user_id}", headers=key)
         assert (r.status_code, r.json()) == (404, not_found)
+
+
+async def test_app_feedbacks_lists_every_users_ratings(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["One.", "Two.", "Three."])
+    other = await new_app(["Other."], name="other")
+    rated = []
+    for user, rating in (("alice", "like"), ("bob", "dislike")):
+        sent = (await chat(client, app, user=user)).json()
+        body = {"rating": rating, "user": user, "content": f"{user} says"}
+        r = await client.post(f"/v1/messages/{sent['message_id']}/feedbacks", json=body, headers=app.headers)
+        assert r.status_code == 200
+        rated.append((sent["message_id"], sent["conversation_id"], rating, f"{user} says"))
+    await chat(client, app)  # not rated
+    sent = (await chat(client, other)).json()
+    r = await client.post(
+        f"/v1/messages/{sent['message_id']}/feedbacks",
+        json={"rating": "like", "user": "alice"},
+        headers=other.headers,
+    )
+    r = await client.get("/v1/app/feedbacks", headers=app.headers)
+    data = r.json()["data"]
+    assert r.status_code == 200 and len(data) == 2
+    assert {(f["message_id"], f["conversation_id"], f["rating"], f["content"]) for f in data} == set(rated)
+    assert all(
+        f["app_id"] == app.id and f["from_source"] == "user" and f["from_account_id"] is None for f in data
+    )
+    r = await client.get("/v1/app/feedbacks", params={"page": 2, "limit": 1}, headers=app.headers)
+    assert len(r.json()["data"]) == 1 and r.json()["data"][0]["id"] != data[0]["id"]
+    r = await client.get("/v1/app/feedbacks", params={"limit": 102}, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"

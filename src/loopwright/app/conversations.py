@@ -52,6 +52,8 @@ __all__ = [
     "require_message",
     "saved_retriever_resources",
     "EndUserView",
+    "FeedbackView",
+    "app_feedbacks",
     "end_user",
 ]
 
@@ -133,6 +135,30 @@ async def end_user(db: Database, app_id: str, end_user_id: str) -> EndUserView |
     if row is None or row.app_id != app_id:
         return None
     return EndUserView(row.id, row.app_id, row.session_id, row.created_at)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackView:
+    id: str
+    conversation_id: str
+    message_id: str
+    rating: str
+    content: str | None
+    end_user_id: str
+    created_at: datetime
+    updated_at: datetime
+
+
+async def app_feedbacks(db: Database, app_id: str, *, page: int, limit: int) -> list[FeedbackView]:
+    """A page of every end user's ratings of the app's messages, newest first."""
+    async with db.sessionmaker() as session:
+        rows = await repo.app_feedbacks(session, app_id, page=page, limit=limit)
+    return [
+        FeedbackView(
+            f.id, m.conversation_id, m.id, f.rating, f.content, f.end_user_id, f.created_at, f.updated_at
+        )
+        for f, m in rows
+    ]
 
 
 # --- conversations -----------------------------------------------------------------------------------

@@ -161,6 +161,36 @@ async def update_conversation_variable(
     raise not_found("Conversation Variable Not Exists.")
 
 
+@router.get("/v1/app/feedbacks")
+async def app_feedbacks(
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    page: Annotated[int, Query(ge=1)] = 1,
+    limit: Annotated[int, Query(ge=1, le=101)] = 20,
+) -> dict[str, Any]:
+    """Every rating of the app's messages, newest first (Dify's shape; end users only, so
+    ``from_source`` is ``user`` and ``from_account_id`` null)."""
+    feedbacks = await conversations.app_feedbacks(state.db, app.id, page=page, limit=limit)
+    return {
+        "data": [
+            {
+                "id": f.id,
+                "app_id": app.id,
+                "conversation_id": f.conversation_id,
+                "message_id": f.message_id,
+                "rating": f.rating,
+                "content": f.content,
+                "from_source": "user",
+                "from_end_user_id": f.end_user_id,
+                "from_account_id": None,
+                "created_at": f.created_at.isoformat(),
+                "updated_at": f.updated_at.isoformat(),
+            }
+            for f in feedbacks
+        ]
+    }
+
+
 @router.get("/v1/messages/{message_id}/suggested")
 async def suggested_questions(
     message_id: str,

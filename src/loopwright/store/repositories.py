@@ -594,6 +594,21 @@ async def uploads_by_id(session: AsyncSession, upload_ids: Sequence[str]) -> dic
     return {row.id: row for row in await session.scalars(stmt)}
 
 
+async def app_feedbacks(
+    session: AsyncSession, app_id: str, *, page: int = 1, limit: int = 20
+) -> list[tuple[MessageFeedback, Message]]:
+    """A page of every rating of the app's messages, newest first, each with its message."""
+    stmt = (
+        select(MessageFeedback, Message)
+        .join(Message, Message.id == MessageFeedback.message_id)
+        .where(Message.app_id == app_id)
+        .order_by(MessageFeedback.created_at.desc(), MessageFeedback.id.desc())
+        .offset((page - 1) * limit)
+        .limit(limit)
+    )
+    return [(feedback, message) for feedback, message in (await session.execute(stmt)).all()]
+
+
 async def feedback_ratings(
     session: AsyncSession, message_ids: Sequence[str], end_user_id: str
 ) -> dict[str, str]:
