@@ -5,6 +5,8 @@
    thread), and ReAct with an async tool. p50 / p90 / p99 over many runs after a warm-up.
 2. Memory: traced allocations still held after 20,000 more runs (should be ~0: no per-run growth).
 3. Wall time of one round of 5 tool calls that each sleep 50 ms (concurrent: ≈ 50 ms).
+4. Callbacks: the function-calling run with 0, 1 and 5 no-op callbacks (plain methods overriding
+   every hook), to show what registering them costs and that none costs nothing.
 
 Run: .venv/bin/python bench/bench_overhead.py
 """
@@ -20,7 +22,8 @@ import statistics
 import time
 import tracemalloc
 
-from loopwright import Agent, tool
+from loopwright import Agent, AgentCallback, tool
+from loopwright.agent.callbacks import HOOKS
 from loopwright.model.entities import Usage
 from loopwright.testing import Reply, ScriptedModel
 
@@ -60,6 +63,14 @@ def fc_agent(tool_name: str, tools: list) -> Agent:  # type: ignore[type-arg]
         record=0,
     )
     return Agent(model=model, tools=tools, instruction="You are a calculator.")
+
+
+class NoOp(AgentCallback):
+    """Overrides every hook with a plain method that does nothing."""
+
+
+for _hook in HOOKS:
+    setattr(NoOp, _hook, lambda self, *args: None)
 
 
 def react_agent() -> Agent:
@@ -137,6 +148,14 @@ async def main() -> None:
         print(
             f"{label:42s} p50 {statistics.median(times):7.1f} µs   p90 {pct(times, 0.9):7.1f} µs   "
             f"p99 {pct(times, 0.99):7.1f} µs"
+        )
+    for n in (0, 1, 5):
+        agent = fc_agent("add", [add])
+        agent.callbacks = [NoOp() for _ in range(n)]
+        times = await per_run_us(agent, 20_000)
+        print(
+            f"{f'function calling, {n} no-op callbacks':42s} p50 {statistics.median(times):7.1f} µs   "
+            f"p90 {pct(times, 0.9):7.1f} µs   p99 {pct(times, 0.99):7.1f} µs"
         )
     held = await held_bytes_after(fc_agent("add", [add]), 20_000)
     print(f"memory held after 20,000 more runs: {held / 1024:.1f} KiB ({held / 20_000:.2f} B/run)")

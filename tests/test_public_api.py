@@ -22,6 +22,7 @@ def test_top_level_names() -> None:
     assert sorted(loopwright.__all__) == public_names(loopwright)
     assert sorted(loopwright.__all__) == [
         "Agent",
+        "AgentCallback",
         "AgentError",
         "AgentEvent",
         "AgentMaxIterationError",

@@ -2,6 +2,7 @@
 
 from loopwright.agent import (
     Agent,
+    AgentCallback,
     AgentError,
     AgentEvent,
     AgentMaxIterationError,
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "AgentCallback",
     "AgentError",
     "AgentEvent",
     "AgentMaxIterationError",

@@ -7,10 +7,12 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from loopwright import tool
+from loopwright import AgentCallback, tool
+from loopwright.agent import ToolCallStarted
 from loopwright.app import messages
 from loopwright.app.config import AppConfig, ToolConfig
 from loopwright.app.errors import ConversationNotFoundError
@@ -88,6 +90,9 @@ async def test_a_message_is_streamed_and_stored(db: Database) -> None:
         assert message is not None
         assert message.answer == "It is 5." and message.status == "normal"
         assert message.message_tokens > 0 and message.answer_tokens > 0
+        metrics = json.loads(message.message_metadata or "{}")["metrics"]  # the run's figures, kept
+        assert (metrics["rounds"], metrics["tool_calls"], metrics["tool_errors"]) == (2, 1, 0)
+        assert metrics["prompt_tokens"] == message.message_tokens
         thoughts = await repo.list_thoughts(s, message_id)
         alice = await repo.get_or_create_end_user(s, app_id, "alice")
         conv = await repo.get_conversation(s, app_id, alice.id, conversation_id)
@@ -166,6 +171,37 @@ async def test_a_react_plain_text_answer_is_saved(db: Database) -> None:
     async with db.transaction() as s:
         message = await s.get(MessageRow, events[0].head.message_id)
     assert message is not None and message.answer == "Paris is the capital."  # Dify saves ""
+
+
+class CountingCallback(AgentCallback):
+    """Named by import path in an app config below: counts the tool calls of every run."""
+
+    tools: ClassVar[list[str]] = []
+
+    def on_tool_start(self, event: ToolCallStarted) -> None:
+        CountingCallback.tools.append(event.name)
+
+
+async def test_an_apps_callbacks_by_import_path_see_its_runs(db: Database) -> None:
+    CountingCallback.tools.clear()
+    config = CONFIG.model_copy(update={"callbacks": ["tests.app.test_messages:CountingCallback"]})
+    app_id = await new_app(db, config)
+    model = ScriptedModel([Reply.tool_calls(("add", {"a": 2, "b": 3})), Reply.text("5")], features=FC)
+    events = await chat(db, app_id, model, ask(app_id, "2+3?"))
+    assert isinstance(events[-1], MessageEnd) and CountingCallback.tools == ["add"]
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("tests.app.no_such_module:Thing", "cannot be imported"),
+        ("tests.app.test_messages:add", "is not an AgentCallback subclass"),
+        ("json:JSONDecoder", "is not an AgentCallback subclass"),
+    ],
+)
+def test_a_callback_path_that_is_not_a_callback_is_refused(path: str, error: str) -> None:
+    with pytest.raises(UserInputError, match=error):
+        build_agent(AppConfig(callbacks=[path]), ScriptedModel([]), [add])
 
 
 async def test_an_unknown_tool_in_the_config_is_a_clear_error() -> None:

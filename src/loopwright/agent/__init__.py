@@ -1,6 +1,7 @@
 """The agent: strategies, the shared loop, events, the ReAct parser and prompts."""
 
 from loopwright.agent.agent import Agent
+from loopwright.agent.callbacks import AgentCallback, LoggingCallback
 from loopwright.agent.errors import AgentError, AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
@@ -13,17 +14,21 @@ from loopwright.agent.events import (
     ToolCallRecord,
     ToolCallStarted,
 )
+from loopwright.agent.metrics import RunMetrics
 
 __all__ = [
     "Agent",
+    "AgentCallback",
     "AgentError",
     "AgentEvent",
     "AgentMaxIterationError",
     "AgentRepeatedToolCallError",
     "AgentResult",
     "Finished",
+    "LoggingCallback",
     "RoundFinished",
     "RoundStarted",
+    "RunMetrics",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallRecord",

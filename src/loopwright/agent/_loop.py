@@ -28,6 +28,7 @@ from loopwright.agent.events import (
     ToolCallRecord,
     ToolCallStarted,
 )
+from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.prompts import ScratchpadStep
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactDecodingModel, ReactTurn
@@ -73,6 +74,11 @@ class RunState:
     malformed_streak: int = 0
     repeated: str | None = None  # a tool the model kept calling with the same arguments
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo for strategies
+    # for the run's metrics (agent.metrics)
+    started_at: float = field(default_factory=time.perf_counter)
+    first_token_at: float = 0.0  # 0.0: nothing streamed yet
+    calls: list[ToolCallRecord] = field(default_factory=list)  # every tool call that ran or was refused
+    malformed: int = 0  # unreadable replies the model was asked to resend
 
 
 @dataclass(slots=True)
@@ -150,13 +156,13 @@ async def run_loop(
         async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
             async for item in items:
                 if type(item) is TextDelta:
+                    if not state.first_token_at:
+                        state.first_token_at = time.perf_counter()
                     yield item
                 else:
                     reply = item  # type: ignore[assignment]
         assert reply is not None, "a strategy must end its reply with a RoundReply"
-        usage = reply.usage or Usage()
-        if not usage.latency:  # a copy: the provider's object is not ours to change
-            usage = usage.with_latency(time.perf_counter() - started)
+        usage = _timed(reply.usage, started)
         state.usage = state.usage.plus(usage)
 
         if reply.calls and last:
@@ -165,6 +171,7 @@ async def run_loop(
             state.malformed_streak += 1
             if state.malformed_streak <= settings.max_malformed_retries and not last:
                 strategy.record_problem(state, reply, malformed_note(reply.problem))
+                state.malformed += 1
                 yield RoundFinished(rnd, reply.text, [], usage)
                 continue
             reply.answer = reply.text.strip()  # out of retries: the reply's text is the best answer
@@ -187,9 +194,18 @@ async def run_loop(
                     if type(event) is ToolCallFinished:
                         state.files.extend(event.files)
                     yield event
+        state.calls.extend(reply.calls)
         strategy.record(state, reply)
         yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
+
+
+def _timed(usage: Usage | None, started: float) -> Usage:
+    """The round's usage with the model call's latency, when the provider did not measure it."""
+    usage = usage or Usage()
+    if usage.latency:
+        return usage
+    return usage.with_latency(time.perf_counter() - started)  # a copy: the provider's is not ours
 
 
 def _model_stream(
@@ -251,10 +267,36 @@ def _finish(state: RunState, reply: RoundReply, usage: Usage) -> list[AgentEvent
         finish_reason=_FINISH_REASONS.get(reply.finish_reason or "stop", "stop"),
         rounds=state.round,
         messages=[*state.history, state.user_message, *state.turn],
+        metrics=_metrics(state),
     )
     events.append(RoundFinished(state.round, reply.text, [], usage, answer))
     events.append(Finished(result))
     return events
+
+
+def _metrics(state: RunState) -> RunMetrics:
+    """The run's figures from what the loop kept (see agent.metrics)."""
+    tool_time: dict[str, float] = {}
+    errors = 0
+    for call in state.calls:
+        if call.meta is not None:
+            tool_time[call.name] = tool_time.get(call.name, 0.0) + call.meta.time_cost
+            errors += call.meta.error is not None
+    usage = state.usage
+    return RunMetrics(
+        total_time=time.perf_counter() - state.started_at,
+        model_time=usage.latency,
+        time_to_first_token=state.first_token_at - state.started_at if state.first_token_at else None,
+        rounds=state.round,
+        tool_calls=len(state.calls),
+        tool_errors=errors,
+        malformed_recovered=state.malformed,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_price=usage.total_price,
+        currency=usage.currency,
+        tool_time=tool_time,
+    )
 
 
 async def _run_calls(

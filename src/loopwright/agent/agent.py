@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -10,6 +11,7 @@ from loopwright.agent._factory import StrategyName, create_strategy
 from loopwright.agent._guardrails import RepeatGuard
 from loopwright.agent._loop import LoopSettings, RunState, Strategy, run_loop
 from loopwright.agent._react import ParserMode, ReactStrategy
+from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.prompts import fill_inputs
 from loopwright.model.base import Model
@@ -54,6 +56,9 @@ class Agent:
     max_malformed_retries: int = 2
     context: ToolContext = field(default_factory=ToolContext)
     files: FileSink | None = None  # keeps the files tools make (the server's tool files)
+    # AgentCallback objects (agent.callbacks) told of every run's events
+    callbacks: Sequence[object] = ()
+    _callback_tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
     _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
@@ -74,12 +79,16 @@ class Agent:
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
+        callbacks: Sequence[object] = (),
     ) -> AgentResult:
         """Run to the end and return the result; raises what ``stream`` raises."""
         result: AgentResult | None = None
         # Consume the stream to its end rather than returning at "finished": an async generator left
         # unfinished is closed later by the event loop, through a thread-safe wake-up (a syscall).
-        async for event in self.stream(query, history=history, inputs=inputs, files=files, context=context):
+        events = self.stream(
+            query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
+        )
+        async for event in events:
             if type(event) is Finished:
                 result = event.result
         assert result is not None, "an agent run always ends with a finished event or an error"
@@ -93,9 +102,11 @@ class Agent:
         inputs: Mapping[str, Any] | None = None,
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
+        callbacks: Sequence[object] = (),
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
-        ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools.
+        ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools;
+        ``callbacks`` are told of this run's events after the agent's own (see agent.callbacks).
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
@@ -117,7 +128,16 @@ class Agent:
             tool_context=context or self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
         )
-        return run_loop(self.model, strategy, self._tool_engine, state, settings)
+        events = run_loop(self.model, strategy, self._tool_engine, state, settings)
+        if not (self.callbacks or callbacks):
+            return events  # nothing to tell: the loop's own stream, unwrapped
+        dispatch = CallbackDispatch([*self.callbacks, *callbacks], self._callback_tasks)
+        return with_callbacks(events, dispatch, query)
+
+    async def flush_callbacks(self) -> None:
+        """Wait until every async callback hook queued by this agent's runs has run."""
+        while self._callback_tasks:
+            await asyncio.gather(*self._callback_tasks, return_exceptions=True)
 
     @property
     def strategy_kind(self) -> Literal["function-calling", "react"]:

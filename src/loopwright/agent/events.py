@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopwright.agent.metrics import RunMetrics
 from loopwright.model.entities import PromptMessage, Usage
 from loopwright.tools.base import ToolOutput
 from loopwright.tools.engine import ToolInvokeMeta
@@ -52,6 +53,7 @@ class AgentResult:
     finish_reason: FinishReason
     rounds: int
     messages: list[PromptMessage]
+    metrics: RunMetrics | None = None  # always set by a run; None only where a result is built by hand
 
 
 @dataclass(slots=True)

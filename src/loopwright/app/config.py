@@ -68,6 +68,8 @@ class AppConfig(pydantic.BaseModel):
     opening_statement: str = ""
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
+    # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
+    callbacks: list[str] = []
 
     @pydantic.field_validator("toolsets")
     @classmethod

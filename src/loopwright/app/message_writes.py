@@ -140,9 +140,10 @@ class MessageWrites:
         self.save_thoughts(stream, everything=True)
         usage = stream.total_usage.with_latency(elapsed)  # the whole message's time, as Dify
         streamed = stream.end.metadata["usage"] if stream.end is not None else stream.usage_dict()
-        metadata = json.dumps(
-            {"usage": streamed, "retriever_resources": stream.retriever_resources}, ensure_ascii=False
-        )
+        meta: dict[str, Any] = {"usage": streamed, "retriever_resources": stream.retriever_resources}
+        if stream.metrics is not None:
+            meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys
+        metadata = json.dumps(meta, ensure_ascii=False)
         answer = repo.storable(stream.answer or stream.partial_answer)
         result = repo.message_result(
             answer=answer,

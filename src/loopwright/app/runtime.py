@@ -25,6 +25,7 @@ from cachetools import LRUCache
 
 from loopwright.agent import Agent
 from loopwright.app import messages
+from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
 from loopwright.app.lookup import AppLookup, ConfigVersion
@@ -254,6 +255,7 @@ def build_agent(
         strategy=config.strategy,
         max_iterations=config.max_iterations,
         model_params=config.model_params,
+        callbacks=load_callbacks(config.callbacks) if config.callbacks else (),
     )
 
 

@@ -31,6 +31,7 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from loopwright.agent.metrics import RunMetrics
 from loopwright.app.wire_events import (
     AgentMessage,
     AgentThought,
@@ -105,6 +106,7 @@ class DifyStream:
         self.answer = ""
         self.usage = Usage()
         self.end: MessageEnd | None = None  # the message_end sent (a finished or stopped run)
+        self.metrics: RunMetrics | None = None  # the run's figures, when it finished
         self.files: list[tuple[str, ToolOutput]] = []
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
         self._inner_usage = Usage()  # what apps called as tools spent
@@ -196,6 +198,7 @@ class DifyStream:
     def on_finished(self, event: Finished) -> list[WireEvent]:
         self.answer = event.result.text
         self.usage = event.result.usage
+        self.metrics = event.result.metrics
         return [self.message_end()]
 
     @property

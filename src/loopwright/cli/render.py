@@ -147,6 +147,9 @@ class LiveRenderer:
 
 
 def usage_line(result: AgentResult, elapsed: float) -> str:
+    """The one-line summary after an answer: the run's metrics when it has them."""
+    if result.metrics is not None:
+        return result.metrics.summary()
     u = result.usage
     rounds = f"{result.rounds} round" + ("" if result.rounds == 1 else "s")
     return f"{rounds} · {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens · {elapsed:.2f} s"
@@ -198,6 +201,7 @@ def event_to_json(event: AgentEvent) -> dict[str, Any]:
                 "rounds": r.rounds,
                 "finish_reason": r.finish_reason,
                 "files": to_jsonable(r.files),
+                "metrics": r.metrics.to_dict() if r.metrics is not None else None,
             },
         }
     out: dict[str, Any] = {"type": event.type}
