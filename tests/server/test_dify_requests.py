@@ -326,3 +326,35 @@ async def test_app_feedbacks_lists_every_users_ratings(client: httpx.AsyncClient
     assert len(r.json()["data"]) == 1 and r.json()["data"][0]["id"] != data[0]["id"]
     r = await client.get("/v1/app/feedbacks", params={"limit": 102}, headers=app.headers)
     assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+
+
+async def test_parameters_report_what_the_app_has(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    form = [
+        {"variable": "doc", "label": "Doc", "type": "file", "allowed_file_types": ["document"]},
+        {"variable": "pics", "label": "Pics", "type": "file-list", "max_length": 3},
+        {"variable": "meta", "label": "Meta", "type": "json_object"},
+    ]
+    plain = await new_app(["never"], user_input_form=form)
+    knowing = await new_app(["never"], name="kb", toolsets=[{"type": "knowledge", "datasets": ["handbook"]}])
+    p = (await client.get("/v1/parameters", headers=plain.headers)).json()
+    assert p["retriever_resource"] == {"enabled": False}
+    assert p["sensitive_word_avoidance"] == {"enabled": False, "type": "", "configs": []}
+    doc, pics, meta = p["user_input_form"]
+    assert (
+        doc["file"]["allowed_file_types"] == ["document"] and doc["file"]["allowed_file_upload_methods"] == []
+    )
+    assert pics["file-list"]["max_length"] == 3 and meta == {
+        "json_object": {"label": "Meta", "variable": "meta", "required": False, "default": None}
+    }
+    p = (await client.get("/v1/parameters", headers=knowing.headers)).json()
+    assert p["retriever_resource"] == {"enabled": True}
+
+
+async def test_introduction_is_filled_with_the_conversations_inputs(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    form = [{"variable": "name", "label": "Name"}]
+    app = await new_app(["Hello."], user_input_form=form, opening_statement="Hi {{name}}, {{other}}!")
+    assert (await chat(client, app, inputs={"name": "Ann"})).status_code == 200
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["introduction"] == "Hi Ann, {{other}}!"  # unknown variables stay

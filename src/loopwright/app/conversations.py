@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from loopwright.agent.prompts import fill_inputs
 from loopwright.app.errors import CONVERSATION_NOT_EXISTS as CONVERSATION_NOT_FOUND
 from loopwright.app.lookup import AppLookup
 from loopwright.app.message_writes import conversation_name
@@ -71,7 +72,7 @@ class ConversationView:
     name: str
     inputs: dict[str, Any]
     status: str
-    introduction: str  # the opening statement of the conversation's configuration version
+    introduction: str  # the opening statement of its configuration version, its inputs filled in
     created_at: int  # Unix seconds
     updated_at: int
 
@@ -264,7 +265,10 @@ async def _conversation_view(lookup: AppLookup, conv: Conversation) -> Conversat
         name=conv.name,
         inputs=dict(conv.inputs or {}),
         status=conv.status,
-        introduction=version.config.opening_statement if version is not None else "",
+        # the opening statement with the conversation's inputs filled in, as Dify stores it
+        introduction=fill_inputs(version.config.opening_statement, conv.inputs)
+        if version is not None
+        else "",
         created_at=unix_seconds(conv.created_at),
         updated_at=unix_seconds(conv.updated_at),
     )
