@@ -58,26 +58,46 @@ MAX_MIME_TYPE_CHARS = 255
 GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream"})
 
 
+MB = 1024 * 1024
+# Dify's per-type limits (UPLOAD_IMAGE/VIDEO/AUDIO_FILE_SIZE_LIMIT); other types: ``max_bytes``.
+DIFY_TYPE_MAX_BYTES: tuple[tuple[str, int], ...] = (
+    ("image", 10 * MB),
+    ("video", 100 * MB),
+    ("audio", 50 * MB),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class UploadLimits:
-    """Where uploads are kept (relative paths from the working directory) and the largest one taken."""
+    """Where uploads are kept (relative paths from the working directory) and the largest one taken:
+    ``max_bytes``, or for a type listed in ``type_max_bytes`` that type's limit."""
 
     directory: Path = DEFAULT_UPLOAD_DIR
     max_bytes: int = DEFAULT_MAX_BYTES
+    type_max_bytes: tuple[tuple[str, int], ...] = DIFY_TYPE_MAX_BYTES
+
+    def limit_for(self, kind: str) -> int:
+        """The size limit of a file of this type (``image``, ``video``, ``audio``, ``document``, …)."""
+        for listed, limit in self.type_max_bytes:
+            if listed == kind:
+                return limit
+        return self.max_bytes
 
 
 def upload_limits(
     settings: Settings, *, directory: str | Path | None = None, max_bytes: int | None = None
 ) -> UploadLimits:
-    """The upload directory and size limit: those given (a server's own choice), else the settings'.
+    """The upload directory and size limits: those given (a server's own choice), else the settings'.
 
     ``Settings`` has no data directory and no upload keys yet, so "the settings'" are the defaults:
-    ``./loopwright-files/uploads`` (beside the tool files) and 15 MB. This is the one place that reads
-    them, so a key added to ``Settings`` is honoured here and nowhere else."""
+    ``./loopwright-files/uploads`` (beside the tool files) and Dify's limits — 15 MB, images 10 MB,
+    audio 50 MB, video 100 MB. A ``max_bytes`` given applies to every type. This is the one place
+    that reads them, so a key added to ``Settings`` is honoured here and nowhere else."""
     del settings  # no upload keys in it yet (see above)
     return UploadLimits(
         Path(directory) if directory is not None else DEFAULT_UPLOAD_DIR,
         int(max_bytes) if max_bytes is not None else DEFAULT_MAX_BYTES,
+        () if max_bytes is not None else DIFY_TYPE_MAX_BYTES,
     )
 
 
