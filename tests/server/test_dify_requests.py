@@ -14,7 +14,9 @@ from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database
 from loopwright.testing import ScriptedModel
+from tests.live_server import serving
 from tests.server.conftest import NewApp, ServiceApp
+from tests.sse import aiter_sse
 
 BAD_KEY = {"Authorization": "Bearer app-nope", "Content-Type": "application/json"}
 
@@ -358,3 +360,32 @@ async def test_introduction_is_filled_with_the_conversations_inputs(
     assert (await chat(client, app, inputs={"name": "Ann"})).status_code == 200
     r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
     assert r.json()["data"][0]["introduction"] == "Hi Ann, {{other}}!"  # unknown variables stay
+
+
+async def test_max_active_requests_refuses_as_dify(new_app: NewApp, server_app: FastAPI) -> None:
+    long = "Streaming slowly, chunk after chunk, so there is time to ask again. " * 20
+    app = await new_app([long, "Next."], delay=0.2, max_active_requests=1)
+    runtime = server_app.state.loopwright
+    body = {"query": "hi", "inputs": {}, "user": "alice", "response_mode": "streaming"}
+    async with (
+        serving(server_app) as url,
+        httpx.AsyncClient(base_url=url, headers=app.headers) as client,
+    ):
+        async with client.stream("POST", "/v1/chat-messages", json=body) as first:
+            async for event in aiter_sse(first.aiter_lines(), pings=False):
+                task_id = event["task_id"]
+                break
+            assert runtime.active.active(app.id) == 1  # the first run goes on (stopped below)
+            r = await chat(client, app)
+            assert r.status_code == 429, r.text
+            assert r.json() == {
+                "code": "too_many_requests",
+                "message": "Too many requests. Please try again later. The current maximum concurrent "
+                f"requests allowed for {app.id} is 1.",
+                "status": 429,
+            }
+            stop = await client.post(f"/v1/chat-messages/{task_id}/stop", json={"user": "alice"})
+            assert stop.status_code == 200
+        await runtime.runs.wait_idle()
+        assert runtime.active.active(app.id) == 0
+        assert (await chat(client, app)).status_code == 200

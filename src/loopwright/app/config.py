@@ -68,6 +68,7 @@ class AppConfig(pydantic.BaseModel):
     opening_statement: str = ""
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
+    max_active_requests: int | None = None  # messages of the app running at once (Dify's); none: no limit
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
 

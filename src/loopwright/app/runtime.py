@@ -28,6 +28,7 @@ from loopwright.app import messages
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
 from loopwright.app.runs import Run, RunRegistry, stop
@@ -85,6 +86,7 @@ class AppRuntime:
         self.upload_max_bytes = upload_max_bytes
         self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
         self.lookup = AppLookup(db)
+        self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -114,11 +116,15 @@ class AppRuntime:
         uploads = self.upload_limits().directory
         message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
         agent = await self.agent(message.version)
+        counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
         messages.start(message)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        return self.runs.start(run, messages.run_events(message, agent, run))
+        self.runs.start(run, messages.run_events(message, agent, run))
+        if counted and run.task is not None:
+            run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
+        return run
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user; whether this process had it."""
