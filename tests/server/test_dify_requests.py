@@ -10,6 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from loopwright.app.naming import title_prompt
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database
@@ -389,3 +390,40 @@ async def test_max_active_requests_refuses_as_dify(new_app: NewApp, server_app: 
         await runtime.runs.wait_idle()
         assert runtime.active.active(app.id) == 0
         assert (await chat(client, app)).status_code == 200
+
+
+TITLE = '{"Language Type": "English", "Your Reasoning": "a sum", "Your Output": "Adding two numbers"}'
+
+
+async def test_the_model_names_a_new_conversation_after_its_answer(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["It is 5.", TITLE, "Still 5."], generate_conversation_names=True)
+    r = await chat(client, app, query="What is 2 + 3?")
+    assert r.status_code == 200 and r.json()["answer"] == "It is 5."
+    await server_app.state.loopwright.names_settled()
+    naming_call = the_model(server_app).requests[-1].messages
+    assert naming_call[0].content == title_prompt("What is 2 + 3?")
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["name"] == "Adding two numbers"
+    # auto_generate_name false: the first 20 characters of the query, no model call
+    calls = len(the_model(server_app).requests)
+    r = await chat(client, app, query="Another question here", auto_generate_name=False)
+    await server_app.state.loopwright.names_settled()
+    assert len(the_model(server_app).requests) == calls + 1
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["name"] == "Another question her…"
+
+
+async def test_rename_with_auto_generate_asks_the_apps_model(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["It is 5.", TITLE])
+    conversation_id = (await chat(client, app, query="What is 2 + 3?")).json()["conversation_id"]
+    await server_app.state.loopwright.names_settled()
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["name"] == "What is 2 + 3?"  # the app does not name by itself
+    body = {"auto_generate": True, "user": "alice"}
+    r = await client.post(f"/v1/conversations/{conversation_id}/name", json=body, headers=app.headers)
+    assert r.status_code == 200 and r.json()["name"] == "Adding two numbers"
+    assert the_model(server_app).requests[-1].messages[0].content == title_prompt("What is 2 + 3?")

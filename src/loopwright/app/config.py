@@ -69,6 +69,8 @@ class AppConfig(pydantic.BaseModel):
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
     max_active_requests: int | None = None  # messages of the app running at once (Dify's); none: no limit
+    # Name new conversations with the app's model after their first answer (Dify always does).
+    generate_conversation_names: bool = False
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
 

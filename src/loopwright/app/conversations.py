@@ -11,6 +11,7 @@ The results are small typed views; the server turns them into Dify's bodies.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,6 +58,8 @@ __all__ = [
     "app_feedbacks",
     "end_user",
 ]
+
+log = logging.getLogger("loopwright.app")
 
 LAST_CONVERSATION_NOT_FOUND = "Last Conversation Not Exists."
 FIRST_MESSAGE_NOT_FOUND = "First Message Not Exists."
@@ -198,19 +201,37 @@ async def rename_conversation(
     *,
     name: str | None = None,
     auto_generate: bool = False,
+    namer: Callable[[str], Awaitable[str]] | None = None,
 ) -> ConversationView:
-    """Give the conversation ``name``, or with ``auto_generate`` the name its first query gives (as a
-    new conversation is named). :class:`UserInputError` for a blank or too long name."""
+    """Give the conversation ``name``, or with ``auto_generate`` the name ``namer`` (the app's model,
+    :func:`~app.naming.generate_name`) makes of its first query — the query's first 20 characters when
+    there is no namer or it fails; a conversation without messages keeps its name.
+    :class:`UserInputError` for a blank or too long name."""
     end_user_id = await lookup.end_user_id(app_id, user)
+    generated: str | None = None
+    if auto_generate:
+        async with db.transaction() as session:
+            conv = await _conversation(session, app_id, end_user_id, conversation_id)
+            first = await repo.first_message(session, conv.id)
+        if first is not None:  # the model is called outside any transaction
+            generated = await _generated_name(namer, first.query)
     async with db.transaction() as session:
         conv = await _conversation(session, app_id, end_user_id, conversation_id)
-        if auto_generate:
-            first = await repo.first_message(session, conv.id)
-            new_name = conversation_name(first.query) if first is not None else conv.name
-        else:
-            new_name = _checked_name(name)
+        new_name = (generated or conv.name) if auto_generate else _checked_name(name)
         await repo.rename_conversation(session, conv, new_name)
     return await _conversation_view(lookup, conv)
+
+
+async def _generated_name(namer: Callable[[str], Awaitable[str]] | None, query: str) -> str:
+    if namer is not None:
+        try:
+            made = await namer(query)
+        except Exception:
+            log.warning("naming a conversation with the model failed; the query names it", exc_info=True)
+        else:
+            if made:
+                return made
+    return conversation_name(query)
 
 
 def _checked_name(name: str | None) -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from cachetools import LRUCache
 
 from loopwright.agent import Agent
-from loopwright.app import messages
+from loopwright.app import messages, naming
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
@@ -87,6 +87,7 @@ class AppRuntime:
         self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
+        self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -124,7 +125,26 @@ class AppRuntime:
         self.runs.start(run, messages.run_events(message, agent, run))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
+        if run.task is not None and self._names_conversation(message):
+            conversation_id = message.head.conversation_id
+            run.task.add_done_callback(
+                lambda _: naming.rename_in_background(
+                    self.db, agent.model, conversation_id, request.query, self._naming
+                )
+            )
         return run
+
+    async def names_settled(self) -> None:
+        """Wait until every run has ended and the conversation names they started are made."""
+        await self.runs.wait_idle()
+        await asyncio.sleep(0)  # a finished run's callback starts its naming on the next loop turn
+        await asyncio.gather(*self._naming, return_exceptions=True)
+
+    def _names_conversation(self, message: messages.Message) -> bool:
+        """Whether the model names this message's conversation after the answer (``app.naming``)."""
+        wanted = message.new_conversation and message.request.auto_generate_name
+        config = message.version.config
+        return wanted and (config.generate_conversation_names or self.settings.dify_strict)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user; whether this process had it."""
@@ -219,7 +239,10 @@ class AppRuntime:
         await self.db.writer.close()
 
     async def aclose(self) -> None:
-        """Close what the agents hold open (MCP sessions, the knowledge store)."""
+        """Close what the agents hold open (MCP sessions, the knowledge store); conversation names
+        still being made are given up."""
+        for task in list(self._naming):
+            task.cancel()
         await self.toolsets.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()

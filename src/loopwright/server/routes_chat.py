@@ -76,6 +76,7 @@ async def chat_messages(
         conversation_id=_conversation_id(payload.conversation_id),
         files=payload.files or (),
         response_mode="streaming" if streaming else "blocking",
+        auto_generate_name=payload.auto_generate_name,
     )
     run = await runtime.start(request)
     if streaming:

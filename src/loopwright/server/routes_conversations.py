@@ -3,12 +3,14 @@ here, done by :mod:`loopwright.app.conversations`, answered in Dify's shapes."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app import conversations
+from loopwright.app import conversations, naming
+from loopwright.app.availability import current_config
 from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body, optional_json_body
@@ -212,6 +214,10 @@ async def rename_conversation(
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, Any]:
     who = user_or_default(payload.user)
+    namer = None
+    if payload.auto_generate:  # the app's model names it, with Dify's prompt
+        model = state.model((await current_config(state.lookup, app.id)).model)
+        namer = partial(naming.generate_name, model)
     conv = await conversations.rename_conversation(
         state.db,
         state.lookup,
@@ -220,6 +226,7 @@ async def rename_conversation(
         conversation_id,
         name=payload.name,
         auto_generate=payload.auto_generate,
+        namer=namer,
     )
     return conversation_body(conv)
 
