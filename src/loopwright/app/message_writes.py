@@ -57,13 +57,21 @@ class MessageWrites:
         new_conversation: bool,
         end_user: str | asyncio.Task[str],
         now: datetime,
+        worker_id: str | None = None,
     ) -> None:
         """Queue the message's first rows (and its conversation's, when new) and return at once: the run
         starts while they are written. ``end_user`` is the end user's id, or the task finding it (a new
         user of a new conversation): then the rows, and every later write of the message, wait for it."""
         # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
         message = repo.new_message(
-            self._message_id, self._key, app_id, query, inputs=inputs, parent_message_id=UUID_NIL, now=now
+            self._message_id,
+            self._key,
+            app_id,
+            query,
+            inputs=inputs,
+            parent_message_id=UUID_NIL,
+            now=now,
+            worker_id=worker_id,
         )
         rows: list[WriteOp] = [Insert(Message, message)]
         rows += [Insert(MessageFile, repo.new_message_file(self._message_id, f, now=now)) for f in files]

@@ -125,8 +125,9 @@ async def _continued(
     return pinned, history
 
 
-def start(message: Message) -> None:
-    """Queue the message's first rows; the run may start at once."""
+def start(message: Message, worker_id: str | None = None) -> None:
+    """Queue the message's first rows; the run may start at once. With ``worker_id`` (this process's
+    lease, app.recovery) the message is stored as running in this process until it ends."""
     request = message.request
     message.writes.start(
         app_id=request.app_id,
@@ -137,6 +138,7 @@ def start(message: Message) -> None:
         new_conversation=message.new_conversation,
         end_user=message.end_user,
         now=message.created,
+        worker_id=worker_id,
     )
 
 

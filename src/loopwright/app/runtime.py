@@ -31,6 +31,7 @@ from loopwright.app.errors import ProviderNotInitializedError
 from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
+from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
@@ -85,6 +86,8 @@ class AppRuntime:
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
         self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
+        # This process's heartbeat: its running messages are told apart from a dead process's
+        self.lease = WorkerLease(db)
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
@@ -117,8 +120,10 @@ class AppRuntime:
         uploads = self.upload_limits().directory
         message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
         agent = await self.agent(message.version)
+        if not self.lease.opened:
+            await self.lease.open()  # registers this process and sweeps what dead ones left
         counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
-        messages.start(message)
+        messages.start(message, self.lease.id)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
@@ -239,10 +244,12 @@ class AppRuntime:
         await self.db.writer.close()
 
     async def aclose(self) -> None:
-        """Close what the agents hold open (MCP sessions, the knowledge store); conversation names
-        still being made are given up."""
+        """Give up this process's lease (its runs have ended: none of its messages is left running) and
+        close what the agents hold open (MCP sessions, the knowledge store); conversation names still
+        being made are given up."""
         for task in list(self._naming):
             task.cancel()
+        await self.lease.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()

@@ -55,6 +55,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
         yield
         await runtime.shutdown()  # stopped runs are saved before the process ends
 

@@ -22,7 +22,7 @@ router = APIRouter()
 Limit = Annotated[int, Query(ge=1, le=100)]
 # A stopped message is stored as ``stopped``; Dify's message status has only normal and error, and
 # Dify leaves a stopped message ``normal``.
-DIFY_STATUS = {"stopped": "normal"}
+DIFY_STATUS = {"stopped": "normal", "running": "normal"}  # Dify shows an answer in progress as normal
 
 
 class UserPayload(BaseModel):

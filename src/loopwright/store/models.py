@@ -179,7 +179,10 @@ class Conversation(Base):
 
 class Message(Base):
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_conversation_created", "conversation_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_messages_conversation_created", "conversation_id", "created_at"),
+        Index("ix_messages_status", "status"),
+    )
 
     id: Mapped[str] = _id()
     conversation_id: Mapped[str] = mapped_column(
@@ -199,6 +202,8 @@ class Message(Base):
     message_metadata: Mapped[str | None] = mapped_column(Text)
     parent_message_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = _created()
+    # While the answer is being made (status "running"): the process making it (a Worker's id).
+    worker_id: Mapped[str | None] = mapped_column(String(36))
 
 
 class MessageAgentThought(Base):
@@ -282,6 +287,21 @@ class MessageFeedback(Base):
     content: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class Worker(Base):
+    """A live process that runs messages (a server worker, a CLI run): it renews ``heartbeat_at``
+    while it lives, so the running messages of one that died can be told apart and marked
+    interrupted (``app.recovery``)."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    started_at: Mapped[datetime] = _created()
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # where it runs: a process on the same host that is gone is dead at once, whatever its heartbeat
+    host: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    pid: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
 class StopRequest(Base):

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, and_, delete, func, or_, select
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -34,6 +34,7 @@ from loopwright.store.models import (
     MessageFile,
     StopRequest,
     UploadFile,
+    Worker,
     new_id,
     utcnow,
 )
@@ -264,9 +265,11 @@ def new_message(
     inputs: Mapping[str, Any],
     parent_message_id: str | None,
     now: datetime,
+    worker_id: str | None = None,
 ) -> dict[str, Any]:
-    """The column values of a new message (its answer comes with :func:`message_result`)."""
-    return {
+    """The column values of a new message (its answer comes with :func:`message_result`). With a
+    ``worker_id`` the message is ``running`` in that worker until its result is recorded."""
+    values = {
         "id": message_id,
         "conversation_id": conversation_id,
         "app_id": app_id,
@@ -275,6 +278,9 @@ def new_message(
         "parent_message_id": parent_message_id,
         "created_at": now,
     }
+    if worker_id is not None:
+        values.update(status=RUNNING, worker_id=worker_id)
+    return values
 
 
 def new_message_file(message_id: str, values: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
@@ -331,6 +337,7 @@ def message_result(
         )
     if status is not None:
         values["status"] = status
+        values["worker_id"] = None  # no longer running anywhere
     if error is not None:
         values["error"] = error
     if metadata is not None:
@@ -522,6 +529,50 @@ async def take_stop_requests(
     taken = [r.task_id for r in rows]
     await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
     return rows
+
+
+# --- workers and the messages they were running (app.recovery) ---------------------------------------
+
+RUNNING = "running"
+INTERRUPTED_ERROR = (
+    "interrupted: the server process answering this message stopped before the answer was complete"
+)
+
+
+async def heartbeat(session: AsyncSession, worker_id: str, now: datetime, *, host: str, pid: int) -> None:
+    """Record that ``worker_id`` (process ``pid`` on ``host``) lives; its row is made on the first beat."""
+    row = await session.get(Worker, worker_id)
+    if row is None:
+        session.add(Worker(id=worker_id, started_at=now, heartbeat_at=now, host=host, pid=pid))
+    else:
+        row.heartbeat_at = now
+
+
+async def workers_on(session: AsyncSession, host: str) -> list[Worker]:
+    """The registered workers on ``host``."""
+    return list(await session.scalars(select(Worker).where(Worker.host == host)))
+
+
+async def remove_worker(session: AsyncSession, worker_id: str) -> None:
+    await session.execute(delete(Worker).where(Worker.id == worker_id))
+
+
+async def interrupt_orphans(session: AsyncSession, alive_since: datetime, dead: Collection[str] = ()) -> int:
+    """Mark ``error`` (with :data:`INTERRUPTED_ERROR`) every running message whose worker is in
+    ``dead``, has not beaten since ``alive_since``, or has no row (it stopped, or never registered),
+    and forget those workers. Their thoughts stay as stored. Returns how many messages were marked."""
+    if dead:
+        await session.execute(delete(Worker).where(Worker.id.in_(list(dead))))
+    live = select(Worker.id).where(Worker.heartbeat_at >= alive_since)
+    orphaned = (Message.status == RUNNING) & (Message.worker_id.is_(None) | Message.worker_id.not_in(live))
+    result = await session.execute(
+        update(Message)
+        .where(orphaned)
+        .values(status="error", error=INTERRUPTED_ERROR, worker_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    await session.execute(delete(Worker).where(Worker.heartbeat_at < alive_since))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
 # --- reads of the Service API's lists and feedback (app.conversations, app.uploads) ----------------

@@ -1,0 +1,111 @@
+"""No half rows after a crash: messages left running by a process that died are marked interrupted.
+
+Each process that runs messages (a server worker, a CLI run) holds a :class:`WorkerLease`: a row in
+``workers`` whose heartbeat it renews every ``interval`` seconds while it lives. A message being
+answered is ``running`` and names its worker; its result clears both. A process that is killed
+(``kill -9``, a power cut) leaves its messages ``running`` under a heartbeat that stops; the next sweep
+of any live process — at its start and at every beat — marks them ``error`` with a clear text
+(``repositories.INTERRUPTED_ERROR``), keeping the thoughts already stored. A worker counts as dead once
+its heartbeat is ``stale_after`` old (three beats by default), so a busy but live worker is never
+swept — or at once when it ran on this host and its process is gone (a server restarted after a
+``kill -9`` cleans up at its start, without waiting for the heartbeat to age).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import utcnow
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL = 15.0  # seconds
+
+
+class WorkerLease:
+    """This process's row in ``workers``: made by :meth:`open` (which also sweeps), renewed in the
+    background, removed by :meth:`aclose`. ``clock`` is injectable for tests."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        interval: float = HEARTBEAT_INTERVAL,
+        stale_after: float | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.id = str(uuid.uuid4())
+        self._db = db
+        self._interval = interval
+        self._stale_after = timedelta(seconds=stale_after if stale_after is not None else 3 * interval)
+        self._clock = clock
+        self._task: asyncio.Task[None] | None = None
+        self._opening: asyncio.Lock = asyncio.Lock()
+
+    @property
+    def opened(self) -> bool:
+        return self._task is not None
+
+    async def open(self) -> None:
+        """Register this process, sweep what dead ones left, and start the heartbeat (once)."""
+        async with self._opening:
+            if self._task is not None:
+                return
+            await self.beat()
+            self._task = asyncio.get_running_loop().create_task(self._beat_forever())
+
+    async def beat(self) -> int:
+        """Renew this process's heartbeat and mark the running messages of dead ones interrupted;
+        returns how many were marked."""
+        now = self._clock()
+        host, pid = socket.gethostname(), os.getpid()
+        async with self._db.transaction() as session:
+            await repo.heartbeat(session, self.id, now, host=host, pid=pid)
+            gone = [
+                w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
+            ]
+            marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
+        if marked:
+            log.warning("marked %d message(s) interrupted: their server process had stopped", marked)
+        return marked
+
+    async def aclose(self) -> None:
+        """Stop the heartbeat and remove this process's row (its runs are saved by then)."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+        async with self._db.transaction() as session:
+            await repo.remove_worker(session, self.id)
+
+    async def _beat_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.beat()
+            except Exception:  # a database that is down for a while: try again at the next beat
+                log.exception("worker heartbeat failed; retrying in %.0f s", self._interval)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (signal 0 checks without sending anything)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True

@@ -1,0 +1,133 @@
+"""No half rows after a crash (app.recovery): running messages of a dead process are marked interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from loopwright.app.recovery import WorkerLease
+from loopwright.app.wire_events import MessageEnd
+from loopwright.store.db import Database
+from loopwright.store.models import Message, MessageAgentThought, Worker, utcnow
+from loopwright.testing import Reply, ScriptedModel
+from tests.app.test_messages import CONFIG, FC, ask, new_app, runtime_for
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = utcnow()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def message_row(db: Database, message_id: str) -> Message:
+    async with db.transaction() as s:
+        row = await s.get(Message, message_id)
+    assert row is not None
+    return row
+
+
+async def test_a_message_is_running_in_its_worker_until_it_ends(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel(
+        [Reply.text("hello"), Reply.text("one two three four five six")],
+        features=FC,
+        chunk_size=3,
+        delay=0.01,
+    )
+    runtime = runtime_for(db, model)
+    [e async for e in (await runtime.start(ask(app_id, "hi"))).events()]  # alice exists from here on
+    run = await runtime.start(ask(app_id, "count"))
+    events = run.events()
+    first = await anext(events)  # the run is under way
+    await db.writer.settled(first.head.conversation_id)
+    during = await message_row(db, first.head.message_id)
+    assert (during.status, during.worker_id) == ("running", runtime.lease.id)
+    rest = [e async for e in events]
+    assert isinstance(rest[-1], MessageEnd)
+    after = await message_row(db, first.head.message_id)
+    assert (after.status, after.worker_id, after.error) == ("normal", None, None)
+    await runtime.shutdown()
+    async with db.transaction() as s:
+        assert await s.get(Worker, runtime.lease.id) is None  # a clean exit leaves no worker row
+
+
+async def test_a_dead_workers_running_message_is_marked_interrupted_and_keeps_its_thoughts(
+    db: Database,
+) -> None:
+    app_id = await new_app(db, CONFIG)
+    clock = Clock()
+    # A process that started a message, stored its first round, and was killed (its lease never
+    # closed, its heartbeat stopped): simulated by a run whose rows are written and then abandoned.
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")],
+        features=FC,
+    )
+    dead = runtime_for(db, model)
+    dead.lease = WorkerLease(db, interval=3600, clock=clock)
+    run = await dead.start(ask(app_id, "2+3?"))
+    head = None
+    async for event in run.events():
+        head = event.head
+        if type(event).__name__ == "AgentThought" and event.observation:  # type: ignore[attr-defined]
+            break  # the first round is done and stored
+    assert head is not None
+    await db.writer.settled(head.conversation_id)
+    async with db.transaction() as s:  # what a kill -9 leaves: the row running, the lease in place
+        await s.execute(
+            update(Message)
+            .where(Message.id == head.message_id)
+            .values(status="running", worker_id=dead.lease.id)
+        )
+
+    # A live worker that beats on time keeps its running messages.
+    live = WorkerLease(db, interval=3600, clock=clock)
+    await live.beat()
+    clock.now += timedelta(seconds=60)
+    await live.beat()
+    assert (await message_row(db, head.message_id)).status == "running"  # 60 s < three beats of dead's
+
+    # Three beats later the dead worker is stale: the next sweep marks its message.
+    clock.now += timedelta(hours=3)
+    assert await live.beat() == 1
+    row = await message_row(db, head.message_id)
+    assert row.status == "error" and row.worker_id is None
+    assert row.error is not None and row.error.startswith("interrupted:")
+    async with db.transaction() as s:
+        thoughts = list(
+            await s.scalars(
+                select(MessageAgentThought).where(MessageAgentThought.message_id == head.message_id)
+            )
+        )
+        assert await s.get(Worker, dead.lease.id) is None  # the dead worker is forgotten
+    assert thoughts and thoughts[0].tool == "add" and thoughts[0].thought == "Adding."
+    assert await live.beat() == 0  # marked once
+    await asyncio.wait_for(dead.runs.shutdown(1.0), 10)
+
+
+async def test_opening_a_lease_sweeps_what_a_dead_process_left(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("done")], features=FC)
+    runtime = runtime_for(db, model)
+    run = await runtime.start(ask(app_id, "hi"))
+    end = [e async for e in run.events()][-1]
+    assert isinstance(end, MessageEnd)
+    await db.writer.settled(end.head.conversation_id)
+    async with db.transaction() as s:  # as if a process that never registered had been running it
+        await s.execute(
+            update(Message)
+            .where(Message.id == end.head.message_id)
+            .values(status="running", worker_id="gone")
+        )
+    fresh = WorkerLease(db)
+    await fresh.open()
+    try:
+        assert (await message_row(db, end.head.message_id)).status == "error"
+    finally:
+        await fresh.aclose()
+        await runtime.shutdown()

@@ -1,0 +1,110 @@
+"""A real ``loopwright serve`` killed with SIGKILL mid-answer, then started again: the message is not
+left as a normal message with an empty answer — it is marked interrupted, with the round it finished."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+EXE = Path(sys.executable).with_name("loopwright")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(env: dict[str, str], port: int, headers: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``loopwright serve`` on ``port``, once it answers; killed (SIGKILL) at the end if still running."""
+    server = subprocess.Popen(
+        [str(EXE), "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(1200):  # up to a minute: an event gate on the server's own answer, not a timing
+            try:
+                if (
+                    httpx.get(f"http://127.0.0.1:{port}/v1/info", headers=headers, timeout=5).status_code
+                    == 200
+                ):
+                    break
+            except httpx.TransportError:
+                pass
+            if server.poll() is not None:
+                raise AssertionError("loopwright serve exited before it answered")
+            time.sleep(0.05)
+        yield server
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait(timeout=30)
+
+
+def test_a_message_cut_by_kill_9_is_marked_interrupted_after_a_restart(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    long_answer = "counting " * 400  # ~180 s at one 4-character chunk per 0.1 s: it is cut long before
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [
+                    {"tool_calls": [["calculator", {"expression": "2 + 3"}]], "text": "Let me add."},
+                    long_answer,
+                ],
+                "features": ["tool-call", "stream-tool-call"],
+                "chunk_size": 4,
+                "delay": 0.1,
+            }
+        )
+    )
+    env = {**os.environ, "LOOPWRIGHT_DB": str(tmp_path / "kill.db")}
+    env.pop("DATABASE_URL", None)
+
+    def cli(*args: str) -> str:
+        return subprocess.run(
+            [str(EXE), *args], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    app_id = cli("app", "create", "counter", "--model", f"scripted:{script}", "--tool", "calculator")
+    headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    body = {"query": "Add and count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
+
+    with serve(env, port, headers) as server:
+        with httpx.stream("POST", f"{base}/v1/chat-messages", json=body, headers=headers, timeout=30) as r:
+            answers = 0
+            for line in r.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                conversation_id = event["conversation_id"]
+                # the tool round is over (its thought stored) and the answer is streaming: kill now
+                answers += event["event"] == "agent_message" and event.get("answer") == "coun"
+                if answers >= 2:
+                    os.kill(server.pid, signal.SIGKILL)
+                    break
+        server.wait(timeout=30)
+
+    with serve(env, port, headers):
+        params = {"user": "alice", "conversation_id": conversation_id}
+        messages = httpx.get(f"{base}/v1/messages", params=params, headers=headers, timeout=30).json()["data"]
+    assert len(messages) == 1
+    message = messages[0]
+    assert message["status"] == "error"
+    assert message["error"].startswith("interrupted:")
+    thoughts = message["agent_thoughts"]
+    assert thoughts and thoughts[0]["tool"] == "calculator" and thoughts[0]["observation"]
