@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from loopwright.app.naming import title_prompt
+from loopwright.app.suggestions import suggestion_prompt
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database
@@ -427,3 +428,22 @@ async def test_rename_with_auto_generate_asks_the_apps_model(
     r = await client.post(f"/v1/conversations/{conversation_id}/name", json=body, headers=app.headers)
     assert r.status_code == 200 and r.json()["name"] == "Adding two numbers"
     assert the_model(server_app).requests[-1].messages[0].content == title_prompt("What is 2 + 3?")
+
+
+async def test_suggested_questions_from_the_apps_model(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(
+        ["Hello.", "It is 5.", '["Why 5?", "And 2+4?"]'], suggested_questions_after_answer=True
+    )
+    first = (await chat(client, app, query="Hi")).json()
+    second = (await chat(client, app, query="2+3?", conversation_id=first["conversation_id"])).json()
+    p = (await client.get("/v1/parameters", headers=app.headers)).json()
+    assert p["suggested_questions_after_answer"] == {"enabled": True}
+    params = {"user": "alice"}
+    r = await client.get(f"/v1/messages/{second['message_id']}/suggested", params=params, headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"result": "success", "data": ["Why 5?", "And 2+4?"]})
+    prompt = the_model(server_app).requests[-1].messages[0].content
+    assert prompt == suggestion_prompt([("Hi", "Hello."), ("2+3?", "It is 5.")])
+    r = await client.get(f"/v1/messages/{second['message_id']}/suggested", params=params, headers=app.headers)
+    assert (r.status_code, r.json()["data"]) == (200, [])  # the model has nothing more to say: none, as Dify

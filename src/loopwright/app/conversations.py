@@ -51,7 +51,7 @@ __all__ = [
     "rate_message",
     "rename_conversation",
     "require_conversation",
-    "require_message",
+    "recent_exchanges",
     "saved_retriever_resources",
     "EndUserView",
     "FeedbackView",
@@ -262,12 +262,18 @@ async def require_conversation(
         await _conversation(session, app_id, end_user_id, conversation_id)
 
 
-async def require_message(db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str) -> None:
-    """:class:`NotFoundError` unless the message is in one of the end user's conversations."""
+async def recent_exchanges(
+    db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str, *, limit: int
+) -> list[tuple[str, str]]:
+    """The last ``limit`` (query, answer) pairs of the conversation of one of the end user's
+    messages, oldest first; :class:`NotFoundError` when the message is not theirs."""
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
-        if await repo.find_user_message(session, app_id, end_user_id, message_id) is None:
+        message = await repo.find_user_message(session, app_id, end_user_id, message_id)
+        if message is None:
             raise NotFoundError(MESSAGE_NOT_FOUND)
+        page = await repo.list_messages(session, message.conversation_id, limit=limit)
+    return [(m.query, m.answer) for m in page.items]
 
 
 async def _conversation(

@@ -67,7 +67,7 @@ def parameters_body(config: AppConfig) -> dict[str, Any]:
     return {
         "opening_statement": config.opening_statement,
         "suggested_questions": list(config.suggested_questions),
-        "suggested_questions_after_answer": dict(_DISABLED),
+        "suggested_questions_after_answer": {"enabled": config.suggested_questions_after_answer},
         "speech_to_text": dict(_DISABLED),
         "text_to_speech": dict(_DISABLED),
         # Citations are sent whenever the app retrieves from a knowledge base.

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app import conversations, naming
+from loopwright.app import conversations, naming, suggestions
 from loopwright.app.availability import current_config
 from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.server.auth import AuthedApp, current_app
@@ -199,11 +199,18 @@ async def suggested_questions(
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
     user: str | None = None,
-) -> None:
-    """Dify's answer for an app without "suggested questions after answer" (loopwright apps have none
-    yet): 400 after the message is found."""
-    await conversations.require_message(state.db, state.lookup, app.id, require_user(user), message_id)
-    raise ApiError(400, "bad_request", "Suggested Questions Is Disabled.")
+) -> dict[str, Any]:
+    """Questions the user may ask next, made by the app's model with Dify's prompt when the app has
+    ``suggested_questions_after_answer``; Dify's 400 otherwise (after the message is found)."""
+    who = require_user(user)
+    exchanges = await conversations.recent_exchanges(
+        state.db, state.lookup, app.id, who, message_id, limit=suggestions.HISTORY_MESSAGES
+    )
+    config = await current_config(state.lookup, app.id)
+    if not config.suggested_questions_after_answer:
+        raise ApiError(400, "bad_request", "Suggested Questions Is Disabled.")
+    questions = await suggestions.suggest_questions(state.model(config.model), exchanges)
+    return {"result": "success", "data": questions}
 
 
 @router.post("/v1/conversations/{conversation_id}/name")
