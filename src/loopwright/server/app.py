@@ -25,6 +25,7 @@ from loopwright.server import (
     routes_chat,
     routes_conversations,
     routes_datasets,
+    routes_end_users,
     routes_file_previews,
     routes_files,
     routes_health,
@@ -89,6 +90,7 @@ def create_app(
     app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
+    app.include_router(routes_end_users.router)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 
