@@ -390,3 +390,21 @@ def test_bad_scripts(tmp_path: Path, content: str, match: str) -> None:
 def test_a_missing_script(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="script file not found"):
         build_model(f"scripted:{tmp_path / 'none.json'}", Settings())
+
+
+def test_service_api_settings_from_the_environment_and_the_toml_file(tmp_path: Path) -> None:
+    env = {
+        "LOOPWRIGHT_CORS_ALLOW_ORIGINS": "https://a.example, https://b.example/",
+        "LOOPWRIGHT_DIFY_STRICT": "1",
+    }
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", encoding="utf-8")
+    settings = load_settings(env=env, path=empty)
+    assert settings.cors_allow_origins == ("https://a.example", "https://b.example")
+    assert settings.dify_strict is True
+    path = tmp_path / "loopwright.toml"
+    path.write_text('cors_allow_origins = ["https://c.example"]\ndify_strict = true\n', encoding="utf-8")
+    settings = load_settings(env={}, path=path)
+    assert settings.cors_allow_origins == ("https://c.example",) and settings.dify_strict is True
+    defaults = load_settings(env={}, path=empty)
+    assert defaults.cors_allow_origins == ("*",) and defaults.dify_strict is False

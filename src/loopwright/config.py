@@ -57,9 +57,11 @@ TOML_KEYS: dict[str, str] = {
     "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
     "cors_allow_origins": "LOOPWRIGHT_CORS_ALLOW_ORIGINS",
     "metrics_token": "LOOPWRIGHT_METRICS_TOKEN",
+    "dify_strict": "LOOPWRIGHT_DIFY_STRICT",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins")  # a comma-separated string or a list
+_BOOL_KEYS = ("dify_strict",)  # a TOML boolean, or a string pydantic reads as one ("true", "0", …)
 
 
 class ConfigError(ValueError):
@@ -95,6 +97,9 @@ class Settings(BaseSettings):
     cors_allow_origins: tuple[str, ...] = ("*",)
     # Bearer token of the Prometheus GET /metrics; unset: no /metrics (see docs/observability.md).
     metrics_token: SecretStr | None = None
+    # Answer as Dify where loopwright deliberately differs and a client could depend on Dify's answer
+    # (docs/dify-compatibility.md): e.g. agent-chat apps refuse blocking mode.
+    dify_strict: bool = False
 
     @classmethod
     def settings_customise_sources(
@@ -242,6 +247,8 @@ def _check_toml_value(path: Path, key: str, value: Any) -> None:
     if key in _LIST_KEYS and isinstance(value, list):
         if not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{path}: {key} must be a list of strings, got {value!r}")
+    elif key in _BOOL_KEYS and isinstance(value, bool):
+        pass
     elif key in _INTEGER_KEYS:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"{path}: {key} must be an integer, got {value!r}")

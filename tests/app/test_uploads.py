@@ -22,7 +22,16 @@ def test_the_limits_are_the_ones_given_else_the_defaults(tmp_path: Path) -> None
         Path("loopwright-files") / "uploads", 15 * 1024 * 1024
     )
     given = uploads.upload_limits(Settings(), directory=str(tmp_path), max_bytes=1000)
-    assert given == uploads.UploadLimits(tmp_path, 1000)
+    assert given == uploads.UploadLimits(tmp_path, 1000, ())
+
+
+def test_dify_limits_by_type_unless_a_limit_is_given() -> None:
+    mb = 1024 * 1024
+    dify = uploads.upload_limits(Settings())
+    limits = [dify.limit_for(kind) for kind in ("image", "audio", "video", "document", "custom")]
+    assert limits == [10 * mb, 50 * mb, 100 * mb, 15 * mb, 15 * mb]
+    one = uploads.upload_limits(Settings(), max_bytes=1000)
+    assert {one.limit_for(kind) for kind in ("image", "video", "document")} == {1000}
 
 
 def test_names_and_types() -> None:

@@ -229,3 +229,27 @@ async def test_an_upload_serves_every_user_of_its_app_only(
     assert (await ask(client, app, entry, user="alice")).status_code == 200
     r = await ask(client, other, entry)
     assert r.status_code == 400 and "does not exist" in r.json()["message"]
+
+
+async def test_an_upload_sent_with_a_message_is_read_back_with_the_apps_key(
+    client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
+) -> None:
+    app = await new_app(["A dot."], features=VISION, **IMAGES)
+    other = await new_app(["A dot."], features=VISION, name="other", **IMAGES)
+    unsent = await upload(client, app)
+    sent = await upload(client, other)
+    entry = [{"type": "image", "transfer_method": "local_file", "upload_file_id": sent}]
+    assert (await ask(client, other, entry)).status_code == 200
+    r = await client.get(f"/v1/files/{sent}/preview", params={"user": "alice"}, headers=other.headers)
+    assert r.status_code == 200 and r.content == PNG and r.headers["content-type"] == "image/png"
+    r = await client.get(f"/v1/files/{sent}/preview?as_attachment=true", headers=other.headers)
+    assert r.headers["content-disposition"].startswith("attachment;")
+    cases = [
+        (app.headers, sent, 403, "file_access_denied", "File access denied: not owned by requesting app"),
+        (app.headers, unsent, 404, "file_not_found", "File not found in message context"),
+        (app.headers, str(uuid.uuid4()), 404, "file_not_found", "File not found in message context"),
+    ]
+    for headers, file_id, status, code, message in cases:
+        r = await client.get(f"/v1/files/{file_id}/preview", headers=headers)
+        assert (r.status_code, r.json()) == (status, {"code": code, "message": message, "status": status})
+    assert (await client.get(f"/v1/files/{sent}/preview")).status_code == 401

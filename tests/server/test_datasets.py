@@ -154,3 +154,35 @@ async def test_delete_documents_and_datasets(client: httpx.AsyncClient, headers:
     assert (await client.delete(f"/v1/datasets/{ds['id']}", headers=headers)).status_code == 204
     gone = await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)
     assert gone.status_code == 404 and gone.json()["message"] == "Dataset not found."
+
+
+async def test_dataset_detail_and_update(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    made = await _dataset(client, headers, name="handbook", description="Staff rules.")
+    other = await _dataset(client, headers, name="other")
+    r = await client.get(f"/v1/datasets/{made['id']}", headers=headers)
+    assert r.status_code == 200 and r.json() == made
+    r = await client.patch(
+        f"/v1/datasets/{made['id']}",
+        json={"name": "staff handbook", "description": "All the rules.", "retrieval_model": {"top_k": 7}},
+        headers=headers,
+    )
+    assert r.status_code == 200, r.text
+    updated = r.json()
+    assert (updated["name"], updated["description"]) == ("staff handbook", "All the rules.")
+    assert updated["retrieval_model_dict"]["top_k"] == 7
+    assert (await client.get(f"/v1/datasets/{made['id']}", headers=headers)).json()[
+        "name"
+    ] == "staff handbook"
+    r = await client.patch(f"/v1/datasets/{made['id']}", json={"name": "other"}, headers=headers)
+    assert (r.status_code, r.json()["code"]) == (409, "dataset_name_duplicate")
+    r = await client.patch(f"/v1/datasets/{made['id']}", json={"name": ""}, headers=headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+    r = await client.patch(
+        f"/v1/datasets/{other['id']}", content=b"{bad", headers={"Authorization": "Bearer no"}
+    )
+    assert r.status_code == 401  # the key before the body
+    for method in ("GET", "PATCH"):
+        r = await client.request(
+            method, "/v1/datasets/00000000-0000-4000-8000-000000000000", json={}, headers=headers
+        )
+        assert r.status_code == 404, method

@@ -3,17 +3,22 @@ CORS on /v1, ``inputs`` on every turn, the empty query, the empty ``conversation
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from loopwright.app.naming import title_prompt
+from loopwright.app.suggestions import suggestion_prompt
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database
 from loopwright.testing import ScriptedModel
+from tests.live_server import serving
 from tests.server.conftest import NewApp, ServiceApp
+from tests.sse import aiter_sse
 
 BAD_KEY = {"Authorization": "Bearer app-nope", "Content-Type": "application/json"}
 
@@ -232,3 +237,213 @@ async def test_conversation_variables_and_suggested_questions(
     assert (r.status_code, r.json()["message"]) == (404, "Message Not Exists.")
     r = await client.get(f"/v1/messages/{message_id}/suggested", headers=app.headers)
     assert (r.status_code, r.json()["message"]) == (400, "user is required")
+
+
+async def test_conversations_sort_by(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["One.", "Two.", "Three."])
+    a, b, c = [(await chat(client, app, query=q)).json()["conversation_id"] for q in ("a", "b", "c")]
+    r = await client.post(
+        f"/v1/conversations/{a}/name", json={"name": "A", "user": "alice"}, headers=app.headers
+    )
+    assert r.status_code == 200  # a is now the most recently updated
+
+    async def ids(**params: Any) -> tuple[list[str], bool]:
+        r = await client.get("/v1/conversations", params={"user": "alice", **params}, headers=app.headers)
+        assert r.status_code == 200, r.text
+        return [x["id"] for x in r.json()["data"]], r.json()["has_more"]
+
+    assert (await ids(sort_by="created_at"))[0] == [a, b, c]
+    assert (await ids(sort_by="-created_at"))[0] == [c, b, a]
+    assert (await ids(sort_by="updated_at"))[0] == [b, c, a]
+    assert (await ids())[0] == (await ids(sort_by="-updated_at"))[0] == [a, c, b]
+    assert await ids(sort_by="created_at", limit=2) == ([a, b], True)
+    assert await ids(sort_by="created_at", limit=2, last_id=b) == ([c], False)
+    assert await ids(sort_by="-updated_at", limit=2, last_id=c) == ([b], False)
+    r = await client.get(
+        "/v1/conversations", params={"user": "alice", "sort_by": "name"}, headers=app.headers
+    )
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param" and "sort_by" in r.json()["message"]
+
+
+async def test_dify_strict_refuses_blocking_mode_as_dify(db: Database, new_app: NewApp) -> None:
+    server = create_app(db, Settings(dify_strict=True), ping_interval=0.05)
+    app = await new_app(["Streamed."])
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        for mode in ("blocking", None):
+            r = await chat(client, app, response_mode=mode)
+            assert (r.status_code, r.json()) == (
+                400,
+                {
+                    "code": "invalid_param",
+                    "message": "Agent Chat App does not support blocking mode",
+                    "status": 400,
+                },
+            )
+        r = await chat(client, app, response_mode="streaming")
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    await server.state.loopwright.runs.wait_idle()
+
+
+async def test_end_user_detail(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["never"])
+    other = await new_app(["never"], name="other")
+    files = {"file": ("a.png", b"\x89PNG\r\n\x1a\n", "image/png")}
+    r = await client.post("/v1/files/upload", data={"user": "alice"}, files=files, headers=app.headers)
+    alice = r.json()["created_by"]
+    r = await client.get(f"/v1/end-users/{alice}", headers=app.headers)
+    body = r.json()
+    assert r.status_code == 200 and (body["id"], body["app_id"]) == (alice, app.id)
+    assert (body["session_id"], body["external_user_id"], body["is_anonymous"]) == ("alice", "alice", False)
+    assert body["type"] == "service_api" and body["created_at"] == body["updated_at"]
+    not_found = {"code": "end_user_not_found", "message": "End user not found.", "status": 404}
+    for key, user_id in ((other.headers, alice), (app.headers, str(uuid.uuid4())), (app.headers, "nope")):
+        r = await client.get(f"/v1/end-users/{user_id}", headers=key)
+        assert (r.status_code, r.json()) == (404, not_found)
+
+
+async def test_app_feedbacks_lists_every_users_ratings(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["One.", "Two.", "Three."])
+    other = await new_app(["Other."], name="other")
+    rated = []
+    for user, rating in (("alice", "like"), ("bob", "dislike")):
+        sent = (await chat(client, app, user=user)).json()
+        body = {"rating": rating, "user": user, "content": f"{user} says"}
+        r = await client.post(f"/v1/messages/{sent['message_id']}/feedbacks", json=body, headers=app.headers)
+        assert r.status_code == 200
+        rated.append((sent["message_id"], sent["conversation_id"], rating, f"{user} says"))
+    await chat(client, app)  # not rated
+    sent = (await chat(client, other)).json()
+    r = await client.post(
+        f"/v1/messages/{sent['message_id']}/feedbacks",
+        json={"rating": "like", "user": "alice"},
+        headers=other.headers,
+    )
+    r = await client.get("/v1/app/feedbacks", headers=app.headers)
+    data = r.json()["data"]
+    assert r.status_code == 200 and len(data) == 2
+    assert {(f["message_id"], f["conversation_id"], f["rating"], f["content"]) for f in data} == set(rated)
+    assert all(
+        f["app_id"] == app.id and f["from_source"] == "user" and f["from_account_id"] is None for f in data
+    )
+    r = await client.get("/v1/app/feedbacks", params={"page": 2, "limit": 1}, headers=app.headers)
+    assert len(r.json()["data"]) == 1 and r.json()["data"][0]["id"] != data[0]["id"]
+    r = await client.get("/v1/app/feedbacks", params={"limit": 102}, headers=app.headers)
+    assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+
+
+async def test_parameters_report_what_the_app_has(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    form = [
+        {"variable": "doc", "label": "Doc", "type": "file", "allowed_file_types": ["document"]},
+        {"variable": "pics", "label": "Pics", "type": "file-list", "max_length": 3},
+        {"variable": "meta", "label": "Meta", "type": "json_object"},
+    ]
+    plain = await new_app(["never"], user_input_form=form)
+    knowing = await new_app(["never"], name="kb", toolsets=[{"type": "knowledge", "datasets": ["handbook"]}])
+    p = (await client.get("/v1/parameters", headers=plain.headers)).json()
+    assert p["retriever_resource"] == {"enabled": False}
+    assert p["sensitive_word_avoidance"] == {"enabled": False, "type": "", "configs": []}
+    doc, pics, meta = p["user_input_form"]
+    assert (
+        doc["file"]["allowed_file_types"] == ["document"] and doc["file"]["allowed_file_upload_methods"] == []
+    )
+    assert pics["file-list"]["max_length"] == 3 and meta == {
+        "json_object": {"label": "Meta", "variable": "meta", "required": False, "default": None}
+    }
+    p = (await client.get("/v1/parameters", headers=knowing.headers)).json()
+    assert p["retriever_resource"] == {"enabled": True}
+
+
+async def test_introduction_is_filled_with_the_conversations_inputs(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    form = [{"variable": "name", "label": "Name"}]
+    app = await new_app(["Hello."], user_input_form=form, opening_statement="Hi {{name}}, {{other}}!")
+    assert (await chat(client, app, inputs={"name": "Ann"})).status_code == 200
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["introduction"] == "Hi Ann, {{other}}!"  # unknown variables stay
+
+
+async def test_max_active_requests_refuses_as_dify(new_app: NewApp, server_app: FastAPI) -> None:
+    long = "Streaming slowly, chunk after chunk, so there is time to ask again. " * 20
+    app = await new_app([long, "Next."], delay=0.2, max_active_requests=1)
+    runtime = server_app.state.loopwright
+    body = {"query": "hi", "inputs": {}, "user": "alice", "response_mode": "streaming"}
+    async with (
+        serving(server_app) as url,
+        httpx.AsyncClient(base_url=url, headers=app.headers) as client,
+    ):
+        async with client.stream("POST", "/v1/chat-messages", json=body) as first:
+            async for event in aiter_sse(first.aiter_lines(), pings=False):
+                task_id = event["task_id"]
+                break
+            assert runtime.active.active(app.id) == 1  # the first run goes on (stopped below)
+            r = await chat(client, app)
+            assert r.status_code == 429, r.text
+            assert r.json() == {
+                "code": "too_many_requests",
+                "message": "Too many requests. Please try again later. The current maximum concurrent "
+                f"requests allowed for {app.id} is 1.",
+                "status": 429,
+            }
+            stop = await client.post(f"/v1/chat-messages/{task_id}/stop", json={"user": "alice"})
+            assert stop.status_code == 200
+        await runtime.runs.wait_idle()
+        assert runtime.active.active(app.id) == 0
+        assert (await chat(client, app)).status_code == 200
+
+
+TITLE = '{"Language Type": "English", "Your Reasoning": "a sum", "Your Output": "Adding two numbers"}'
+
+
+async def test_the_model_names_a_new_conversation_after_its_answer(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["It is 5.", TITLE, "Still 5."], generate_conversation_names=True)
+    r = await chat(client, app, query="What is 2 + 3?")
+    assert r.status_code == 200 and r.json()["answer"] == "It is 5."
+    await server_app.state.loopwright.names_settled()
+    naming_call = the_model(server_app).requests[-1].messages
+    assert naming_call[0].content == title_prompt("What is 2 + 3?")
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["name"] == "Adding two numbers"
+    # auto_generate_name false: the first 20 characters of the query, no model call
+    calls = len(the_model(server_app).requests)
+    r = await chat(client, app, query="Another question here", auto_generate_name=False)
+    await server_app.state.loopwright.names_settled()
+    assert len(the_model(server_app).requests) == calls + 1
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["name"] == "Another question her…"
+
+
+async def test_rename_with_auto_generate_asks_the_apps_model(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["It is 5.", TITLE])
+    conversation_id = (await chat(client, app, query="What is 2 + 3?")).json()["conversation_id"]
+    await server_app.state.loopwright.names_settled()
+    r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
+    assert r.json()["data"][0]["name"] == "What is 2 + 3?"  # the app does not name by itself
+    body = {"auto_generate": True, "user": "alice"}
+    r = await client.post(f"/v1/conversations/{conversation_id}/name", json=body, headers=app.headers)
+    assert r.status_code == 200 and r.json()["name"] == "Adding two numbers"
+    assert the_model(server_app).requests[-1].messages[0].content == title_prompt("What is 2 + 3?")
+
+
+async def test_suggested_questions_from_the_apps_model(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(
+        ["Hello.", "It is 5.", '["Why 5?", "And 2+4?"]'], suggested_questions_after_answer=True
+    )
+    first = (await chat(client, app, query="Hi")).json()
+    second = (await chat(client, app, query="2+3?", conversation_id=first["conversation_id"])).json()
+    p = (await client.get("/v1/parameters", headers=app.headers)).json()
+    assert p["suggested_questions_after_answer"] == {"enabled": True}
+    params = {"user": "alice"}
+    r = await client.get(f"/v1/messages/{second['message_id']}/suggested", params=params, headers=app.headers)
+    assert (r.status_code, r.json()) == (200, {"result": "success", "data": ["Why 5?", "And 2+4?"]})
+    prompt = the_model(server_app).requests[-1].messages[0].content
+    assert prompt == suggestion_prompt([("Hi", "Hello."), ("2+3?", "It is 5.")])
+    r = await client.get(f"/v1/messages/{second['message_id']}/suggested", params=params, headers=app.headers)
+    assert (r.status_code, r.json()["data"]) == (200, [])  # the model has nothing more to say: none, as Dify

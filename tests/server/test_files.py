@@ -87,9 +87,12 @@ async def test_the_clients_filename_never_becomes_a_path(
     client: httpx.AsyncClient, new_app: NewApp, upload_dir: Path
 ) -> None:
     app = await new_app(["hi"])
-    r = await upload(client, app.headers, file=("../../evil/../x.png", PNG, "image/png"))
+    for name in ("../../evil/../x.png", "dir\\x.png"):  # refused, with Dify's text
+        r = await upload(client, app.headers, file=(name, PNG, "image/png"))
+        assert (r.status_code, r.json()["message"]) == (400, "Filename contains invalid characters")
+    assert stored_files(upload_dir) == []
+    r = await upload(client, app.headers, file=("x.png", PNG, "image/png"))
     assert r.status_code == 201, r.text
-    assert r.json()["name"] == "x.png"
     [path] = stored_files(upload_dir)
     assert path.parent == upload_dir / app.id and path.name == r.json()["id"]
 

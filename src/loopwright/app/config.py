@@ -68,6 +68,11 @@ class AppConfig(pydantic.BaseModel):
     opening_statement: str = ""
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
+    max_active_requests: int | None = None  # messages of the app running at once (Dify's); none: no limit
+    # Name new conversations with the app's model after their first answer (Dify always does).
+    generate_conversation_names: bool = False
+    # ``GET /v1/messages/{id}/suggested`` answers with questions made by the app's model (Dify's feature).
+    suggested_questions_after_answer: bool = False
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
 

@@ -11,12 +11,15 @@ The results are small typed views; the server turns them into Dify's bodies.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from loopwright.agent.prompts import fill_inputs
 from loopwright.app.errors import CONVERSATION_NOT_EXISTS as CONVERSATION_NOT_FOUND
 from loopwright.app.lookup import AppLookup
 from loopwright.app.message_writes import conversation_name
@@ -26,6 +29,7 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import (
     Conversation,
+    EndUser,
     Message,
     MessageAgentThought,
     MessageFile,
@@ -47,9 +51,15 @@ __all__ = [
     "rate_message",
     "rename_conversation",
     "require_conversation",
-    "require_message",
+    "recent_exchanges",
     "saved_retriever_resources",
+    "EndUserView",
+    "FeedbackView",
+    "app_feedbacks",
+    "end_user",
 ]
+
+log = logging.getLogger("loopwright.app")
 
 LAST_CONVERSATION_NOT_FOUND = "Last Conversation Not Exists."
 FIRST_MESSAGE_NOT_FOUND = "First Message Not Exists."
@@ -65,7 +75,7 @@ class ConversationView:
     name: str
     inputs: dict[str, Any]
     status: str
-    introduction: str  # the opening statement of the conversation's configuration version
+    introduction: str  # the opening statement of its configuration version, its inputs filled in
     created_at: int  # Unix seconds
     updated_at: int
 
@@ -114,20 +124,69 @@ class MessageView:
     retriever_resources: list[dict[str, Any]]  # the citations its ``message_end`` carried
 
 
+@dataclass(frozen=True, slots=True)
+class EndUserView:
+    id: str
+    app_id: str
+    session_id: str  # the client's ``user`` string
+    created_at: datetime
+
+
+async def end_user(db: Database, app_id: str, end_user_id: str) -> EndUserView | None:
+    """One of the app's end users by id (None for an unknown id or another app's user)."""
+    async with db.sessionmaker() as session:
+        row = await session.get(EndUser, end_user_id)
+    if row is None or row.app_id != app_id:
+        return None
+    return EndUserView(row.id, row.app_id, row.session_id, row.created_at)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackView:
+    id: str
+    conversation_id: str
+    message_id: str
+    rating: str
+    content: str | None
+    end_user_id: str
+    created_at: datetime
+    updated_at: datetime
+
+
+async def app_feedbacks(db: Database, app_id: str, *, page: int, limit: int) -> list[FeedbackView]:
+    """A page of every end user's ratings of the app's messages, newest first."""
+    async with db.sessionmaker() as session:
+        rows = await repo.app_feedbacks(session, app_id, page=page, limit=limit)
+    return [
+        FeedbackView(
+            f.id, m.conversation_id, m.id, f.rating, f.content, f.end_user_id, f.created_at, f.updated_at
+        )
+        for f, m in rows
+    ]
+
+
 # --- conversations -----------------------------------------------------------------------------------
 
 
 async def conversation_page(
-    db: Database, lookup: AppLookup, app_id: str, user: str, *, limit: int, last_id: str | None = None
+    db: Database,
+    lookup: AppLookup,
+    app_id: str,
+    user: str,
+    *,
+    limit: int,
+    last_id: str | None = None,
+    sort_by: str = "-updated_at",
 ) -> Page[ConversationView]:
-    """The end user's conversations, most recently updated first; ``last_id`` continues after that one
-    (:class:`NotFoundError` when it is not theirs)."""
+    """The end user's conversations in ``sort_by`` order (Dify's values: ``created_at``,
+    ``updated_at``, ``-`` for newest first; default most recently updated first); ``last_id``
+    continues after that one (:class:`NotFoundError` when it is not theirs)."""
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
         if last_id and await repo.get_conversation(session, app_id, end_user_id, last_id) is None:
             raise NotFoundError(LAST_CONVERSATION_NOT_FOUND)
         page = await repo.list_conversations(
-            session, app_id, end_user_id, limit=limit, last_id=last_id or None
+            session, app_id, end_user_id, limit=limit, last_id=last_id or None, sort_by=sort_by
         )
     views = [await _conversation_view(lookup, c) for c in page.items]
     return Page(views, page.has_more, page.limit)
@@ -142,19 +201,37 @@ async def rename_conversation(
     *,
     name: str | None = None,
     auto_generate: bool = False,
+    namer: Callable[[str], Awaitable[str]] | None = None,
 ) -> ConversationView:
-    """Give the conversation ``name``, or with ``auto_generate`` the name its first query gives (as a
-    new conversation is named). :class:`UserInputError` for a blank or too long name."""
+    """Give the conversation ``name``, or with ``auto_generate`` the name ``namer`` (the app's model,
+    :func:`~app.naming.generate_name`) makes of its first query — the query's first 20 characters when
+    there is no namer or it fails; a conversation without messages keeps its name.
+    :class:`UserInputError` for a blank or too long name."""
     end_user_id = await lookup.end_user_id(app_id, user)
+    generated: str | None = None
+    if auto_generate:
+        async with db.transaction() as session:
+            conv = await _conversation(session, app_id, end_user_id, conversation_id)
+            first = await repo.first_message(session, conv.id)
+        if first is not None:  # the model is called outside any transaction
+            generated = await _generated_name(namer, first.query)
     async with db.transaction() as session:
         conv = await _conversation(session, app_id, end_user_id, conversation_id)
-        if auto_generate:
-            first = await repo.first_message(session, conv.id)
-            new_name = conversation_name(first.query) if first is not None else conv.name
-        else:
-            new_name = _checked_name(name)
+        new_name = (generated or conv.name) if auto_generate else _checked_name(name)
         await repo.rename_conversation(session, conv, new_name)
     return await _conversation_view(lookup, conv)
+
+
+async def _generated_name(namer: Callable[[str], Awaitable[str]] | None, query: str) -> str:
+    if namer is not None:
+        try:
+            made = await namer(query)
+        except Exception:
+            log.warning("naming a conversation with the model failed; the query names it", exc_info=True)
+        else:
+            if made:
+                return made
+    return conversation_name(query)
 
 
 def _checked_name(name: str | None) -> str:
@@ -185,12 +262,18 @@ async def require_conversation(
         await _conversation(session, app_id, end_user_id, conversation_id)
 
 
-async def require_message(db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str) -> None:
-    """:class:`NotFoundError` unless the message is in one of the end user's conversations."""
+async def recent_exchanges(
+    db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str, *, limit: int
+) -> list[tuple[str, str]]:
+    """The last ``limit`` (query, answer) pairs of the conversation of one of the end user's
+    messages, oldest first; :class:`NotFoundError` when the message is not theirs."""
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
-        if await repo.find_user_message(session, app_id, end_user_id, message_id) is None:
+        message = await repo.find_user_message(session, app_id, end_user_id, message_id)
+        if message is None:
             raise NotFoundError(MESSAGE_NOT_FOUND)
+        page = await repo.list_messages(session, message.conversation_id, limit=limit)
+    return [(m.query, m.answer) for m in page.items]
 
 
 async def _conversation(
@@ -209,7 +292,10 @@ async def _conversation_view(lookup: AppLookup, conv: Conversation) -> Conversat
         name=conv.name,
         inputs=dict(conv.inputs or {}),
         status=conv.status,
-        introduction=version.config.opening_statement if version is not None else "",
+        # the opening statement with the conversation's inputs filled in, as Dify stores it
+        introduction=fill_inputs(version.config.opening_statement, conv.inputs)
+        if version is not None
+        else "",
         created_at=unix_seconds(conv.created_at),
         updated_at=unix_seconds(conv.updated_at),
     )

@@ -11,7 +11,7 @@ of their own. The knowledge types the server answers with are re-exported from h
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.errors import NotFoundError, UserInputError
@@ -159,6 +159,35 @@ async def get_dataset(kb: KnowledgeBase, dataset_id: str) -> Dataset:
     if found is None or found.id != dataset_id:
         raise NotFoundError(DATASET_NOT_FOUND)
     return found
+
+
+async def update_dataset(
+    kb: KnowledgeBase,
+    dataset_id: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    retrieval_model: dict[str, Any] | None = None,
+) -> Dataset:
+    """Change a dataset's name, description or retrieval settings (Dify's ``PATCH``; what is not
+    given stays). :class:`DatasetExistsError` when the new name is another dataset's."""
+    dataset = await get_dataset(kb, dataset_id)
+    if name is not None:
+        if not 1 <= len(name.strip()) <= MAX_NAME_CHARS:
+            raise UserInputError(f"Name must be between 1 to {MAX_NAME_CHARS} characters.")
+        other = await kb.store.get_dataset(name.strip())
+        if other is not None and other.id != dataset.id:
+            raise DatasetExistsError(name)
+        dataset = replace(dataset, name=name.strip())
+    if description is not None:
+        dataset = replace(dataset, description=description)
+    if retrieval_model is not None:
+        try:
+            return await kb.update_retrieval(dataset, retrieval_model)
+        except ValueError as exc:
+            raise UserInputError(str(exc)) from None
+    await kb.store.update_dataset(dataset)
+    return await get_dataset(kb, dataset_id)
 
 
 async def delete_dataset(kb: KnowledgeBase, dataset_id: str) -> None:

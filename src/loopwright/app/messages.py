@@ -54,6 +54,7 @@ class MessageRequest:
     files: Sequence[Mapping[str, Any]] = ()  # Dify's file entries (checked against the app's settings)
     response_mode: ResponseMode = "streaming"
     call_depth: int = 0  # how deep in apps calling apps as tools this message is
+    auto_generate_name: bool = False  # Dify's flag: name a new conversation with the model (app.naming)
 
 
 @dataclass(slots=True)

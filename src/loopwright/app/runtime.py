@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 from cachetools import LRUCache
 
 from loopwright.agent import Agent
-from loopwright.app import messages
+from loopwright.app import messages, naming
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
@@ -88,6 +89,8 @@ class AppRuntime:
         # This process's heartbeat: its running messages are told apart from a dead process's
         self.lease = WorkerLease(db)
         self.lookup = AppLookup(db)
+        self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
+        self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -122,11 +125,34 @@ class AppRuntime:
         agent = await self.agent(message.version, request.app_id)
         if not self.lease.opened:
             await self.lease.open()  # registers this process and sweeps what dead ones left
+        counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
         messages.start(message, self.lease.id)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        return self.runs.start(run, messages.run_events(message, agent, run))
+        self.runs.start(run, messages.run_events(message, agent, run))
+        if counted and run.task is not None:
+            run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
+        if run.task is not None and self._names_conversation(message):
+            conversation_id = message.head.conversation_id
+            run.task.add_done_callback(
+                lambda _: naming.rename_in_background(
+                    self.db, agent.model, conversation_id, request.query, self._naming
+                )
+            )
+        return run
+
+    async def names_settled(self) -> None:
+        """Wait until every run has ended and the conversation names they started are made."""
+        await self.runs.wait_idle()
+        await asyncio.sleep(0)  # a finished run's callback starts its naming on the next loop turn
+        await asyncio.gather(*self._naming, return_exceptions=True)
+
+    def _names_conversation(self, message: messages.Message) -> bool:
+        """Whether the model names this message's conversation after the answer (``app.naming``)."""
+        wanted = message.new_conversation and message.request.auto_generate_name
+        config = message.version.config
+        return wanted and (config.generate_conversation_names or self.settings.dify_strict)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user; whether this process had it."""
@@ -225,7 +251,10 @@ class AppRuntime:
 
     async def aclose(self) -> None:
         """Give up this process's lease (its runs have ended: none of its messages is left running) and
-        close what the agents hold open (MCP sessions, the knowledge store)."""
+        close what the agents hold open (MCP sessions, the knowledge store); conversation names still
+        being made are given up."""
+        for task in list(self._naming):
+            task.cancel()
         await self.lease.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:

@@ -16,14 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from sqlalchemy import select
 
 from loopwright.app.config import AppConfig
 from loopwright.app.lookup import AppLookup
 from loopwright.app.wire import file_type
 from loopwright.config import Settings
+from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import UploadFile, unix_seconds
+from loopwright.store.models import Message, MessageFile, UploadFile, unix_seconds
 from loopwright.tools.files import DEFAULT_DATA_DIR
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import signature, verify
@@ -36,8 +38,11 @@ __all__ = [
     "display_name",
     "effective_mime_type",
     "extension_of",
+    "UploadAccessDeniedError",
+    "UploadNotFoundError",
     "UploadedFile",
     "find_upload",
+    "message_upload",
     "preview_url",
     "preview_url_valid",
     "store_upload",
@@ -53,26 +58,46 @@ MAX_MIME_TYPE_CHARS = 255
 GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream"})
 
 
+MB = 1024 * 1024
+# Dify's per-type limits (UPLOAD_IMAGE/VIDEO/AUDIO_FILE_SIZE_LIMIT); other types: ``max_bytes``.
+DIFY_TYPE_MAX_BYTES: tuple[tuple[str, int], ...] = (
+    ("image", 10 * MB),
+    ("video", 100 * MB),
+    ("audio", 50 * MB),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class UploadLimits:
-    """Where uploads are kept (relative paths from the working directory) and the largest one taken."""
+    """Where uploads are kept (relative paths from the working directory) and the largest one taken:
+    ``max_bytes``, or for a type listed in ``type_max_bytes`` that type's limit."""
 
     directory: Path = DEFAULT_UPLOAD_DIR
     max_bytes: int = DEFAULT_MAX_BYTES
+    type_max_bytes: tuple[tuple[str, int], ...] = DIFY_TYPE_MAX_BYTES
+
+    def limit_for(self, kind: str) -> int:
+        """The size limit of a file of this type (``image``, ``video``, ``audio``, ``document``, …)."""
+        for listed, limit in self.type_max_bytes:
+            if listed == kind:
+                return limit
+        return self.max_bytes
 
 
 def upload_limits(
     settings: Settings, *, directory: str | Path | None = None, max_bytes: int | None = None
 ) -> UploadLimits:
-    """The upload directory and size limit: those given (a server's own choice), else the settings'.
+    """The upload directory and size limits: those given (a server's own choice), else the settings'.
 
     ``Settings`` has no data directory and no upload keys yet, so "the settings'" are the defaults:
-    ``./loopwright-files/uploads`` (beside the tool files) and 15 MB. This is the one place that reads
-    them, so a key added to ``Settings`` is honoured here and nowhere else."""
+    ``./loopwright-files/uploads`` (beside the tool files) and Dify's limits — 15 MB, images 10 MB,
+    audio 50 MB, video 100 MB. A ``max_bytes`` given applies to every type. This is the one place
+    that reads them, so a key added to ``Settings`` is honoured here and nowhere else."""
     del settings  # no upload keys in it yet (see above)
     return UploadLimits(
         Path(directory) if directory is not None else DEFAULT_UPLOAD_DIR,
         int(max_bytes) if max_bytes is not None else DEFAULT_MAX_BYTES,
+        () if max_bytes is not None else DIFY_TYPE_MAX_BYTES,
     )
 
 
@@ -226,3 +251,31 @@ async def find_upload(db: Database, directory: Path, upload_id: str) -> Uploaded
     if row is None:
         return None
     return UploadedFile(row.id, row.name, row.mime_type, row.size, directory / row.storage_key)
+
+
+class UploadNotFoundError(NotFoundError):
+    """The upload is in no message, or has no record (Dify's ``file_not_found``)."""
+
+
+class UploadAccessDeniedError(UserInputError):
+    """The upload is in another app's messages (Dify's ``file_access_denied``)."""
+
+
+async def message_upload(db: Database, directory: Path, app_id: str, upload_id: str) -> UploadedFile:
+    """An upload that was sent with one of the app's messages, as Dify's ``/files/{id}/preview``
+    allows it (with its texts): only such an upload may be read back with the app's key."""
+    async with db.sessionmaker() as session:
+        used = await session.scalar(
+            select(MessageFile.message_id).where(MessageFile.upload_file_id == upload_id).limit(1)
+        )
+        if used is None:
+            raise UploadNotFoundError("File not found in message context")
+        if (
+            await session.scalar(select(Message.id).where(Message.id == used, Message.app_id == app_id))
+            is None
+        ):
+            raise UploadAccessDeniedError("File access denied: not owned by requesting app")
+    upload = await find_upload(db, directory, upload_id)
+    if upload is None:
+        raise UploadNotFoundError("Upload file record not found")
+    return upload

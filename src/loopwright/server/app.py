@@ -7,12 +7,15 @@ uvicorn (what ``loopwright serve`` calls).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from loopwright.app.health import ready_line
 from loopwright.app.runtime import AppRuntime, Database, migrate
 from loopwright.config import Settings
 from loopwright.server import (
@@ -22,8 +25,10 @@ from loopwright.server import (
     routes_chat,
     routes_conversations,
     routes_datasets,
+    routes_end_users,
     routes_file_previews,
     routes_files,
+    routes_health,
     routes_tool_files,
     routes_unsupported,
 )
@@ -35,6 +40,8 @@ from loopwright.tools.base import Tool
 DEFAULT_PING_INTERVAL = 10.0
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5001
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -56,7 +63,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
+        try:
+            await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
+        except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
+            log.exception("the database did not answer at start-up; the worker lease is retried on first use")
         yield
         await runtime.shutdown()  # stopped runs are saved before the process ends
 
@@ -74,12 +84,14 @@ def create_app(
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)
+    app.include_router(routes_health.router)
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
     app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
+    app.include_router(routes_end_users.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics
@@ -103,8 +115,18 @@ def serve(
     asked for: formatting a line per request costs more than the request's own routing."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # accepting connections: say so in one line scripts can wait for
+                bound = [s.getsockname() for server in self.servers for s in server.sockets]
+                address = f"http://{host}:{bound[0][1] if bound else port}"  # the real port of --port 0
+                state: AppRuntime = app.state.loopwright
+                print(await ready_line(state.db, address), flush=True)
+
     tune_gc()
-    uvicorn.run(app, host=host, port=port, log_level="info", ws="none", access_log=access_log)
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", ws="none", access_log=access_log)
+    Server(config).run()
 
 
 def tune_gc() -> None:

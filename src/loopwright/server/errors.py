@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
 from loopwright.app.errors import AppUnavailableError, ProviderNotInitializedError
+from loopwright.app.limits import AppInvokeQuotaExceededError
 from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
 
 log = logging.getLogger("loopwright.server")
@@ -32,6 +33,7 @@ _HTTP_CODES = {
     405: "method_not_allowed",
     413: "file_too_large",
     415: "unsupported_media_type",
+    429: "too_many_requests",
 }
 
 
@@ -40,6 +42,7 @@ _HTTP_CODES = {
 # behind its generic one; ours say what happened).
 ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (DatasetExistsError, 409, "dataset_name_duplicate"),
+    (AppInvokeQuotaExceededError, 429, "too_many_requests"),
     (DocumentIndexingError, 400, "document_indexing"),
     (AppUnavailableError, 400, "app_unavailable"),
     (ProviderNotInitializedError, 400, "provider_not_initialize"),

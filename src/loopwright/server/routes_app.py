@@ -23,6 +23,7 @@ SYSTEM_PARAMETERS = {
     "workflow_file_upload_limit": 10,
 }
 _DISABLED = {"enabled": False}
+_NO_MODERATION = {"enabled": False, "type": "", "configs": []}  # Dify's default
 
 
 def form_entry(f: InputField) -> dict[str, Any]:
@@ -35,6 +36,12 @@ def form_entry(f: InputField) -> dict[str, Any]:
     elif f.type == "select":
         spec["options"] = list(f.options)
         spec["default"] = "" if f.default is None else f.default
+    elif f.type in ("file", "file-list"):
+        spec["allowed_file_types"] = list(f.allowed_file_types)
+        spec["allowed_file_extensions"] = list(f.allowed_file_extensions)
+        spec["allowed_file_upload_methods"] = list(f.allowed_file_upload_methods)
+        if f.type == "file-list" and f.max_length is not None:
+            spec["max_length"] = f.max_length
     else:
         spec["default"] = f.default
     return {f.type: spec}
@@ -60,13 +67,14 @@ def parameters_body(config: AppConfig) -> dict[str, Any]:
     return {
         "opening_statement": config.opening_statement,
         "suggested_questions": list(config.suggested_questions),
-        "suggested_questions_after_answer": dict(_DISABLED),
+        "suggested_questions_after_answer": {"enabled": config.suggested_questions_after_answer},
         "speech_to_text": dict(_DISABLED),
         "text_to_speech": dict(_DISABLED),
-        "retriever_resource": dict(_DISABLED),
+        # Citations are sent whenever the app retrieves from a knowledge base.
+        "retriever_resource": {"enabled": any(t.get("type") == "knowledge" for t in config.toolsets)},
         "annotation_reply": dict(_DISABLED),
         "more_like_this": dict(_DISABLED),
-        "sensitive_word_avoidance": dict(_DISABLED),
+        "sensitive_word_avoidance": dict(_NO_MODERATION),
         "user_input_form": [form_entry(f) for f in config.user_input_form],
         "file_upload": file_upload_body(config.file_upload),
         "system_parameters": dict(SYSTEM_PARAMETERS),

@@ -66,6 +66,8 @@ async def chat_messages(
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
+    if not streaming and runtime.settings.dify_strict:
+        raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
     request = MessageRequest(
         app_id=app.id,
         user=require_user(payload.user),
@@ -74,6 +76,7 @@ async def chat_messages(
         conversation_id=_conversation_id(payload.conversation_id),
         files=payload.files or (),
         response_mode="streaming" if streaming else "blocking",
+        auto_generate_name=payload.auto_generate_name,
     )
     run = await runtime.start(request)
     if streaming:

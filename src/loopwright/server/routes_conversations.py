@@ -3,12 +3,14 @@ here, done by :mod:`loopwright.app.conversations`, answered in Dify's shapes."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app import conversations
+from loopwright.app import conversations, naming, suggestions
+from loopwright.app.availability import current_config
 from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body, optional_json_body
@@ -112,11 +114,11 @@ async def list_conversations(
     user: str | None = None,
     last_id: str | None = None,
     limit: Limit = 20,
-    sort_by: str = "-updated_at",
+    sort_by: Literal["created_at", "-created_at", "updated_at", "-updated_at"] = "-updated_at",
 ) -> dict[str, Any]:
     who = user_or_default(user)
     page = await conversations.conversation_page(
-        state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None
+        state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None, sort_by=sort_by
     )
     return {
         "limit": page.limit,
@@ -161,17 +163,54 @@ async def update_conversation_variable(
     raise not_found("Conversation Variable Not Exists.")
 
 
+@router.get("/v1/app/feedbacks")
+async def app_feedbacks(
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    page: Annotated[int, Query(ge=1)] = 1,
+    limit: Annotated[int, Query(ge=1, le=101)] = 20,
+) -> dict[str, Any]:
+    """Every rating of the app's messages, newest first (Dify's shape; end users only, so
+    ``from_source`` is ``user`` and ``from_account_id`` null)."""
+    feedbacks = await conversations.app_feedbacks(state.db, app.id, page=page, limit=limit)
+    return {
+        "data": [
+            {
+                "id": f.id,
+                "app_id": app.id,
+                "conversation_id": f.conversation_id,
+                "message_id": f.message_id,
+                "rating": f.rating,
+                "content": f.content,
+                "from_source": "user",
+                "from_end_user_id": f.end_user_id,
+                "from_account_id": None,
+                "created_at": f.created_at.isoformat(),
+                "updated_at": f.updated_at.isoformat(),
+            }
+            for f in feedbacks
+        ]
+    }
+
+
 @router.get("/v1/messages/{message_id}/suggested")
 async def suggested_questions(
     message_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
     user: str | None = None,
-) -> None:
-    """Dify's answer for an app without "suggested questions after answer" (loopwright apps have none
-    yet): 400 after the message is found."""
-    await conversations.require_message(state.db, state.lookup, app.id, require_user(user), message_id)
-    raise ApiError(400, "bad_request", "Suggested Questions Is Disabled.")
+) -> dict[str, Any]:
+    """Questions the user may ask next, made by the app's model with Dify's prompt when the app has
+    ``suggested_questions_after_answer``; Dify's 400 otherwise (after the message is found)."""
+    who = require_user(user)
+    exchanges = await conversations.recent_exchanges(
+        state.db, state.lookup, app.id, who, message_id, limit=suggestions.HISTORY_MESSAGES
+    )
+    config = await current_config(state.lookup, app.id)
+    if not config.suggested_questions_after_answer:
+        raise ApiError(400, "bad_request", "Suggested Questions Is Disabled.")
+    questions = await suggestions.suggest_questions(state.model(config.model), exchanges)
+    return {"result": "success", "data": questions}
 
 
 @router.post("/v1/conversations/{conversation_id}/name")
@@ -182,6 +221,10 @@ async def rename_conversation(
     state: Annotated[ServerState, Depends(get_state)],
 ) -> dict[str, Any]:
     who = user_or_default(payload.user)
+    namer = None
+    if payload.auto_generate:  # the app's model names it, with Dify's prompt
+        model = state.model((await current_config(state.lookup, app.id)).model)
+        namer = partial(naming.generate_name, model)
     conv = await conversations.rename_conversation(
         state.db,
         state.lookup,
@@ -190,6 +233,7 @@ async def rename_conversation(
         conversation_id,
         name=payload.name,
         auto_generate=payload.auto_generate,
+        namer=namer,
     )
     return conversation_body(conv)
 

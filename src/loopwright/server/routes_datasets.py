@@ -27,6 +27,7 @@ from loopwright.app.datasets import (
     Queued,
 )
 from loopwright.server.auth import dataset_key
+from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.state import ServerState, get_state
 
@@ -194,6 +195,32 @@ async def list_datasets(
         "total": found.total,
         "page": page,
     }
+
+
+class UpdateDataset(BaseModel):
+    name: str | None = None
+    description: str | None = None
+    retrieval_model: dict[str, Any] | None = None
+
+
+@router.get("/datasets/{dataset_id}")
+async def get_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
+    """Dify's dataset detail (what ``KnowledgeBaseClient.get_dataset`` reads)."""
+    return dataset_body(await _dataset(kb, dataset_id))
+
+
+@router.patch("/datasets/{dataset_id}")
+async def update_dataset(
+    dataset_id: str,
+    kb: Knowledge,
+    _: Authed,
+    body: Annotated[UpdateDataset, Depends(json_body(UpdateDataset))],
+) -> dict[str, Any]:
+    """Change the name, description or retrieval settings; the dataset's detail after the change."""
+    updated = await datasets.update_dataset(
+        kb, dataset_id, name=body.name, description=body.description, retrieval_model=body.retrieval_model
+    )
+    return dataset_body(updated)
 
 
 @router.delete("/datasets/{dataset_id}", status_code=204)

@@ -1,5 +1,7 @@
 """``GET /files/{id}/file-preview`` and ``/files/{id}/image-preview``: an end user's upload behind the
-signed URL the message history gives it, as Dify's file and image preview routes.
+signed URL the message history gives it, as Dify's file and image preview routes; and
+``GET /v1/files/{id}/preview``, the same bytes with the app's key, for an upload sent with one of
+the app's messages (Dify's ``file_not_found`` 404 / ``file_access_denied`` 403 otherwise).
 
 No API key: the signature is the permission (a browser shows an uploaded image from a history item's
 ``url``). A bad, expired or foreign signature gets Dify's 404 "File not found or signature is invalid";
@@ -17,7 +19,15 @@ import anyio
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from loopwright.app.uploads import find_upload, preview_url_valid
+from loopwright.app.uploads import (
+    UploadAccessDeniedError,
+    UploadedFile,
+    UploadNotFoundError,
+    find_upload,
+    message_upload,
+    preview_url_valid,
+)
+from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, not_found
 from loopwright.server.routes_tool_files import ACTIVE_TYPES, disposition_header
 from loopwright.server.state import ServerState, get_state
@@ -52,14 +62,41 @@ async def serve_upload(
         raise invalid()
     if kind == "image-preview" and not row.mime_type.startswith("image/"):
         raise ApiError(415, "unsupported_file_type", "File type not allowed.")
+    return await stream_upload(row, as_attachment, invalid())
+
+
+async def stream_upload(row: UploadedFile, as_attachment: bool, missing: ApiError) -> StreamingResponse:
+    """The upload's bytes with its type and length; ``missing`` when they are gone from disk."""
     try:
         handle = await anyio.open_file(row.path, "rb")
     except FileNotFoundError:
-        raise invalid() from None
+        raise missing from None
     headers = {"X-Content-Type-Options": "nosniff", "Content-Length": str(row.size), "Accept-Ranges": "bytes"}
     if as_attachment or row.mime_type in ACTIVE_TYPES:
         headers["Content-Disposition"] = disposition_header(row.name)
     return StreamingResponse(_read(handle), media_type=row.mime_type, headers=headers)
+
+
+@router.get("/v1/files/{file_id}/preview", response_model=None)
+async def app_file_preview(
+    file_id: str,
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[ServerState, Depends(get_state)],
+    as_attachment: bool = False,
+) -> StreamingResponse:
+    try:
+        key = str(uuid.UUID(file_id))
+    except ValueError:
+        raise ApiError(404, "not_found", "Not Found") from None  # Dify's route takes UUIDs only
+    try:
+        row = await message_upload(state.db, state.upload_limits().directory, app.id, key)
+    except UploadNotFoundError as exc:
+        raise ApiError(404, "file_not_found", str(exc)) from None
+    except UploadAccessDeniedError as exc:
+        raise ApiError(403, "file_access_denied", str(exc)) from None
+    return await stream_upload(
+        row, as_attachment, ApiError(404, "file_not_found", "Failed to load file content")
+    )
 
 
 @router.get("/files/{file_id}/file-preview", response_model=None)

@@ -27,12 +27,14 @@ from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig
 from loopwright.app.uploads import (
     StoredUpload,
+    UploadLimits,
     display_name,
     effective_mime_type,
     extension_of,
     store_upload,
     type_allowed,
 )
+from loopwright.app.wire import file_type
 from loopwright.errors import LoopwrightError
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param
@@ -121,9 +123,10 @@ class _Receiver:
     """python-multipart's callbacks for one body. They run in a worker thread (see
     :func:`receive_upload`), so they write the file directly; an error raised here ends the parse."""
 
-    def __init__(self, directory: Path, max_bytes: int, config: AppConfig) -> None:
-        self.directory = directory
-        self.max_bytes = max_bytes
+    def __init__(self, limits: UploadLimits, config: AppConfig) -> None:
+        self.directory = limits.directory
+        self.limits = limits
+        self.max_bytes = limits.max_bytes  # the file's own type's limit once its type is known
         self.config = config
         self.got = Received()
         self.sink: BinaryIO | None = None
@@ -168,12 +171,15 @@ class _Receiver:
             raise too_many_files()
         if name != "file":
             return  # another file field: counted, dropped
+        if "/" in filename or "\\" in filename:
+            raise invalid_param("Filename contains invalid characters")  # Dify's rule and text
         got.filename = filename
         ext = extension_of(display_name(filename))
         content_type = parse_options_header(headers.get(b"content-type"))[0].decode("latin-1")
         got.mime_type = effective_mime_type(content_type, ext)
         if not type_allowed(self.config, got.mime_type, ext):
             raise unsupported_file_type()
+        self.max_bytes = self.limits.limit_for(file_type(got.mime_type, ext))
         self.directory.mkdir(parents=True, exist_ok=True)
         got.temp_path = self.directory / f".{uuid.uuid4().hex}.part"
         self.sink = got.temp_path.open("wb")
@@ -210,17 +216,13 @@ class _Receiver:
 
 
 async def receive_upload(
-    chunks: AsyncIterator[bytes],
-    boundary: bytes,
-    *,
-    directory: Path,
-    max_bytes: int,
-    config: AppConfig,
+    chunks: AsyncIterator[bytes], boundary: bytes, *, limits: UploadLimits, config: AppConfig
 ) -> Received:
-    """Read the whole body: the ``file`` part goes to a temporary file in ``directory`` (removed again
-    on any error), plain fields are kept. Raises :class:`ApiError` for a file that is too large, of a
-    type the app does not take, or not alone, and ``FormParserError`` for a broken body."""
-    receiver = _Receiver(directory, max_bytes, config)
+    """Read the whole body: the ``file`` part goes to a temporary file in ``limits.directory``
+    (removed again on any error), plain fields are kept. Raises :class:`ApiError` for a file that is
+    larger than its type's limit, of a type the app does not take, with a path in its name, or not
+    alone, and ``FormParserError`` for a broken body."""
+    receiver = _Receiver(limits, config)
     parser = MultipartParser(boundary, receiver.callbacks(), max_header_size=MAX_HEADER_BYTES)
     try:
         async for chunk in chunks:
@@ -250,12 +252,6 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
             return
 
 
-def upload_settings(state: ServerState) -> tuple[Path, int]:
-    """The upload directory and size limit (:meth:`AppRuntime.upload_limits`)."""
-    limits = state.upload_limits()
-    return limits.directory, limits.max_bytes
-
-
 def upload_body(upload: StoredUpload) -> dict[str, Any]:
     return {
         "id": upload.id,
@@ -274,7 +270,7 @@ async def upload_file(
     app: Annotated[AuthedApp, Depends(current_app)],
     state: Annotated[ServerState, Depends(get_state)],
 ) -> JSONResponse:
-    directory, max_bytes = upload_settings(state)
+    limits = state.upload_limits()
     chunks = request.stream().__aiter__()
     try:
         media_type, params = parse_options_header(request.headers.get("content-type"))
@@ -283,16 +279,14 @@ async def upload_file(
             raise no_file_uploaded()
         config = await current_config(state.lookup, app.id)
         try:
-            got = await receive_upload(
-                chunks, boundary, directory=directory, max_bytes=max_bytes, config=config
-            )
+            got = await receive_upload(chunks, boundary, limits=limits, config=config)
         except FormParserError as exc:
             raise invalid_param(f"malformed multipart body: {exc}") from None
     except (ApiError, LoopwrightError):
         await _drain(chunks)
         raise
     try:
-        return await _record(state, app, got, directory)
+        return await _record(state, app, got, limits.directory)
     finally:
         await _remove(got.temp_path)  # gone already when it was stored
 

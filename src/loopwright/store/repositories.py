@@ -198,11 +198,25 @@ async def get_conversation(
     return await session.scalar(stmt)
 
 
+CONVERSATION_SORTS = ("created_at", "-created_at", "updated_at", "-updated_at")  # Dify's ``sort_by``
+
+
 async def list_conversations(
-    session: AsyncSession, app_id: str, end_user_id: str, *, limit: int = 20, last_id: str | None = None
+    session: AsyncSession,
+    app_id: str,
+    end_user_id: str,
+    *,
+    limit: int = 20,
+    last_id: str | None = None,
+    sort_by: str = "-updated_at",
 ) -> Page[Conversation]:
-    """An end user's conversations, most recently updated first; ``last_id`` continues after that
-    conversation (an unknown ``last_id`` gives an empty page)."""
+    """An end user's conversations in ``sort_by`` order (one of :data:`CONVERSATION_SORTS`; ``-``:
+    newest first), the id breaking ties; ``last_id`` continues after that conversation (an unknown
+    ``last_id`` gives an empty page)."""
+    if sort_by not in CONVERSATION_SORTS:
+        raise ValueError(f"sort_by must be one of {CONVERSATION_SORTS}")
+    descending = sort_by.startswith("-")
+    column = Conversation.created_at if sort_by.lstrip("-") == "created_at" else Conversation.updated_at
     scope = and_(
         Conversation.app_id == app_id,
         Conversation.end_user_id == end_user_id,
@@ -213,8 +227,14 @@ async def list_conversations(
         last = await session.scalar(select(Conversation).where(scope, Conversation.id == last_id))
         if last is None:
             return Page([], False, limit)
-        stmt = stmt.where(_older(Conversation.updated_at, Conversation.id, last.updated_at, last.id))
-    stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(limit + 1)
+        anchor = last.created_at if column is Conversation.created_at else last.updated_at
+        after = _older if descending else _newer
+        stmt = stmt.where(after(column, Conversation.id, anchor, last.id))
+    if descending:
+        stmt = stmt.order_by(column.desc(), Conversation.id.desc())
+    else:
+        stmt = stmt.order_by(column.asc(), Conversation.id.asc())
+    stmt = stmt.limit(limit + 1)
     rows = list(await session.scalars(stmt))
     return Page(rows[:limit], len(rows) > limit, limit)
 
@@ -476,6 +496,16 @@ def _older(
     return or_(time < anchor_time, and_(time == anchor_time, row_id < anchor_id))
 
 
+def _newer(
+    time: InstrumentedAttribute[datetime],
+    row_id: InstrumentedAttribute[str],
+    anchor_time: datetime,
+    anchor_id: str,
+) -> ColumnElement[bool]:
+    """Rows that come after the anchor row in oldest-first order (the mirror of :func:`_older`)."""
+    return or_(time > anchor_time, and_(time == anchor_time, row_id > anchor_id))
+
+
 # --- stop requests between worker processes -------------------------------------------------------
 
 
@@ -499,6 +529,16 @@ async def take_stop_requests(
     taken = [r.task_id for r in rows]
     await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
     return rows
+
+
+async def count_apps(session: AsyncSession) -> int:
+    """How many apps the database holds."""
+    return int(await session.scalar(select(func.count()).select_from(App)) or 0)
+
+
+async def ping(session: AsyncSession) -> None:
+    """A round trip to the database (raises when it cannot answer)."""
+    await session.execute(select(1))
 
 
 # --- workers and the messages they were running (app.recovery) ---------------------------------------
@@ -613,6 +653,21 @@ async def uploads_by_id(session: AsyncSession, upload_ids: Sequence[str]) -> dic
         return {}
     stmt = select(UploadFile).where(UploadFile.id.in_(upload_ids))
     return {row.id: row for row in await session.scalars(stmt)}
+
+
+async def app_feedbacks(
+    session: AsyncSession, app_id: str, *, page: int = 1, limit: int = 20
+) -> list[tuple[MessageFeedback, Message]]:
+    """A page of every rating of the app's messages, newest first, each with its message."""
+    stmt = (
+        select(MessageFeedback, Message)
+        .join(Message, Message.id == MessageFeedback.message_id)
+        .where(Message.app_id == app_id)
+        .order_by(MessageFeedback.created_at.desc(), MessageFeedback.id.desc())
+        .offset((page - 1) * limit)
+        .limit(limit)
+    )
+    return [(feedback, message) for feedback, message in (await session.execute(stmt)).all()]
 
 
 async def feedback_ratings(
