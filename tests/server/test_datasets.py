@@ -186,3 +186,12 @@ async def test_dataset_detail_and_update(client: httpx.AsyncClient, headers: dic
             method, "/v1/datasets/00000000-0000-4000-8000-000000000000", json={}, headers=headers
         )
         assert r.status_code == 404, method
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/datasets", "/v1/datasets/x/document/create-by-text", "/v1/datasets/x/retrieve"],
+)
+async def test_a_bad_key_is_401_before_a_broken_body(client: httpx.AsyncClient, path: str) -> None:
+    r = await client.post(path, content=b"{broken", headers={"Authorization": "Bearer dataset-nope"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'

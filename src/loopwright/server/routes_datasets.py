@@ -166,7 +166,9 @@ class CreateDataset(BaseModel):
 
 
 @router.post("/datasets")
-async def create_dataset(body: CreateDataset, kb: Knowledge, _: Authed) -> dict[str, Any]:
+async def create_dataset(
+    kb: Knowledge, _: Authed, body: Annotated[CreateDataset, Depends(json_body(CreateDataset))]
+) -> dict[str, Any]:
     new = NewDataset(
         name=body.name,
         description=body.description,
@@ -253,7 +255,11 @@ class CreateByText(BaseModel):
 @router.post("/datasets/{dataset_id}/document/create-by-text")
 @router.post("/datasets/{dataset_id}/document/create_by_text", include_in_schema=False)
 async def create_by_text(
-    dataset_id: str, body: CreateByText, tasks: BackgroundTasks, kb: Knowledge, _: Authed
+    dataset_id: str,
+    tasks: BackgroundTasks,
+    kb: Knowledge,
+    _: Authed,
+    body: Annotated[CreateByText, Depends(json_body(CreateByText))],
 ) -> dict[str, Any]:
     dataset = await _dataset(kb, dataset_id)
     if not body.name.strip():
@@ -356,7 +362,9 @@ class RetrieveBody(BaseModel):
 
 @router.post("/datasets/{dataset_id}/retrieve")
 @router.post("/datasets/{dataset_id}/hit-testing", include_in_schema=False)
-async def retrieve(dataset_id: str, body: RetrieveBody, kb: Knowledge, _: Authed) -> dict[str, Any]:
+async def retrieve(
+    dataset_id: str, kb: Knowledge, _: Authed, body: Annotated[RetrieveBody, Depends(json_body(RetrieveBody))]
+) -> dict[str, Any]:
     dataset = await _dataset(kb, dataset_id)
     hits = await datasets.retrieve(kb, dataset, body.query, body.retrieval_model)
     return {"query": {"content": body.query}, "records": [record_body(h) for h in hits]}
