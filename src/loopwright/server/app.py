@@ -7,16 +7,20 @@ uvicorn (what ``loopwright serve`` calls).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from loopwright.app.health import ready_line
 from loopwright.app.runtime import AppRuntime, Database, migrate
 from loopwright.config import Settings
 from loopwright.server import (
     errors,
+    routes_agent_log,
     routes_app,
     routes_chat,
     routes_conversations,
@@ -24,6 +28,7 @@ from loopwright.server import (
     routes_end_users,
     routes_file_previews,
     routes_files,
+    routes_health,
     routes_tool_files,
     routes_unsupported,
 )
@@ -34,6 +39,8 @@ from loopwright.tools.base import Tool
 DEFAULT_PING_INTERVAL = 10.0
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5001
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -55,7 +62,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
+        try:
+            await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
+        except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
+            log.exception("the database did not answer at start-up; the worker lease is retried on first use")
         yield
         await runtime.shutdown()  # stopped runs are saved before the process ends
 
@@ -72,6 +82,8 @@ def create_app(
     errors.install(app)
     app.include_router(routes_chat.router)
     app.include_router(routes_conversations.router)
+    app.include_router(routes_agent_log.router)
+    app.include_router(routes_health.router)
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
@@ -90,8 +102,18 @@ def serve(
     asked for: formatting a line per request costs more than the request's own routing."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # accepting connections: say so in one line scripts can wait for
+                bound = [s.getsockname() for server in self.servers for s in server.sockets]
+                address = f"http://{host}:{bound[0][1] if bound else port}"  # the real port of --port 0
+                state: AppRuntime = app.state.loopwright
+                print(await ready_line(state.db, address), flush=True)
+
     tune_gc()
-    uvicorn.run(app, host=host, port=port, log_level="info", ws="none", access_log=access_log)
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", ws="none", access_log=access_log)
+    Server(config).run()
 
 
 def tune_gc() -> None:

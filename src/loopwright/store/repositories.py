@@ -531,6 +531,16 @@ async def take_stop_requests(
     return rows
 
 
+async def count_apps(session: AsyncSession) -> int:
+    """How many apps the database holds."""
+    return int(await session.scalar(select(func.count()).select_from(App)) or 0)
+
+
+async def ping(session: AsyncSession) -> None:
+    """A round trip to the database (raises when it cannot answer)."""
+    await session.execute(select(1))
+
+
 # --- workers and the messages they were running (app.recovery) ---------------------------------------
 
 RUNNING = "running"
