@@ -195,3 +195,27 @@ async def test_dataset_detail_and_update(client: httpx.AsyncClient, headers: dic
 async def test_a_bad_key_is_401_before_a_broken_body(client: httpx.AsyncClient, path: str) -> None:
     r = await client.post(path, content=b"{broken", headers={"Authorization": "Bearer dataset-nope"})
     assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'
+
+
+async def test_document_detail_and_status_filter(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    ids = []
+    for name in ("a.txt", "b.txt"):
+        body = {"name": name, "text": f"Text of {name}.", "indexing_technique": "economy"}
+        r = await client.post(f"/v1/datasets/{ds['id']}/document/create-by-text", json=body, headers=headers)
+        ids.append(r.json()["document"]["id"])
+    listed = (await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)).json()["data"]
+    r = await client.get(f"/v1/datasets/{ds['id']}/documents/{ids[0]}", headers=headers)
+    assert r.status_code == 200 and r.json() == next(d for d in listed if d["id"] == ids[0])
+    missing = await client.get(f"/v1/datasets/{ds['id']}/documents/{ds['id']}", headers=headers)
+    assert (missing.status_code, missing.json()["message"]) == (404, "Document Not Exists.")
+
+    async def filtered(status: str, **params: Any) -> tuple[list[str], int]:
+        r = await client.get(
+            f"/v1/datasets/{ds['id']}/documents", params={"status": status, **params}, headers=headers
+        )
+        return sorted(d["id"] for d in r.json()["data"]), r.json()["total"]
+
+    assert await filtered("available") == (sorted(ids), 2)
+    assert (await filtered("available", limit=1))[1] == 2
+    assert await filtered("error") == ([], 0)

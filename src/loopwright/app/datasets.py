@@ -26,6 +26,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "Dataset",
     "DatasetExistsError",
+    "get_document",
     "DatasetPage",
     "Document",
     "DocumentIndexingError",
@@ -259,11 +260,20 @@ async def queue_document(
 
 
 async def list_documents(
-    kb: KnowledgeBase, dataset: Dataset, keyword: str | None, page: int, limit: int
+    kb: KnowledgeBase,
+    dataset: Dataset,
+    keyword: str | None,
+    page: int,
+    limit: int,
+    keep: Callable[[Document], bool] | None = None,
 ) -> tuple[list[Document], int]:
-    """Page ``page`` (from 1) of ``limit`` documents, and how many there are in all."""
+    """Page ``page`` (from 1) of ``limit`` documents, and how many there are in all; with ``keep``,
+    only the documents it keeps (Dify's ``status`` filter) are paged and counted."""
     _check_page(page, limit)
-    return await kb.list_documents(dataset, keyword, limit, (page - 1) * limit)
+    if keep is None:
+        return await kb.list_documents(dataset, keyword, limit, (page - 1) * limit)
+    documents = [d for d in (await kb.list_documents(dataset, keyword))[0] if keep(d)]
+    return documents[(page - 1) * limit : page * limit], len(documents)
 
 
 async def batch_documents(kb: KnowledgeBase, dataset: Dataset, batch: str) -> list[Document]:
@@ -275,11 +285,17 @@ async def batch_documents(kb: KnowledgeBase, dataset: Dataset, batch: str) -> li
     return found
 
 
-async def delete_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> None:
-    """Delete a document of the dataset; :class:`DocumentIndexingError` while it is being indexed."""
+async def get_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> Document:
+    """A document of the dataset, or :class:`NotFoundError` (Dify's "Document Not Exists.")."""
     document = await kb.store.get_document(document_id)
     if document is None or document.dataset_id != dataset.id:
         raise NotFoundError(DOCUMENT_NOT_FOUND)
+    return document
+
+
+async def delete_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> None:
+    """Delete a document of the dataset; :class:`DocumentIndexingError` while it is being indexed."""
+    document = await get_document(kb, dataset, document_id)
     if document.status == "indexing":
         raise DocumentIndexingError()
     await kb.delete_document(dataset, document_id)

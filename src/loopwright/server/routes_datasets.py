@@ -306,10 +306,19 @@ async def create_by_file(
 
 @router.get("/datasets/{dataset_id}/documents")
 async def list_documents(
-    dataset_id: str, kb: Knowledge, _: Authed, keyword: str | None = None, page: int = 1, limit: int = 20
+    dataset_id: str,
+    kb: Knowledge,
+    _: Authed,
+    keyword: str | None = None,
+    page: int = 1,
+    limit: int = 20,
+    status: str | None = None,
 ) -> dict[str, Any]:
+    """A page of the dataset's documents; ``status`` keeps those of that Dify display status
+    (``queuing``, ``indexing``, ``available``, ``error``, …)."""
     dataset = await _dataset(kb, dataset_id)
-    documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit)
+    keep = (lambda d: _DISPLAY[d.status] == status) if status else None
+    documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit, keep)
     return {
         "data": [document_body(d, dataset.doc_form) for d in documents],
         "has_more": page * limit < total,
@@ -317,6 +326,13 @@ async def list_documents(
         "total": total,
         "page": page,
     }
+
+
+@router.get("/datasets/{dataset_id}/documents/{document_id}")
+async def get_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
+    """One document of the dataset, in the list's shape."""
+    dataset = await _dataset(kb, dataset_id)
+    return document_body(await datasets.get_document(kb, dataset, document_id), dataset.doc_form)
 
 
 @router.get("/datasets/{dataset_id}/documents/{batch}/indexing-status")
