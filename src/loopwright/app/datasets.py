@@ -17,7 +17,7 @@ from typing import Any
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge import Dataset, DatasetExistsError, Document, Hit, KnowledgeBase, MetadataFilter
 from loopwright.knowledge.embeddings import parse_embedding_spec
-from loopwright.knowledge.entities import RetrievalModel
+from loopwright.knowledge.entities import RetrievalModel, Segment
 from loopwright.knowledge.extract import ExtractError, kind_of
 from loopwright.knowledge.ingest import Source
 from loopwright.knowledge.kb import SPLIT_RULES
@@ -26,7 +26,9 @@ __all__ = [
     "MAX_FILE_BYTES",
     "Dataset",
     "DatasetExistsError",
+    "Segment",
     "get_document",
+    "document_segments",
     "DatasetPage",
     "Document",
     "DocumentIndexingError",
@@ -291,6 +293,19 @@ async def get_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) ->
     if document is None or document.dataset_id != dataset.id:
         raise NotFoundError(DOCUMENT_NOT_FOUND)
     return document
+
+
+async def document_segments(
+    kb: KnowledgeBase, dataset: Dataset, document_id: str, keyword: str | None = None
+) -> list[Segment]:
+    """The segments of a document of the dataset in order, those containing ``keyword`` (any case)
+    when given; :class:`NotFoundError` for a document that is not the dataset's."""
+    document = await get_document(kb, dataset, document_id)
+    segments = await kb.store.list_segments(document.id)
+    if keyword:
+        word = keyword.lower()
+        segments = [g for g in segments if word in g.content.lower() or word in (g.answer or "").lower()]
+    return segments
 
 
 async def delete_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> None:
