@@ -186,3 +186,72 @@ async def test_dataset_detail_and_update(client: httpx.AsyncClient, headers: dic
             method, "/v1/datasets/00000000-0000-4000-8000-000000000000", json={}, headers=headers
         )
         assert r.status_code == 404, method
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/datasets", "/v1/datasets/x/document/create-by-text", "/v1/datasets/x/retrieve"],
+)
+async def test_a_bad_key_is_401_before_a_broken_body(client: httpx.AsyncClient, path: str) -> None:
+    r = await client.post(path, content=b"{broken", headers={"Authorization": "Bearer dataset-nope"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="api"'
+
+
+async def test_document_detail_and_status_filter(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    ids = []
+    for name in ("a.txt", "b.txt"):
+        body = {"name": name, "text": f"Text of {name}.", "indexing_technique": "economy"}
+        r = await client.post(f"/v1/datasets/{ds['id']}/document/create-by-text", json=body, headers=headers)
+        ids.append(r.json()["document"]["id"])
+    listed = (await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)).json()["data"]
+    r = await client.get(f"/v1/datasets/{ds['id']}/documents/{ids[0]}", headers=headers)
+    assert r.status_code == 200 and r.json() == next(d for d in listed if d["id"] == ids[0])
+    missing = await client.get(f"/v1/datasets/{ds['id']}/documents/{ds['id']}", headers=headers)
+    assert (missing.status_code, missing.json()["message"]) == (404, "Document Not Exists.")
+
+    async def filtered(status: str, **params: Any) -> tuple[list[str], int]:
+        r = await client.get(
+            f"/v1/datasets/{ds['id']}/documents", params={"status": status, **params}, headers=headers
+        )
+        return sorted(d["id"] for d in r.json()["data"]), r.json()["total"]
+
+    assert await filtered("available") == (sorted(ids), 2)
+    assert (await filtered("available", limit=1))[1] == 2
+    assert await filtered("error") == ([], 0)
+
+
+async def test_document_segments(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    ds = await _dataset(client, headers)
+    text = "Leave is 25 days.\n\nThe office opens at 8.\n\nLunch is at noon."
+    body = {
+        "name": "rules.txt",
+        "text": text,
+        "indexing_technique": "economy",
+        "process_rule": {
+            "mode": "custom",
+            "rules": {"segmentation": {"separator": "\n\n", "max_tokens": 10}},
+        },
+    }
+    r = await client.post(f"/v1/datasets/{ds['id']}/document/create-by-text", json=body, headers=headers)
+    doc = r.json()["document"]["id"]
+    r = await client.get(f"/v1/datasets/{ds['id']}/documents/{doc}/segments", headers=headers)
+    page = r.json()
+    assert (
+        r.status_code == 200 and page["total"] == len(page["data"]) >= 2 and page["doc_form"] == "text_model"
+    )
+    assert [g["position"] for g in page["data"]] == sorted(g["position"] for g in page["data"])
+    assert all(g["document_id"] == doc and g["status"] == "completed" for g in page["data"])
+    assert "Leave is 25 days." in page["data"][0]["content"]
+    r = await client.get(
+        f"/v1/datasets/{ds['id']}/documents/{doc}/segments", params={"keyword": "OFFICE"}, headers=headers
+    )
+    assert [g["content"] for g in r.json()["data"]] == [
+        g["content"] for g in page["data"] if "office" in g["content"]
+    ]
+    r = await client.get(
+        f"/v1/datasets/{ds['id']}/documents/{doc}/segments", params={"limit": 1}, headers=headers
+    )
+    assert len(r.json()["data"]) == 1 and r.json()["has_more"] is True
+    r = await client.get(f"/v1/datasets/{ds['id']}/documents/{ds['id']}/segments", headers=headers)
+    assert (r.status_code, r.json()["message"]) == (404, "Document Not Exists.")

@@ -17,7 +17,7 @@ from typing import Any
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge import Dataset, DatasetExistsError, Document, Hit, KnowledgeBase, MetadataFilter
 from loopwright.knowledge.embeddings import parse_embedding_spec
-from loopwright.knowledge.entities import RetrievalModel
+from loopwright.knowledge.entities import RetrievalModel, Segment
 from loopwright.knowledge.extract import ExtractError, kind_of
 from loopwright.knowledge.ingest import Source
 from loopwright.knowledge.kb import SPLIT_RULES
@@ -26,6 +26,9 @@ __all__ = [
     "MAX_FILE_BYTES",
     "Dataset",
     "DatasetExistsError",
+    "Segment",
+    "get_document",
+    "document_segments",
     "DatasetPage",
     "Document",
     "DocumentIndexingError",
@@ -259,11 +262,20 @@ async def queue_document(
 
 
 async def list_documents(
-    kb: KnowledgeBase, dataset: Dataset, keyword: str | None, page: int, limit: int
+    kb: KnowledgeBase,
+    dataset: Dataset,
+    keyword: str | None,
+    page: int,
+    limit: int,
+    keep: Callable[[Document], bool] | None = None,
 ) -> tuple[list[Document], int]:
-    """Page ``page`` (from 1) of ``limit`` documents, and how many there are in all."""
+    """Page ``page`` (from 1) of ``limit`` documents, and how many there are in all; with ``keep``,
+    only the documents it keeps (Dify's ``status`` filter) are paged and counted."""
     _check_page(page, limit)
-    return await kb.list_documents(dataset, keyword, limit, (page - 1) * limit)
+    if keep is None:
+        return await kb.list_documents(dataset, keyword, limit, (page - 1) * limit)
+    documents = [d for d in (await kb.list_documents(dataset, keyword))[0] if keep(d)]
+    return documents[(page - 1) * limit : page * limit], len(documents)
 
 
 async def batch_documents(kb: KnowledgeBase, dataset: Dataset, batch: str) -> list[Document]:
@@ -275,11 +287,30 @@ async def batch_documents(kb: KnowledgeBase, dataset: Dataset, batch: str) -> li
     return found
 
 
-async def delete_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> None:
-    """Delete a document of the dataset; :class:`DocumentIndexingError` while it is being indexed."""
+async def get_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> Document:
+    """A document of the dataset, or :class:`NotFoundError` (Dify's "Document Not Exists.")."""
     document = await kb.store.get_document(document_id)
     if document is None or document.dataset_id != dataset.id:
         raise NotFoundError(DOCUMENT_NOT_FOUND)
+    return document
+
+
+async def document_segments(
+    kb: KnowledgeBase, dataset: Dataset, document_id: str, keyword: str | None = None
+) -> list[Segment]:
+    """The segments of a document of the dataset in order, those containing ``keyword`` (any case)
+    when given; :class:`NotFoundError` for a document that is not the dataset's."""
+    document = await get_document(kb, dataset, document_id)
+    segments = await kb.store.list_segments(document.id)
+    if keyword:
+        word = keyword.lower()
+        segments = [g for g in segments if word in g.content.lower() or word in (g.answer or "").lower()]
+    return segments
+
+
+async def delete_document(kb: KnowledgeBase, dataset: Dataset, document_id: str) -> None:
+    """Delete a document of the dataset; :class:`DocumentIndexingError` while it is being indexed."""
+    document = await get_document(kb, dataset, document_id)
     if document.status == "indexing":
         raise DocumentIndexingError()
     await kb.delete_document(dataset, document_id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, UploadFile
+from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
 
 from loopwright.app import datasets
@@ -25,6 +25,7 @@ from loopwright.app.datasets import (
     KnowledgeBase,
     NewDataset,
     Queued,
+    Segment,
 )
 from loopwright.server.auth import dataset_key
 from loopwright.server.bodies import json_body
@@ -114,31 +115,38 @@ def document_body(d: Document, doc_form: str) -> dict[str, Any]:
     }
 
 
+def segment_body(s: Segment, hit_count: int | None = None) -> dict[str, Any]:
+    """A segment in Dify's shape (``hit_count``: the count to show, default the stored one)."""
+    return {
+        "id": s.id,
+        "position": s.position,
+        "document_id": s.document_id,
+        "content": s.content,
+        "answer": s.answer,
+        "word_count": s.word_count,
+        "tokens": s.tokens,
+        "keywords": [],
+        "index_node_id": s.id,
+        "index_node_hash": s.hash,
+        "hit_count": s.hit_count if hit_count is None else hit_count,
+        "enabled": True,
+        "disabled_at": None,
+        "disabled_by": None,
+        "status": "completed",
+        "created_by": "",
+        "created_at": s.created_at,
+        "indexing_at": s.created_at,
+        "completed_at": s.created_at,
+        "error": None,
+        "stopped_at": None,
+    }
+
+
 def record_body(hit: Hit, document_source: str = "upload_file") -> dict[str, Any]:
     s = hit.segment
     return {
         "segment": {
-            "id": s.id,
-            "position": s.position,
-            "document_id": s.document_id,
-            "content": s.content,
-            "answer": s.answer,
-            "word_count": s.word_count,
-            "tokens": s.tokens,
-            "keywords": [],
-            "index_node_id": s.id,
-            "index_node_hash": s.hash,
-            "hit_count": s.hit_count + 1,
-            "enabled": True,
-            "disabled_at": None,
-            "disabled_by": None,
-            "status": "completed",
-            "created_by": "",
-            "created_at": s.created_at,
-            "indexing_at": s.created_at,
-            "completed_at": s.created_at,
-            "error": None,
-            "stopped_at": None,
+            **segment_body(s, s.hit_count + 1),
             "document": {"id": s.document_id, "data_source_type": document_source, "name": hit.document_name},
         },
         "score": hit.score,
@@ -166,7 +174,9 @@ class CreateDataset(BaseModel):
 
 
 @router.post("/datasets")
-async def create_dataset(body: CreateDataset, kb: Knowledge, _: Authed) -> dict[str, Any]:
+async def create_dataset(
+    kb: Knowledge, _: Authed, body: Annotated[CreateDataset, Depends(json_body(CreateDataset))]
+) -> dict[str, Any]:
     new = NewDataset(
         name=body.name,
         description=body.description,
@@ -253,7 +263,11 @@ class CreateByText(BaseModel):
 @router.post("/datasets/{dataset_id}/document/create-by-text")
 @router.post("/datasets/{dataset_id}/document/create_by_text", include_in_schema=False)
 async def create_by_text(
-    dataset_id: str, body: CreateByText, tasks: BackgroundTasks, kb: Knowledge, _: Authed
+    dataset_id: str,
+    tasks: BackgroundTasks,
+    kb: Knowledge,
+    _: Authed,
+    body: Annotated[CreateByText, Depends(json_body(CreateByText))],
 ) -> dict[str, Any]:
     dataset = await _dataset(kb, dataset_id)
     if not body.name.strip():
@@ -300,15 +314,55 @@ async def create_by_file(
 
 @router.get("/datasets/{dataset_id}/documents")
 async def list_documents(
-    dataset_id: str, kb: Knowledge, _: Authed, keyword: str | None = None, page: int = 1, limit: int = 20
+    dataset_id: str,
+    kb: Knowledge,
+    _: Authed,
+    keyword: str | None = None,
+    page: int = 1,
+    limit: int = 20,
+    status: str | None = None,
 ) -> dict[str, Any]:
+    """A page of the dataset's documents; ``status`` keeps those of that Dify display status
+    (``queuing``, ``indexing``, ``available``, ``error``, …)."""
     dataset = await _dataset(kb, dataset_id)
-    documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit)
+    keep = (lambda d: _DISPLAY[d.status] == status) if status else None
+    documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit, keep)
     return {
         "data": [document_body(d, dataset.doc_form) for d in documents],
         "has_more": page * limit < total,
         "limit": limit,
         "total": total,
+        "page": page,
+    }
+
+
+@router.get("/datasets/{dataset_id}/documents/{document_id}")
+async def get_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
+    """One document of the dataset, in the list's shape."""
+    dataset = await _dataset(kb, dataset_id)
+    return document_body(await datasets.get_document(kb, dataset, document_id), dataset.doc_form)
+
+
+@router.get("/datasets/{dataset_id}/documents/{document_id}/segments")
+async def list_segments(
+    dataset_id: str,
+    document_id: str,
+    kb: Knowledge,
+    _: Authed,
+    keyword: str | None = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> dict[str, Any]:
+    """A page of a document's segments in order (Dify's shape; ``keyword`` filters by content)."""
+    dataset = await _dataset(kb, dataset_id)
+    segments = await datasets.document_segments(kb, dataset, document_id, keyword)
+    shown = segments[(page - 1) * limit : page * limit]
+    return {
+        "data": [segment_body(g) for g in shown],
+        "doc_form": dataset.doc_form,
+        "has_more": page * limit < len(segments),
+        "limit": limit,
+        "total": len(segments),
         "page": page,
     }
 
@@ -356,7 +410,9 @@ class RetrieveBody(BaseModel):
 
 @router.post("/datasets/{dataset_id}/retrieve")
 @router.post("/datasets/{dataset_id}/hit-testing", include_in_schema=False)
-async def retrieve(dataset_id: str, body: RetrieveBody, kb: Knowledge, _: Authed) -> dict[str, Any]:
+async def retrieve(
+    dataset_id: str, kb: Knowledge, _: Authed, body: Annotated[RetrieveBody, Depends(json_body(RetrieveBody))]
+) -> dict[str, Any]:
     dataset = await _dataset(kb, dataset_id)
     hits = await datasets.retrieve(kb, dataset, body.query, body.retrieval_model)
     return {"query": {"content": body.query}, "records": [record_body(h) for h in hits]}
