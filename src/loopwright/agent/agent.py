@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 from loopwright.agent._factory import StrategyName, create_strategy
 from loopwright.agent._guardrails import RepeatGuard
-from loopwright.agent._loop import LoopSettings, RunState, Strategy, run_loop
+from loopwright.agent._loop import LoopSettings, RunState, Strategy, StreamReact, run_loop
 from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.prompts import fill_inputs
-from loopwright.model.base import Model
+from loopwright.model.base import Model, ReactDecodingModel
 from loopwright.model.entities import (
     ContentPart,
     ModelFeature,
@@ -67,6 +67,7 @@ class Agent:
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
     _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
+    _decoding: tuple[Model, StreamReact | None] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0:
@@ -133,12 +134,24 @@ class Agent:
             tool_context=context or self.context,
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
             clock=self.clock,
+            stream_react=self._stream_react(),
         )
         events = run_loop(self.model, strategy, self._tool_engine, state, settings)
         if not (self.callbacks or callbacks):
             return events  # nothing to tell: the loop's own stream, unwrapped
         dispatch = CallbackDispatch([*self.callbacks, *callbacks], self._callback_tasks)
         return with_callbacks(events, dispatch, query)
+
+    def _stream_react(self) -> StreamReact | None:
+        """The model's ``stream_react`` when it is a ReactDecodingModel; checked once per model."""
+        hit = self._decoding
+        if hit is None or hit[0] is not self.model:
+            model = self.model
+            hit = self._decoding = (
+                model,
+                model.stream_react if isinstance(model, ReactDecodingModel) else None,
+            )
+        return hit[1]
 
     async def flush_callbacks(self) -> None:
         """Wait until every async callback hook queued by this agent's runs has run."""
