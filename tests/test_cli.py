@@ -448,3 +448,11 @@ def test_models_describes_the_embedded_model(runner: CliRunner) -> None:
     result = runner.invoke(app, ["models"])
     assert result.exit_code == 0
     assert "SmolLM2-135M-Instruct.Q4_1.gguf" in result.output
+
+
+def test_version(runner: CliRunner) -> None:
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"loopwright {version('loopwright')}"  # the installed package's

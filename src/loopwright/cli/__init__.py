@@ -8,8 +8,11 @@ The commands call the app layer (``loopwright.app``), never the store.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from loopwright import __version__
 from loopwright.cli import admin, kb, log, models, run, tools
 
 app = typer.Typer(
@@ -19,6 +22,24 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"loopwright {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Run loopwright agents from the command line."""
+
+
 app.command()(run.run)
 app.command()(run.chat)
 app.command()(models.models)
