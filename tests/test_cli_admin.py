@@ -110,3 +110,33 @@ def test_ask_an_app_through_the_runtime_and_continue_the_conversation(db_path: P
 def test_ask_refuses_a_malformed_input(db_path: Path) -> None:
     result = CliRunner().invoke(app, ["app", "ask", "some-app", "hi", "--input", "novalue"])
     assert result.exit_code == 1 and "NAME=VALUE" in result.stderr
+
+
+def test_list_apps_and_keys_and_revoke_one(db_path: Path) -> None:
+    runner = CliRunner()
+    app_id = runner.invoke(
+        app, ["app", "create", "Calc", "--model", "local", "--tool", "calculator"]
+    ).output.strip()
+    first = runner.invoke(app, ["key", "create", "--app", app_id]).output.strip()
+    second = runner.invoke(app, ["key", "create", "--app", app_id]).output.strip()
+
+    listed = runner.invoke(app, ["app", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    [row] = json.loads(listed.output)
+    assert (row["id"], row["name"], row["model"], row["tools"]) == (app_id, "Calc", "local", 1)
+    table = runner.invoke(app, ["app", "list"]).output
+    assert app_id in table and "Calc" in table
+
+    keys = json.loads(runner.invoke(app, ["key", "list", "--app", app_id, "--json"]).output)
+    assert len(keys) == 2 and all(k["app_id"] == app_id for k in keys)
+    assert first not in json.dumps(keys) and keys[0]["token"].startswith(first[:6])  # masked: a secret
+    assert runner.invoke(app, ["key", "list", "--app", "nope"]).exit_code == 1
+
+    revoked = runner.invoke(app, ["key", "revoke", keys[0]["id"]])
+    assert revoked.exit_code == 0 and revoked.output.strip() == "revoked"
+    assert asyncio.run(_lookup(db_path, first)) is None  # the revoked key finds nothing
+    assert asyncio.run(_lookup(db_path, second)) is not None
+    by_token = runner.invoke(app, ["key", "revoke", second])
+    assert by_token.exit_code == 0 and asyncio.run(_lookup(db_path, second)) is None
+    again = runner.invoke(app, ["key", "revoke", second])
+    assert again.exit_code == 1 and "no such API key" in again.output

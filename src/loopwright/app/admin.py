@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -108,6 +109,68 @@ async def add_toolset(app_id: str, source: Mapping[str, Any], *, database_url: s
         except pydantic.ValidationError as e:
             raise ToolsetStorageError(f"the app's configuration would be invalid: {first_error(e)}") from None
         return (await repo.add_config_version(session, app_id, config)).version
+
+
+@dataclass(frozen=True)
+class AppSummary:
+    id: str
+    name: str
+    model: str
+    strategy: str
+    tools: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class KeySummary:
+    id: str
+    app_id: str
+    token: str  # masked: the prefix and the last four characters (a key is a secret)
+    created_at: str
+
+
+def mask_token(token: str) -> str:
+    """``app-Ab…wxyz``: enough to tell keys apart, not enough to use one."""
+    return f"{token[:6]}…{token[-4:]}" if len(token) > 12 else "…"
+
+
+async def list_apps(*, database_url: str | None = None) -> list[AppSummary]:
+    """Every app with its current configuration's model, strategy and number of tools."""
+    out = []
+    async with _session(database_url) as session:
+        for app in await repo.list_apps(session):
+            latest = await repo.latest_config(session, app.id)
+            config = dict(latest.config) if latest is not None else {}
+            out.append(
+                AppSummary(
+                    app.id,
+                    app.name,
+                    str(config.get("model", "")),
+                    str(config.get("strategy", "auto")),
+                    len(config.get("tools") or []) + len(config.get("toolsets") or []),
+                    app.created_at.isoformat(timespec="seconds"),
+                )
+            )
+    return out
+
+
+async def list_keys(app_id: str | None = None, *, database_url: str | None = None) -> list[KeySummary]:
+    """The API keys of one app (:class:`AppNotFoundError` when there is no such app) or of all."""
+    async with _session(database_url) as session:
+        if app_id is not None:
+            await _require_app(session, app_id)
+        keys = await repo.list_api_keys(session, app_id)
+        return [
+            KeySummary(k.id, k.app_id, mask_token(k.token), k.created_at.isoformat(timespec="seconds"))
+            for k in keys
+        ]
+
+
+async def revoke_key(key: str, *, database_url: str | None = None) -> bool:
+    """Delete an API key by its id or its token; whether there was one. A running server refuses it
+    (401) within ``lookup.KEY_TTL`` (30 s), the time it trusts a key it has seen."""
+    async with _session(database_url) as session:
+        return await repo.revoke_api_key(session, key)
 
 
 def _same_source(entry: object, source: Mapping[str, Any]) -> bool:

@@ -8,6 +8,8 @@ migrations run first, so a new file needs no setup. The work itself is :mod:`loo
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -109,6 +111,65 @@ async def _ask(request: MessageRequest) -> int:
     finally:
         await runtime.shutdown()
         await db.close()
+
+
+@apps.command("list")
+def list_apps(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
+    """List the apps: id, name, model, strategy, number of tools, created."""
+    from loopwright.app.admin import list_apps as app_summaries
+
+    rows = asyncio.run(app_summaries())
+    if json_out:
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
+        return
+    _table(["id", "name", "model", "strategy", "tools", "created"], [list(asdict(r).values()) for r in rows])
+
+
+@keys.command("list")
+def list_keys(
+    app_id: Annotated[str | None, typer.Option("--app", help="Only this app's keys.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
+    """List API keys (masked: a key is a secret; its id is what `key revoke` takes)."""
+    from loopwright.app.admin import AppNotFoundError
+    from loopwright.app.admin import list_keys as key_summaries
+
+    try:
+        rows = asyncio.run(key_summaries(app_id))
+    except AppNotFoundError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    if json_out:
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
+        return
+    _table(["id", "app", "key", "created"], [list(asdict(r).values()) for r in rows])
+
+
+@keys.command("revoke")
+def revoke_key(
+    key: Annotated[str, typer.Argument(help="The key's id (from `key list`) or the key itself.")],
+) -> None:
+    """Delete an API key; requests with it are refused (401)."""
+    from loopwright.app.admin import revoke_key as revoke
+
+    if not asyncio.run(revoke(key)):
+        typer.secho(
+            "error: no such API key (give its id from `loopwright key list`, or the key)", fg="red", err=True
+        )
+        raise typer.Exit(1)
+    typer.echo("revoked")
+
+
+def _table(headers: list[str], rows: list[list[object]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*headers, box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(*(str(v) for v in row))
+    Console(width=200).print(table)
 
 
 @keys.command("create")

@@ -129,6 +129,25 @@ async def create_api_key(session: AsyncSession, app_id: str) -> ApiKey:
     return key
 
 
+async def list_apps(session: AsyncSession) -> list[App]:
+    """Every app, oldest first."""
+    return list(await session.scalars(select(App).order_by(App.created_at, App.id)))
+
+
+async def list_api_keys(session: AsyncSession, app_id: str | None = None) -> list[ApiKey]:
+    """The API keys of one app (or of every app), oldest first."""
+    stmt = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
+    if app_id is not None:
+        stmt = stmt.where(ApiKey.app_id == app_id)
+    return list(await session.scalars(stmt))
+
+
+async def revoke_api_key(session: AsyncSession, key: str) -> bool:
+    """Delete the API key whose id or token is ``key``; whether there was one."""
+    result = await session.execute(delete(ApiKey).where((ApiKey.id == key) | (ApiKey.token == key)))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
 async def find_app_by_key(session: AsyncSession, token: str, *, touch: bool = True) -> App | None:
     """The app an API key belongs to (and, with ``touch``, mark the key used), or ``None`` for an
     unknown key."""
