@@ -22,9 +22,12 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from loopwright.app.run_events import EventJournal
+from loopwright.app.wire_events import EventHead
 from loopwright.store import repositories as repo
+from loopwright.store import streams
 from loopwright.store.db import Database
-from loopwright.store.models import utcnow
+from loopwright.store.models import RunStream, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +45,14 @@ class WorkerLease:
         interval: float = HEARTBEAT_INTERVAL,
         stale_after: float | None = None,
         clock: Callable[[], datetime] = utcnow,
+        journal: EventJournal | None = None,
     ) -> None:
         self.id = str(uuid.uuid4())
         self._db = db
         self._interval = interval
         self._stale_after = timedelta(seconds=stale_after if stale_after is not None else 3 * interval)
         self._clock = clock
+        self._journal = journal  # its streams: a dead process's are ended, old ones purged
         self._task: asyncio.Task[None] | None = None
         self._opening: asyncio.Lock = asyncio.Lock()
 
@@ -74,6 +79,12 @@ class WorkerLease:
                 w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
             ]
             marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
+            ended: list[str] = []
+            if self._journal is not None:
+                ended = await streams.interrupt_streams(session, interrupted_event, now)
+                await streams.purge_streams(session, now - self._journal.retention)
+        if ended and self._journal is not None:
+            self._journal.wake(ended)
         if marked:
             log.warning("marked %d message(s) interrupted: their server process had stopped", marked)
         return marked
@@ -109,3 +120,14 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # it exists, under another user
     return True
+
+
+def interrupted_event(stream: RunStream) -> dict[str, object]:
+    """The ``error`` event that ends the stream of a run whose process died."""
+    head = EventHead(stream.task_id, stream.message_id, stream.conversation_id, stream.message_created_at)
+    return {
+        **head.fields("error", task=False),
+        "code": "internal_server_error",
+        "message": repo.INTERRUPTED_ERROR,
+        "status": 500,
+    }

@@ -28,6 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from loopwright.app.run_events import RunRecord
 from loopwright.app.stops import StopBoard
 from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, WireEvent
 from loopwright.model.entities import Usage
@@ -89,6 +90,7 @@ class Run:
     task: asyncio.Task[None] | None = None
     last_event: float = 0.0  # loop time of the last event sent or queued (pings included)
     sink: EventSink | None = None  # set while the run may write to its reader itself
+    record: RunRecord | None = None  # where its events are kept for a re-attach (app.run_events)
     _outcome: asyncio.Future[RunOutcome] | None = None
 
     @property
@@ -180,10 +182,13 @@ class RunRegistry:
         loop = asyncio.get_running_loop()
         queue = run.queue
         keep = run.keep_events
+        record = run.record if keep else None
         try:
             async for event in events:
                 if not keep:
                     continue
+                if record is not None:
+                    record.add(event)  # numbered as its reader gets it: the SSE id
                 sink = run.sink
                 if sink is not None and sink.ready() and queue.empty():
                     await _write(run, sink, event)
@@ -192,12 +197,17 @@ class RunRegistry:
                 run.last_event = loop.time()
         except Exception as exc:  # the pipeline reports its own errors; this is a failure around it
             log.exception("run %s failed", run.task_id)
-            queue.put_nowait(ErrorEvent(run.head, exc))
+            error = ErrorEvent(run.head, exc)
+            if record is not None:
+                record.add(error)
+            queue.put_nowait(error)
             run.finish(RunOutcome("error", "", exc))
         finally:
             with contextlib.suppress(Exception):
                 await events.aclose()
             queue.put_nowait(None)
+            if run.record is not None:
+                run.record.end()
             self._runs.pop(run.task_id, None)
             run.finish(RunOutcome("stopped", ""))  # only if the pipeline never got to record one
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,10 +32,12 @@ from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
+from loopwright.app.run_events import EventJournal, Replayed
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
+from loopwright.app.wire_events import EventHead
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
@@ -85,9 +87,12 @@ class AppRuntime:
         self.tools = list(tools)
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
+        self.ping_interval = ping_interval
         self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
+        # Every run's events, kept for a re-attach from any worker (app.run_events)
+        self.journal = EventJournal(db)
         # This process's heartbeat: its running messages are told apart from a dead process's
-        self.lease = WorkerLease(db)
+        self.lease = WorkerLease(db, journal=self.journal)
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
@@ -130,6 +135,7 @@ class AppRuntime:
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
+        run.record = self.journal.open(message.head, request.app_id, request.user, self.lease.id)
         self.runs.start(run, messages.run_events(message, agent, run))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
@@ -153,6 +159,18 @@ class AppRuntime:
         wanted = message.new_conversation and message.request.auto_generate_name
         config = message.version.config
         return wanted and (config.generate_conversation_names or self.settings.dify_strict)
+
+    async def follow(
+        self, task_id: str, app_id: str, user: str, after: int = 0
+    ) -> tuple[EventHead, AsyncIterator[list[Replayed]]]:
+        """Re-attach to the stream of a message of this app and user, whichever process runs it (or
+        ran it, within the retention period): the leading fields of its events and its events
+        numbered above ``after``, then live until it ends (``EventJournal.follow``). Raises
+        ``NotFoundError`` for a task that is not this user's, never was, or expired."""
+        if self.runs.get(task_id) is not None:
+            await self.db.writer.flush()  # its stream's row, queued when it started
+        head = await self.journal.head_of(task_id, app_id, user)
+        return head, self.journal.follow(task_id, after, self.ping_interval)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user; whether this process had it."""
@@ -246,6 +264,7 @@ class AppRuntime:
         """Stop every run and wait for them to save, then close what the agents hold open (MCP
         sessions, the knowledge store) and drain the database writer."""
         await self.runs.shutdown(grace)
+        await self.journal.settled()
         await self.aclose()
         await self.db.writer.close()
 

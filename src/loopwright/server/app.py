@@ -29,6 +29,7 @@ from loopwright.server import (
     routes_file_previews,
     routes_files,
     routes_health,
+    routes_run_events,
     routes_tool_files,
     routes_unsupported,
 )
@@ -80,8 +81,10 @@ def create_app(
     )
     app.state.db = db
     app.state.loopwright = runtime
+    runtime.journal.describe_error = errors.error_fields  # stored error events as the client saw them
     errors.install(app)
     app.include_router(routes_chat.router)
+    app.include_router(routes_run_events.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)
     app.include_router(routes_health.router)
