@@ -3,7 +3,6 @@ same or another worker that continues live, replay of an ended stream, who may r
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -151,11 +150,12 @@ async def test_a_stream_expires_after_the_retention_period(
 
 
 async def test_the_stream_of_a_dead_workers_run_ends_with_an_interrupted_error(
-    client: httpx.AsyncClient, server_app: FastAPI, new_app: NewApp, db: Database
+    new_app: NewApp, db: Database
 ) -> None:
     app = await new_app(["unused"])
-    runtime: AppRuntime = server_app.state.loopwright
-    # A run of a worker that died after its first two events were stored.
+    server = create_app(db, Settings(), ping_interval=0.05)
+    runtime: AppRuntime = server.state.loopwright
+    # A run of another worker, whose first two events were stored.
     head = EventHead("task-dead", "msg-dead", "conv-dead", 1700000000)
     async with db.transaction() as s:
         s.add(Worker(id="dead-worker", heartbeat_at=utcnow(), host="elsewhere", pid=1))
@@ -163,22 +163,19 @@ async def test_the_stream_of_a_dead_workers_run_ends_with_an_interrupted_error(
     record.add(AgentMessage(head, "Hel"))
     record.add(AgentMessage(head, "lo"))
     await runtime.journal.settled()
-    async with client.stream("GET", events_url("task-dead"), headers=app.headers) as r:
-        lines = r.aiter_lines()
-        got = []
-        async for line in lines:
-            event = event_of(line) if not line.startswith("id: ") else None
-            if event is not None and event["event"] != "ping":
-                got.append(event)
-            if len(got) == 2:
-                break
+    async with (
+        serving(server) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        client.stream("GET", events_url("task-dead"), headers=app.headers) as r,
+    ):
+        events = _events(r.aiter_lines())
+        got = [await anext(events), await anext(events)]
         assert [e["answer"] for e in got] == ["Hel", "lo"]
-        # the worker is gone: the next sweep ends its stream, and the follower hears of it
+        # the worker dies: the next sweep ends its stream, and the follower hears of it
         async with db.transaction() as s:
             await s.delete(await s.get(Worker, "dead-worker"))
-        lease = WorkerLease(db, journal=runtime.journal)
-        await asyncio.wait_for(lease.beat(), 30)
-        rest = [e async for e in _events(lines)]
+        await WorkerLease(db, journal=runtime.journal).beat()
+        rest = [e async for e in events]
     assert [e["event"] for e in rest] == ["error"]
     assert rest[0]["message"].startswith("interrupted:") and rest[0]["message_id"] == "msg-dead"
 

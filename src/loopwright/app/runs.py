@@ -15,8 +15,9 @@ the run writes directly only while the queue is empty. The sink decides the enco
 writes SSE frames); nothing here knows HTTP.
 
 Pings: one ticker per registry queues :data:`PING` for each run that has been silent for the ping
-interval — rather than a timeout around every read of every stream. With several worker processes the
-same ticker also takes the stops that other workers posted for this one's runs (:mod:`app.stops`).
+interval — rather than a timeout around every read of every stream. Stops asked of another process
+reach this one through the relay (:mod:`app.relay`): pushed on PostgreSQL; on SQLite with several
+workers the same ticker looks for them.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from loopwright.app.relay import Relay
 from loopwright.app.run_events import RunRecord
-from loopwright.app.stops import StopBoard
 from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, WireEvent
 from loopwright.model.entities import Usage
 from loopwright.tools.base import ToolOutput
@@ -151,11 +152,14 @@ class Run:
 class RunRegistry:
     """The in-process executor: the runs of one process, each an asyncio task."""
 
-    def __init__(self, ping_interval: float = 10.0, board: StopBoard | None = None) -> None:
+    def __init__(self, ping_interval: float = 10.0, relay: Relay | None = None) -> None:
         self._runs: dict[str, Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ping_interval = ping_interval
-        self._board = board
+        self._relay = relay
+        self._stop_poll = relay.stop_poll_interval if relay is not None else None
+        if relay is not None:
+            relay.on_stop = self._stop_local
         self._ticker: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -214,8 +218,8 @@ class RunRegistry:
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
         every = self._ping_interval / TICKS_PER_INTERVAL
-        if self._board is not None:
-            every = min(every, self._board.interval)
+        if self._stop_poll is not None:
+            every = min(every, self._stop_poll)
         while self._runs:
             await asyncio.sleep(every)
             now = loop.time()
@@ -223,26 +227,23 @@ class RunRegistry:
                 if run.keep_events and now - run.last_event >= self._ping_interval:
                     run.queue.put_nowait(PING)
                     run.last_event = now
-            if self._board is not None:
+            if self._stop_poll is not None:
                 await self._take_stops()
 
     async def _take_stops(self) -> None:
-        assert self._board is not None
+        assert self._relay is not None
         try:
-            requests = await self._board.take(list(self._runs))
+            await self._relay.take_stops(list(self._runs))
         except Exception as exc:  # the database is busy or gone: try again next tick
             log.warning("could not read stop requests: %s", exc)
-            return
-        for request in requests:
-            self._stop_local(request.task_id, request.app_id, request.user)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop the run if it belongs to this app and user; whether it was here to stop. With several
         workers, a run that is not here is asked of the others."""
         if self._stop_local(task_id, app_id, user):
             return True
-        if self._board is not None:
-            self._board.request(task_id, app_id, user)
+        if self._relay is not None:
+            self._relay.request_stop(task_id, app_id, user)
         return False
 
     def _stop_local(self, task_id: str, app_id: str, user: str) -> bool:

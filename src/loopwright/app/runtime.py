@@ -32,9 +32,9 @@ from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
+from loopwright.app.relay import Relay
 from loopwright.app.run_events import EventJournal, Replayed
 from loopwright.app.runs import Run, RunRegistry, stop
-from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
 from loopwright.app.wire_events import EventHead
@@ -88,9 +88,11 @@ class AppRuntime:
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
         self.ping_interval = ping_interval
-        self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
         # Every run's events, kept for a re-attach from any worker (app.run_events)
         self.journal = EventJournal(db)
+        # New events and stops between the processes serving the database (app.relay)
+        self.relay = Relay(db, self.journal, workers=workers)
+        self.runs = RunRegistry(ping_interval, self.relay)
         # This process's heartbeat: its running messages are told apart from a dead process's
         self.lease = WorkerLease(db, journal=self.journal)
         self.lookup = AppLookup(db)
@@ -128,8 +130,7 @@ class AppRuntime:
         uploads = self.upload_limits().directory
         message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
         agent = await self.agent(message.version, request.app_id)
-        if not self.lease.opened:
-            await self.lease.open()  # registers this process and sweeps what dead ones left
+        await self.open()
         counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
         messages.start(message, self.lease.id)
         run = Run(
@@ -147,6 +148,13 @@ class AppRuntime:
                 )
             )
         return run
+
+    async def open(self) -> None:
+        """Register this process (sweeping what dead ones left) and listen to the others; the first
+        run does it if the server's start-up could not."""
+        self.relay.start()
+        if not self.lease.opened:
+            await self.lease.open()
 
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""
@@ -167,13 +175,16 @@ class AppRuntime:
         ran it, within the retention period): the leading fields of its events and its events
         numbered above ``after``, then live until it ends (``EventJournal.follow``). Raises
         ``NotFoundError`` for a task that is not this user's, never was, or expired."""
+        self.relay.start()
         if self.runs.get(task_id) is not None:
             await self.db.writer.flush()  # its stream's row, queued when it started
         head = await self.journal.head_of(task_id, app_id, user)
         return head, self.journal.follow(task_id, after, self.ping_interval)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
-        """Stop a running message of this app and user; whether this process had it."""
+        """Stop a running message of this app and user, whichever process runs it; whether this
+        process had it."""
+        self.relay.start()
         return self.runs.stop(task_id, app_id, user)
 
     async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
@@ -275,6 +286,7 @@ class AppRuntime:
         for task in list(self._naming):
             task.cancel()
         await self.lease.aclose()
+        await self.relay.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()

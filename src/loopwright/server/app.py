@@ -65,7 +65,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
-            await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
+            await runtime.open()  # marks what a killed predecessor left running as interrupted
         except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
             log.exception("the database did not answer at start-up; the worker lease is retried on first use")
         yield

@@ -306,18 +306,6 @@ class Worker(Base):
     pid: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
-class StopRequest(Base):
-    """A stop asked of a run that another server worker is running (``loopwright serve --workers``):
-    the worker that has the run polls for these, stops it and deletes the row."""
-
-    __tablename__ = "stop_requests"
-
-    task_id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    app_id: Mapped[str] = mapped_column(String(36), nullable=False)
-    user: Mapped[str] = mapped_column(String(255), nullable=False)
-    created_at: Mapped[datetime] = _created()
-
-
 class RunStream(Base):
     """The event stream of one run (``task_id``), kept so that a client can re-attach to it from any
     worker and replay it for a while after it ended (``app.run_events``). ``user`` is the end user's

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
@@ -32,13 +32,11 @@ from loopwright.store.models import (
     MessageAgentThought,
     MessageFeedback,
     MessageFile,
-    StopRequest,
     UploadFile,
     Worker,
     new_id,
     utcnow,
 )
-from loopwright.store.writer import WriteFn
 
 __all__ = [
     "Page",
@@ -67,9 +65,7 @@ __all__ = [
     "new_thought",
     "rename_conversation",
     "set_feedback",
-    "stop_request_upsert",
     "storable",
-    "take_stop_requests",
     "thought_values",
     "thoughts_of_messages",
 ]
@@ -523,31 +519,6 @@ def _newer(
 ) -> ColumnElement[bool]:
     """Rows that come after the anchor row in oldest-first order (the mirror of :func:`_older`)."""
     return or_(time > anchor_time, and_(time == anchor_time, row_id > anchor_id))
-
-
-# --- stop requests between worker processes -------------------------------------------------------
-
-
-def stop_request_upsert(task_id: str, app_id: str, user: str) -> WriteFn:
-    """A write (for the write-behind writer) that asks whichever worker runs ``task_id`` to stop it;
-    a repeated stop of one task is one row."""
-    values = {"task_id": task_id, "app_id": app_id, "user": user, "created_at": utcnow()}
-
-    async def upsert(session: AsyncSession) -> None:
-        await session.merge(StopRequest(**values))
-
-    return upsert
-
-
-async def take_stop_requests(
-    session: AsyncSession, task_ids: Collection[str], forget_after: timedelta
-) -> list[StopRequest]:
-    """The stop requests for these runs, removed (with those older than ``forget_after``)."""
-    rows = list(await session.scalars(select(StopRequest).where(StopRequest.task_id.in_(task_ids))))
-    stale = StopRequest.created_at < utcnow() - forget_after
-    taken = [r.task_id for r in rows]
-    await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
-    return rows
 
 
 async def count_apps(session: AsyncSession) -> int:

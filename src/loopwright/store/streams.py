@@ -103,10 +103,11 @@ async def get_stream(session: AsyncSession, task_id: str) -> RunStream | None:
 
 
 async def chunks_after(session: AsyncSession, task_id: str, after: int) -> list[RunEvent]:
-    """The chunks of a stream holding events numbered above ``after``, in order."""
+    """The chunks of a stream holding events numbered above ``after`` (or its final chunk, which may
+    hold none: it starts above ``after``), in order."""
     query = (
         select(RunEvent)
-        .where(RunEvent.task_id == task_id, RunEvent.last_seq > after)
+        .where(RunEvent.task_id == task_id, (RunEvent.last_seq > after) | (RunEvent.first_seq > after))
         .order_by(RunEvent.first_seq)
     )
     return list(await session.scalars(query))
@@ -126,15 +127,12 @@ async def interrupt_streams(
     if not orphans:
         return []
     ids = [s.task_id for s in orphans]
-    last = dict(
-        (
-            await session.execute(
-                select(RunEvent.task_id, func.max(RunEvent.last_seq))
-                .where(RunEvent.task_id.in_(ids))
-                .group_by(RunEvent.task_id)
-            )
-        ).tuples()
+    latest = (
+        select(RunEvent.task_id, func.max(RunEvent.last_seq))
+        .where(RunEvent.task_id.in_(ids))
+        .group_by(RunEvent.task_id)
     )
+    last = {task_id: seq for task_id, seq in (await session.execute(latest)).all()}
     rows = []
     for stream in orphans:
         seq = int(last.get(stream.task_id) or 0) + 1
