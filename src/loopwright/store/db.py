@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from loopwright.store.models import Base
@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_DB_PATH", "Database", "resolve_url"]
 DEFAULT_DB_PATH = "./loopwright.db"
 SQLITE_BUSY_TIMEOUT_MS = 5000
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATION_LOCK_KEY = 0x6C77_6D69_6772  # "lwmigr": the advisory lock held while migrating (PostgreSQL)
 
 
 def resolve_url(url: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -85,8 +86,11 @@ class Database:
             await conn.run_sync(Base.metadata.create_all)
 
     async def migrate(self, revision: str = "head") -> None:
-        """Run the Alembic migrations up to ``revision`` on this database."""
+        """Run the Alembic migrations up to ``revision`` on this database. On PostgreSQL, workers that
+        start together migrate one after the other (a transaction-scoped advisory lock)."""
         async with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
             await conn.run_sync(_upgrade, revision)
 
     async def close(self) -> None:
