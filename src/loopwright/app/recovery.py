@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from loopwright.app.run_events import EventJournal
@@ -46,6 +46,7 @@ class WorkerLease:
         stale_after: float | None = None,
         clock: Callable[[], datetime] = utcnow,
         journal: EventJournal | None = None,
+        running: Callable[[], Collection[tuple[str, str]]] = tuple,
     ) -> None:
         self.id = str(uuid.uuid4())
         self._db = db
@@ -53,6 +54,7 @@ class WorkerLease:
         self._stale_after = timedelta(seconds=stale_after if stale_after is not None else 3 * interval)
         self._clock = clock
         self._journal = journal  # its streams: a dead process's are ended, old ones purged
+        self._running = running  # (task id, message id) of the runs this process has now
         self._task: asyncio.Task[None] | None = None
         self._opening: asyncio.Lock = asyncio.Lock()
 
@@ -79,9 +81,16 @@ class WorkerLease:
                 w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
             ]
             marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
+            # read after the queued writes landed (the transaction began with them): a run that ended
+            # since and is not yet saved gets its result written after this
+            running = list(self._running())
+            marked += await repo.interrupt_lost(session, self.id, [m for _, m in running])
             ended: list[str] = []
             if self._journal is not None:
-                ended = await streams.interrupt_streams(session, interrupted_event, now)
+                tasks = [t for t, _ in running]
+                ended = await streams.interrupt_streams(
+                    session, interrupted_event, now, worker_id=self.id, running=tasks
+                )
                 await streams.purge_streams(session, now - self._journal.retention)
         if ended and self._journal is not None:
             self._journal.wake(ended)

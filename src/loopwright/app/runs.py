@@ -168,6 +168,10 @@ class RunRegistry:
     def get(self, task_id: str) -> Run | None:
         return self._runs.get(task_id)
 
+    def running(self) -> list[tuple[str, str]]:
+        """The task and message ids of the runs going on."""
+        return [(run.task_id, run.head.message_id) for run in self._runs.values()]
+
     def start(self, run: Run, events: AsyncGenerator[WireEvent, None]) -> Run:
         """Register ``run`` and start consuming ``events`` into it."""
         loop = asyncio.get_running_loop()

@@ -94,7 +94,7 @@ class AppRuntime:
         self.relay = Relay(db, self.journal, workers=workers)
         self.runs = RunRegistry(ping_interval, self.relay)
         # This process's heartbeat: its running messages are told apart from a dead process's
-        self.lease = WorkerLease(db, journal=self.journal)
+        self.lease = WorkerLease(db, journal=self.journal, running=self.runs.running)
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)

@@ -60,7 +60,10 @@ class Database:
 
     def __init__(self, url: str | None = None, *, echo: bool = False) -> None:
         self.url = resolve_url(url)
-        self.engine: AsyncEngine = create_async_engine(self.url, echo=echo)
+        # A server database that restarted leaves the pool's connections dead: each is checked
+        # when taken (one round trip), so the first requests after a restart do not fail on them.
+        ping = not self.url.startswith("sqlite")
+        self.engine: AsyncEngine = create_async_engine(self.url, echo=echo, pool_pre_ping=ping)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessionmaker: async_sessionmaker[AsyncSession] = async_sessionmaker(

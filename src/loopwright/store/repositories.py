@@ -557,6 +557,23 @@ async def remove_worker(session: AsyncSession, worker_id: str) -> None:
     await session.execute(delete(Worker).where(Worker.id == worker_id))
 
 
+LOST_ERROR = "interrupted: the answer could not be saved (the database was unavailable when the run ended)"
+
+
+async def interrupt_lost(session: AsyncSession, worker_id: str, running: Collection[str]) -> int:
+    """Mark ``error`` (with :data:`LOST_ERROR`) the messages still stored as running in this live
+    worker that it no longer runs: their result could not be written (the database was down).
+    Returns how many were marked."""
+    lost = (Message.status == RUNNING) & (Message.worker_id == worker_id) & Message.id.not_in(list(running))
+    result = await session.execute(
+        update(Message)
+        .where(lost)
+        .values(status="error", error=LOST_ERROR, worker_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
 async def interrupt_orphans(session: AsyncSession, alive_since: datetime, dead: Collection[str] = ()) -> int:
     """Mark ``error`` (with :data:`INTERRUPTED_ERROR`) every running message whose worker is in
     ``dead``, has not beaten since ``alive_since``, or has no row (it stopped, or never registered),

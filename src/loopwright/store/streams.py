@@ -114,15 +114,21 @@ async def chunks_after(session: AsyncSession, task_id: str, after: int) -> list[
 
 
 async def interrupt_streams(
-    session: AsyncSession, final_item: Callable[[RunStream], Mapping[str, Any]], now: datetime
+    session: AsyncSession,
+    final_item: Callable[[RunStream], Mapping[str, Any]],
+    now: datetime,
+    *,
+    worker_id: str | None = None,
+    running: Collection[str] = (),
 ) -> list[str]:
     """End every stream still open whose process is gone (no row in ``workers``: call it after the
-    sweep removed the dead ones) with one final chunk holding ``final_item(stream)``; returns their
-    task ids."""
-    open_streams = select(RunStream).where(
-        RunStream.ended_at.is_(None),
-        RunStream.worker_id.is_(None) | RunStream.worker_id.not_in(select(Worker.id)),
-    )
+    sweep removed the dead ones) — and those of ``worker_id`` (this live process) that it no longer
+    runs (``running``: the task ids it runs; their end could not be written) — with one final chunk
+    holding ``final_item(stream)``; returns their task ids."""
+    gone = RunStream.worker_id.is_(None) | RunStream.worker_id.not_in(select(Worker.id))
+    if worker_id is not None:
+        gone = gone | ((RunStream.worker_id == worker_id) & RunStream.task_id.not_in(list(running)))
+    open_streams = select(RunStream).where(RunStream.ended_at.is_(None), gone)
     orphans = list(await session.scalars(open_streams))
     if not orphans:
         return []
