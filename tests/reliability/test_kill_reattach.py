@@ -66,11 +66,16 @@ def stream_until(base: str, headers: dict[str, str], count: int, pid: int) -> li
 
 
 def test_kill_9_at_random_points_then_reattach(tmp_path: Path) -> None:
+    kill_and_reattach(tmp_path, KILLS, SEED)
+
+
+def kill_and_reattach(tmp_path: Path, kills: int, seed: int) -> None:
+    """``kills`` times: stream, ``kill -9`` at a random point, restart, re-attach, check."""
     env, headers = setup(tmp_path)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    rng = random.Random(SEED)
-    for _ in range(KILLS):
+    rng = random.Random(seed)
+    for _ in range(kills):
         point = rng.randint(2, 120)  # events into the stream: in the tool round or the answer
         with serve(env, port, headers) as server:
             seen = stream_until(base, headers, point, server.pid)
@@ -82,7 +87,11 @@ def test_kill_9_at_random_points_then_reattach(tmp_path: Path) -> None:
             )
             params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
             history = httpx.get(f"{base}/v1/messages", params=params, headers=headers, timeout=30).json()
-        assert replay.status_code == 200
+        if replay.status_code == 404:
+            # killed before the first write behind landed: neither the stream nor the message is stored
+            assert len(seen) <= 10 and history.get("code") == "not_found", (point, replay.text)
+            continue
+        assert replay.status_code == 200, (point, replay.text)
         events = [(s, e) for s, e in numbered(replay.text) if s is not None]
         *stored, (_, last) = events
         assert [s for s, _ in events] == list(range(1, len(events) + 1)), point  # once each, in order
@@ -90,5 +99,11 @@ def test_kill_9_at_random_points_then_reattach(tmp_path: Path) -> None:
         # what was stored is what the client saw (up to where either stopped: at most one batch is lost)
         common = min(len(stored), len(seen))
         assert stored[:common] == seen[:common] and len(stored) >= len(seen) - 60, point
+        if "data" not in history:
+            # Killed in the message's first moments, before its rows were written behind (a new
+            # conversation's wait for its end user's id): the message was never stored, its stream says
+            # it was interrupted. Only a kill that early may do that.
+            assert history["code"] == "not_found" and len(stored) <= 10, (point, history)
+            continue
         [message] = history["data"]
         assert message["status"] == "error" and message["error"].startswith("interrupted:")
