@@ -82,14 +82,16 @@ class WorkerLease:
             ]
             marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
             # read after the queued writes landed (the transaction began with them): a run that ended
-            # since and is not yet saved gets its result written after this
+            # since and is not yet saved gets its result written after this; one that is starting
+            # may not be registered yet, so only runs older than a few beats count as lost
             running = list(self._running())
-            marked += await repo.interrupt_lost(session, self.id, [m for _, m in running])
+            settled = now - self._stale_after
+            marked += await repo.interrupt_lost(session, self.id, [m for _, m in running], settled)
             ended: list[str] = []
             if self._journal is not None:
                 tasks = [t for t, _ in running]
                 ended = await streams.interrupt_streams(
-                    session, interrupted_event, now, worker_id=self.id, running=tasks
+                    session, interrupted_event, now, worker_id=self.id, running=tasks, started_before=settled
                 )
                 await streams.purge_streams(session, now - self._journal.retention)
         if ended and self._journal is not None:

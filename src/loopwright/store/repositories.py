@@ -560,11 +560,19 @@ async def remove_worker(session: AsyncSession, worker_id: str) -> None:
 LOST_ERROR = "interrupted: the answer could not be saved (the database was unavailable when the run ended)"
 
 
-async def interrupt_lost(session: AsyncSession, worker_id: str, running: Collection[str]) -> int:
+async def interrupt_lost(
+    session: AsyncSession, worker_id: str, running: Collection[str], created_before: datetime
+) -> int:
     """Mark ``error`` (with :data:`LOST_ERROR`) the messages still stored as running in this live
-    worker that it no longer runs: their result could not be written (the database was down).
+    worker that it no longer runs: their result could not be written (the database was down). Only
+    messages created before ``created_before``: one that is just starting may not be registered yet.
     Returns how many were marked."""
-    lost = (Message.status == RUNNING) & (Message.worker_id == worker_id) & Message.id.not_in(list(running))
+    lost = (
+        (Message.status == RUNNING)
+        & (Message.worker_id == worker_id)
+        & Message.id.not_in(list(running))
+        & (Message.created_at < created_before)
+    )
     result = await session.execute(
         update(Message)
         .where(lost)

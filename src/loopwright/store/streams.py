@@ -120,14 +120,18 @@ async def interrupt_streams(
     *,
     worker_id: str | None = None,
     running: Collection[str] = (),
+    started_before: datetime | None = None,
 ) -> list[str]:
     """End every stream still open whose process is gone (no row in ``workers``: call it after the
     sweep removed the dead ones) — and those of ``worker_id`` (this live process) that it no longer
-    runs (``running``: the task ids it runs; their end could not be written) — with one final chunk
-    holding ``final_item(stream)``; returns their task ids."""
+    runs (``running``: the task ids it runs; their end could not be written), started before
+    ``started_before`` — with one final chunk holding ``final_item(stream)``; returns their task ids."""
     gone = RunStream.worker_id.is_(None) | RunStream.worker_id.not_in(select(Worker.id))
     if worker_id is not None:
-        gone = gone | ((RunStream.worker_id == worker_id) & RunStream.task_id.not_in(list(running)))
+        lost = (RunStream.worker_id == worker_id) & RunStream.task_id.not_in(list(running))
+        if started_before is not None:
+            lost = lost & (RunStream.started_at < started_before)
+        gone = gone | lost
     open_streams = select(RunStream).where(RunStream.ended_at.is_(None), gone)
     orphans = list(await session.scalars(open_streams))
     if not orphans:
