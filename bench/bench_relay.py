@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -113,6 +114,7 @@ async def main(streams: int, url: str) -> None:
         for s in servers:
             s.terminate()
             s.wait(timeout=60)
+        shutil.rmtree(tmp, ignore_errors=True)
     latencies = sorted(x * 1000 for r in results for x in r)
     events = sum(len(r) for r in results)
     p99 = latencies[int(len(latencies) * 0.99)] if latencies else float("nan")

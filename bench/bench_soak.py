@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -165,6 +166,7 @@ async def main(streams: int, minutes: float, seed: int) -> int:
         server.wait(timeout=60)
     with sqlite3.connect(tmp / "soak.db") as conn:
         by_status = dict(conn.execute("SELECT status, count(*) FROM messages GROUP BY status").fetchall())
+    shutil.rmtree(tmp, ignore_errors=True)
     print(
         f"streams: {streams}  minutes: {minutes}  messages: {tally.messages}  re-attached: {tally.reattached}"
     )
