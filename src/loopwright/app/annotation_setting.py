@@ -12,7 +12,9 @@ import pydantic
 
 DEFAULT_EMBEDDING = "minilm"
 # Dify's embedding provider names that mean an OpenAI-compatible endpoint (``openai:<model>``).
-OPENAI_PROVIDERS = frozenset({"openai", "openai-compatible", "openai_api_compatible", "langgenius/openai/openai"})
+OPENAI_PROVIDERS = frozenset(
+    {"openai", "openai-compatible", "openai_api_compatible", "langgenius/openai/openai"}
+)
 LOCAL_PROVIDERS = frozenset({"", "local", "minilm", "loopwright", "sentence-transformers"})
 
 

@@ -76,7 +76,9 @@ async def call_extension(
     except httpx.HTTPError as exc:
         raise ExtensionError(f"request connection error: {exc}") from None
     if response.status_code != 200:
-        raise ExtensionError(f"request error, status_code: {response.status_code}, content: {response.text[:100]}")
+        raise ExtensionError(
+            f"request error, status_code: {response.status_code}, content: {response.text[:100]}"
+        )
     if len(response.content) > MAX_REPLY_BYTES:
         raise ExtensionError("the reply is too large")
     try:

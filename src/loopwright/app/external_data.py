@@ -53,16 +53,16 @@ async def query_tool(
     try:
         reply = await call_extension(tool.extension(), "app.external_data_tool.query", params, policy)
     except ExtensionError as exc:
-        raise ExternalDataError(f"[External data tool] API query failed, variable: {tool.variable}, error: {exc}")
+        raise ExternalDataError(_failure(tool, str(exc))) from None
     if "result" not in reply:
-        raise ExternalDataError(
-            f"[External data tool] API query failed, variable: {tool.variable}, error: result not found in response"
-        )
+        raise ExternalDataError(_failure(tool, "result not found in response"))
     if not isinstance(reply["result"], str):
-        raise ExternalDataError(
-            f"[External data tool] API query failed, variable: {tool.variable}, error: result is not string"
-        )
+        raise ExternalDataError(_failure(tool, "result is not string"))
     return reply["result"]
+
+
+def _failure(tool: ExternalDataTool, error: str) -> str:
+    return f"[External data tool] API query failed, variable: {tool.variable}, error: {error}"  # Dify's
 
 
 async def fill_inputs(

@@ -66,8 +66,8 @@ class ModerationRule(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
     type: Literal["keywords", "regex", "openai_moderation", "api"]
-    inputs: Check = Check()
-    outputs: Check = Check()
+    inputs: Check = Check(preset_response="")
+    outputs: Check = Check(preset_response="")
     preset_response: str = pydantic.Field("", max_length=MAX_PRESET_CHARS)  # both sides' default
     keywords: list[str] = []
     patterns: list[str] = []
@@ -98,7 +98,9 @@ class ModerationRule(pydantic.BaseModel):
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+                    raise ValueError(
+                        f"pattern {pattern!r} is not a valid regular expression: {exc}"
+                    ) from None
         if self.type == "api" and not self.endpoint:
             raise ValueError("an api rule needs endpoint (the API-based extension's URL)")
         if not self.inputs.enabled and not self.outputs.enabled:
@@ -194,7 +196,9 @@ async def openai_flagged(rule: ModerationRule, text: str, ctx: ModerationContext
         raise ModerationProviderError("the moderation endpoint's reply has no results") from None
 
 
-async def _api(rule: ModerationRule, point: Any, params: dict[str, Any], ctx: ModerationContext) -> dict[str, Any]:
+async def _api(
+    rule: ModerationRule, point: Any, params: dict[str, Any], ctx: ModerationContext
+) -> dict[str, Any]:
     try:
         return await call_extension(rule.extension(), point, params, ctx.policy)
     except ExtensionError as exc:

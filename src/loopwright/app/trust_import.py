@@ -49,7 +49,8 @@ def _moderation(spec: Mapping[str, Any], warnings: list[str]) -> dict[str, Any] 
     if kind == "openai_moderation":
         return {"type": "openai_moderation", **sides}
     if kind == "api":
-        warnings.append(f"moderation by API-based extension {config.get('api_based_extension_id')!r} was left out: {_EXTENSION_HINT}")
+        extension = config.get("api_based_extension_id")
+        warnings.append(f"moderation by API-based extension {extension!r} was left out: {_EXTENSION_HINT}")
         return None
     warnings.append(f"moderation type {kind!r} is not supported; it was left out")
     return None
@@ -70,7 +71,9 @@ def _annotation_reply(spec: Mapping[str, Any], warnings: list[str]) -> dict[str,
     reply: dict[str, Any] = {"enabled": True, "embedding": embedding}
     if isinstance(threshold, int | float):
         reply["score_threshold"] = float(threshold)
-    warnings.append("annotation reply is on; the export carries no annotations: add them (loopwright annotate)")
+    warnings.append(
+        "annotation reply is on; the export carries no annotations: add them (loopwright annotate)"
+    )
     return reply
 
 
@@ -81,5 +84,7 @@ def _external(entry: Any, warnings: list[str]) -> dict[str, Any] | None:
     config = entry.get("config") or {}
     if config.get("endpoint"):  # not Dify's, but a hand-edited export may say where the API is
         return {"variable": variable, "endpoint": config["endpoint"]}
-    warnings.append(f"external data tool {variable!r} ({entry.get('type')!r}) was left out: {_EXTENSION_HINT}")
+    warnings.append(
+        f"external data tool {variable!r} ({entry.get('type')!r}) was left out: {_EXTENSION_HINT}"
+    )
     return None

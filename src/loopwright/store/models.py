@@ -345,7 +345,9 @@ class AppAnnotationSetting(Base):
     __tablename__ = "app_annotation_settings"
 
     id: Mapped[str] = _id()
-    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False, unique=True)
+    app_id: Mapped[str] = mapped_column(
+        ForeignKey("apps.id", ondelete="CASCADE"), nullable=False, unique=True
+    )
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     score_threshold: Mapped[float] = mapped_column(Float, nullable=False, default=0.9)
     embedding: Mapped[str] = mapped_column(String(255), nullable=False, default="minilm")
