@@ -62,7 +62,10 @@ async def call_extension(
 ) -> dict[str, Any]:
     """POST Dify's extension body to ``endpoint`` and return the reply's JSON object; raises
     :class:`ExtensionError` (timeout, refused address, status other than 200, not a JSON object)."""
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {endpoint.key()}"}
+    headers = {"Content-Type": "application/json"}
+    key = endpoint.key()
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
     timeout = httpx.Timeout(endpoint.timeout)
     try:
         async with guarded_client(policy, timeout=timeout, follow_redirects=False) as client:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,8 +116,18 @@ class ModerationRule(pydantic.BaseModel):
     def preset(self, check: Check) -> str:
         return check.preset_response or self.preset_response
 
+    def key(self) -> str:
+        """The rule's own key (``api_key``, or the variable ``api_key_env`` names)."""
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env, "")
+            if not value:
+                raise ModerationProviderError(f"the environment variable {self.api_key_env} is not set")
+            return value
+        return self.api_key or ""
+
     def extension(self) -> Endpoint:
-        assert self.endpoint is not None
+        if self.endpoint is None:
+            raise ModerationProviderError("the rule has no endpoint")
         return Endpoint(
             endpoint=self.endpoint, api_key=self.api_key, api_key_env=self.api_key_env, timeout=self.timeout
         )
@@ -176,7 +187,7 @@ def patterns_hit(patterns: Sequence[str], values: Sequence[str]) -> bool:
 async def openai_flagged(rule: ModerationRule, text: str, ctx: ModerationContext) -> bool:
     """Whether an OpenAI-compatible moderation endpoint flags ``text``."""
     base = (rule.base_url or ctx.openai_base_url or OPENAI_API_BASE).rstrip("/")
-    key = rule.extension().key() if (rule.api_key or rule.api_key_env) else ctx.openai_api_key
+    key = rule.key() if (rule.api_key or rule.api_key_env) else ctx.openai_api_key
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         async with guarded_client(ctx.policy, timeout=httpx.Timeout(rule.timeout)) as client:
@@ -265,7 +276,7 @@ async def check_inputs(
             continue
         try:
             verdict = await _input_verdict(rule, inputs, query, ctx)
-        except (ModerationProviderError, ExtensionError) as exc:
+        except Exception as exc:  # whatever a provider does, the run goes on (on_error decides)
             blocked = _failed(rule, exc, rule.preset(rule.inputs))
             if blocked is not None:
                 return InputVerdict("direct_output", blocked)
@@ -287,7 +298,7 @@ async def check_output(
             continue
         try:
             verdict = await _output_verdict(rule, text, ctx)
-        except (ModerationProviderError, ExtensionError) as exc:
+        except Exception as exc:  # whatever a provider does, the run goes on (on_error decides)
             preset = _failed(rule, exc, rule.preset(rule.outputs))
             verdict = OutputVerdict(preset) if preset is not None else None
         if verdict is not None:
