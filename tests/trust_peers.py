@@ -24,6 +24,7 @@ class Peer:
     replies: dict[str, Any] = field(default_factory=dict)
     status: int = 200
     gate: asyncio.Event | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)  # set by each request
 
 
 def extension_app(peer: Peer) -> FastAPI:
@@ -36,6 +37,7 @@ def extension_app(peer: Peer) -> FastAPI:
         body = await request.json()
         peer.requests.append(body)
         peer.headers.append(dict(request.headers))
+        peer.arrived.set()
         if peer.gate is not None:
             await peer.gate.wait()
         if peer.status != 200:
@@ -55,6 +57,7 @@ def moderation_app(peer: Peer, flagged_words: tuple[str, ...]) -> FastAPI:
         body = await request.json()
         peer.requests.append(body)
         peer.headers.append(dict(request.headers))
+        peer.arrived.set()
         if peer.gate is not None:
             await peer.gate.wait()
         if peer.status != 200:

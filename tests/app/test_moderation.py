@@ -212,8 +212,7 @@ async def test_output_guard_checks_in_the_background_every_buffer() -> None:
         assert peer.requests == []  # fewer than 10 characters: no check yet
         guard.feed("456789 bad")  # 14 characters: a check of the text so far starts, the stream goes on
         guard.feed(" more text")  # a check is running: no second one
-        while not peer.requests:
-            await asyncio.sleep(0.01)
+        await peer.arrived.wait()
         assert guard.poll() is None  # the check waits at the gate: nothing known yet
         gate.set()
         verdict = await guard.final("0123456789 bad more text")
