@@ -291,6 +291,18 @@ class Annotations:
         """Wait for the jobs started here (tests, shutdown)."""
         await asyncio.gather(*self._jobs, return_exceptions=True)
 
+    async def aclose(self) -> None:
+        """Let the jobs end, then close the embedders' connections."""
+        await self.jobs_settled()
+        for embedder in self._embedders.values():
+            close = getattr(embedder, "close", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    log.warning("closing an embedder failed: %s", exc)
+        self._embedders.clear()
+
     # --- answering ------------------------------------------------------------------------------------
 
     async def match(self, app_id: str, query: str, setting: AnnotationReply) -> AnnotationMatch | None:

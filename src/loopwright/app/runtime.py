@@ -268,7 +268,7 @@ class AppRuntime:
         for task in list(self._naming):
             task.cancel()
         await self.lease.aclose()
-        await self.annotations.jobs_settled()
+        await self.annotations.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()
