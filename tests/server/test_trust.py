@@ -97,9 +97,8 @@ async def test_a_flagged_query_is_answered_with_the_preset_response(
     preset = "Sorry, I can't talk about that."
     assert [e["answer"] for e in events[:-1]] == list(preset)
     first = events[0]
-    assert list(first) == [
-        "event", "conversation_id", "message_id", "created_at", "task_id", "id", "answer", "from_variable_selector",
-    ]  # fmt: skip
+    head = ["event", "conversation_id", "message_id", "created_at", "task_id"]
+    assert list(first) == [*head, "id", "answer", "from_variable_selector"]
     assert first["id"] == first["message_id"] and first["from_variable_selector"] is None
     end = events[-1]
     assert end["metadata"]["annotation_reply"] is None and end["metadata"]["usage"]["total_tokens"] == 0
