@@ -36,6 +36,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
+from loopwright.app.tool_allowlist import check_config
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
 from loopwright.config import ConfigError, Settings, build_model, load_settings
@@ -222,6 +223,7 @@ class AppRuntime:
         key = (version.id, version.config.model)  # one model per spec (see ``model``)
         agent = self._agents.get(key)
         if agent is None:
+            check_config(version.config, self.settings.tool_sources)  # an app stored before the list
             toolsets = await self.toolsets.tools_for(version.config)
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
             if self.agent_observers:

@@ -54,7 +54,13 @@ def create_app(
         raise typer.Exit(1) from None
     for warning in report.warnings:
         typer.secho(f"warning: {warning}", fg="yellow", err=True)
-    typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+    from loopwright.app.tool_allowlist import ToolSourceNotAllowedError
+
+    try:
+        typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+    except ToolSourceNotAllowedError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(1) from None
 
 
 @apps.command("ask")
