@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,22 @@ def _unit(vectors: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     unit: np.ndarray[Any, np.dtype[np.float32]] = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
     return unit
+
+
+@asynccontextmanager
+async def open_annotations(database_url: str | None = None) -> AsyncIterator[Annotations]:
+    """The annotations of the app database (``database_url``, else the environment's, as the server
+    resolves it), migrated first, for a command: ``loopwright annotate``."""
+    from loopwright.config import load_settings
+
+    db = Database(database_url) if database_url else Database()
+    store = Annotations(db, endpoints=load_settings)
+    try:
+        await db.migrate()
+        yield store
+    finally:
+        await store.aclose()
+        await db.close()
 
 
 class Annotations:

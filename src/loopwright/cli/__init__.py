@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from loopwright import __version__
-from loopwright.cli import admin, kb, log, models, run, tools
+from loopwright.cli import admin, annotate, kb, log, models, run, tools
 
 app = typer.Typer(
     name="loopwright",
@@ -49,6 +49,7 @@ app.add_typer(kb.kb, name="kb")
 app.add_typer(admin.keys, name="key")
 app.command()(admin.serve)
 app.command()(log.log)
+app.add_typer(annotate.annotate, name="annotate")
 
 
 def main() -> None:
