@@ -351,3 +351,13 @@ async def test_an_enable_job_whose_embeddings_fail_reports_the_error(
     assert status["job_status"] == "error" and status["error_msg"]
     events = await chat(client, app, "Hi")  # still off: the model answers
     assert names(events)[-1] == "message_end" and "message" not in names(events)
+
+
+async def test_parameters_say_moderation_and_annotation_reply_are_on(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app([], moderation=[KEYWORDS], annotation_reply={"enabled": True})
+    p = (await client.get("/v1/parameters", headers=app.headers)).json()
+    # the rules themselves (here the keywords) are not shown to clients
+    assert p["sensitive_word_avoidance"] == {"enabled": True, "type": "keywords", "configs": []}
+    assert p["annotation_reply"] == {"enabled": True}
