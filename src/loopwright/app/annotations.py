@@ -43,6 +43,7 @@ log = logging.getLogger("loopwright.app.annotations")
 MAX_PAGE_SIZE = 100  # Dify's max_per_page
 SETTING_TTL = 2.0  # a setting changed by another process is seen within this
 ACTIONS = ("enable", "disable")
+_UNKNOWN: Any = object()  # not in the settings cache
 DIFY_ACCOUNT_NAME = "Dify user"  # Dify's name for an annotation's author without an account
 
 
@@ -241,19 +242,17 @@ class Annotations:
 
     async def setting(self, app_id: str, configured: AnnotationReply | None = None) -> AnnotationReply | None:
         """The app's annotation reply: the stored setting, else the configuration's."""
-        if app_id in self._settings:
-            stored = self._settings[app_id]
-        else:
+        stored = self._settings.get(app_id, _UNKNOWN)
+        if stored is _UNKNOWN:
             async with self.db.sessionmaker() as session:
                 row = await repo.get_setting(session, app_id)
-            stored = (
-                None
-                if row is None
-                else AnnotationReply(
+            stored = None
+            if row is not None:
+                stored = AnnotationReply(
                     enabled=row.enabled, score_threshold=row.score_threshold, embedding=row.embedding
                 )
-            )
             self._settings[app_id] = stored
+        assert stored is None or isinstance(stored, AnnotationReply)
         return stored if stored is not None else configured
 
     async def start_job(

@@ -13,6 +13,7 @@ address must be allow-listed (``tool_allow_hosts``). The key is given in the app
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any, Literal
 
@@ -68,11 +69,13 @@ async def call_extension(
         headers["Authorization"] = f"Bearer {key}"
     timeout = httpx.Timeout(endpoint.timeout)
     try:
-        async with guarded_client(policy, timeout=timeout, follow_redirects=False) as client:
-            response = await client.post(
-                endpoint.endpoint, json={"point": point, "params": params}, headers=headers
-            )
-    except httpx.TimeoutException:
+        # the whole call within the timeout (httpx's applies to each read, which a slow server resets)
+        async with asyncio.timeout(endpoint.timeout):
+            async with guarded_client(policy, timeout=timeout, follow_redirects=False) as client:
+                response = await client.post(
+                    endpoint.endpoint, json={"point": point, "params": params}, headers=headers
+                )
+    except (httpx.TimeoutException, TimeoutError):
         raise ExtensionError("request timeout") from None
     except ToolInvokeError as exc:  # the SSRF guard refused the address
         raise ExtensionError(str(exc)) from None

@@ -190,11 +190,12 @@ async def openai_flagged(rule: ModerationRule, text: str, ctx: ModerationContext
     key = rule.key() if (rule.api_key or rule.api_key_env) else ctx.openai_api_key
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        async with guarded_client(ctx.policy, timeout=httpx.Timeout(rule.timeout)) as client:
-            response = await client.post(
-                f"{base}/moderations", json={"model": rule.model, "input": text}, headers=headers
-            )
-    except httpx.TimeoutException:
+        async with asyncio.timeout(rule.timeout):  # the whole call, not each read
+            async with guarded_client(ctx.policy, timeout=httpx.Timeout(rule.timeout)) as client:
+                response = await client.post(
+                    f"{base}/moderations", json={"model": rule.model, "input": text}, headers=headers
+                )
+    except (httpx.TimeoutException, TimeoutError):
         raise ModerationProviderError("the moderation endpoint timed out") from None
     except (httpx.HTTPError, ToolInvokeError) as exc:
         raise ModerationProviderError(f"the moderation endpoint failed: {exc}") from None
