@@ -218,3 +218,56 @@ async def test_output_guard_checks_in_the_background_every_buffer() -> None:
         verdict = await guard.final("0123456789 bad more text")
     assert verdict == OutputVerdict("Replaced.")
     assert [r["params"]["text"] for r in peer.requests] == ["0123456789 bad"]
+
+
+def dify_keywords(keywords: str) -> ModerationRule:
+    return rule(type="keywords", keywords=keywords, preset_response="Blocked")
+
+
+# Dify's reference cases (api/tests/unit_tests/core/moderation/test_sensitive_word_filter.py):
+# (keywords as Dify's form stores them, input values, query, flagged)
+DIFY_KEYWORD_CASES = [
+    ("badword", {"text": "This contains badword in it"}, "", True),
+    ("badword", {"text": "This is clean content"}, "", False),
+    ("badword1\nbadword2\nbadword3", {"text": "This contains badword2 in it"}, "", True),
+    ("sensitive", {"field": "clean"}, "This is sensitive information", True),
+    ("badword", {"field1": "clean", "field2": "contains badword", "field3": "also clean"}, "", True),
+    ("bad word", {"text": "This contains bad word in it"}, "", True),
+    ("bad", {"text": "This is badass content"}, "", True),  # substrings, not whole words
+    ("BaDwOrD", {"text": "This contains bAdWoRd in it"}, "", True),
+    ("Bad-Word", {"text": "This contains BAD-WORD in it"}, "", True),
+    ("café", {"text": "Welcome to CAFÉ"}, "", True),
+    ("sensitive", {"field": "clean"}, "SENSITIVE information", True),
+    ("123", {"number": 123456}, "", True),  # values as str()
+    ("true", {"flag": True}, "", True),
+    ("none", {"value": None}, "", True),
+    ("badword", {"text": ""}, "", False),
+    ("badword", {"items": ["good", "badword", "clean"]}, "", True),
+    ("badword", {}, "", False),
+    ("bad.*word", {"text": "This contains bad.*word literally"}, "", True),  # literal, not a regex
+    ("badword", {"text": "Line 1\nbadword\nLine 3"}, "", True),
+    ("🚫", {"text": "This is 🚫 prohibited"}, "", True),
+    ("   ", {"text": "This has spaces"}, "", False),  # a keyword of spaces is kept
+    ("   ", {"text": "This   has   spaces"}, "", True),
+    ("bad\tword", {"text": "This contains bad\tword"}, "", True),
+]
+
+
+@pytest.mark.parametrize(("keywords", "inputs", "query", "flagged"), DIFY_KEYWORD_CASES)
+async def test_keywords_against_difys_cases(
+    keywords: str, inputs: dict[str, Any], query: str, flagged: bool
+) -> None:
+    verdict = await check_inputs([dify_keywords(keywords)], dict(inputs), query, CTX)
+    assert (verdict is not None) is flagged
+    if flagged:
+        assert verdict == InputVerdict("direct_output", "Blocked")
+
+
+def test_difys_keyword_limits() -> None:
+    with pytest.raises(pydantic.ValidationError, match="keywords length must be less than 10000"):
+        dify_keywords("x" * 10001)
+    with pytest.raises(
+        pydantic.ValidationError, match="the number of rows for the keywords must be less than 100"
+    ):
+        dify_keywords("\n".join(f"keyword{i}" for i in range(101)))
+    assert len(dify_keywords("\n".join(f"keyword{i}" for i in range(100))).keywords) == 100

@@ -46,6 +46,8 @@ log = logging.getLogger("loopwright.app.moderation")
 
 OUTPUT_BUFFER_CHARS = 300  # Dify's MODERATION_BUFFER_SIZE
 MAX_PRESET_CHARS = 100  # Dify's limit on a preset response
+MAX_KEYWORD_CHARS = 10_000  # Dify's limits on a keyword list
+MAX_KEYWORD_ROWS = 100
 OPENAI_API_BASE = "https://api.openai.com/v1"
 # The answer of a fail-closed rule whose provider failed and that has no preset response of its own.
 UNCHECKED_ANSWER = "Sorry, this message could not be checked. Please try again later."
@@ -89,9 +91,13 @@ class ModerationRule(pydantic.BaseModel):
 
     @pydantic.model_validator(mode="after")
     def _complete(self) -> ModerationRule:
-        self.keywords = [k for k in (k.strip() for k in self.keywords) if k]
+        self.keywords = [k for k in self.keywords if k]  # Dify drops empty rows, keeps spaces
         if self.type == "keywords" and not self.keywords:
             raise ValueError("a keywords rule needs keywords")
+        if len("\n".join(self.keywords)) > MAX_KEYWORD_CHARS:
+            raise ValueError(f"keywords length must be less than {MAX_KEYWORD_CHARS}")  # Dify's limits
+        if len(self.keywords) > MAX_KEYWORD_ROWS:
+            raise ValueError(f"the number of rows for the keywords must be less than {MAX_KEYWORD_ROWS}")
         if self.type == "regex":
             if not self.patterns:
                 raise ValueError("a regex rule needs patterns")
@@ -169,7 +175,9 @@ class ModerationProviderError(RuntimeError):
 
 
 def _values(inputs: Mapping[str, Any], query: str) -> list[str]:
-    values = [str(v) for v in inputs.values() if v is not None]
+    """What Dify checks: every input value as ``str()`` gives it (``None`` is "None", a list its repr),
+    then the query when there is one."""
+    values = [str(v) for v in inputs.values()]
     return [*values, query] if query else values
 
 
