@@ -361,3 +361,29 @@ async def test_parameters_say_moderation_and_annotation_reply_are_on(
     # the rules themselves (here the keywords) are not shown to clients
     assert p["sensitive_word_avoidance"] == {"enabled": True, "type": "keywords", "configs": []}
     assert p["annotation_reply"] == {"enabled": True}
+
+
+async def test_an_answer_corrected_by_the_extension_streams_on(
+    client: httpx.AsyncClient, new_app: NewApp, extension: tuple[str, Peer]
+) -> None:
+    # Dify's overridden output: the checked text is replaced by the extension's, the stream goes on
+    url, peer = extension
+    peer.replies["app.moderation.output"] = lambda p: {
+        "flagged": "4111" in p["text"],
+        "action": "overridden",
+        "text": p["text"].replace("4111", "****"),
+    }
+    answer = "Your card 4111 is on file. " + "y" * 573
+    app = await new_app([answer], moderation=[{"type": "api", "endpoint": url}], delay=0.001)
+    events = await chat(client, app, "Which card?")
+    streamed = "".join(e["answer"] for e in events if e["event"] == "agent_message")
+    assert streamed == answer  # nothing held back, nothing cut
+    replaces = [e["answer"] for e in events if e["event"] == "message_replace"]
+    assert len(replaces) >= 2 and all(r.startswith("Your card **** is on file.") for r in replaces)
+    assert replaces[-1] == answer.replace("4111", "****") and names(events)[-2:] == [
+        "message_replace",
+        "message_end",
+    ]
+    assert (await stored(client, app, events[-1]["conversation_id"]))["answer"] == answer.replace(
+        "4111", "****"
+    )

@@ -247,9 +247,11 @@ async def _wire_events(
             else:
                 async for wire in moderated(wires, output, stream):
                     yield wire
-                flagged = output.poll()
-                if flagged is not None:
-                    raise OutputFlagged(flagged.text)
+                verdict = output.poll()
+                if verdict is not None and not verdict.overridden:
+                    raise OutputFlagged(verdict.text)
+                if verdict is not None:  # corrected text: it replaces the answer so far, the run goes on
+                    yield MessageReplace(stream.head, verdict.text, OUTPUT_MODERATION)
             if type(event) is RoundFinished:
                 writes.save_thoughts(stream)
             elif len(stream.files) > kept:

@@ -152,9 +152,11 @@ class InputVerdict:
 
 @dataclass(frozen=True, slots=True)
 class OutputVerdict:
-    """The answer flagged by a rule: the text that replaces it."""
+    """The answer flagged by a rule: the text that replaces it — a preset response, or the
+    extension's corrected text (``overridden``)."""
 
     text: str
+    overridden: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +262,7 @@ async def _output_verdict(rule: ModerationRule, text: str, ctx: ModerationContex
         if not reply.get("flagged"):
             return None
         if reply.get("action") == "overridden" and isinstance(reply.get("text"), str):
-            return OutputVerdict(reply["text"])
+            return OutputVerdict(reply["text"], overridden=True)
         return OutputVerdict(str(reply.get("preset_response") or preset))
     if rule.type == "keywords":
         flagged = keywords_hit(rule.keywords, [text])
@@ -325,8 +327,10 @@ def _failed(rule: ModerationRule, exc: Exception, preset: str) -> str | None:
 class OutputGuard:
     """Output moderation of one streaming answer: ``feed(text)`` as it comes; a check of the text so far
     starts in the background whenever ``buffer_chars`` more have come and none is running (the stream is
-    never held back); ``flagged`` is the replacement text once one found something. ``final(text)``
-    checks the whole answer at the end."""
+    never held back). :meth:`poll` gives what a finished check found: a ``direct_output`` verdict ends
+    the answer (``flagged``); an ``overridden`` one (an extension's corrected text) replaces the text so
+    far and the stream goes on, as Dify's ``OutputModeration`` worker does. :meth:`final` checks the
+    whole answer at the end."""
 
     def __init__(
         self, rules: Sequence[ModerationRule], ctx: ModerationContext, buffer_chars: int = OUTPUT_BUFFER_CHARS
@@ -338,11 +342,9 @@ class OutputGuard:
         self._size = 0
         self._checked = 0
         self._task: asyncio.Task[OutputVerdict | None] | None = None
+        self._pending: OutputVerdict | None = None  # an overridden text not yet sent
+        self._ended = False  # final() ran: the answer's last word is said
         self.flagged: OutputVerdict | None = None
-
-    @property
-    def active(self) -> bool:
-        return bool(self.rules)
 
     def feed(self, text: str) -> None:
         self._text.append(text)
@@ -357,19 +359,34 @@ class OutputGuard:
         if task is None or not task.done():
             return
         self._task = None
-        if not task.cancelled() and task.exception() is None:
-            self.flagged = self.flagged or task.result()
+        if task.cancelled() or task.exception() is not None:
+            return
+        verdict = task.result()
+        if verdict is None or self.flagged is not None:
+            return
+        if verdict.overridden:  # the checked part corrected, what came since kept (Dify's worker)
+            rest = "".join(self._text)[self._checked :]
+            self._pending = OutputVerdict(verdict.text + rest, overridden=True)
+        else:
+            self.flagged = verdict
 
     def poll(self) -> OutputVerdict | None:
-        """The verdict of a finished background check that flagged the answer, if any."""
+        """What a finished background check found, once: the verdict that ends the answer, or an
+        overridden text to send as a replacement."""
         self._collect()
-        return self.flagged
+        if self._ended:
+            return None
+        if self.flagged is not None:
+            return self.flagged
+        pending, self._pending = self._pending, None
+        return pending
 
     async def final(self, text: str) -> OutputVerdict | None:
         """The whole answer checked (after any background check still running)."""
         if self._task is not None:
             await asyncio.wait({self._task})
             self._collect()
+        self._ended, self._pending = True, None
         if self.flagged is not None:
             return self.flagged
         return await check_output(self.rules, text, self.ctx) if text else None
