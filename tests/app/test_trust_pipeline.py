@@ -4,6 +4,7 @@ and on PostgreSQL by tests/store/test_postgres.py), and the Dify DSL mapping of 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -279,3 +280,26 @@ def test_dify_dsl_api_moderation_is_left_out_with_a_warning() -> None:
     report = import_dify_dsl(text)
     assert report.config.moderation == [] and report.config.annotation_reply is None
     assert any("API-based extension 'ext-9' was left out" in w for w in report.warnings)
+
+
+async def test_external_data_that_times_out_ends_the_message(
+    db: Database, extension: tuple[str, Peer]
+) -> None:
+    url, peer = extension
+    peer.gate = asyncio.Event()  # the API never answers in time
+    config = {"external_data_tools": [{"variable": "weather", "endpoint": url, "timeout": 0.2}]}
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(
+            s, "trust", AppConfig.model_validate({"model": "scripted", **config}).model_dump()
+        )
+    runtime = AppRuntime(
+        db, Settings(tool_allow_hosts=("127.0.0.1",)), models={"scripted": ScriptedModel([])}
+    )
+    try:
+        run = await runtime.start(MessageRequest(app.id, "alice", "Hi"))
+        assert [type(e).__name__ for e in [e async for e in run.events()]] == ["ErrorEvent"]
+    finally:
+        peer.gate.set()
+        await runtime.aclose()
+    error = (await run.outcome()).error
+    assert str(error) == "[External data tool] API query failed, variable: weather, error: request timeout"
