@@ -215,13 +215,20 @@ async def test_a_failing_external_data_tool_ends_the_message_with_difys_error(
 # --- annotations ----------------------------------------------------------------------------------------
 
 
+async def jobs_settled(client: httpx.AsyncClient) -> None:
+    """Wait for the annotation-reply jobs the server started (they run in its event loop)."""
+    transport = client._transport
+    assert isinstance(transport, httpx.ASGITransport)
+    await transport.app.state.loopwright.annotations.jobs_settled()  # type: ignore[attr-defined]
+
+
 async def enable(client: httpx.AsyncClient, app: ServiceApp, threshold: float = 0.9) -> dict[str, Any]:
     body = {"score_threshold": threshold, "embedding_provider_name": "openai", "embedding_model_name": "bow"}
     r = await client.post("/v1/apps/annotation-reply/enable", json=body, headers=app.headers)
     assert r.status_code == 200, r.text
     job = r.json()
     assert set(job) == {"job_id", "job_status"} and job["job_status"] == "waiting"
-    await client._transport.app.state.loopwright.annotations.jobs_settled()  # type: ignore[attr-defined]
+    await jobs_settled(client)
     r = await client.get(f"/v1/apps/annotation-reply/enable/status/{job['job_id']}", headers=app.headers)
     assert r.status_code == 200, r.text
     status: dict[str, Any] = r.json()
@@ -319,7 +326,7 @@ async def test_annotation_reply_disable_and_job_status(client: httpx.AsyncClient
     body = {"score_threshold": 0.9, "embedding_provider_name": "openai", "embedding_model_name": "bow"}
     r = await client.post("/v1/apps/annotation-reply/disable", json=body, headers=app.headers)
     assert r.status_code == 200 and r.json()["job_status"] == "waiting"
-    await client._transport.app.state.loopwright.annotations.jobs_settled()  # type: ignore[attr-defined]
+    await jobs_settled(client)
     r = await client.get(
         f"/v1/apps/annotation-reply/disable/status/{r.json()['job_id']}", headers=app.headers
     )
