@@ -66,8 +66,8 @@ class PluginStore:
     environments are kept — point several stores (or test runs) at one to share them."""
 
     def __init__(self, root: Path, envs_dir: Path | None = None) -> None:
-        self.root = Path(root)
-        self.envs_dir = Path(envs_dir) if envs_dir is not None else self.root / ENVS_DIR
+        self.root = Path(root).absolute()
+        self.envs_dir = Path(envs_dir).absolute() if envs_dir is not None else self.root / ENVS_DIR
 
     def install(self, source: Path) -> InstalledPlugin:
         """Install (or replace) the plugin in ``source``: a ``.difypkg`` file or a folder with a
