@@ -98,7 +98,9 @@ async def _llm(model: Model, request: Mapping[str, Any]) -> AsyncIterator[Mappin
     yield _result_chunk(name, "", usage or None, "stop")
 
 
-def _result_chunk(model: str, text: str, usage: Mapping[str, Any] | None, finish: str | None) -> dict[str, Any]:
+def _result_chunk(
+    model: str, text: str, usage: Mapping[str, Any] | None, finish: str | None
+) -> dict[str, Any]:
     delta: dict[str, Any] = {
         "index": 0,
         "message": {"role": "assistant", "content": text, "tool_calls": []},
@@ -126,7 +128,9 @@ def _prompt_message(message: Mapping[str, Any]) -> PromptMessage:
     role = message.get("role")
     content = message.get("content")
     if isinstance(content, list):  # multi-part content: the text parts
-        content = "".join(str(p.get("data", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+        content = "".join(
+            str(p.get("data", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+        )
     text = "" if content is None else str(content)
     if role == "system":
         return SystemMessage(text)

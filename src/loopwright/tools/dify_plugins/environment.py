@@ -60,7 +60,9 @@ def read_requirements(folder: Path) -> list[str]:
             if not line or line.startswith("#"):
                 continue
             if line.startswith("-"):
-                raise PluginInstallError(f"requirements.txt of the plugin has an option line, refused: {line!r}")
+                raise PluginInstallError(
+                    f"requirements.txt of the plugin has an option line, refused: {line!r}"
+                )
             out.append(line)
         return out
     pyproject = folder / "pyproject.toml"

@@ -75,7 +75,7 @@ class PluginHost:
         plugin: InstalledPlugin,
         request: Mapping[str, Any],
         ctx: ToolContext | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109  # the session's deadline, kept by the host
     ) -> AsyncIterator[Mapping[str, Any]]:
         """The ``stream`` messages of one request to ``plugin``, in order, until the plugin ends the
         session; backwards calls it makes meanwhile are answered. Raises :class:`PluginCallError`."""
@@ -86,10 +86,9 @@ class PluginHost:
         storage = PluginStorage(plugin.folder / "storage")
         try:
             async with asyncio.timeout(limit):
-                try:
+                # A plugin that died has its Exited event in the queue (or soon): read on.
+                with contextlib.suppress(ConnectionError):
                     await proc.send(protocol.request_line(session_id, request))
-                except ConnectionError:
-                    pass  # the plugin died: its Exited event is (or will be) in the queue
                 while True:
                     event = await queue.get()
                     if isinstance(event, Stream):
@@ -105,7 +104,9 @@ class PluginHost:
         finally:
             proc.close_session(session_id)
 
-    async def _answer(self, proc: PluginProcess, event: Invoke, storage: PluginStorage, ctx: ToolContext) -> None:
+    async def _answer(
+        self, proc: PluginProcess, event: Invoke, storage: PluginStorage, ctx: ToolContext
+    ) -> None:
         sid, rid = event.session_id, event.request_id
         try:
             async for data in backwards.answer(event.kind, event.request, storage, ctx, self.model_for):
@@ -118,7 +119,9 @@ class PluginHost:
         except Exception as exc:  # the model failing must not leave the plugin waiting
             log.warning("answering plugin %s's %s call failed: %s", proc.plugin_id, event.kind, exc)
             with contextlib.suppress(ConnectionError):
-                await proc.send(protocol.backwards_line(sid, rid, "error", message=f"{event.kind} failed: {exc}"))
+                await proc.send(
+                    protocol.backwards_line(sid, rid, "error", message=f"{event.kind} failed: {exc}")
+                )
 
     def _failure(self, plugin: InstalledPlugin, event: object, proc: PluginProcess) -> str:
         name = plugin.plugin_id
@@ -126,7 +129,8 @@ class PluginHost:
             return f"{event.error_type}: {event.message}" if event.error_type else event.message
         assert isinstance(event, Exited)
         if proc.pid in self._hung:
-            return f"plugin {name} stopped answering (no heartbeat for {self.heartbeat_timeout:g} s) and was stopped"
+            silence = f"{self.heartbeat_timeout:g} s"
+            return f"plugin {name} stopped answering (no heartbeat for {silence}) and was stopped"
         tail = "\n".join(event.stderr.splitlines()[-8:])
         detail = f"; its last output:\n{tail}" if tail else ""
         return f"plugin {name} stopped during the call (exit code {event.returncode}){detail}"
@@ -147,7 +151,11 @@ class PluginHost:
             if running is not None and running.alive:
                 return running
             if running is not None:
-                log.info("plugin %s ended (exit code %s); starting it again", key, running.proc and running.proc.returncode)
+                log.info(
+                    "plugin %s ended (exit code %s); starting it again",
+                    key,
+                    running.proc and running.proc.returncode,
+                )
                 await running.stop()
             proc = PluginProcess(
                 key,

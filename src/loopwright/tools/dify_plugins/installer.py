@@ -14,6 +14,7 @@ Everything here blocks (files, subprocesses): async callers run it in a thread.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -80,7 +81,9 @@ class PluginStore:
             if source.is_dir():
                 if not (source / MANIFEST_FILE).is_file():
                     raise PluginInstallError(f"{source} has no {MANIFEST_FILE}: not a Dify plugin folder")
-                shutil.copytree(source, staging, ignore=shutil.ignore_patterns(".env", "__pycache__", ".venv"))
+                shutil.copytree(
+                    source, staging, ignore=shutil.ignore_patterns(".env", "__pycache__", ".venv")
+                )
             elif source.is_file():
                 _unpack(source, staging)
             else:
@@ -104,7 +107,12 @@ class PluginStore:
             code.rename(old)
         staging.rename(code)
         shutil.rmtree(old, ignore_errors=True)
-        record = {"env": str(env), "python": python, "version": manifest.version, "installed_at": int(time.time())}
+        record = {
+            "env": str(env),
+            "python": python,
+            "version": manifest.version,
+            "installed_at": int(time.time()),
+        }
         _write_json(folder / RECORD_FILE, record)
         return InstalledPlugin(read_manifest(code), folder, env, python)
 
@@ -122,8 +130,8 @@ class PluginStore:
             )
         return plugin
 
-    def list(self) -> list[InstalledPlugin]:
-        out = []
+    def list(self) -> list[InstalledPlugin]:  # noqa: A003
+        out: list[InstalledPlugin] = []
         if not self.root.is_dir():
             return out
         for record in sorted(self.root.glob(f"*/*/{RECORD_FILE}")):
@@ -144,7 +152,7 @@ class PluginStore:
         self.prune_environments()
         return True
 
-    def prune_environments(self) -> list[Path]:
+    def prune_environments(self) -> builtins.list[Path]:
         """Delete the environments no installed plugin uses; the ones deleted."""
         used = {p.env.resolve() for p in self.list()}
         removed = []

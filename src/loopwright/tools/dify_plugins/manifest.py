@@ -94,7 +94,9 @@ class PluginManifest:
         if name is None:
             if len(self.providers) != 1:
                 names = ", ".join(p.name for p in self.providers) or "none"
-                raise UserInputError(f"plugin {self.plugin_id} has several tool providers ({names}): name one")
+                raise UserInputError(
+                    f"plugin {self.plugin_id} has several tool providers ({names}): name one"
+                )
             return self.providers[0]
         for p in self.providers:
             if p.name == name:

@@ -83,7 +83,9 @@ def _simple(kind: str, body: Mapping[str, Any], meta: Mapping[str, Any]) -> Tool
         url = body.get("url") or text or meta.get("url")
         if not url:
             return None
-        return FileMessage(str(url), _text(meta.get("mime_type")) or "application/octet-stream", _filename(meta))
+        return FileMessage(
+            str(url), _text(meta.get("mime_type")) or "application/octet-stream", _filename(meta)
+        )
     if kind == "variable":
         name = str(body.get("variable_name", ""))
         return VariableMessage(name, body.get("variable_value"), stream=bool(body.get("stream", False)))

@@ -164,7 +164,7 @@ class PluginProcess:
             log.debug("plugin %s: %s %s", self.plugin_id, event.level, event.message)
         elif isinstance(event, PluginFailure):
             log.warning("plugin %s: %s", self.plugin_id, event.message)
-        else:
+        elif not isinstance(event, Exited):
             queue = self.sessions.get(event.session_id)
             if queue is not None:
                 queue.put_nowait(event)

@@ -1,0 +1,89 @@
+"""``DifyPlugins``: what a process needs to use installed plugins — the installed plugins, their
+encrypted credentials and the host that runs them — and the one way to build a configured toolset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from loopwright._threads import run_sync
+from loopwright.tools.dify_plugins.backwards import ModelFor
+from loopwright.tools.dify_plugins.credentials import CredentialStore
+from loopwright.tools.dify_plugins.host import PluginHost
+from loopwright.tools.dify_plugins.installer import InstalledPlugin, PluginStore
+from loopwright.tools.dify_plugins.paths import data_dir, plugins_dir
+from loopwright.tools.dify_plugins.source import DifyPluginSource
+from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
+from loopwright.tools.files.signing import load_secret
+
+
+class DifyPlugins:
+    def __init__(self, store: PluginStore, credentials: CredentialStore, host: PluginHost) -> None:
+        self.store = store
+        self.credentials = credentials
+        self.host = host
+
+    @classmethod
+    def open(
+        cls,
+        secret: str | None = None,
+        *,
+        base: Path | None = None,
+        envs_dir: Path | None = None,
+        model_for: ModelFor | None = None,
+        **host_options: Any,
+    ) -> DifyPlugins:
+        """The plugins under ``base/plugins`` (default: the data directory's). ``secret`` is the
+        server's secret key; unset, the key kept in the data directory (made once). Blocking."""
+        root = base if base is not None else data_dir()
+        store = PluginStore(plugins_dir(root), envs_dir)
+        credentials = CredentialStore(load_secret(secret, root))
+        return cls(store, credentials, PluginHost(store, model_for=model_for, **host_options))
+
+    async def toolset(self, source: DifyPluginSource) -> DifyPluginToolset:
+        """The tools ``source`` names; a clear error when the plugin, provider or a tool is missing."""
+        plugin = await run_sync(self.store.require, source.plugin)
+        provider = plugin.manifest.provider(source.provider)
+        configured = source.credentials
+
+        async def credentials() -> Mapping[str, Any]:
+            stored = await run_sync(self.credentials.get, plugin.folder, provider.name)
+            return {**stored, **(configured or {})}
+
+        return DifyPluginToolset(
+            self.host,
+            plugin,
+            provider,
+            credentials,
+            tools=source.tools,
+            parameters=source.parameters,
+            prefix=source.prefix,
+            timeout=source.timeout,
+        )
+
+    async def set_credentials(
+        self,
+        plugin: InstalledPlugin,
+        provider: str | None,
+        values: Mapping[str, Any],
+        *,
+        validate: bool = True,
+    ) -> None:
+        """Store credentials for a provider of ``plugin``, once the plugin accepts them (``validate``)."""
+        spec = plugin.manifest.provider(provider)
+        merged = {**await run_sync(self.credentials.get, plugin.folder, spec.name), **values}
+        if validate:
+            toolset = DifyPluginToolset(self.host, plugin, spec, _constant(merged), tools=[])
+            await toolset.validate_credentials(merged)
+        await run_sync(self.credentials.set, plugin.folder, spec.name, values)
+
+    async def aclose(self) -> None:
+        await self.host.aclose()
+
+
+def _constant(values: Mapping[str, Any]) -> Any:
+    async def read() -> Mapping[str, Any]:
+        return values
+
+    return read
