@@ -1,5 +1,5 @@
 """Real official Dify plugins (``../shared/fixtures/dify-plugins``, or ``LOOPWRIGHT_DIFY_PLUGIN_FIXTURES``),
-installed once per test session into their own environments.
+installed into their own environments.
 
 Building the environments takes a while the first time (downloads from PyPI), so they are kept
 between runs in ``.cache/plugin-envs`` at the top of the repository (``LOOPWRIGHT_PLUGIN_ENVS_CACHE``
@@ -38,10 +38,11 @@ def fixture_plugin(name: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def installed_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A plugins directory with the seven fixture plugins installed (environments from the cache)."""
-    root = tmp_path_factory.mktemp("plugins")
+@pytest.fixture
+def installed_root(tmp_path: Path) -> Path:
+    """A plugins directory of the test's own with the seven fixture plugins installed (their
+    environments come from the cache: installing is then a copy of their files)."""
+    root = tmp_path / "plugins"
     store = PluginStore(root, ENVS_CACHE)
     for name in PLUGINS:
         store.install(fixture_plugin(name))

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from loopwright.tools.base import BlobMessage, TextMessage
-from loopwright.tools.dify_plugins import PluginCallError, PluginHost, PluginStore
-from loopwright.tools.dify_plugins import protocol
+from loopwright.tools.dify_plugins import PluginCallError, PluginHost, PluginStore, protocol
 from loopwright.tools.dify_plugins.messages import MessageDecoder
 from tests.tools.dify_plugins.conftest import SearxngServer
 
