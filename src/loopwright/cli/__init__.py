@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from loopwright import __version__
-from loopwright.cli import admin, kb, log, models, run, tools
+from loopwright.cli import admin, kb, log, models, plugins, run, tools
 
 app = typer.Typer(
     name="loopwright",
@@ -47,6 +47,7 @@ app.add_typer(admin.apps, name="app")
 app.add_typer(tools.tools, name="tools")
 app.add_typer(kb.kb, name="kb")
 app.add_typer(admin.keys, name="key")
+app.add_typer(plugins.plugins, name="plugins")
 app.command()(admin.serve)
 app.command()(log.log)
 

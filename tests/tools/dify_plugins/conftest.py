@@ -2,7 +2,7 @@
 installed into their own environments.
 
 Building the environments takes a while the first time (downloads from PyPI), so they are kept
-between runs in ``.cache/plugin-envs`` at the top of the repository (``LOOPWRIGHT_PLUGIN_ENVS_CACHE``
+between runs in ``.cache/plugin-envs`` at the top of the repository (``LOOPWRIGHT_PLUGIN_ENVS``
 to put them elsewhere), keyed by the hash of each plugin's requirements: CI pays once.
 """
 
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 FIXTURES = Path(
     os.environ.get("LOOPWRIGHT_DIFY_PLUGIN_FIXTURES", REPO.parent / "shared/fixtures/dify-plugins")
 )
-ENVS_CACHE = Path(os.environ.get("LOOPWRIGHT_PLUGIN_ENVS_CACHE", REPO / ".cache/plugin-envs"))
+ENVS_CACHE = Path(os.environ.get("LOOPWRIGHT_PLUGIN_ENVS", REPO / ".cache/plugin-envs"))
 PLUGINS = ("json_process", "regex", "maths", "chart", "echarts", "qrcode", "searxng")
 SECRET = b"plugin-test-secret"
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 DATA_DIR_ENV = "LOOPWRIGHT_DATA_DIR"
+ENVS_DIR_ENV = "LOOPWRIGHT_PLUGIN_ENVS"  # where plugins' environments are kept (default: <plugins>/envs)
 PLUGINS_DIR_NAME = "plugins"
 
 
@@ -27,3 +28,10 @@ def data_dir() -> Path:
 def plugins_dir(base: Path | None = None) -> Path:
     """``<data dir>/plugins`` (or ``base/plugins``)."""
     return (base if base is not None else data_dir()) / PLUGINS_DIR_NAME
+
+
+def envs_dir() -> Path | None:
+    """``LOOPWRIGHT_PLUGIN_ENVS`` when set: one place for the environments of several data
+    directories (test runs, CI caches); None: beside the plugins."""
+    configured = os.environ.get(ENVS_DIR_ENV, "").strip()
+    return Path(configured).expanduser() if configured else None

@@ -13,6 +13,7 @@ from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.host import PluginHost
 from loopwright.tools.dify_plugins.installer import InstalledPlugin, PluginStore
 from loopwright.tools.dify_plugins.paths import data_dir, plugins_dir
+from loopwright.tools.dify_plugins.paths import envs_dir as default_envs_dir
 from loopwright.tools.dify_plugins.source import DifyPluginSource
 from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
 from loopwright.tools.files.signing import load_secret
@@ -37,7 +38,7 @@ class DifyPlugins:
         """The plugins under ``base/plugins`` (default: the data directory's). ``secret`` is the
         server's secret key; unset, the key kept in the data directory (made once). Blocking."""
         root = base if base is not None else data_dir()
-        store = PluginStore(plugins_dir(root), envs_dir)
+        store = PluginStore(plugins_dir(root), envs_dir if envs_dir is not None else default_envs_dir())
         credentials = CredentialStore(load_secret(secret, root))
         return cls(store, credentials, PluginHost(store, model_for=model_for, **host_options))
 
