@@ -1,0 +1,93 @@
+"""A plugin's calls back into the host, with a small test plugin of our own (``plugins/lwtest``, on
+SDK 0.0.1b65): storage as a key-value store per plugin, the LLM through the app's model, credential
+validation refused by the plugin, and a clear error for what the host does not offer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from loopwright.model.base import Model
+from loopwright.testing import ScriptedModel
+from loopwright.tools import ToolEngine
+from loopwright.tools.base import ToolContext, ToolCredentialError
+from loopwright.tools.dify_plugins import DifyPlugins, DifyPluginSource, PluginHost, PluginStore, backwards
+from loopwright.tools.dify_plugins.credentials import CredentialStore
+from loopwright.tools.dify_plugins.storage import PluginStorage
+from tests.tools.dify_plugins.conftest import ENVS_CACHE, SECRET
+
+TEST_PLUGIN = Path(__file__).parent / "plugins" / "lwtest"
+
+
+@pytest.fixture
+async def lwtest(tmp_path: Path) -> AsyncIterator[tuple[DifyPlugins, ScriptedModel]]:
+    store = PluginStore(tmp_path / "plugins", ENVS_CACHE)
+    store.install(TEST_PLUGIN)
+    model = ScriptedModel(["Paris.", "Berlin."])
+    seen: list[ToolContext] = []
+
+    async def model_for(ctx: ToolContext) -> Model | None:
+        seen.append(ctx)
+        return model if ctx.app_id == "app-1" else None
+
+    plugins = DifyPlugins(
+        store, CredentialStore(SECRET), PluginHost(store, model_for=model_for, call_timeout=60)
+    )
+    yield plugins, model
+    await plugins.aclose()
+
+
+async def test_storage_keeps_values_per_plugin_across_restarts(
+    lwtest: tuple[DifyPlugins, ScriptedModel],
+) -> None:
+    plugins, _ = lwtest
+    engine = ToolEngine((await plugins.toolset(DifyPluginSource(plugin="loopwright/lwtest"))).tools)
+    first = await engine.invoke("remember", {"key": "colour", "value": "blue"})
+    assert first.observation == "previous: (nothing)"
+    await plugins.host.stop("loopwright/lwtest")  # the value is the host's, not the process's
+    second = await engine.invoke("remember", {"key": "colour", "value": "green"})
+    assert second.observation == "previous: blue"
+
+
+async def test_the_plugin_asks_the_apps_model(lwtest: tuple[DifyPlugins, ScriptedModel]) -> None:
+    plugins, model = lwtest
+    engine = ToolEngine((await plugins.toolset(DifyPluginSource(plugin="loopwright/lwtest"))).tools)
+    answer = await engine.invoke(
+        "ask", {"question": "Capital of France?"}, ToolContext(user_id="u", app_id="app-1")
+    )
+    assert answer.observation == "model says: Paris."
+    assert model.requests[0].messages[-1].content == "Capital of France?"  # type: ignore[union-attr]
+    # No model for this app: the plugin gets a clear error at once instead of waiting.
+    refused = await engine.invoke("ask", {"question": "?"}, ToolContext(user_id="u", app_id="other"))
+    assert "no model is available to plugins here" in refused.observation
+
+
+async def test_the_plugin_checks_its_credentials(lwtest: tuple[DifyPlugins, ScriptedModel]) -> None:
+    plugins, _ = lwtest
+    plugin = plugins.store.require("loopwright/lwtest")
+    with pytest.raises(ToolCredentialError, match="token rejected"):
+        await plugins.set_credentials(plugin, None, {"token": "bad-token"})
+    await plugins.set_credentials(plugin, None, {"token": "good-token"})
+    assert plugins.credentials.get(plugin.folder, "lwtest") == {"token": "good-token"}
+
+
+async def test_backwards_calls_the_host_does_not_offer_get_a_clear_error(tmp_path: Path) -> None:
+    storage = PluginStorage(tmp_path)
+    with pytest.raises(backwards.BackwardsError, match="does not offer 'app'"):
+        [x async for x in backwards.answer("app", {}, storage, ToolContext(), None)]
+    with pytest.raises(backwards.BackwardsError, match="no stored value"):
+        [
+            x
+            async for x in backwards.answer(
+                "storage", {"opt": "get", "key": "k"}, storage, ToolContext(), None
+            )
+        ]
+    out = [
+        x
+        async for x in backwards.answer(
+            "storage", {"opt": "set", "key": "k", "value": "6869"}, storage, ToolContext(), None
+        )
+    ]
+    assert out == [{"data": "ok"}] and await storage.get("k") == b"hi"
