@@ -37,7 +37,12 @@ class CredentialStore:
     """Credentials of installed plugins, by plugin folder and provider name. Blocking (small files)."""
 
     def __init__(self, secret: bytes) -> None:
-        from cryptography.fernet import Fernet
+        try:
+            from cryptography.fernet import Fernet
+        except ImportError:
+            raise CredentialsError(
+                "plugin credentials need the plugins extra: pip install 'loopwright[plugins]'"
+            ) from None
 
         self._fernet = Fernet(fernet_key(secret))
 

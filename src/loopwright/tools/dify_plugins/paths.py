@@ -20,8 +20,10 @@ def data_dir() -> Path:
     configured = os.environ.get(DATA_DIR_ENV, "").strip()
     if configured:
         return Path(configured).expanduser()
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # without the plugins extra: the XDG default
+        return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "loopwright"
     return Path(platformdirs.user_data_dir("loopwright", appauthor=False))
 
 
