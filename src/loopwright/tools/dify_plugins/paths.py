@@ -1,30 +1,18 @@
-"""Where installed plugins live: ``<data dir>/plugins``.
-
-The data directory is ``LOOPWRIGHT_DATA_DIR`` or, unset, the platform's user data directory
-(``~/.local/share/loopwright`` on Linux). This is the one place that decides it for the plugin host, so
-moving to the settings' ``data_dir`` is a change of one line.
-"""
+"""Where installed plugins live: ``<data dir>/plugins`` (the data directory of :mod:`loopwright.paths`),
+with the credentials' key the one tool-file URLs are signed with (``<data dir>/files/secret_key``,
+unless ``LOOPWRIGHT_SECRET_KEY`` is set)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-DATA_DIR_ENV = "LOOPWRIGHT_DATA_DIR"
+from loopwright.paths import data_dir, files_dir
+
+__all__ = ["ENVS_DIR_ENV", "PLUGINS_DIR_NAME", "data_dir", "envs_dir", "files_dir", "plugins_dir"]
+
 ENVS_DIR_ENV = "LOOPWRIGHT_PLUGIN_ENVS"  # where plugins' environments are kept (default: <plugins>/envs)
 PLUGINS_DIR_NAME = "plugins"
-
-
-def data_dir() -> Path:
-    """The data directory (not created here)."""
-    configured = os.environ.get(DATA_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    try:
-        import platformdirs
-    except ImportError:  # without the plugins extra: the XDG default
-        return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "loopwright"
-    return Path(platformdirs.user_data_dir("loopwright", appauthor=False))
 
 
 def plugins_dir(base: Path | None = None) -> Path:

@@ -12,7 +12,7 @@ from loopwright.tools.dify_plugins.backwards import ModelFor
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.host import PluginHost
 from loopwright.tools.dify_plugins.installer import InstalledPlugin, PluginStore
-from loopwright.tools.dify_plugins.paths import data_dir, plugins_dir
+from loopwright.tools.dify_plugins.paths import data_dir, files_dir, plugins_dir
 from loopwright.tools.dify_plugins.paths import envs_dir as default_envs_dir
 from loopwright.tools.dify_plugins.source import DifyPluginSource
 from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
@@ -36,10 +36,13 @@ class DifyPlugins:
         **host_options: Any,
     ) -> DifyPlugins:
         """The plugins under ``base/plugins`` (default: the data directory's). ``secret`` is the
-        server's secret key; unset, the key kept in the data directory (made once). Blocking."""
+        server's secret key; unset, the key kept in the data directory's ``files/`` (made once, and
+        the one tool-file URLs are signed with). Blocking."""
         root = base if base is not None else data_dir()
         store = PluginStore(plugins_dir(root), envs_dir if envs_dir is not None else default_envs_dir())
-        credentials = CredentialStore(load_secret(secret, root))
+        # The key tool-file URLs are signed with (``files/secret_key``): one secret per data directory.
+        keys = root / "files" if base is not None else files_dir()
+        credentials = CredentialStore(load_secret(secret, keys))
         return cls(store, credentials, PluginHost(store, model_for=model_for, **host_options))
 
     async def toolset(self, source: DifyPluginSource) -> DifyPluginToolset:
