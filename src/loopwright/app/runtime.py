@@ -246,6 +246,19 @@ class AppRuntime:
                 self._plugins = await run_sync(DifyPlugins.open, configured, model_for=self._plugin_model)
             return self._plugins
 
+    async def tool_icons(self, app_id: str) -> dict[str, str]:
+        """Dify's ``tool_icons`` of an app (``/v1/meta``): its plugin tools' provider icons, as URLs
+        under the settings' ``files_url``."""
+        version = await self.lookup.latest_config(app_id)
+        entries = [e for e in version.config.toolsets if e.get("type") == "dify_plugin"] if version else []
+        if not entries:
+            return {}
+        from loopwright.tools.dify_plugins import DifyPluginSource
+
+        plugins = await self.plugins()
+        icons = await plugins.tool_icons([DifyPluginSource.model_validate(e) for e in entries])
+        return {name: self.settings.files_url + path for name, path in icons.items()}
+
     def use_plugins(self, plugins: DifyPlugins) -> None:
         """Use these plugins (another directory, a test's host) instead of the data directory's."""
         self._plugins = plugins

@@ -121,3 +121,32 @@ async def test_a_failing_plugin_call_is_an_observation_and_the_run_goes_on(
     assert observation == "tool invoke error: Exception: Error 502: engine failure"
     answer = "".join(e.get("answer", "") for e in events if e["event"] == "agent_message")
     assert answer == "The search engine is down."
+
+
+async def test_meta_gives_the_plugin_tools_icons_and_they_are_served(
+    client: httpx.AsyncClient, db: Database, tmp_path: Path
+) -> None:
+    key = await new_app(
+        db,
+        tmp_path,
+        ["Hello."],
+        [
+            {"type": "dify_plugin", "plugin": "langgenius/qrcode"},
+            {"type": "dify_plugin", "plugin": "langgenius/chart", "tools": ["pie_chart"], "prefix": "mpl_"},
+        ],
+    )
+    meta = await client.get("/v1/meta", headers={"Authorization": f"Bearer {key}"})
+    assert meta.status_code == 200
+    assert meta.json() == {
+        "tool_icons": {
+            "qrcode_generator": "/files/plugins/langgenius/qrcode/icon",
+            "mpl_pie_chart": "/files/plugins/langgenius/chart/icon",
+        }
+    }
+    svg = await client.get("/files/plugins/langgenius/qrcode/icon")
+    assert svg.status_code == 200 and svg.headers["content-type"] == "image/svg+xml"
+    assert b"<svg" in svg.content and "sandbox" in svg.headers["content-security-policy"]
+    png = await client.get("/files/plugins/langgenius/chart/icon")
+    assert png.status_code == 200 and png.content.startswith(PNG_MAGIC)
+    for missing in ("/files/plugins/langgenius/google/icon", "/files/plugins/..%2F..%2Fetc/passwd/icon"):
+        assert (await client.get(missing)).status_code == 404

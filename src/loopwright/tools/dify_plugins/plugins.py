@@ -3,7 +3,7 @@ encrypted credentials and the host that runs them — and the one way to build a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,15 @@ from loopwright.tools.dify_plugins.paths import envs_dir as default_envs_dir
 from loopwright.tools.dify_plugins.source import DifyPluginSource
 from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
 from loopwright.tools.files.signing import load_secret
+
+ICON_PATH = "/files/plugins"
+ICON_TYPES = {
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+}
 
 
 class DifyPlugins:
@@ -82,8 +91,41 @@ class DifyPlugins:
             await toolset.validate_credentials(merged)
         await run_sync(self.credentials.set, plugin.folder, spec.name, values)
 
+    async def tool_icons(self, sources: Sequence[DifyPluginSource]) -> dict[str, str]:
+        """Tool name → the icon path of its provider (``/files/plugins/{author}/{name}/icon``) for the
+        tools these sources offer; plugins that are not installed are left out. Starts nothing."""
+        icons: dict[str, str] = {}
+        for source in sources:
+            plugin = await run_sync(self.store.get, source.plugin)
+            if plugin is None or icon_file(plugin) is None:
+                continue
+            provider = next((p for p in plugin.manifest.providers if source.provider in (None, p.name)), None)
+            if provider is None:
+                continue
+            wanted = set(source.tools) if source.tools is not None else None
+            path = f"{ICON_PATH}/{plugin.manifest.author}/{plugin.manifest.name}/icon"
+            for tool in provider.tools:
+                if wanted is None or tool.name in wanted:
+                    icons[f"{source.prefix}{tool.name}"] = path
+        return icons
+
     async def aclose(self) -> None:
         await self.host.aclose()
+
+
+def icon_file(plugin: InstalledPlugin) -> tuple[Path, str] | None:
+    """The plugin's icon (its first provider's, else the manifest's) in ``_assets``, with its type;
+    None when it has none of a known image type."""
+    names = [p.icon for p in plugin.manifest.providers] + [plugin.manifest.icon]
+    assets = (plugin.code / "_assets").resolve()
+    for name in names:
+        mime = ICON_TYPES.get(Path(name).suffix.lower()) if name else None
+        if mime is None:
+            continue
+        path = (assets / name).resolve()
+        if path.is_relative_to(assets) and path.is_file():
+            return path, mime
+    return None
 
 
 def _constant(values: Mapping[str, Any]) -> Any:
