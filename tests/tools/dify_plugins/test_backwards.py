@@ -4,6 +4,7 @@ validation refused by the plugin, and a clear error for what the host does not o
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -91,3 +92,21 @@ async def test_backwards_calls_the_host_does_not_offer_get_a_clear_error(tmp_pat
         )
     ]
     assert out == [{"data": "ok"}] and await storage.get("k") == b"hi"
+
+
+async def test_a_plugin_that_cannot_start_says_why(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(TEST_PLUGIN, broken)
+    (broken / "main.py").write_text('raise RuntimeError("broken on purpose")\n')
+    store = PluginStore(tmp_path / "plugins", ENVS_CACHE)
+    store.install(broken)
+    plugins = DifyPlugins(store, CredentialStore(SECRET), PluginHost(store, call_timeout=60))
+    try:
+        engine = ToolEngine((await plugins.toolset(DifyPluginSource(plugin="loopwright/lwtest"))).tools)
+        result = await engine.invoke("echo", {"text": "hi"})
+        assert result.observation.startswith(
+            "tool invoke error: plugin loopwright/lwtest stopped during the call (exit code 1)"
+        )
+        assert "RuntimeError: broken on purpose" in result.observation
+    finally:
+        await plugins.aclose()

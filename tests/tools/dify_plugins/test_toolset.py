@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ async def test_parameter_schemas_follow_difys_types_and_forms(plugins: DifyPlugi
     assert list(search.schema.parameters["properties"]) == ["query"]
 
 
-async def test_a_toolset_picks_tools_and_refuses_unknown_names(plugins: DifyPlugins) -> None:
+async def test_a_toolset_picks_tools_and_refuses_unknown_names(
+    plugins: DifyPlugins, caplog: pytest.LogCaptureFixture
+) -> None:
     chart = await plugins.toolset(
         DifyPluginSource(plugin="langgenius/chart", tools=["bar_chart"], prefix="mpl_")
     )
@@ -56,10 +59,13 @@ async def test_a_toolset_picks_tools_and_refuses_unknown_names(plugins: DifyPlug
     }
     with pytest.raises(UserInputError, match="has no tool 'radar'.*line_chart, bar_chart, pie_chart"):
         await plugins.toolset(DifyPluginSource(plugin="langgenius/chart", tools=["radar"]))
-    with pytest.raises(UserInputError, match="has no parameter 'colour'"):
-        await plugins.toolset(
+    # A preset for a parameter the plugin does not have is ignored with a warning, as Dify does.
+    with caplog.at_level(logging.WARNING):
+        stale = await plugins.toolset(
             DifyPluginSource(plugin="langgenius/chart", parameters={"bar_chart": {"colour": "red"}})
         )
+    assert "has no parameter 'colour'" in caplog.text
+    assert all("colour" not in t.form_values for t in stale.tools)
     with pytest.raises(UserInputError, match="not installed.*loopwright plugins install"):
         await plugins.toolset(DifyPluginSource(plugin="langgenius/google"))
     with pytest.raises(UserInputError, match="no tool provider 'other'"):

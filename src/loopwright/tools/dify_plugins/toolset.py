@@ -10,6 +10,7 @@ removed from any error text the plugin sends back.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,8 @@ from loopwright.tools.dify_plugins.host import PluginCallError, PluginHost
 from loopwright.tools.dify_plugins.installer import InstalledPlugin
 from loopwright.tools.dify_plugins.manifest import ParameterSpec, ProviderSpec, ToolSpec
 from loopwright.tools.dify_plugins.messages import MessageDecoder
+
+log = logging.getLogger(__name__)
 
 _TYPES: dict[str, ParameterType] = {
     "string": "string",
@@ -192,9 +195,12 @@ def _chosen(
         presets = parameters.get(spec.name, {})
         names_here = {p.name for p in spec.parameters}
         extra = [k for k in presets if k not in names_here]
-        if extra:
-            raise UserInputError(
-                f"tool {spec.name} of plugin {plugin.plugin_id} has no parameter {extra[0]!r}"
+        if extra:  # as Dify: values for parameters a plugin's version no longer has are ignored
+            log.warning(
+                "tool %s of plugin %s has no parameter %s; its preset is ignored",
+                spec.name,
+                plugin.plugin_id,
+                ", ".join(repr(k) for k in extra),
             )
         for p in spec.parameters:
             if p.form != "llm" and p.required and p.default is None and presets.get(p.name) is None:
