@@ -4,6 +4,7 @@ validation refused by the plugin, and a clear error for what the host does not o
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from loopwright.tools import ToolEngine
 from loopwright.tools.base import ToolContext, ToolCredentialError
 from loopwright.tools.dify_plugins import DifyPlugins, DifyPluginSource, PluginHost, PluginStore, backwards
 from loopwright.tools.dify_plugins.credentials import CredentialStore
+from loopwright.tools.dify_plugins.environment import PluginInstallError, probe_interpreter
 from loopwright.tools.dify_plugins.storage import PluginStorage
 from tests.tools.dify_plugins.conftest import ENVS_CACHE, SECRET
 
@@ -108,5 +110,55 @@ async def test_a_plugin_that_cannot_start_says_why(tmp_path: Path) -> None:
             "tool invoke error: plugin loopwright/lwtest stopped during the call (exit code 1)"
         )
         assert "RuntimeError: broken on purpose" in result.observation
+    finally:
+        await plugins.aclose()
+
+
+def python_312() -> str | None:
+    """A Python 3.12 or newer on this machine (``LOOPWRIGHT_TEST_PYTHON312``, ``python3.12``/``3.13`` on
+    PATH, or a pyenv version), or None."""
+    candidates = [os.environ.get("LOOPWRIGHT_TEST_PYTHON312", "")]
+    candidates += [shutil.which(n) or "" for n in ("python3.13", "python3.12")]
+    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python"))
+    for path in filter(None, candidates):
+        try:
+            if probe_interpreter(path).version >= (3, 12):
+                return path
+        except PluginInstallError:
+            continue
+    return None
+
+
+async def test_a_plugin_on_sdk_0_10_runs_on_python_312_beside_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = python_312()
+    if python is None:
+        pytest.skip("no Python 3.12 on this machine")
+    newer = tmp_path / "newer"
+    shutil.copytree(TEST_PLUGIN, newer)
+    (newer / "requirements.txt").write_text("dify_plugin==0.10.2\n")  # needs Python 3.12
+    monkeypatch.setenv("LOOPWRIGHT_PLUGIN_PYTHON", python)
+    store = PluginStore(tmp_path / "plugins", ENVS_CACHE)
+    plugin = store.install(newer)
+    assert plugin.python in ("3.12", "3.13", "3.14")
+    model = ScriptedModel(["Rome."])
+
+    async def model_for(ctx: ToolContext) -> Model | None:
+        return model
+
+    plugins = DifyPlugins(
+        store, CredentialStore(SECRET), PluginHost(store, model_for=model_for, call_timeout=60)
+    )
+    try:
+        engine = ToolEngine((await plugins.toolset(DifyPluginSource(plugin="loopwright/lwtest"))).tools)
+        assert (await engine.invoke("echo", {"text": "new SDK"})).observation == "new SDK"
+        assert (
+            await engine.invoke("remember", {"key": "a", "value": "1"})
+        ).observation == "previous: (nothing)"
+        assert (await engine.invoke("remember", {"key": "a", "value": "2"})).observation == "previous: 1"
+        assert (
+            await engine.invoke("ask", {"question": "Capital of Italy?"})
+        ).observation == "model says: Rome."
     finally:
         await plugins.aclose()
