@@ -23,7 +23,8 @@ SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 async def plugin_icon(author: str, name: str, state: Annotated[ServerState, Depends(get_state)]) -> Response:
     plugins = await state.plugins()
     plugin = await run_sync(plugins.store.get, f"{author}/{name}")  # the store checks both are plain names
-    found = icon_file(plugin) if plugin is not None and plugin.plugin_id == f"{author}/{name}" else None
+    wanted = plugin is not None and plugin.plugin_id == f"{author}/{name}"
+    found = await run_sync(icon_file, plugin) if plugin is not None and wanted else None
     if found is None:
         raise not_found("plugin icon is not found")
     path, mime = found

@@ -118,7 +118,15 @@ def probe_interpreter(path: str) -> Interpreter:
 
 
 def newer_interpreter(uv: str | None) -> Interpreter | None:
-    """A Python 3.12 or newer on this machine that ``uv`` can find (never downloaded), or None."""
+    """A Python 3.12 or newer on this machine: ``python3.13`` / ``python3.12`` on PATH, else one ``uv``
+    can find (never downloaded); None when there is none."""
+    for name in ("python3.13", "python3.12"):
+        path = shutil.which(name)
+        if path is not None:
+            try:
+                return probe_interpreter(path)
+            except PluginInstallError:  # a pyenv shim for a version that is not active, …
+                continue
     if uv is None:
         return None
     try:

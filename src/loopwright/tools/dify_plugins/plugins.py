@@ -97,7 +97,7 @@ class DifyPlugins:
         icons: dict[str, str] = {}
         for source in sources:
             plugin = await run_sync(self.store.get, source.plugin)
-            if plugin is None or icon_file(plugin) is None:
+            if plugin is None or await run_sync(icon_file, plugin) is None:
                 continue
             provider = next((p for p in plugin.manifest.providers if source.provider in (None, p.name)), None)
             if provider is None:
