@@ -9,10 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
-from loopwright._threads import run_sync
 from loopwright.server.errors import not_found
 from loopwright.server.state import ServerState, get_state
-from loopwright.tools.dify_plugins.plugins import icon_file
 
 router = APIRouter()
 
@@ -22,13 +20,11 @@ SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 @router.get("/files/plugins/{author}/{name}/icon")
 async def plugin_icon(author: str, name: str, state: Annotated[ServerState, Depends(get_state)]) -> Response:
     plugins = await state.plugins()
-    plugin = await run_sync(plugins.store.get, f"{author}/{name}")  # the store checks both are plain names
-    wanted = plugin is not None and plugin.plugin_id == f"{author}/{name}"
-    found = await run_sync(icon_file, plugin) if plugin is not None and wanted else None
+    found = await plugins.icon(f"{author}/{name}")
     if found is None:
         raise not_found("plugin icon is not found")
-    path, mime = found
+    data, mime = found
     headers = {"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"}
     if mime == "image/svg+xml":
         headers["Content-Security-Policy"] = SVG_POLICY
-    return Response(await run_sync(path.read_bytes), media_type=mime, headers=headers)
+    return Response(data, media_type=mime, headers=headers)

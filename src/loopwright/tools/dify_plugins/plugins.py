@@ -109,6 +109,17 @@ class DifyPlugins:
                     icons[f"{source.prefix}{tool.name}"] = path
         return icons
 
+    async def icon(self, plugin_id: str) -> tuple[bytes, str] | None:
+        """The bytes and type of the installed plugin ``author/name``'s icon, or None."""
+        plugin = await run_sync(self.store.get, plugin_id)
+        if plugin is None or plugin.plugin_id != plugin_id:  # only the exact author/name
+            return None
+        found = await run_sync(icon_file, plugin)
+        if found is None:
+            return None
+        path, mime = found
+        return await run_sync(path.read_bytes), mime
+
     async def aclose(self) -> None:
         await self.host.aclose()
 
