@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,7 +16,14 @@ from loopwright.model.base import Model
 from loopwright.testing import ScriptedModel
 from loopwright.tools import ToolEngine
 from loopwright.tools.base import ToolContext, ToolCredentialError
-from loopwright.tools.dify_plugins import DifyPlugins, DifyPluginSource, PluginHost, PluginStore, backwards
+from loopwright.tools.dify_plugins import (
+    DifyPlugins,
+    DifyPluginSource,
+    PluginHost,
+    PluginStore,
+    backwards,
+    protocol,
+)
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.environment import PluginInstallError, probe_interpreter
 from loopwright.tools.dify_plugins.storage import PluginStorage
@@ -162,3 +170,22 @@ async def test_a_plugin_on_sdk_0_10_runs_on_python_312_beside_the_others(
         ).observation == "model says: Rome."
     finally:
         await plugins.aclose()
+
+
+async def test_a_plugin_that_ignores_terminate_is_killed(tmp_path: Path) -> None:
+    stubborn = tmp_path / "stubborn"
+    shutil.copytree(TEST_PLUGIN, stubborn)
+    main = (stubborn / "main.py").read_text()
+    (stubborn / "main.py").write_text("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + main)
+    store = PluginStore(tmp_path / "plugins", ENVS_CACHE)
+    store.install(stubborn)
+    host = PluginHost(store, call_timeout=60)
+    try:
+        plugin = store.require("loopwright/lwtest")
+        request = protocol.invoke_tool("lwtest", "echo", {}, {"text": "x"}, "u")
+        assert [m async for m in host.call(plugin, request)]
+        proc = host.processes["loopwright/lwtest"]
+        await proc.stop(grace=0.5)
+        assert proc.proc is not None and proc.proc.returncode == -signal.SIGKILL
+    finally:
+        await host.aclose()
