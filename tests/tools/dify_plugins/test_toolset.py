@@ -192,3 +192,21 @@ def test_blob_chunks_are_joined_into_one_file() -> None:
     )  # type: ignore[union-attr]
     assert json.loads(json.dumps({"ok": True}))  # the decoder keeps nothing once a blob ends
     assert not decoder._chunks
+
+
+async def test_problems_say_what_keeps_a_toolset_from_working(
+    plugins: DifyPlugins, store: PluginStore, searxng: SearxngServer
+) -> None:
+    assert await plugins.problems(DifyPluginSource(plugin="langgenius/qrcode")) == []
+    missing = await plugins.problems(DifyPluginSource(plugin="langgenius/google"))
+    assert missing == ["plugin langgenius/google is not installed (loopwright plugins install PATH)"]
+    (creds,) = await plugins.problems(DifyPluginSource(plugin="langgenius/searxng"))
+    assert "needs credentials for searxng: searxng_base_url" in creds
+    assert (
+        await plugins.problems(
+            DifyPluginSource(plugin="langgenius/searxng", credentials={"searxng_base_url": searxng.url})
+        )
+        == []
+    )
+    (tool,) = await plugins.problems(DifyPluginSource(plugin="langgenius/chart", tools=["radar"]))
+    assert "has no tool 'radar'" in tool

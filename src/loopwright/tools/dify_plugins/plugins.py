@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from loopwright._threads import run_sync
+from loopwright.errors import UserInputError
+from loopwright.tools.base import ToolCredentialError
 from loopwright.tools.dify_plugins.backwards import ModelFor
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.host import PluginHost
@@ -74,6 +76,22 @@ class DifyPlugins:
             prefix=source.prefix,
             timeout=source.timeout,
         )
+
+    async def problems(self, source: DifyPluginSource) -> list[str]:
+        """What keeps ``source`` from working, one sentence each (empty: ready): the plugin not
+        installed, no such provider or tool, required credentials not set. Starts nothing."""
+        plugin = await run_sync(self.store.get, source.plugin)
+        if plugin is None:
+            return [f"plugin {source.plugin} is not installed (loopwright plugins install PATH)"]
+        try:
+            toolset = await self.toolset(source)
+        except UserInputError as exc:
+            return [str(exc)]
+        try:
+            await toolset.credentials()
+        except ToolCredentialError as exc:
+            return [str(exc)]
+        return []
 
     async def set_credentials(
         self,
