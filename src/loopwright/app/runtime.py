@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -243,7 +244,9 @@ class AppRuntime:
 
                 secret = self.settings.secret_key
                 configured = secret.get_secret_value() if secret is not None else None
-                self._plugins = await run_sync(DifyPlugins.open, configured, model_for=self._plugin_model)
+                self._plugins = await run_sync(
+                    partial(DifyPlugins.open, configured, model_for=self._plugin_model, files=self.files)
+                )
             return self._plugins
 
     async def tool_icons(self, app_id: str) -> dict[str, str]:

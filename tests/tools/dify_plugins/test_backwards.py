@@ -10,12 +10,13 @@ import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from loopwright.model.base import Model
 from loopwright.testing import ScriptedModel
 from loopwright.tools import ToolEngine
-from loopwright.tools.base import ToolContext, ToolCredentialError
+from loopwright.tools.base import JsonMessage, ToolContext, ToolCredentialError
 from loopwright.tools.dify_plugins import (
     DifyPlugins,
     DifyPluginSource,
@@ -27,6 +28,8 @@ from loopwright.tools.dify_plugins import (
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.environment import PluginInstallError, probe_interpreter
 from loopwright.tools.dify_plugins.storage import PluginStorage
+from loopwright.tools.dify_plugins.uploads import UploadReceiver
+from loopwright.tools.files import LocalFileStorage, ToolFiles
 from tests.tools.dify_plugins.conftest import ENVS_CACHE, SECRET
 
 TEST_PLUGIN = Path(__file__).parent / "plugins" / "lwtest"
@@ -73,6 +76,51 @@ async def test_the_plugin_asks_the_apps_model(lwtest: tuple[DifyPlugins, Scripte
     # No model for this app: the plugin gets a clear error at once instead of waiting.
     refused = await engine.invoke("ask", {"question": "?"}, ToolContext(user_id="u", app_id="other"))
     assert "no model is available to plugins here" in refused.observation
+
+
+async def test_a_file_the_plugin_uploads_becomes_a_tool_file(tmp_path: Path) -> None:
+    store = PluginStore(tmp_path / "plugins", ENVS_CACHE)
+    store.install(TEST_PLUGIN)
+    files = ToolFiles(LocalFileStorage(tmp_path / "files"), b"files-secret")
+
+    async def open_files() -> ToolFiles:
+        return files
+
+    host = PluginHost(store, uploads=UploadReceiver(open_files), call_timeout=60)
+    plugins = DifyPlugins(store, CredentialStore(SECRET), host)
+    try:
+        engine = ToolEngine((await plugins.toolset(DifyPluginSource(plugin="loopwright/lwtest"))).tools)
+        ctx = ToolContext(user_id="alice", conversation_id="c1", app_id="app-1")
+        result = await engine.invoke("upload", {"text": "uploaded by a plugin"}, ctx)
+        assert result.meta.error is None, result.observation
+        record = next(o.data for o in result.outputs if isinstance(o, JsonMessage))
+        assert (record["name"], record["size"]) == ("note.txt", 20)
+        stored = await files.get(record["id"])
+        assert stored is not None and await files.read(stored) == b"uploaded by a plugin"
+        assert (stored.user_id, stored.conversation_id, stored.mime_type) == ("alice", "c1", "text/plain")
+        assert record["mime_type"] == "text/plain"
+    finally:
+        await plugins.aclose()
+
+
+async def test_an_upload_url_works_once(tmp_path: Path) -> None:
+    files = ToolFiles(LocalFileStorage(tmp_path / "files"), b"files-secret")
+
+    async def open_files() -> ToolFiles:
+        return files
+
+    receiver = UploadReceiver(open_files)
+    try:
+        url = await receiver.url_for(ToolContext(user_id="u"), "a.bin", "application/octet-stream")
+        assert url.startswith("http://127.0.0.1:")
+        async with httpx.AsyncClient() as client:
+            first = await client.post(url, files={"file": ("a.bin", b"\x00\x01", "application/octet-stream")})
+            again = await client.post(url, files={"file": ("a.bin", b"\x00\x01", "application/octet-stream")})
+            forged = await client.post(url.rsplit("/", 1)[0] + "/guess", files={"file": ("x", b"x")})
+        assert first.status_code == 201 and first.json()["size"] == 2
+        assert again.status_code == 403 and forged.status_code == 403
+    finally:
+        await receiver.aclose()
 
 
 async def test_the_plugin_checks_its_credentials(lwtest: tuple[DifyPlugins, ScriptedModel]) -> None:

@@ -1,8 +1,9 @@
 """Answers to a plugin's calls back into the host ("backwards invocations").
 
-What makes sense here is answered: ``storage`` (a key-value store per plugin) and ``llm`` (the app's
-model, when the host was given a way to find it). Everything else — other apps, workflow nodes,
-embeddings, speech, uploads to a Dify file service — gets a clear error at once, so the plugin never
+What makes sense here is answered: ``storage`` (a key-value store per plugin), ``llm`` (the app's
+model, when the host was given a way to find it) and ``upload_file`` (into the tool files, through
+:mod:`~loopwright.tools.dify_plugins.uploads`). Everything else — other apps, workflow nodes,
+embeddings, speech — gets a clear error at once, so the plugin never
 waits for an answer that will not come (SDK 0.0.1b65 would wait 250 s).
 """
 
@@ -23,6 +24,7 @@ from loopwright.model.entities import (
 from loopwright.model.settings import model_settings_from_params
 from loopwright.tools.base import ToolContext
 from loopwright.tools.dify_plugins.storage import PluginStorage, PluginStorageError
+from loopwright.tools.dify_plugins.uploads import UploadReceiver
 
 ModelFor = Callable[[ToolContext], Awaitable[Model | None]]
 """``model_for(ctx)``: the model of the app a tool call runs for, or None."""
@@ -38,6 +40,7 @@ async def answer(
     storage: PluginStorage,
     ctx: ToolContext,
     model_for: ModelFor | None,
+    uploads: UploadReceiver | None = None,
 ) -> AsyncIterator[Mapping[str, Any]]:
     """The ``response`` data of one backwards call, in order; raises :class:`BackwardsError`."""
     if kind == "storage":
@@ -49,6 +52,13 @@ async def answer(
             raise BackwardsError("no model is available to plugins here")
         async for chunk in _llm(model, request):
             yield chunk
+        return
+    if kind == "upload_file":
+        if uploads is None:
+            raise BackwardsError("file uploads are not available to plugins here")
+        filename = str(request.get("filename") or "file")
+        mime_type = str(request.get("mimetype") or "application/octet-stream")
+        yield {"url": await uploads.url_for(ctx, filename, mime_type)}
         return
     raise BackwardsError(f"loopwright does not offer {kind!r} to plugins")
 

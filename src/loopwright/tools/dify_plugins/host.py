@@ -23,6 +23,7 @@ from loopwright.tools.dify_plugins.installer import InstalledPlugin, PluginStore
 from loopwright.tools.dify_plugins.process import PluginProcess, plugin_environment
 from loopwright.tools.dify_plugins.protocol import End, Exited, Invoke, SessionError, Stream
 from loopwright.tools.dify_plugins.storage import PluginStorage
+from loopwright.tools.dify_plugins.uploads import UploadReceiver
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,15 @@ class PluginCallError(ToolInvokeError):
 class PluginHost:
     """Runs the plugins of ``store`` (see the module's docstring). ``clock`` measures idleness and
     heartbeats (``time.monotonic``; tests pass their own and call :meth:`check`); ``model_for`` finds
-    the model a plugin's ``llm`` calls use; ``env`` is added to the plugins' environment."""
+    the model a plugin's ``llm`` calls use; ``uploads`` takes the files plugins upload; ``env`` is
+    added to the plugins' environment."""
 
     def __init__(
         self,
         store: PluginStore,
         *,
         model_for: backwards.ModelFor | None = None,
+        uploads: UploadReceiver | None = None,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
@@ -56,6 +59,7 @@ class PluginHost:
     ) -> None:
         self.store = store
         self.model_for = model_for
+        self.uploads = uploads
         self.call_timeout = call_timeout
         self.idle_timeout = idle_timeout
         self.heartbeat_timeout = heartbeat_timeout
@@ -109,7 +113,8 @@ class PluginHost:
     ) -> None:
         sid, rid = event.session_id, event.request_id
         try:
-            async for data in backwards.answer(event.kind, event.request, storage, ctx, self.model_for):
+            answers = backwards.answer(event.kind, event.request, storage, ctx, self.model_for, self.uploads)
+            async for data in answers:
                 await proc.send(protocol.backwards_line(sid, rid, "response", data=data))
             await proc.send(protocol.backwards_line(sid, rid, "end"))
         except backwards.BackwardsError as exc:
@@ -218,3 +223,5 @@ class PluginHost:
         procs = list(self.processes.values())
         self.processes.clear()
         await asyncio.gather(*(p.stop() for p in procs), return_exceptions=True)
+        if self.uploads is not None:
+            await self.uploads.aclose()

@@ -3,7 +3,7 @@ encrypted credentials and the host that runs them — and the one way to build a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from loopwright.tools.dify_plugins.paths import data_dir, files_dir, plugins_dir
 from loopwright.tools.dify_plugins.paths import envs_dir as default_envs_dir
 from loopwright.tools.dify_plugins.source import DifyPluginSource
 from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
+from loopwright.tools.dify_plugins.uploads import UploadReceiver
+from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import load_secret
 
 ICON_PATH = "/files/plugins"
@@ -44,6 +46,7 @@ class DifyPlugins:
         base: Path | None = None,
         envs_dir: Path | None = None,
         model_for: ModelFor | None = None,
+        files: Callable[[], Awaitable[ToolFiles]] | None = None,
         **host_options: Any,
     ) -> DifyPlugins:
         """The plugins under ``base/plugins`` (default: the data directory's). ``secret`` is the
@@ -54,7 +57,9 @@ class DifyPlugins:
         # The key tool-file URLs are signed with (``files/secret_key``): one secret per data directory.
         keys = root / "files" if base is not None else files_dir()
         credentials = CredentialStore(load_secret(secret, keys))
-        return cls(store, credentials, PluginHost(store, model_for=model_for, **host_options))
+        uploads = UploadReceiver(files) if files is not None else None
+        host = PluginHost(store, model_for=model_for, uploads=uploads, **host_options)
+        return cls(store, credentials, host)
 
     async def toolset(self, source: DifyPluginSource) -> DifyPluginToolset:
         """The tools ``source`` names; a clear error when the plugin, provider or a tool is missing."""
