@@ -146,13 +146,20 @@ class PluginProcess:
         finally:
             returncode = await self.proc.wait()
             # Let stderr's last lines arrive: they usually say why the plugin ended.
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._tasks[1]), 1.0)
             self._finish(returncode)
 
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
-        while line := await self.proc.stderr.readline():
+        stderr = self.proc.stderr
+        while True:
+            try:
+                line = await stderr.readline()
+            except ValueError:  # a line over LINE_LIMIT: keep draining, or the plugin would block
+                continue
+            if not line:
+                return
             self._stderr.append(line.decode("utf-8", "replace").rstrip())
 
     def _route(self, event: protocol.Event | None) -> None:
