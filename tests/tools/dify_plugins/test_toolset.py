@@ -71,6 +71,18 @@ async def test_a_toolset_picks_tools_and_refuses_unknown_names(
     with pytest.raises(UserInputError, match="no tool provider 'other'"):
         await plugins.toolset(DifyPluginSource(plugin="langgenius/chart", provider="other"))
     assert DifyPluginSource(plugin="langgenius/searxng/searxng").plugin == "langgenius/searxng"
+    loose = DifyPluginSource.model_validate(
+        {
+            "type": "dify_plugin",
+            "plugin": "langgenius/chart",
+            "provider": None,
+            "tools": None,
+            "parameters": {"bar_chart": None, "pie_chart": {"data": None}},
+            "credentials": None,
+        }
+    )
+    assert loose.parameters == {"bar_chart": {}, "pie_chart": {"data": None}}
+    assert len((await plugins.toolset(loose)).tools) == 3
     with pytest.raises(ValueError, match="author/name"):
         DifyPluginSource(plugin="../../etc")
 

@@ -33,6 +33,16 @@ class DifyPluginSource(BaseModel):
     prefix: str = ""
     timeout: float | None = Field(default=None, gt=0)
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters(cls, value: Any) -> Any:
+        """``None`` (a tool with no presets, as an export may write it) counts as none."""
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return {tool: presets or {} for tool, presets in value.items()}
+        return value
+
     @field_validator("plugin", mode="before")
     @classmethod
     def _plugin(cls, value: Any) -> Any:
