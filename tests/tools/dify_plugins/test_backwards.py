@@ -27,6 +27,7 @@ from loopwright.tools.dify_plugins import (
 )
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.environment import PluginInstallError, probe_interpreter
+from loopwright.tools.dify_plugins.sdk_patch import MARKER
 from loopwright.tools.dify_plugins.storage import PluginStorage
 from loopwright.tools.dify_plugins.uploads import UploadReceiver
 from loopwright.tools.files import LocalFileStorage, ToolFiles
@@ -235,5 +236,21 @@ async def test_a_plugin_that_ignores_terminate_is_killed(tmp_path: Path) -> None
         proc = host.processes["loopwright/lwtest"]
         await proc.stop(grace=0.5)
         assert proc.proc is not None and proc.proc.returncode == -signal.SIGKILL
+    finally:
+        await host.aclose()
+
+
+async def test_an_old_sdk_gets_the_linear_time_reader_and_large_inputs_arrive_whole(tmp_path: Path) -> None:
+    store = PluginStore(tmp_path / "plugins", ENVS_CACHE)
+    plugin = store.install(TEST_PLUGIN)  # dify_plugin 0.0.1b65: the 512-byte reader
+    (reader,) = plugin.env.glob("lib/python3*/site-packages/dify_plugin/core/server/stdio/request_reader.py")
+    assert MARKER in reader.read_text()
+    assert reader.stat().st_nlink == 1  # its own file: uv's cache (hard-linked files) is left as it was
+    host = PluginHost(store, call_timeout=60)
+    try:
+        text = "".join(chr(0x41 + i % 26) for i in range(2_000_000))
+        request = protocol.invoke_tool("lwtest", "echo", {}, {"text": text}, "u")
+        (message,) = [m async for m in host.call(plugin, request)]
+        assert message["message"]["text"] == text
     finally:
         await host.aclose()

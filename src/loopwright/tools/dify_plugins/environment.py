@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.errors import UserInputError
+from loopwright.tools.dify_plugins.sdk_patch import speed_up_stdin_reader
 
 log = logging.getLogger(__name__)
 
@@ -187,11 +188,13 @@ def ensure_environment(requirements: list[str], python: Interpreter, envs_dir: P
     it in a thread from async code."""
     env = envs_dir / environment_key(requirements, python)
     if env_python(env).exists() and (env / ".complete").exists():
+        speed_up_stdin_reader(env)  # environments built before the patch existed
         return env
     envs_dir.mkdir(parents=True, exist_ok=True)
     temp = envs_dir / f".build-{uuid.uuid4().hex}"
     try:
         _build(temp, requirements, python)
+        speed_up_stdin_reader(temp)
         (temp / ".complete").write_text("\n".join(requirements) + "\n", encoding="utf-8")
         try:
             temp.rename(env)
