@@ -124,6 +124,17 @@ async def test_an_upload_url_works_once(tmp_path: Path) -> None:
         await receiver.aclose()
 
 
+async def test_a_secret_a_plugin_quotes_in_an_error_is_cut_out(
+    lwtest: tuple[DifyPlugins, ScriptedModel],
+) -> None:
+    plugins, _ = lwtest
+    source = DifyPluginSource(plugin="loopwright/lwtest", credentials={"token": "sk-live-0123456789"})
+    engine = ToolEngine((await plugins.toolset(source)).tools)
+    result = await engine.invoke("echo", {"text": "leak"})
+    assert result.observation == "tool invoke error: ValueError: the service refused token ***"
+    assert "sk-live" not in repr(result) and "sk-live" not in repr(source)
+
+
 async def test_the_plugin_checks_its_credentials(lwtest: tuple[DifyPlugins, ScriptedModel]) -> None:
     plugins, _ = lwtest
     plugin = plugins.store.require("loopwright/lwtest")
