@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
 
+from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.app import messages, naming
 from loopwright.app.annotations import Annotations
@@ -51,6 +53,7 @@ from loopwright.tools.net import NetworkPolicy, network_policy
 
 if TYPE_CHECKING:
     from loopwright.knowledge.kb import KnowledgeBase
+    from loopwright.tools.dify_plugins import DifyPlugins
 
 log = logging.getLogger("loopwright.app")
 
@@ -110,7 +113,10 @@ class AppRuntime:
             knowledge=self.knowledge,
             app_info=self._app_info,
             app_runner=self.answer,
+            plugins=self.plugins,
         )
+        self._plugins: DifyPlugins | None = None
+        self._plugins_lock = asyncio.Lock()
 
     @classmethod
     def with_builtin_tools(cls, db: Database, settings: Settings | None = None, **options: Any) -> AppRuntime:
@@ -243,6 +249,44 @@ class AppRuntime:
             self.tool_files = await load_tool_files(self.settings)
         return self.tool_files
 
+    async def plugins(self) -> DifyPlugins:
+        """The installed Dify plugins and the host that runs them, opened on first use (in the data
+        directory; credentials encrypted with the settings' secret key)."""
+        async with self._plugins_lock:
+            if self._plugins is None:
+                from loopwright.tools.dify_plugins import DifyPlugins
+
+                secret = self.settings.secret_key
+                configured = secret.get_secret_value() if secret is not None else None
+                self._plugins = await run_sync(
+                    partial(DifyPlugins.open, configured, model_for=self._plugin_model, files=self.files)
+                )
+            return self._plugins
+
+    async def tool_icons(self, app_id: str) -> dict[str, str]:
+        """Dify's ``tool_icons`` of an app (``/v1/meta``): its plugin tools' provider icons, as URLs
+        under the settings' ``files_url``."""
+        version = await self.lookup.latest_config(app_id)
+        entries = [e for e in version.config.toolsets if e.get("type") == "dify_plugin"] if version else []
+        if not entries:
+            return {}
+        from loopwright.tools.dify_plugins import DifyPluginSource
+
+        plugins = await self.plugins()
+        icons = await plugins.tool_icons([DifyPluginSource.model_validate(e) for e in entries])
+        return {name: self.settings.files_url + path for name, path in icons.items()}
+
+    def use_plugins(self, plugins: DifyPlugins) -> None:
+        """Use these plugins (another directory, a test's host) instead of the data directory's."""
+        self._plugins = plugins
+
+    async def _plugin_model(self, ctx: ToolContext) -> Model | None:
+        """The model of the app a plugin's tool call runs for (its ``llm`` calls use it)."""
+        if ctx.app_id is None:
+            return None
+        version = await self.lookup.latest_config(ctx.app_id)
+        return self.model(version.config.model) if version is not None else None
+
     def use_knowledge(self, kb: KnowledgeBase) -> None:
         """Serve this knowledge base instead of the one beside the database (tests, embedding)."""
         self._knowledge = kb
@@ -272,6 +316,9 @@ class AppRuntime:
         await self.lease.aclose()
         await self.annotations.aclose()
         await self.toolsets.aclose()
+        if self._plugins is not None:
+            await self._plugins.aclose()
+            self._plugins = None
         if self._knowledge is not None:
             await self._knowledge.close()
             self._knowledge = None

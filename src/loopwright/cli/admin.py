@@ -36,11 +36,20 @@ def create_app(
     from_yaml: Annotated[
         Path | None, typer.Option("--from-yaml", help="A loopwright app YAML or a Dify DSL export.")
     ] = None,
+    install_plugins: Annotated[
+        Path | None,
+        typer.Option("--install-plugins", help="Install the .difypkg files of this folder first."),
+    ] = None,
 ) -> None:
     """Create an app; prints its id."""
     from loopwright.app import admin
     from loopwright.app.config import ConfigImportError, ImportReport
     from loopwright.cli._common import reported_errors
+
+    if install_plugins is not None:
+        from loopwright.cli.plugins import install_plugins as install
+
+        install([install_plugins])
 
     with reported_errors():
         if from_yaml is not None:

@@ -30,6 +30,7 @@ from loopwright.server import (
     routes_file_previews,
     routes_files,
     routes_health,
+    routes_plugin_icons,
     routes_tool_files,
     routes_unsupported,
 )
@@ -89,6 +90,7 @@ def create_app(
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
+    app.include_router(routes_plugin_icons.router)
     app.include_router(routes_file_previews.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)

@@ -117,10 +117,11 @@ async def index() -> dict[str, str]:
 
 
 @router.get("/v1/meta")
-async def meta(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
-    """Dify's tool icons by tool name; loopwright's tools have no icons."""
-    del app
-    return {"tool_icons": {}}
+async def meta(
+    app: Annotated[AuthedApp, Depends(current_app)], state: Annotated[ServerState, Depends(get_state)]
+) -> dict[str, Any]:
+    """Dify's tool icons by tool name: the icons of the app's plugin tools (built-in tools have none)."""
+    return {"tool_icons": await state.tool_icons(app.id)}
 
 
 @router.get("/v1/site")
