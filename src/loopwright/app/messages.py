@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright.agent import Agent, RoundFinished
+from loopwright.app.approvals import Resumption, pending_values
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
+from loopwright.app.config import AppConfig
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
 from loopwright.app.history import load_history, trim_to_budget
 from loopwright.app.inputs import validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.runs import Run, RunOutcome, Status
-from loopwright.app.wire import DifyStream
+from loopwright.app.wire import DifyStream, EvidencePolicy, StreamExtras
 from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
 from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
@@ -165,18 +167,35 @@ class RunStopped(Exception):
     """The run's stop event was set."""
 
 
-async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator[WireEvent, None]:
+def stream_extras(config: AppConfig) -> StreamExtras:
+    """What the app adds to Dify's stream (approvals, structured output, evidence)."""
+    evidence = config.evidence
+    knowledge = any(t.get("type") == "knowledge" for t in config.toolsets)
+    return StreamExtras(
+        approval_timeout=config.approval.timeout,
+        structured_output=config.output_schema is not None,
+        evidence=EvidencePolicy(evidence.no_evidence_reply, evidence.min_score)
+        if evidence.required and knowledge
+        else None,
+    )
+
+
+async def run_events(
+    message: Message, agent: Agent, run: Run, resume: Resumption | None = None
+) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
-    once everything is written.
+    once everything is written. With ``resume``, a message that paused for approvals goes on.
+
+    A run that pauses for approvals ends with ``tool_approval_required`` (no ``message_end``): the
+    message is saved ``waiting`` with its ``pending_approvals`` row (app.approvals).
 
     Setting the run's stop event (``app.runs.stop``) cancels the model stream and any tool call in
     flight at once (Dify only stops at its next publish); what was done is saved with status
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
     event."""
     request, config, writes = message.request, message.version.config, message.writes
-    stream = DifyStream(message.head, agent.strategy_kind, labels=tool_labels_of(agent))
-    history = fit_history(
-        message.history, agent, config.instruction, request.query, config.history_message_limit
+    stream = DifyStream(
+        message.head, agent.strategy_kind, labels=tool_labels_of(agent), extras=stream_extras(config)
     )
     started = time.perf_counter()
     status: Status = "normal"
@@ -189,13 +208,20 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
         message_id=message.head.message_id,
         call_depth=request.call_depth,
     )
-    source = agent.stream(
-        request.query,
-        history=history,
-        inputs=message.inputs,
-        files=message.files.parts or None,
-        context=tool_context,
-    )
+    if resume is None:
+        history = fit_history(
+            message.history, agent, config.instruction, request.query, config.history_message_limit
+        )
+        source = agent.stream(
+            request.query,
+            history=history,
+            inputs=message.inputs,
+            files=message.files.parts or None,
+            context=tool_context,
+        )
+    else:
+        stream.restore(resume.stream_state)
+        source = agent.resume_stream(resume.interruption, resume.decisions, context=tool_context)
     stop = run.stop_event
     try:
         async for event in source:
@@ -209,6 +235,8 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
             if stop.is_set():
                 raise RunStopped
         end = stream.end
+        if stream.interruption is not None:
+            status = "waiting"
     except RunStopped:
         status, end = "stopped", stream.message_end()
         yield end
@@ -233,6 +261,8 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
 async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutcome, elapsed: float) -> None:
     """Write the outcome (to its end, even when a stop lands meanwhile) and record it on the run."""
     error_text = str(outcome.error) if outcome.error is not None else None
+    if outcome.status == "waiting":
+        message.writes.pause(await _pending(message, stream))
     saving = asyncio.ensure_future(message.writes.finish(stream, outcome.status, error_text, elapsed))
     try:
         await asyncio.shield(saving)
@@ -243,6 +273,27 @@ async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutc
     outcome.answer, outcome.usage = saving.result()
     outcome.files = [o for _, o in stream.files]
     run.finish(outcome)
+
+
+async def _pending(message: Message, stream: DifyStream) -> dict[str, Any]:
+    """The ``pending_approvals`` row of a message that paused."""
+    assert stream.interruption is not None and stream.paused_until is not None
+    head, request = message.head, message.request
+    end_user = message.end_user
+    return pending_values(
+        task_id=head.task_id,
+        app_id=request.app_id,
+        user=request.user,
+        end_user_id=end_user if isinstance(end_user, str) else await asyncio.shield(end_user),
+        config_id=message.version.id,
+        conversation_id=head.conversation_id,
+        message_id=head.message_id,
+        message_created_at=message.created,
+        interruption=stream.interruption,
+        stream_state=stream.saved(),
+        paused_at=utcnow(),
+        expires_at=stream.paused_until,
+    )
 
 
 def _stopping(stop: asyncio.Event) -> bool:

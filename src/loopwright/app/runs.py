@@ -59,7 +59,7 @@ class EventSink(Protocol):
     async def write(self, events: Sequence[WireEvent | Ping]) -> None: ...
 
 
-Status = Literal["normal", "error", "stopped"]
+Status = Literal["normal", "error", "stopped", "waiting"]  # waiting: paused for approvals
 
 
 @dataclass(slots=True)

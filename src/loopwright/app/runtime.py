@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,22 +26,34 @@ from cachetools import LRUCache
 
 from loopwright.agent import Agent
 from loopwright.app import messages, naming
+from loopwright.app.approvals import (
+    ApprovalsClosedError,
+    ApprovalsRequest,
+    ApprovalTimer,
+    Resumption,
+    check_owner,
+    resumption,
+)
 from loopwright.app.callbacks import load_callbacks
+from loopwright.app.chat_files import ChatFiles
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
 from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.message_writes import MessageWrites
 from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
+from loopwright.app.wire_events import EventHead
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
+from loopwright.store import approvals as pending
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
-from loopwright.store.models import App
+from loopwright.store.models import App, PendingApproval, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
@@ -80,8 +93,10 @@ class AppRuntime:
         upload_dir: Path | None = None,
         upload_max_bytes: int | None = None,
         models: Mapping[str, Model] | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.db = db
+        self.clock = clock  # what approval deadlines are checked against (naive UTC); tests move it
         self.tools = list(tools)
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
@@ -99,6 +114,7 @@ class AppRuntime:
         self.agent_observers: list[Callable[[str, AppConfig, Agent], object]] = []
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
         self._knowledge: KnowledgeBase | None = None
+        self.approval_timer = ApprovalTimer(self.expire_approvals)
         self.toolsets = ToolsetPool(
             policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
@@ -157,6 +173,74 @@ class AppRuntime:
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user; whether this process had it."""
         return self.runs.stop(task_id, app_id, user)
+
+    async def resume(self, request: ApprovalsRequest) -> Run:
+        """Resume a message paused for approvals with the user's decisions (app.approvals); the run
+        handle is as ``start``'s, under the same task id. Raises ``NotFoundError`` when no run of this
+        app and user waits under that id, ``UserInputError`` for decisions that do not match it."""
+        local = self.runs.get(request.task_id)
+        if local is not None and local.app_id == request.app_id and local.user == request.user:
+            await local.outcome()  # it is pausing here: its row is written when it has ended
+        async with self.db.sessionmaker() as session:
+            row = check_owner(
+                await pending.get_pending(session, request.task_id), request.app_id, request.user
+            )
+        resume = resumption(row, request.decisions, self.clock())
+        return await self._resume(row, resume, request.response_mode == "streaming")
+
+    async def expire_approvals(self) -> int:
+        """Resume the paused runs whose approval time is up, their calls denied; how many."""
+        now = self.clock()
+        async with self.db.sessionmaker() as session:
+            rows = await pending.overdue(session, now)
+        count = 0
+        for row in rows:
+            try:
+                await self._resume(row, resumption(row, (), now), False)
+                count += 1
+            except ApprovalsClosedError:
+                continue  # decided meanwhile
+            except LoopwrightError as exc:  # its app or configuration is gone: it stays, logged
+                log.warning("could not resume paused run %s: %s", row.task_id, exc)
+        return count
+
+    async def _resume(self, row: PendingApproval, resume: Resumption, streaming: bool) -> Run:
+        version = await self.lookup.config(row.config_id)
+        if version is None:
+            raise ProviderNotInitializedError(f"configuration {row.config_id} is missing")
+        agent = await self.agent(version, row.app_id)
+        async with self.db.sessionmaker() as session:
+            if not await pending.take_pending(session, row.task_id):
+                raise ApprovalsClosedError("this run is not waiting for approval any more")
+        if not self.lease.opened:
+            await self.lease.open()
+        head = EventHead(
+            row.task_id, row.message_id, row.conversation_id, unix_seconds(row.message_created_at)
+        )
+        writes = MessageWrites(self.db, row.conversation_id, row.message_id)
+        writes.resumed([t["id"] for t in resume.stream_state["thoughts"]], row.end_user_id, self.lease.id)
+        request = MessageRequest(
+            row.app_id,
+            row.user,
+            resume.interruption.state["query"],
+            conversation_id=row.conversation_id,
+            response_mode="streaming" if streaming else "blocking",
+        )
+        message = messages.Message(
+            head,
+            row.message_created_at,
+            request,
+            version,
+            {},
+            [],
+            ChatFiles([], []),
+            False,
+            row.end_user_id,
+            writes,
+        )
+        run = Run(head, row.app_id, row.user, keep_events=streaming)
+        self.runs.start(run, messages.run_events(message, agent, run, resume))
+        return run
 
     async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
         """One message of an app, run to its end for an app that calls it as a tool (a new conversation
@@ -255,6 +339,7 @@ class AppRuntime:
         being made are given up."""
         for task in list(self._naming):
             task.cancel()
+        await self.approval_timer.aclose()
         await self.lease.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:
@@ -298,6 +383,8 @@ def build_agent(
         max_iterations=config.max_iterations,
         model_params=config.model_params,
         callbacks=load_callbacks(config.callbacks) if config.callbacks else (),
+        output_type=config.output_schema,
+        approval_required=config.approval.tools,
     )
 
 
