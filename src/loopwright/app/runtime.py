@@ -378,7 +378,7 @@ def build_agent(
         model=model,
         tools=[*chosen, *toolsets],
         files=files,
-        instruction=config.instruction,
+        instruction=_with_evidence_note(config),
         strategy=config.strategy,
         max_iterations=config.max_iterations,
         model_params=config.model_params,
@@ -386,6 +386,19 @@ def build_agent(
         output_type=config.output_schema,
         approval_required=config.approval.tools,
     )
+
+
+EVIDENCE_NOTE = (
+    "Answer only from what the knowledge base tools return: search them first, and if they return "
+    "nothing relevant, say that you do not know."
+)
+
+
+def _with_evidence_note(config: AppConfig) -> str:
+    """The app's instruction; an app that requires evidence also tells the model to rest on it."""
+    if not (config.evidence.required and any(t.get("type") == "knowledge" for t in config.toolsets)):
+        return config.instruction
+    return f"{config.instruction}\n\n{EVIDENCE_NOTE}" if config.instruction else EVIDENCE_NOTE
 
 
 class _LazyFiles:
