@@ -126,3 +126,20 @@ async def test_tools_named_on_the_agent_need_approval_too() -> None:
 def test_an_interruption_from_elsewhere_is_refused() -> None:
     with pytest.raises(ValueError, match="interruption"):
         Interruption.from_json('{"calls": [], "state": {"version": 999}}')
+
+
+def test_an_openapi_operation_marked_x_requires_approval_needs_approval() -> None:
+    from loopwright.tools.openapi.operations import extract_operations
+    from loopwright.tools.openapi.request import CallSettings
+    from loopwright.tools.openapi.toolset import operation_tool
+
+    document = {
+        "openapi": "3.0.0",
+        "servers": [{"url": "https://bank.example"}],
+        "paths": {
+            "/transfers": {"post": {"operationId": "transfer", "x-requires-approval": True}},
+            "/balance": {"get": {"operationId": "balance"}},
+        },
+    }
+    tools = {op.name: operation_tool(op, CallSettings()) for op in extract_operations(document)}
+    assert tools["transfer"].requires_approval and not tools["balance"].requires_approval
