@@ -172,3 +172,20 @@ async def test_a_react_app_pauses_too(client: httpx.AsyncClient, new_app: NewApp
     )
     assert rest[-1]["event"] == "message_end"
     assert [e["answer"] for e in rest if e["event"] == "agent_message"][-1] == "5"
+
+
+async def test_blocking_mode_answers_with_what_the_run_waits_for(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app([CALC, "It is 5."], **APPROVAL)
+    body = {"query": "What is 2 + 3?", "inputs": {}, "response_mode": "blocking"}
+    r = await post(client, app, "/v1/chat-messages", **body)
+    assert r.status_code == 200, r.text
+    paused = r.json()
+    assert paused["event"] == "tool_approval_required" and paused["answer"] == ""
+    assert paused["tool_calls"][0]["id"] == "call_a"
+    path = f"/v1/chat-messages/{paused['task_id']}/approvals"
+    decision = {"decisions": [{"call_id": "call_a", "action": "approve"}], "response_mode": "blocking"}
+    done = (await post(client, app, path, **decision)).json()
+    assert done["event"] == "message" and done["answer"] == "It is 5."
+    assert done["message_id"] == paused["message_id"]

@@ -33,7 +33,7 @@ from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.runs import Run, RunOutcome, Status
 from loopwright.app.wire import DifyStream, EvidencePolicy, StreamExtras
-from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
+from loopwright.app.wire_events import EventHead, MessageEnd, ToolApprovalRequired, WireEvent
 from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
@@ -201,6 +201,7 @@ async def run_events(
     status: Status = "normal"
     error: BaseException | None = None
     end: MessageEnd | None = None
+    approval: ToolApprovalRequired | None = None
     tool_context = ToolContext(
         user_id=request.user,
         conversation_id=message.head.conversation_id,
@@ -227,6 +228,8 @@ async def run_events(
         async for event in source:
             kept = len(stream.files)
             for wire in stream.feed(event):
+                if type(wire) is ToolApprovalRequired:
+                    approval = wire
                 yield wire
             if type(event) is RoundFinished:
                 writes.save_thoughts(stream)
@@ -255,7 +258,8 @@ async def run_events(
     finally:
         with contextlib.suppress(Exception):
             await source.aclose()  # a stopped run's model stream and tool calls end here
-        await _save(message, stream, run, RunOutcome(status, "", error, end), time.perf_counter() - started)
+        outcome = RunOutcome(status, "", error, end, approval=approval)
+        await _save(message, stream, run, outcome, time.perf_counter() - started)
 
 
 async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutcome, elapsed: float) -> None:

@@ -263,6 +263,10 @@ class AppRuntime:
             stop(run)  # the calling run was stopped: so is this one
             raise
         failure = outcome.error
+        if outcome.approval is not None:  # it waits for a person: this call cannot wait with it
+            raise ToolInvokeError(
+                f"the app is waiting for approval of its tool calls (task {outcome.approval.head.task_id})"
+            )
         if failure is not None:
             raise ToolInvokeError(str(failure) if isinstance(failure, LoopwrightError) else INTERNAL_MESSAGE)
         return AppAnswer(outcome.answer, outcome.files, outcome.usage)
