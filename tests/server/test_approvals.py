@@ -3,6 +3,7 @@ the message saved waiting, and POST /v1/chat-messages/{task_id}/approvals resumi
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Any
@@ -189,3 +190,14 @@ async def test_blocking_mode_answers_with_what_the_run_waits_for(
     done = (await post(client, app, path, **decision)).json()
     assert done["event"] == "message" and done["answer"] == "It is 5."
     assert done["message_id"] == paused["message_id"]
+
+
+async def test_two_decisions_at_once_resume_the_run_once(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app([CALC, "It is 5."], **APPROVAL)
+    task_id = (await pause(client, app))[-1]["task_id"]
+    yes = {"call_id": "call_a", "action": "approve"}
+    no = {"call_id": "call_a", "action": "deny", "reason": "no"}
+    first, second = await asyncio.gather(decide(client, app, task_id, yes), decide(client, app, task_id, no))
+    assert sorted([first.status_code, second.status_code]) == [200, 404]
+    winner = first if first.status_code == 200 else second
+    assert parse_sse(winner.text)[-1]["event"] == "message_end"

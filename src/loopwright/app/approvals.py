@@ -61,8 +61,8 @@ class Resumption:
     stream_state: dict[str, Any]
 
 
-class ApprovalsClosedError(UserInputError):
-    """The run is not waiting for approval any more (already decided, or timed out meanwhile)."""
+class ApprovalsClosedError(NotFoundError):
+    """The run is not waiting for approval any more (decided or timed out meanwhile)."""
 
 
 def pending_values(

@@ -27,6 +27,7 @@ from cachetools import LRUCache
 from loopwright.agent import Agent
 from loopwright.app import messages, naming
 from loopwright.app.approvals import (
+    NOT_WAITING,
     ApprovalsClosedError,
     ApprovalsRequest,
     ApprovalTimer,
@@ -211,7 +212,7 @@ class AppRuntime:
         agent = await self.agent(version, row.app_id)
         async with self.db.sessionmaker() as session:
             if not await pending.take_pending(session, row.task_id):
-                raise ApprovalsClosedError("this run is not waiting for approval any more")
+                raise ApprovalsClosedError(NOT_WAITING)
         if not self.lease.opened:
             await self.lease.open()
         head = EventHead(
