@@ -143,3 +143,29 @@ def test_an_openapi_operation_marked_x_requires_approval_needs_approval() -> Non
     }
     tools = {op.name: operation_tool(op, CallSettings()) for op in extract_operations(document)}
     assert tools["transfer"].requires_approval and not tools["balance"].requires_approval
+
+
+async def test_a_resumed_run_may_pause_again_and_keeps_its_structured_output() -> None:
+    from loopwright.agent.output import OUTPUT_TOOL
+
+    model = ScriptedModel(
+        [
+            Reply.tool_calls(("send_money", {"to": "ann", "amount": 1}, "c1")),
+            Reply.tool_calls(("send_money", {"to": "bob", "amount": 2}, "c2")),
+            Reply.tool_calls((OUTPUT_TOOL, {"paid": ["ann"]})),
+        ],
+        features=FC,
+    )
+    schema = {"type": "object", "properties": {"paid": {"type": "array"}}, "required": ["paid"]}
+    agent = Agent(model=model, tools=[send_money], output_type=schema)
+    first = await agent.run("pay ann then bob")
+    assert first.interruption is not None
+    second = await agent.resume(
+        Interruption.from_json(first.interruption.to_json()), [ApprovalDecision.approve("c1")]
+    )
+    assert second.finish_reason == "approval_required" and second.interruption is not None
+    assert [c.id for c in second.interruption.calls] == ["c2"]
+    final = await agent.resume(second.interruption, [ApprovalDecision.deny("c2", "one is enough")])
+    assert sent == [{"to": "ann", "amount": 1}]
+    assert final.output == {"paid": ["ann"]} and final.rounds == 3
+    assert final.metrics is not None and final.metrics.tool_calls == 2

@@ -201,3 +201,26 @@ async def test_two_decisions_at_once_resume_the_run_once(client: httpx.AsyncClie
     assert sorted([first.status_code, second.status_code]) == [200, 404]
     winner = first if first.status_code == 200 else second
     assert parse_sse(winner.text)[-1]["event"] == "message_end"
+
+
+async def test_a_message_may_pause_twice(client: httpx.AsyncClient, new_app: NewApp, db: Database) -> None:
+    again = {"tool_calls": [["calculator", {"expression": "5*2"}, "call_b"]]}
+    app = await new_app([CALC, again, "It is 10."], **APPROVAL)
+    task_id = (await pause(client, app))[-1]["task_id"]
+    second = parse_sse((await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text)
+    waiting = second[-1]
+    assert waiting["event"] == "tool_approval_required" and waiting["task_id"] == task_id
+    assert waiting["tool_calls"][0]["id"] == "call_b"
+    positions = {e["id"]: e["position"] for e in second if e["event"] == "agent_thought"}
+    assert sorted(positions.values()) == [1, 2]  # the first round's row goes on, the second is new
+    rest = parse_sse((await decide(client, app, task_id, {"call_id": "call_b", "action": "approve"})).text)
+    assert rest[-1]["event"] == "message_end"
+    message = await stored(db, waiting["message_id"])
+    assert message.status == "normal" and message.answer == "It is 10."
+    r = await client.get(
+        "/v1/messages",
+        params={"user": "alice", "conversation_id": waiting["conversation_id"]},
+        headers=app.headers,
+    )
+    thoughts = r.json()["data"][0]["agent_thoughts"]
+    assert [calc(t) for t in thoughts[:2]] == ["5", "10"] and len(thoughts) == 3
