@@ -40,6 +40,10 @@ class Agent:
     ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
     or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
     offered no tools.
+
+    ``output_type`` asks for the answer as a typed value (``result.output``; see agent.output).
+    A call of a tool that requires approval pauses the run (``result.interruption``); ``resume`` goes
+    on with the decisions (see agent.approvals).
     """
 
     model: Model
@@ -79,14 +83,13 @@ class Agent:
     _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
     _decoding: tuple[Model, StreamReact | None] | None = field(default=None, init=False, repr=False)
-    _output: OutputSpec | None = field(default=None, init=False, repr=False)
+    _output: tuple[Any, OutputSpec | None] = field(default=(None, None), init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0:
             raise ValueError("max_iterations must be 0 or more")
         create_strategy(self.model, self.strategy)  # fail early on a bad strategy name
-        if self.output_type is not None:
-            self._output = output_spec(self.output_type)
+        self._output_spec()  # fail early on an output type that has no JSON Schema
         for item in self.tools:
             if not isinstance(item, Tool | Toolset):
                 raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")
@@ -133,7 +136,7 @@ class Agent:
         Closing the generator early cancels the model stream and running tool calls."""
         strategy = self._get_strategy()
         instruction = fill_inputs(self.instruction, inputs)
-        output = self._output
+        output = self._output_spec()
         if output is not None:
             note = output.instruction(isinstance(strategy, ReactStrategy))
             instruction = f"{instruction}\n\n{note}" if instruction else note
@@ -173,7 +176,7 @@ class Agent:
         """The events of a resumed run, as ``stream``'s: the paused round's tool calls first."""
         strategy = self._get_strategy()
         state, elapsed, guard = load_state(interruption.state)
-        state.output = self._output
+        state.output = self._output_spec()
         state.decisions = {d.call_id: d for d in decisions}
         state.cache["elapsed"] = elapsed
         state.cache["guard"] = guard
@@ -211,6 +214,14 @@ class Agent:
             return events  # nothing to tell: the loop's own stream, unwrapped
         dispatch = CallbackDispatch([*self.callbacks, *callbacks], self._callback_tasks)
         return with_callbacks(events, dispatch, query)
+
+    def _output_spec(self) -> OutputSpec | None:
+        """The spec of ``output_type``, made again only when it was changed."""
+        made_from, spec = self._output
+        if made_from is not self.output_type:
+            spec = output_spec(self.output_type) if self.output_type is not None else None
+            self._output = (self.output_type, spec)
+        return spec
 
     def _stream_react(self) -> StreamReact | None:
         """The model's ``stream_react`` when it is a ReactDecodingModel; checked once per model."""
