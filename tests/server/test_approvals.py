@@ -224,3 +224,20 @@ async def test_a_message_may_pause_twice(client: httpx.AsyncClient, new_app: New
     )
     thoughts = r.json()["data"][0]["agent_thoughts"]
     assert [calc(t) for t in thoughts[:2]] == ["5", "10"] and len(thoughts) == 3
+
+
+async def test_a_paused_message_can_be_stopped(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database, server_app: FastAPI
+) -> None:
+    app = await new_app([CALC, "never"], **APPROVAL)
+    waiting = (await pause(client, app))[-1]
+    task_id = waiting["task_id"]
+    runtime = server_app.state.loopwright
+    assert not await runtime.stop_paused(task_id, app.id, "mallory")  # only its own user stops it
+    r = await post(client, app, f"/v1/chat-messages/{task_id}/stop")
+    assert r.json() == {"result": "success"}
+    await asyncio.gather(*runtime._stopping)
+    message = await stored(db, waiting["message_id"])
+    assert message.status == "stopped"
+    r = await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})
+    assert r.status_code == 404

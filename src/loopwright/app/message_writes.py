@@ -184,6 +184,12 @@ class MessageWrites:
         self.end_user_id = end_user_id
         self._submit(Update(Message, {"id": self._message_id, "status": "running", "worker_id": worker_id}))
 
+    async def stopped_while_paused(self) -> None:
+        """A message stopped while it waited for approvals: ``stopped``, its rows as they were."""
+        values = repo.message_result(status="stopped")
+        values["id"] = self._message_id
+        await asyncio.wait({self._db.writer.submit(Update(Message, values), key=self._key)})
+
     def _submit(self, *ops: WriteOp) -> None:
         for op in ops:
             self._db.writer.submit(op, key=self._key)

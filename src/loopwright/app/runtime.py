@@ -107,6 +107,7 @@ class AppRuntime:
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
+        self._stopping: set[asyncio.Task[bool]] = set()  # paused messages being stopped
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -172,8 +173,31 @@ class AppRuntime:
         return wanted and (config.generate_conversation_names or self.settings.dify_strict)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
-        """Stop a running message of this app and user; whether this process had it."""
-        return self.runs.stop(task_id, app_id, user)
+        """Stop a running message of this app and user; whether this process had it. A message
+        paused for approvals is ended as stopped (in the background: see ``stop_paused``)."""
+        if self.runs.stop(task_id, app_id, user):
+            return True
+        task = asyncio.ensure_future(self.stop_paused(task_id, app_id, user))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        return False
+
+    async def stop_paused(self, task_id: str, app_id: str, user: str) -> bool:
+        """End a message paused for approvals as ``stopped`` (its calls never run); whether there was
+        one of this app and user to stop."""
+        try:
+            async with self.db.sessionmaker() as session:
+                row = await pending.get_pending(session, task_id)
+                if row is None or row.app_id != app_id or row.user != user:
+                    return False
+                if not await pending.take_pending(session, task_id):
+                    return False  # resumed meanwhile: that run takes stops itself
+            writes = MessageWrites(self.db, row.conversation_id, row.message_id)
+            await writes.stopped_while_paused()
+        except Exception:  # a stop must never fail a request; the timeout still ends the pause
+            log.warning("could not stop paused run %s", task_id, exc_info=True)
+            return False
+        return True
 
     async def resume(self, request: ApprovalsRequest) -> Run:
         """Resume a message paused for approvals with the user's decisions (app.approvals); the run
