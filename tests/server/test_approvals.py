@@ -33,7 +33,7 @@ async def pause(client: httpx.AsyncClient, app: ServiceApp) -> list[dict[str, An
         client, app, "/v1/chat-messages", query="What is 2 + 3?", inputs={}, response_mode="streaming"
     )
     assert r.status_code == 200, r.text
-    return [e for e in parse_sse(r.text) if e["event"] != "ping"]
+    return parse_sse(r.text, pings=False)
 
 
 async def decide(
@@ -72,7 +72,7 @@ async def test_the_stream_pauses_and_an_approval_resumes_it(
 
     r = await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})
     assert r.status_code == 200, r.text
-    rest = [e for e in parse_sse(r.text) if e["event"] != "ping"]
+    rest = parse_sse(r.text, pings=False)
     assert {e["task_id"] for e in rest if "task_id" in e} == {task_id}
     assert {e["message_id"] for e in rest} == {message_id}
     observed = [e for e in rest if e["event"] == "agent_thought" and e["observation"]]
@@ -100,7 +100,7 @@ async def test_a_denial_is_the_tool_observation(
     app = await new_app([CALC, "I was not allowed."], **APPROVAL)
     task_id = (await pause(client, app))[-1]["task_id"]
     r = await decide(client, app, task_id, {"call_id": "call_a", "action": "deny", "reason": "not now"})
-    rest = parse_sse(r.text)
+    rest = parse_sse(r.text, pings=False)
     observed = [e for e in rest if e["event"] == "agent_thought" and e["observation"]]
     assert calc(observed[0]) == "The user denied this tool call: not now"
     assert rest[-1]["event"] == "message_end"
@@ -110,7 +110,7 @@ async def test_edited_arguments_run_instead(client: httpx.AsyncClient, new_app: 
     app = await new_app([CALC, "It is 10."], **APPROVAL)
     task_id = (await pause(client, app))[-1]["task_id"]
     edit = {"call_id": "call_a", "action": "approve", "arguments": {"expression": "4+6"}}
-    rest = parse_sse((await decide(client, app, task_id, edit)).text)
+    rest = parse_sse((await decide(client, app, task_id, edit)).text, pings=False)
     observed = [e for e in rest if e["event"] == "agent_thought" and e["observation"]]
     assert calc(observed[0]) == "10"
 
@@ -128,7 +128,7 @@ async def test_only_the_same_user_may_decide_and_bad_decisions_are_refused(
     assert r.status_code == 400
     # nothing was lost: the right decision still resumes it
     r = await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})
-    assert parse_sse(r.text)[-1]["event"] == "message_end"
+    assert parse_sse(r.text, pings=False)[-1]["event"] == "message_end"
 
 
 async def test_the_timeout_denies(
@@ -156,7 +156,9 @@ async def test_a_late_decision_counts_as_denied(
     app = await new_app([CALC, "Too late."], **APPROVAL)
     task_id = (await pause(client, app))[-1]["task_id"]
     server_app.state.loopwright.clock = lambda: utcnow() + timedelta(seconds=601)
-    rest = parse_sse((await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text)
+    rest = parse_sse(
+        (await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text, pings=False
+    )
     observed = [e for e in rest if e["event"] == "agent_thought" and e["observation"]]
     assert "timed out" in calc(observed[0])
 
@@ -168,9 +170,8 @@ async def test_a_react_app_pauses_too(client: httpx.AsyncClient, new_app: NewApp
     waiting = events[-1]
     assert waiting["event"] == "tool_approval_required"
     call_id = waiting["tool_calls"][0]["id"]
-    rest = parse_sse(
-        (await decide(client, app, waiting["task_id"], {"call_id": call_id, "action": "approve"})).text
-    )
+    decided = await decide(client, app, waiting["task_id"], {"call_id": call_id, "action": "approve"})
+    rest = parse_sse(decided.text, pings=False)
     assert rest[-1]["event"] == "message_end"
     assert [e["answer"] for e in rest if e["event"] == "agent_message"][-1] == "5"
 
@@ -200,20 +201,24 @@ async def test_two_decisions_at_once_resume_the_run_once(client: httpx.AsyncClie
     first, second = await asyncio.gather(decide(client, app, task_id, yes), decide(client, app, task_id, no))
     assert sorted([first.status_code, second.status_code]) == [200, 404]
     winner = first if first.status_code == 200 else second
-    assert parse_sse(winner.text)[-1]["event"] == "message_end"
+    assert parse_sse(winner.text, pings=False)[-1]["event"] == "message_end"
 
 
 async def test_a_message_may_pause_twice(client: httpx.AsyncClient, new_app: NewApp, db: Database) -> None:
     again = {"tool_calls": [["calculator", {"expression": "5*2"}, "call_b"]]}
     app = await new_app([CALC, again, "It is 10."], **APPROVAL)
     task_id = (await pause(client, app))[-1]["task_id"]
-    second = parse_sse((await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text)
+    second = parse_sse(
+        (await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text, pings=False
+    )
     waiting = second[-1]
     assert waiting["event"] == "tool_approval_required" and waiting["task_id"] == task_id
     assert waiting["tool_calls"][0]["id"] == "call_b"
     positions = {e["id"]: e["position"] for e in second if e["event"] == "agent_thought"}
     assert sorted(positions.values()) == [1, 2]  # the first round's row goes on, the second is new
-    rest = parse_sse((await decide(client, app, task_id, {"call_id": "call_b", "action": "approve"})).text)
+    rest = parse_sse(
+        (await decide(client, app, task_id, {"call_id": "call_b", "action": "approve"})).text, pings=False
+    )
     assert rest[-1]["event"] == "message_end"
     message = await stored(db, waiting["message_id"])
     assert message.status == "normal" and message.answer == "It is 10."
