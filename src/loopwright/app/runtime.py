@@ -234,11 +234,22 @@ class AppRuntime:
         if version is None:
             raise ProviderNotInitializedError(f"configuration {row.config_id} is missing")
         agent = await self.agent(version, row.app_id)
-        async with self.db.sessionmaker() as session:
-            if not await pending.take_pending(session, row.task_id):
-                raise ApprovalsClosedError(NOT_WAITING)
         if not self.lease.opened:
             await self.lease.open()
+        # Counted as a running message of the app (max_active_requests) before the row is taken, so
+        # a refusal leaves the run waiting.
+        counted = self.active.enter(row.app_id, version.config.max_active_requests)
+        try:
+            async with self.db.sessionmaker() as session:
+                taken = await pending.take_pending(session, row.task_id)
+        except BaseException:
+            if counted:
+                self.active.leave(row.app_id)
+            raise
+        if not taken:
+            if counted:
+                self.active.leave(row.app_id)
+            raise ApprovalsClosedError(NOT_WAITING)
         head = EventHead(
             row.task_id, row.message_id, row.conversation_id, unix_seconds(row.message_created_at)
         )
@@ -265,6 +276,8 @@ class AppRuntime:
         )
         run = Run(head, row.app_id, row.user, keep_events=streaming)
         self.runs.start(run, messages.run_events(message, agent, run, resume))
+        if counted and run.task is not None:
+            run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
         return run
 
     async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
