@@ -54,6 +54,27 @@ class FileUpload(pydantic.BaseModel):
     transfer_methods: list[Literal["local_file", "remote_url"]] = ["local_file", "remote_url"]
 
 
+class ApprovalSettings(pydantic.BaseModel):
+    """Tools whose calls wait for a person's approval (by name: built-ins, OpenAPI operations, MCP
+    tools, …), and how long a decision may take before the calls count as denied (seconds)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    tools: list[str] = []
+    timeout: float = pydantic.Field(default=3600.0, gt=0)
+
+
+class EvidenceSettings(pydantic.BaseModel):
+    """Evidence-backed answers: with knowledge bases attached, an answer must rest on a retrieved
+    segment scoring ``min_score`` or more, else the app answers ``no_evidence_reply``."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    required: bool = False
+    no_evidence_reply: str = "I could not find this in the knowledge base, so I cannot answer it."
+    min_score: float = pydantic.Field(default=0.0, ge=0, le=1)
+
+
 class AppConfig(pydantic.BaseModel):
     """Everything that defines how an agent-chat app answers."""
 
@@ -83,6 +104,19 @@ class AppConfig(pydantic.BaseModel):
     moderation: list[ModerationRule] = []
     annotation_reply: AnnotationReply | None = None
     external_data_tools: list[ExternalDataTool] = []
+    # Structured output: the answer is JSON following this JSON Schema (agent.output)
+    output_schema: dict[str, Any] | None = None
+    approval: ApprovalSettings = ApprovalSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
+
+    @pydantic.field_validator("output_schema")
+    @classmethod
+    def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            from loopwright.agent.output import output_spec
+
+            output_spec(value)  # raises ValueError for a schema that is not valid
+        return value
 
     @pydantic.field_validator("toolsets")
     @classmethod

@@ -24,7 +24,9 @@ from typing import Any, Literal
 
 from loopwright.agent import Agent, RoundFinished
 from loopwright.agent.events import AgentEvent
+from loopwright.app.approvals import Resumption, pending_values
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
+from loopwright.app.config import AppConfig
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
 from loopwright.app.guards import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer, moderated
 from loopwright.app.history import load_history, trim_to_budget
@@ -33,8 +35,8 @@ from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.moderation import OutputGuard
 from loopwright.app.runs import Run, RunOutcome, Status
-from loopwright.app.wire import DifyStream
-from loopwright.app.wire_events import EventHead, MessageEnd, MessageReplace, WireEvent
+from loopwright.app.wire import DifyStream, EvidencePolicy, StreamExtras
+from loopwright.app.wire_events import EventHead, MessageEnd, MessageReplace, ToolApprovalRequired, WireEvent
 from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
@@ -168,30 +170,60 @@ class RunStopped(Exception):
     """The run's stop event was set."""
 
 
+def stream_extras(config: AppConfig) -> StreamExtras:
+    """What the app adds to Dify's stream (approvals, structured output, evidence)."""
+    evidence = config.evidence
+    knowledge = any(t.get("type") == "knowledge" for t in config.toolsets)
+    return StreamExtras(
+        approval_timeout=config.approval.timeout,
+        structured_output=config.output_schema is not None,
+        evidence=EvidencePolicy(evidence.no_evidence_reply, evidence.min_score)
+        if evidence.required and knowledge
+        else None,
+    )
+
+
 async def run_events(
-    message: Message, agent: Agent, run: Run, guards: Guards | None = None
+    message: Message,
+    agent: Agent,
+    run: Run,
+    guards: Guards | None = None,
+    resume: Resumption | None = None,
 ) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
     once everything is written. With ``guards`` (``app.guards``): input moderation, annotation reply
     and external data first — which may answer without the agent — and output moderation while it
-    streams.
+    streams. With ``resume``, a message that paused for approvals goes on (its guards ran already).
+
+    A run that pauses for approvals ends with ``tool_approval_required`` (no ``message_end``): the
+    message is saved ``waiting`` with its ``pending_approvals`` row (app.approvals).
 
     Setting the run's stop event (``app.runs.stop``) cancels the model stream and any tool call in
     flight at once (Dify only stops at its next publish); what was done is saved with status
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
     event."""
-    stream = DifyStream(message.head, agent.strategy_kind, labels=tool_labels_of(agent))
+    stream = DifyStream(
+        message.head,
+        agent.strategy_kind,
+        labels=tool_labels_of(agent),
+        extras=stream_extras(message.version.config),
+    )
     started = time.perf_counter()
     status: Status = "normal"
     error: BaseException | None = None
     end: MessageEnd | None = None
+    approval: ToolApprovalRequired | None = None
     output = guards.output_guard(message.version.config, message.request.app_id) if guards else None
     stop = run.stop_event
-    body = _wire_events(message, agent, run, guards, stream, output)
+    body = _wire_events(message, agent, run, guards, stream, output, resume)
     try:
         async for wire in body:
+            if type(wire) is ToolApprovalRequired:
+                approval = wire
             yield wire
         end = stream.end
+        if stream.interruption is not None:
+            status = "waiting"
     except OutputFlagged as replaced:  # the answer so far is replaced and the run ends (as Dify)
         stream.answer = replaced.text
         yield MessageReplace(stream.head, replaced.text, OUTPUT_MODERATION)
@@ -217,7 +249,8 @@ async def run_events(
             output.close()
         with contextlib.suppress(Exception):
             await body.aclose()  # a stopped run's model stream and tool calls end here
-        await _save(message, stream, run, RunOutcome(status, "", error, end), time.perf_counter() - started)
+        outcome = RunOutcome(status, "", error, end, approval=approval)
+        await _save(message, stream, run, outcome, time.perf_counter() - started)
 
 
 async def _wire_events(
@@ -227,16 +260,21 @@ async def _wire_events(
     guards: Guards | None,
     stream: DifyStream,
     output: OutputGuard | None,
+    resume: Resumption | None,
 ) -> AsyncGenerator[WireEvent, None]:
     """The run's wire events, its rows queued as it goes; raises :class:`RunStopped` when the run's
     stop event is set and ``OutputFlagged`` when output moderation flags the answer."""
-    prelude = await _prelude(message, guards)
-    if prelude.answer is not None:  # moderated input or an annotation: no agent
-        for wire in direct_answer(stream, prelude):
-            yield wire
-        return
+    if resume is None:
+        prelude = await _prelude(message, guards)
+        if prelude.answer is not None:  # moderated input or an annotation: no agent
+            for wire in direct_answer(stream, prelude):
+                yield wire
+            return
+        source = _agent_events(message, agent, prelude)
+    else:
+        stream.restore(resume.stream_state)
+        source = agent.resume_stream(resume.interruption, resume.decisions, context=_tool_context(message))
     writes = message.writes
-    source = _agent_events(message, agent, prelude)
     try:
         async for event in source:
             kept = len(stream.files)
@@ -275,29 +313,35 @@ async def _prelude(message: Message, guards: Guards | None) -> Prelude:
 
 def _agent_events(message: Message, agent: Agent, prelude: Prelude) -> AsyncGenerator[AgentEvent, None]:
     """The agent's run on the prelude's inputs and query, with the conversation's history fitted."""
-    request, config = message.request, message.version.config
+    config = message.version.config
     history = fit_history(
         message.history, agent, config.instruction, prelude.query, config.history_message_limit
-    )
-    tool_context = ToolContext(
-        user_id=request.user,
-        conversation_id=message.head.conversation_id,
-        app_id=request.app_id or None,
-        message_id=message.head.message_id,
-        call_depth=request.call_depth,
     )
     return agent.stream(
         prelude.query,
         history=history,
         inputs=prelude.inputs,
         files=message.files.parts or None,
-        context=tool_context,
+        context=_tool_context(message),
+    )
+
+
+def _tool_context(message: Message) -> ToolContext:
+    request = message.request
+    return ToolContext(
+        user_id=request.user,
+        conversation_id=message.head.conversation_id,
+        app_id=request.app_id or None,
+        message_id=message.head.message_id,
+        call_depth=request.call_depth,
     )
 
 
 async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutcome, elapsed: float) -> None:
     """Write the outcome (to its end, even when a stop lands meanwhile) and record it on the run."""
     error_text = str(outcome.error) if outcome.error is not None else None
+    if outcome.status == "waiting":
+        message.writes.pause(await _pending(message, stream))
     saving = asyncio.ensure_future(message.writes.finish(stream, outcome.status, error_text, elapsed))
     try:
         await asyncio.shield(saving)
@@ -308,6 +352,27 @@ async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutc
     outcome.answer, outcome.usage = saving.result()
     outcome.files = [o for _, o in stream.files]
     run.finish(outcome)
+
+
+async def _pending(message: Message, stream: DifyStream) -> dict[str, Any]:
+    """The ``pending_approvals`` row of a message that paused."""
+    assert stream.interruption is not None and stream.paused_until is not None
+    head, request = message.head, message.request
+    end_user = message.end_user
+    return pending_values(
+        task_id=head.task_id,
+        app_id=request.app_id,
+        user=request.user,
+        end_user_id=end_user if isinstance(end_user, str) else await asyncio.shield(end_user),
+        config_id=message.version.id,
+        conversation_id=head.conversation_id,
+        message_id=head.message_id,
+        message_created_at=message.created,
+        interruption=stream.interruption,
+        stream_state=stream.saved(),
+        paused_at=utcnow(),
+        expires_at=stream.paused_until,
+    )
 
 
 def _stopping(stop: asyncio.Event) -> bool:

@@ -23,6 +23,7 @@ __all__ = [
     "MessageFile",
     "MessageReplace",
     "TextMessage",
+    "ToolApprovalRequired",
     "WireEvent",
 ]
 
@@ -160,6 +161,27 @@ class TextMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolApprovalRequired:
+    """loopwright's own event (not Dify's): the run paused before tool calls that need a person's
+    approval; ``POST /v1/chat-messages/{task_id}/approvals`` resumes it. The stream ends after it."""
+
+    head: EventHead
+    thought_id: str
+    calls: list[dict[str, Any]]  # {"id", "tool", "arguments"} of each call waiting
+    expires_at: int  # unix seconds: after this the calls count as denied
+    event: Literal["tool_approval_required"] = field(default="tool_approval_required", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.head.message_id,
+            "thought_id": self.thought_id,
+            "tool_calls": self.calls,
+            "expires_at": self.expires_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are chosen at the edge.
     Dify's error event has no ``task_id``."""
@@ -177,4 +199,13 @@ class ErrorEvent:
         }
 
 
-WireEvent = AgentMessage | AgentThought | MessageFile | MessageEnd | MessageReplace | TextMessage | ErrorEvent
+WireEvent = (
+    AgentMessage
+    | AgentThought
+    | MessageFile
+    | MessageEnd
+    | MessageReplace
+    | TextMessage
+    | ToolApprovalRequired
+    | ErrorEvent
+)

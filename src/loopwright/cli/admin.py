@@ -114,6 +114,10 @@ async def _ask(request: MessageRequest) -> int:
         if outcome.error is not None:
             typer.secho(f"error: {outcome.error}", fg="red", err=True)
             return 1
+        if outcome.approval is not None:  # paused: the decision comes over the HTTP API (docs/approvals.md)
+            waiting = outcome.approval.calls
+            calls = ", ".join(f"{c['tool']} {c['arguments']} (call {c['id']})" for c in waiting)
+            typer.secho(f"waiting for approval of: {calls}; task: {run.task_id}", fg="yellow", err=True)
         typer.echo(outcome.answer)
         typer.secho(f"conversation: {run.head.conversation_id}", dim=True, err=True)
         return 0

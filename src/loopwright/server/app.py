@@ -23,6 +23,7 @@ from loopwright.server import (
     routes_agent_log,
     routes_annotations,
     routes_app,
+    routes_approvals,
     routes_chat,
     routes_conversations,
     routes_datasets,
@@ -69,6 +70,7 @@ def create_app(
             await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
         except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
             log.exception("the database did not answer at start-up; the worker lease is retried on first use")
+        runtime.approval_timer.start()  # runs paused for approvals whose time is up are resumed, denied
         yield
         await runtime.shutdown()  # stopped runs are saved before the process ends
 
@@ -96,6 +98,7 @@ def create_app(
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
     app.include_router(routes_annotations.router)
+    app.include_router(routes_approvals.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics

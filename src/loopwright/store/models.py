@@ -385,3 +385,27 @@ class AnnotationJob(Base):
     error: Mapped[str] = mapped_column(Text, nullable=False, default="")
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class PendingApproval(Base):
+    """A run paused until a person decides on its tool calls (agent.approvals): what resuming it
+    needs, kept so that a server restart does not lose it. The row is deleted when the run resumes
+    (a paused run resumes once); a later pause of the same message adds a new one."""
+
+    __tablename__ = "pending_approvals"
+
+    task_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    app_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    user: Mapped[str] = mapped_column(String(255), nullable=False)  # the Service API user who asked
+    end_user_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    config_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    calls: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the calls waiting for a decision
+    run_state: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the agent's interruption
+    stream_state: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the message's thought rows
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+    __table_args__ = (Index("ix_pending_approvals_expires_at", "expires_at"),)

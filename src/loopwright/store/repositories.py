@@ -353,8 +353,9 @@ def message_result(
     metadata: str | None = None,
 ) -> dict[str, Any]:
     """The column values that record a message's outcome (only those given): answer, usage (tokens,
-    price, currency, latency), status (``normal`` | ``error`` | ``stopped``), error text, metadata."""
-    if status is not None and status not in ("normal", "error", "stopped"):
+    price, currency, latency), status (``normal`` | ``error`` | ``stopped`` | ``waiting``: paused for
+    approvals), error text, metadata."""
+    if status is not None and status not in ("normal", "error", "stopped", "waiting"):
         raise ValueError(f"invalid message status: {status!r}")
     values: dict[str, Any] = {}
     if answer is not None:
