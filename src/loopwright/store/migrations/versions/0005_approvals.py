@@ -1,7 +1,7 @@
 """Runs paused for a person's approval of their tool calls.
 
 Revision ID: 0005_approvals
-Revises: 0003_workers
+Revises: 0004_annotations
 """
 
 from __future__ import annotations
