@@ -43,12 +43,14 @@ __all__ = [
     "delete_document",
     "document_kind",
     "embedding_spec",
+    "find_dataset",
     "get_dataset",
     "key_is_valid",
     "list_documents",
     "queue_document",
     "retrieve",
     "splitting_rules",
+    "try_query",
 ]
 
 MAX_FILE_BYTES = 15 * 1024 * 1024  # Dify's default upload limit
@@ -333,3 +335,39 @@ async def retrieve(
     except (ValueError, KeyError, TypeError) as exc:
         raise UserInputError(f"retrieval_model: {exc}") from None
     return await kb.search(dataset, query, retrieval=model, metadata_filter=metadata_filter)
+
+
+async def try_query(
+    kb: KnowledgeBase,
+    dataset: Dataset,
+    query: str,
+    *,
+    method: str | None = None,
+    top_k: int | None = None,
+    score_threshold: float | None = None,
+) -> list[Hit]:
+    """The dataset's best segments for ``query`` as an operator tries it (``loopwright kb search``, the
+    console): the dataset's settings with these overrides (``method``: keyword, vector, semantic or
+    hybrid), and the segments' hit counts left alone."""
+    if not query.strip():
+        raise UserInputError("query is required")
+    if method not in (None, "keyword", "vector", "semantic", "hybrid"):
+        raise UserInputError("method must be keyword, vector, semantic or hybrid")
+    if top_k is not None and not 1 <= top_k <= 100:
+        raise UserInputError("top_k must be between 1 and 100")
+    return await kb.search(
+        dataset,
+        query,
+        method=method,  # type: ignore[arg-type]  # checked above
+        top_k=top_k,
+        score_threshold=score_threshold,
+        count_hits=False,
+    )
+
+
+async def find_dataset(kb: KnowledgeBase, id_or_name: str) -> Dataset:
+    """The dataset with this id or name, or :class:`NotFoundError`."""
+    found = await kb.find_dataset(id_or_name)
+    if found is None:
+        raise NotFoundError(DATASET_NOT_FOUND)
+    return found

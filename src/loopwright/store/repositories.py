@@ -44,6 +44,7 @@ __all__ = [
     "Page",
     "add_config_version",
     "add_upload_file",
+    "config_version",
     "create_api_key",
     "create_app",
     "delete_conversation",
@@ -57,6 +58,7 @@ __all__ = [
     "get_message",
     "get_or_create_end_user",
     "latest_config",
+    "list_config_versions",
     "list_conversations",
     "list_messages",
     "list_thoughts",
@@ -118,6 +120,18 @@ async def add_config_version(session: AsyncSession, app_id: str, config: Mapping
 
 async def latest_config(session: AsyncSession, app_id: str) -> AppConfig | None:
     stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version.desc()).limit(1)
+    return await session.scalar(stmt)
+
+
+async def list_config_versions(session: AsyncSession, app_id: str) -> list[AppConfig]:
+    """Every configuration version of an app, newest first."""
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version.desc())
+    return list(await session.scalars(stmt))
+
+
+async def config_version(session: AsyncSession, app_id: str, version: int) -> AppConfig | None:
+    """One configuration version of an app, by its number."""
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id, AppConfig.version == version)
     return await session.scalar(stmt)
 
 

@@ -1,0 +1,23 @@
+"""The admin API (``/console/api/…``) and the console: on only when an admin token is set
+(``LOOPWRIGHT_ADMIN_TOKEN``); without one nothing here is installed and ``/console`` is a 404.
+
+The routes parse, check the admin token and call the app layer (:mod:`loopwright.app.admin`,
+:mod:`~loopwright.app.datasets`, :mod:`~loopwright.app.app_logs`, :mod:`~loopwright.app.model_check`)
+— the same functions the CLI calls. See docs/admin-api.md.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from loopwright.server.console import auth, routes_apps, routes_knowledge, routes_logs
+
+__all__ = ["install"]
+
+
+def install(app: FastAPI, token: str) -> None:
+    """Serve the admin API on ``app``, behind ``token``."""
+    auth.set_token(app, token)
+    app.include_router(routes_apps.router)
+    app.include_router(routes_knowledge.router)
+    app.include_router(routes_logs.router)

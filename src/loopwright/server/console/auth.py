@@ -1,0 +1,24 @@
+"""The admin token: ``Authorization: Bearer <token>`` on every admin API request, compared in
+constant time (``hmac.compare_digest``), so a wrong guess learns nothing from the answer's timing."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import FastAPI, Request
+
+from loopwright.server.auth import bearer_token, unauthorized
+
+_STATE_KEY = "console_token"
+
+
+def set_token(app: FastAPI, token: str) -> None:
+    setattr(app.state, _STATE_KEY, token.encode("utf-8"))
+
+
+async def require_admin(request: Request) -> None:
+    """FastAPI dependency: the request carries the admin token, or 401."""
+    expected: bytes = getattr(request.app.state, _STATE_KEY)
+    given = bearer_token(request).encode("utf-8")
+    if not hmac.compare_digest(given, expected):
+        raise unauthorized("Admin token is invalid")
