@@ -342,3 +342,40 @@ async def test_logs_show_conversations_messages_agent_logs_feedback_and_usage(
     assert (await admin.get(f"/console/api/apps/{other}/conversations/{conversation_id}")).status_code == 404
     assert (await admin.get("/console/api/apps/nope/conversations")).status_code == 404
     assert (await admin.get("/console/api/apps/nope/usage")).status_code == 404
+
+
+# --- OpenAPI toolsets -----------------------------------------------------------------------------------
+
+SPECS = Path(__file__).parents[1] / "tools" / "openapi" / "fixtures"
+
+
+async def test_openapi_spec_is_checked_then_added_as_a_version(admin: httpx.AsyncClient) -> None:
+    app_id = await new_app(admin)
+    spec = str(SPECS / "swagger2.yaml")
+    url = f"/console/api/apps/{app_id}/toolsets/openapi"
+    check = (await admin.post(url, json={"source": {"spec": spec}, "check": True})).json()
+    assert [o["name"] for o in check["operations"]] == ["getPet", "pets_post", "uploadPhoto"]
+    assert check["version"] is None
+    assert [
+        v["version"] for v in (await admin.get(f"/console/api/apps/{app_id}/versions")).json()["data"]
+    ] == [1]
+    added = (await admin.post(url, json={"source": {"spec": spec, "include": ["getPet"]}})).json()
+    assert [o["name"] for o in added["operations"]] == ["getPet"] and added["version"] == 2
+    config = (await admin.get(f"/console/api/apps/{app_id}/versions/2")).json()["config"]
+    (entry,) = config["toolsets"]
+    assert (entry["type"], entry["spec"], entry["include"]) == ("openapi", spec, ["getPet"])
+
+
+async def test_openapi_import_refusals(admin: httpx.AsyncClient, tmp_path: Path) -> None:
+    app_id = await new_app(admin)
+    url = f"/console/api/apps/{app_id}/toolsets/openapi"
+    missing = await admin.post(url, json={"source": {"spec": str(tmp_path / "none.yaml")}})
+    assert missing.status_code == 400 and missing.json()["message"]
+    no_key = await admin.post(url, json={"source": {"spec": "x.yaml", "auth_type": "api_key_header"}})
+    assert no_key.status_code == 400 and "needs api_key" in no_key.json()["message"]
+    private = await admin.post(url, json={"source": {"spec": "http://10.1.2.3/openapi.json"}})
+    assert private.status_code == 400  # the network guard refuses a private address
+    other = await admin.post(
+        "/console/api/apps/nope/toolsets/openapi", json={"source": {"spec": str(SPECS / "swagger2.yaml")}}
+    )
+    assert other.status_code == 404

@@ -19,7 +19,7 @@ from loopwright.knowledge import Dataset, DatasetExistsError, Document, Hit, Kno
 from loopwright.knowledge.embeddings import parse_embedding_spec
 from loopwright.knowledge.entities import RetrievalModel, Segment
 from loopwright.knowledge.extract import ExtractError, kind_of
-from loopwright.knowledge.ingest import Source
+from loopwright.knowledge.ingest import Progress, Source
 from loopwright.knowledge.kb import SPLIT_RULES
 
 __all__ = [
@@ -250,15 +250,17 @@ async def queue_document(
     data: bytes | None = None,
     kind: str = "text",
     process_rule: dict[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> Queued:
     """Queue a document of ``text``, or of file ``data`` of a :func:`document_kind`; indexing it is left
-    to the caller (Dify answers first: clients poll the document's status)."""
+    to the caller (Dify answers first: clients poll the document's status). ``progress`` is told of
+    the chunks made and embedded while it is indexed."""
     rules = splitting_rules(process_rule)
     source = Source(kind="text", text=text) if text is not None else Source(kind=kind, data=data)
     document = await kb.queue_document(dataset, name, source.kind)
 
     async def index() -> Document:
-        return await kb.index(dataset, document, source, None, rules=rules)
+        return await kb.index(dataset, document, source, progress, rules=rules)
 
     return Queued(document, index)
 
@@ -369,5 +371,5 @@ async def find_dataset(kb: KnowledgeBase, id_or_name: str) -> Dataset:
     """The dataset with this id or name, or :class:`NotFoundError`."""
     found = await kb.find_dataset(id_or_name)
     if found is None:
-        raise NotFoundError(DATASET_NOT_FOUND)
+        raise NotFoundError(f"no dataset named {id_or_name!r}")
     return found

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field
 
-from loopwright.app import admin
+from loopwright.app import admin, tool_import
 from loopwright.app.config import AppConfig, ConfigImportError
 from loopwright.app.model_check import DEFAULT_TIMEOUT, check_model
 from loopwright.server.bodies import json_body
@@ -139,6 +139,29 @@ async def revoke_key(key_id: str, state: State) -> Response:
 
 
 # --- tools and models ---------------------------------------------------------------------------------
+
+
+class ImportOpenAPI(BaseModel):
+    source: dict[str, Any]  # an OpenAPI toolset entry: spec (file path or http(s) URL), auth, …
+    check: bool = False  # only load the spec and list its operations
+
+
+@router.post("/apps/{app_id}/toolsets/openapi")
+async def import_openapi(
+    app_id: str, state: State, body: Annotated[ImportOpenAPI, Depends(json_body(ImportOpenAPI))]
+) -> dict[str, Any]:
+    """Load an OpenAPI spec (through the network guard) and list its operations; unless ``check``,
+    add it to the app's toolsets as a new configuration version (one of the same spec is replaced)."""
+    await admin.check_app(app_id, db=state.db)
+    source = tool_import.openapi_source(body.source)
+    allow = state.settings.tool_allow_hosts
+    if body.check:
+        operations, version = await tool_import.openapi_operations(source, allow), None
+    else:
+        operations, version = await tool_import.import_openapi(app_id, source, allow, db=state.db)
+        state.lookup.forget(app_id)
+    return {"operations": [asdict(o) for o in operations], "version": version}
+
 
 
 @router.get("/tools")
