@@ -379,3 +379,35 @@ async def test_openapi_import_refusals(admin: httpx.AsyncClient, tmp_path: Path)
         "/console/api/apps/nope/toolsets/openapi", json={"source": {"spec": str(SPECS / "swagger2.yaml")}}
     )
     assert other.status_code == 404
+
+
+# --- on a real server -----------------------------------------------------------------------------------
+
+
+async def test_on_uvicorn_upload_is_indexed_after_the_answer(
+    console_app: FastAPI, knowledge: KnowledgeBase
+) -> None:
+    import asyncio
+
+    from tests.live_server import serving
+
+    async with serving(console_app) as url, httpx.AsyncClient(base_url=url, headers=ADMIN) as c:
+        assert (await c.get("/console/api/apps", headers={"Authorization": "Bearer nope"})).status_code == 401
+        ds = (await c.post("/console/api/datasets", json={"name": "Live"})).json()
+        text = "\n\n".join(f"Paragraph {i}: the office opens at {i} o'clock." for i in range(50)).encode()
+        up = await c.post(f"/console/api/datasets/{ds['id']}/documents", files={"file": ("hours.txt", text)})
+        assert up.status_code == 201 and up.json()["document"]["indexing_status"] == "waiting"
+        doc_id = up.json()["document"]["id"]
+        status = ""
+        for _ in range(200):  # the client polls, as the console page does
+            status = (await c.get(f"/console/api/datasets/{ds['id']}/documents/{doc_id}")).json()[
+                "indexing_status"
+            ]
+            if status in ("completed", "error"):
+                break
+            await asyncio.sleep(0.05)
+        assert status == "completed"
+        hits = (
+            await c.post(f"/console/api/datasets/{ds['id']}/query", json={"query": "office opens"})
+        ).json()
+        assert hits["records"]
