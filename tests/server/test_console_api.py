@@ -411,3 +411,60 @@ async def test_on_uvicorn_upload_is_indexed_after_the_answer(
             await c.post(f"/console/api/datasets/{ds['id']}/query", json={"query": "office opens"})
         ).json()
         assert hits["records"]
+
+
+# --- the prompts a model received -----------------------------------------------------------------------
+
+
+async def test_the_prompts_of_a_message_round_by_round(admin: httpx.AsyncClient, tmp_path: Path) -> None:
+    replies: list[Any] = [{"tool_calls": [["calculator", {"expression": "6*7"}]]}, "It is 42."]
+    app_id = await new_app(
+        admin,
+        model=script(tmp_path, replies),
+        instruction="Help {{name}} with sums.",
+        user_input_form=[{"variable": "name", "label": "Name"}],
+        tools=[{"name": "calculator"}],
+    )
+    key = (await admin.post(f"/console/api/apps/{app_id}/keys")).json()["token"]
+    r = await admin.post(
+        "/v1/chat-messages",
+        json={"query": "6*7?", "user": "u", "inputs": {"name": "Ada"}, "response_mode": "blocking"},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    message_id = r.json()["message_id"]
+    calls = (await admin.get(f"/console/api/messages/{message_id}/prompts")).json()["calls"]
+    assert len(calls) == 2
+    first, second = calls
+    assert first["messages"][0] == {"content": "Help Ada with sums.", "role": "system"}
+    assert first["messages"][-1]["role"] == "user" and first["messages"][-1]["content"] == "6*7?"
+    assert [t["name"] for t in first["tools"]] == ["calculator"]
+    tool_results = [m for m in second["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in tool_results] == ["42"]
+    missing = await admin.get("/console/api/messages/nope/prompts")
+    assert missing.status_code == 404
+
+
+async def test_the_prompts_of_a_react_message(admin: httpx.AsyncClient, tmp_path: Path) -> None:
+    blob = json.dumps({"action": "calculator", "action_input": {"expression": "2+2"}})
+    final = json.dumps({"action": "Final Answer", "action_input": "4"})
+    replies = [
+        f"Thought: sum\nAction:\n```json\n{blob}\n```\n",
+        f"Thought: done\nAction:\n```json\n{final}\n```\n",
+    ]
+    app_id = await new_app(
+        admin, model=script(tmp_path, replies), strategy="react", tools=[{"name": "calculator"}]
+    )
+    key = (await admin.post(f"/console/api/apps/{app_id}/keys")).json()["token"]
+    r = await admin.post(
+        "/v1/chat-messages",
+        json={"query": "2+2?", "user": "u", "inputs": {}, "response_mode": "blocking"},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert r.json()["answer"] == "4"
+    calls = (await admin.get(f"/console/api/messages/{r.json()['message_id']}/prompts")).json()["calls"]
+    assert len(calls) == 2
+    # A model that takes ReAct rounds as data still gets them so (the wrapper keeps stream_react).
+    assert calls[0]["react_tools"] == ["calculator"]
+    prompt = json.dumps(calls[0]["messages"])
+    assert "calculator" in prompt and "2+2?" in prompt
+    assert any("4" in m["content"] for m in calls[1]["messages"] if isinstance(m["content"], str))

@@ -101,7 +101,7 @@ def create_app(
     if admin_token is not None:  # the admin API and console: off unless a token is set (/console: 404)
         from loopwright.server import console
 
-        console.install(app, admin_token.get_secret_value())
+        console.install(app, runtime, admin_token.get_secret_value())
     if tracing_enabled():  # OpenTelemetry: on when an OTLP endpoint is set (the standard OTEL_* variables)
         from opentelemetry import trace
 

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from loopwright.app.prompt_log import PromptLog
+from loopwright.app.runtime import AppRuntime
 from loopwright.server.console import auth, routes_apps, routes_knowledge, routes_logs
 
 __all__ = ["install"]
 
 
-def install(app: FastAPI, token: str) -> None:
-    """Serve the admin API on ``app``, behind ``token``."""
+def install(app: FastAPI, runtime: AppRuntime, token: str) -> None:
+    """Serve the admin API on ``app``, behind ``token``; the runtime keeps the prompts its models
+    receive for the debug view (``GET /console/api/messages/{id}/prompts``)."""
     auth.set_token(app, token)
+    runtime.prompt_log = PromptLog()
     app.include_router(routes_apps.router)
     app.include_router(routes_knowledge.router)
     app.include_router(routes_logs.router)

@@ -163,7 +163,6 @@ async def import_openapi(
     return {"operations": [asdict(o) for o in operations], "version": version}
 
 
-
 @router.get("/tools")
 async def builtin_tools(state: State) -> dict[str, Any]:
     """The built-in tools an app's ``tools`` may name, with their form parameters (configured per app)."""

@@ -11,7 +11,9 @@ from fastapi import APIRouter, Depends, Query
 
 from loopwright.app import admin, app_logs
 from loopwright.app.conversations import app_feedbacks
+from loopwright.app.prompt_log import call_view
 from loopwright.server.console.auth import require_admin
+from loopwright.server.errors import not_found
 from loopwright.server.state import ServerState, get_state
 
 router = APIRouter(prefix="/console/api", dependencies=[Depends(require_admin)])
@@ -61,3 +63,13 @@ async def usage(app_id: str, state: State, days: Annotated[int, Query(ge=1, le=3
     for day in out["days"]:
         day["total_price"] = str(day["total_price"])
     return out
+
+
+@router.get("/messages/{message_id}/prompts")
+async def prompts(message_id: str, state: State) -> dict[str, Any]:
+    """What the model received for a message, call by call (messages, tools, stop words, settings):
+    kept in memory for the last 200 messages this server process ran while the console was on."""
+    calls = state.prompt_log.calls(message_id) if state.prompt_log is not None else None
+    if calls is None:
+        raise not_found("no prompts kept for this message (only the last 200 this server process ran)")
+    return {"message_id": message_id, "calls": [call_view(c) for c in calls]}
