@@ -31,6 +31,7 @@ from loopwright.server import (
     routes_health,
     routes_tool_files,
     routes_unsupported,
+    routes_web,
 )
 from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
@@ -92,6 +93,7 @@ def create_app(
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
+    routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics

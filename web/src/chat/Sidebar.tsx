@@ -1,0 +1,79 @@
+// The conversation list: new, open, rename, delete.
+import { useState } from "preact/hooks";
+import type { Conversation } from "../shared/api";
+
+export interface SidebarProps {
+  conversations: Conversation[];
+  currentId: string | null;
+  onOpen: (id: string | null) => void;
+  onRename: (id: string, name: string) => void;
+  onDelete: (id: string) => void;
+}
+
+export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete }: SidebarProps) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const [name, setName] = useState("");
+  return (
+    <nav class="sidebar" aria-label="Conversations">
+      <button type="button" class="new-chat" onClick={() => onOpen(null)}>
+        + New chat
+      </button>
+      <ul class="conversation-list">
+        {conversations.map((c) => (
+          <li key={c.id} class={c.id === currentId ? "current" : ""}>
+            {editing === c.id ? (
+              <form
+                class="rename"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  if (name.trim()) onRename(c.id, name.trim());
+                  setEditing(null);
+                }}
+              >
+                <input
+                  type="text"
+                  value={name}
+                  aria-label="Conversation name"
+                  onInput={(e) => setName((e.target as HTMLInputElement).value)}
+                  onKeyDown={(e) => e.key === "Escape" && setEditing(null)}
+                  ref={(el) => el?.focus()}
+                />
+              </form>
+            ) : (
+              <>
+                <button type="button" class="conversation" title={c.name} onClick={() => onOpen(c.id)}>
+                  {c.name || "New conversation"}
+                </button>
+                <span class="conversation-actions">
+                  <button
+                    type="button"
+                    class="icon"
+                    title="Rename"
+                    aria-label={`Rename ${c.name}`}
+                    onClick={() => {
+                      setName(c.name);
+                      setEditing(c.id);
+                    }}
+                  >
+                    ✎
+                  </button>
+                  <button
+                    type="button"
+                    class="icon"
+                    title="Delete"
+                    aria-label={`Delete ${c.name}`}
+                    onClick={() => {
+                      if (window.confirm(`Delete “${c.name}”?`)) onDelete(c.id);
+                    }}
+                  >
+                    🗑
+                  </button>
+                </span>
+              </>
+            )}
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}

@@ -1,0 +1,296 @@
+// The chat's state and what changes it: the conversation shown, its messages, sending and streaming an
+// answer, stopping it, and picking an answer up again after a reload or a dropped connection.
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import type { Conversation, ServiceClient } from "../shared/api";
+import { ApiError } from "../shared/errors";
+import { readDifyStream } from "../shared/sse";
+import { clearPending, loadPending, savePending } from "./pending";
+import { applyEvent, isRunning, messageFromHistory, newMessage, type FileView, type MessageView } from "./state";
+
+export interface SendRequest {
+  query: string;
+  inputs: Record<string, unknown>;
+  files: Record<string, string>[];
+  previews: FileView[];
+}
+
+const HISTORY_POLL_MS = 2000;
+const HISTORY_POLL_STABLE = 3; // polls without a change before a reloaded answer counts as finished
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function useChat(client: ServiceClient, appId: string, suggestionsOn: boolean) {
+  const [conversations, setConversations] = useState<Conversation[]>([]);
+  const [currentId, setCurrentId] = useState<string | null>(null);
+  const [messages, setMessages] = useState<MessageView[]>([]);
+  const [suggested, setSuggested] = useState<string[]>([]);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const abortRef = useRef<AbortController | null>(null);
+  const currentRef = useRef<string | null>(null);
+  currentRef.current = currentId;
+
+  const refreshConversations = useCallback(async () => {
+    try {
+      setConversations((await client.conversations()).data);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client]);
+
+  const loadHistory = useCallback(
+    async (conversationId: string): Promise<MessageView[]> => {
+      const page = await client.messages(conversationId);
+      return page.data.map(messageFromHistory);
+    },
+    [client],
+  );
+
+  /** Replace one message (by its local id) in the list. */
+  const put = useCallback((m: MessageView) => {
+    setMessages((ms) => ms.map((x) => (x.localId === m.localId ? m : x)));
+  }, []);
+
+  const fetchSuggestions = useCallback(
+    async (m: MessageView) => {
+      if (!suggestionsOn || m.id === null || m.status !== "done") return;
+      try {
+        setSuggested(await client.suggested(m.id));
+      } catch {
+        setSuggested([]); // suggestions are a nicety: no error shown
+      }
+    },
+    [client, suggestionsOn],
+  );
+
+  /** Streams `body` (a response's event stream) into message `start`; resolves with the last view. */
+  const follow = useCallback(
+    async (body: ReadableStream<Uint8Array>, start: MessageView, lastId: string | null): Promise<[MessageView, string | null]> => {
+      let m = start;
+      let lastEventId = lastId;
+      let saved = 0;
+      await readDifyStream(body, (event, id) => {
+        m = applyEvent(m, event, Date.now());
+        lastEventId = id ?? lastEventId;
+        put(m);
+        if (m.conversationId !== null && currentRef.current !== m.conversationId) {
+          currentRef.current = m.conversationId;
+          setCurrentId(m.conversationId);
+        }
+        if (m.conversationId !== null && isRunning(m) && Date.now() - saved > 250) {
+          saved = Date.now();
+          savePending(sessionStorage, appId, { conversationId: m.conversationId, taskId: m.taskId, lastEventId, view: m });
+        }
+      });
+      return [m, lastEventId];
+    },
+    [appId, put],
+  );
+
+  /** After a drop or a reload: re-attach to the run where the server offers it, else reload the
+   * message from the history until it stops changing. */
+  const recover = useCallback(
+    async (m: MessageView, lastEventId: string | null) => {
+      if (m.taskId !== null) {
+        try {
+          const response = await client.reattach(m.taskId, lastEventId);
+          if (response?.body) {
+            const [end] = await follow(response.body, { ...m, status: "streaming" }, lastEventId);
+            if (!isRunning(end)) {
+              clearPending(sessionStorage, appId);
+              void fetchSuggestions(end);
+              return;
+            }
+          }
+        } catch {
+          // fall back to the history
+        }
+      }
+      if (m.conversationId === null) {
+        put({ ...m, status: "interrupted" });
+        clearPending(sessionStorage, appId);
+        return;
+      }
+      let stable = 0;
+      let last = "";
+      for (let polls = 0; polls < 60 && stable < HISTORY_POLL_STABLE; polls += 1) {
+        try {
+          const history = await loadHistory(m.conversationId);
+          if (currentRef.current !== m.conversationId) break;
+          const again = history.find((h) => h.id === m.id) ?? history[history.length - 1];
+          const seen = JSON.stringify(again ?? null);
+          stable = seen === last ? stable + 1 : 0;
+          last = seen;
+          setMessages(history.map((h) => (h.id === again?.id && stable < HISTORY_POLL_STABLE ? { ...h, status: "interrupted" } : h)));
+        } catch (e) {
+          setNotice(errorText(e));
+          break;
+        }
+        await new Promise((r) => setTimeout(r, HISTORY_POLL_MS));
+      }
+      clearPending(sessionStorage, appId);
+      setMessages((ms) => ms.map((x) => (x.status === "interrupted" ? { ...x, status: "done" } : x)));
+    },
+    [appId, client, fetchSuggestions, follow, loadHistory, put],
+  );
+
+  const send = useCallback(
+    async (request: SendRequest) => {
+      setSuggested([]);
+      setNotice(null);
+      let m = newMessage(request.query, request.previews);
+      setMessages((ms) => [...ms, m]);
+      const abort = new AbortController();
+      abortRef.current = abort;
+      let lastEventId: string | null = null;
+      try {
+        const response = await client.send(
+          { query: request.query, inputs: request.inputs, files: request.files, conversation_id: currentRef.current ?? "" },
+          abort.signal,
+        );
+        if (!response.body) throw new ApiError(0, "network", "no body");
+        [m, lastEventId] = await follow(response.body, m, null);
+      } catch (e) {
+        if (e instanceof ApiError && e.status !== 0) {
+          m = { ...m, status: "error", error: e.message };
+          put(m);
+          return;
+        }
+        if (abort.signal.aborted) {
+          m = { ...m, status: "stopped" };
+          put(m);
+          return;
+        }
+        m = { ...m, status: "interrupted" };
+      } finally {
+        abortRef.current = null;
+      }
+      if (isRunning(m) || m.status === "interrupted") {
+        put({ ...m, status: "interrupted" });
+        await recover(m, lastEventId); // the stream ended without message_end: the connection dropped
+      } else {
+        clearPending(sessionStorage, appId);
+        void fetchSuggestions(m);
+      }
+      void refreshConversations();
+    },
+    [appId, client, fetchSuggestions, follow, put, recover, refreshConversations],
+  );
+
+  const stop = useCallback(async () => {
+    const running = messages.find(isRunning);
+    if (running === undefined) return;
+    put({ ...running, stopRequested: true });
+    if (running.taskId === null) {
+      abortRef.current?.abort(); // nothing started on the server yet that a stop could name
+      return;
+    }
+    try {
+      await client.stop(running.taskId); // the stream then ends with message_end
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, messages, put]);
+
+  const open = useCallback(
+    async (conversationId: string | null) => {
+      setSuggested([]);
+      setNotice(null);
+      setCurrentId(conversationId);
+      currentRef.current = conversationId;
+      if (conversationId === null) {
+        setMessages([]);
+        return;
+      }
+      setLoading(true);
+      try {
+        setMessages(await loadHistory(conversationId));
+      } catch (e) {
+        setNotice(errorText(e));
+      } finally {
+        setLoading(false);
+      }
+    },
+    [loadHistory],
+  );
+
+  const rename = useCallback(
+    async (conversationId: string, name: string) => {
+      try {
+        await client.rename(conversationId, name);
+        await refreshConversations();
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [client, refreshConversations],
+  );
+
+  const remove = useCallback(
+    async (conversationId: string) => {
+      try {
+        await client.deleteConversation(conversationId);
+        if (currentRef.current === conversationId) await open(null);
+        await refreshConversations();
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [client, open, refreshConversations],
+  );
+
+  const setFeedback = useCallback(
+    async (m: MessageView, rating: "like" | "dislike" | null, content = "") => {
+      if (m.id === null) return;
+      try {
+        await client.feedback(m.id, rating, content);
+        setMessages((ms) => ms.map((x) => (x.localId === m.localId ? { ...x, feedback: rating } : x)));
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [client],
+  );
+
+  // First load: the conversation list, and an answer that a reload interrupted.
+  const started = useRef(false);
+  useEffect(() => {
+    if (started.current) return;
+    started.current = true;
+    void refreshConversations();
+    const pending = loadPending(sessionStorage, appId);
+    if (pending === null) return;
+    setCurrentId(pending.conversationId);
+    currentRef.current = pending.conversationId;
+    void (async () => {
+      try {
+        const history = await loadHistory(pending.conversationId);
+        const before = history.filter((h) => h.id !== pending.view.id);
+        setMessages([...before, { ...pending.view, status: "interrupted" }]);
+        await recover({ ...pending.view, status: "interrupted" }, pending.lastEventId);
+      } catch (e) {
+        clearPending(sessionStorage, appId);
+        setNotice(errorText(e));
+      }
+    })();
+  }, [appId, loadHistory, recover, refreshConversations]);
+
+  return {
+    conversations,
+    currentId,
+    messages,
+    suggested,
+    notice,
+    loading,
+    running: messages.some(isRunning),
+    setNotice,
+    send,
+    stop,
+    open,
+    rename,
+    remove,
+    setFeedback,
+  };
+}
