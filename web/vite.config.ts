@@ -8,6 +8,7 @@ import { defineConfig } from "vitest/config";
 
 const pages = {
   chat: resolve(__dirname, "chat/index.html"),
+  console: resolve(__dirname, "console/index.html"),
 };
 
 export default defineConfig({

@@ -87,6 +87,22 @@ async def test_every_route_wants_the_token(admin: httpx.AsyncClient) -> None:
     assert r.status_code == 401
 
 
+async def test_the_console_page_is_served_only_with_a_token(db: Database, console_app: FastAPI) -> None:
+    import re
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console_app), base_url="http://t") as c:
+        page = await c.get("/console")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert TOKEN not in page.text and "<script>" not in page.text
+        (script,) = re.findall(r'src="(/static/assets/console-[^"]+\.js)"', page.text)
+        assert (await c.get(script)).status_code == 200
+    off = create_app(db, Settings())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=off), base_url="http://t") as c:
+        assert (await c.get("/console")).status_code == 404
+
+
 # --- apps and versions ----------------------------------------------------------------------------------
 
 
