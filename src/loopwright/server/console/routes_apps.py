@@ -75,6 +75,22 @@ async def import_app(
     }
 
 
+@router.get("/apps/{app_id}")
+async def show_app(app_id: str, state: State) -> dict[str, Any]:
+    """The app with its newest configuration."""
+    versions = await admin.list_versions(app_id, db=state.db)
+    summary = next(a for a in await admin.list_apps(db=state.db) if a.id == app_id)
+    newest = versions[0].version if versions else 0
+    config = await admin.get_version(app_id, newest, db=state.db)
+    return {
+        "id": app_id,
+        "name": summary.name,
+        "description": "",
+        "version": newest,
+        "config": config.model_dump(mode="json"),
+    }
+
+
 class UpdateApp(BaseModel):
     name: str | None = None
     description: str | None = None
