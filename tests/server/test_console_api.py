@@ -484,3 +484,38 @@ async def test_the_prompts_of_a_react_message(admin: httpx.AsyncClient, tmp_path
     prompt = json.dumps(calls[0]["messages"])
     assert "calculator" in prompt and "2+2?" in prompt
     assert any("4" in m["content"] for m in calls[1]["messages"] if isinstance(m["content"], str))
+
+
+async def test_show_export_and_delete_an_app(admin: httpx.AsyncClient, tmp_path: Path) -> None:
+    app_id = await new_app(admin, model=script(tmp_path, ["hi"]), instruction="Be brief.")
+    await admin.put(
+        f"/console/api/apps/{app_id}", json={"description": "brief", "config": {"model": "local"}}
+    )
+    key = (await admin.post(f"/console/api/apps/{app_id}/keys")).json()["token"]
+    shown = (await admin.get(f"/console/api/apps/{app_id}")).json()
+    assert (shown["name"], shown["description"], shown["version"], shown["versions"], shown["keys"]) == (
+        "Helper",
+        "brief",
+        2,
+        2,
+        1,
+    )
+    assert shown["config"]["model"] == "local"
+
+    own = (await admin.get(f"/console/api/apps/{app_id}/export")).json()
+    assert own["format"] == "loopwright" and own["warnings"] == []
+    again = (await admin.post("/console/api/apps/import", json={"text": own["text"], "dry_run": True})).json()
+    assert again["name"] == "Helper" and again["config"] == shown["config"]  # lossless
+    dify = (await admin.get(f"/console/api/apps/{app_id}/export?format=dify")).json()
+    assert "mode: agent-chat" in dify["text"] and dify["warnings"]  # the embedded model has no Dify twin
+    assert (await admin.get(f"/console/api/apps/{app_id}/export?format=pdf")).status_code == 400
+
+    assert (await admin.delete(f"/console/api/apps/{app_id}")).status_code == 204
+    assert (await admin.get(f"/console/api/apps/{app_id}")).status_code == 404
+    assert (await admin.delete(f"/console/api/apps/{app_id}")).status_code == 404
+    refused = await admin.post(
+        "/v1/chat-messages",
+        json={"query": "hi", "user": "u", "inputs": {}},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert refused.status_code == 401  # its key went with it, at once

@@ -58,7 +58,6 @@ __all__ = [
     "get_message",
     "get_or_create_end_user",
     "latest_config",
-    "list_config_versions",
     "list_conversations",
     "list_messages",
     "list_thoughts",
@@ -123,12 +122,6 @@ async def latest_config(session: AsyncSession, app_id: str) -> AppConfig | None:
     return await session.scalar(stmt)
 
 
-async def list_config_versions(session: AsyncSession, app_id: str) -> list[AppConfig]:
-    """Every configuration version of an app, newest first."""
-    stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version.desc())
-    return list(await session.scalars(stmt))
-
-
 async def config_version(session: AsyncSession, app_id: str, version: int) -> AppConfig | None:
     """One configuration version of an app, by its number."""
     stmt = select(AppConfig).where(AppConfig.app_id == app_id, AppConfig.version == version)
@@ -146,6 +139,19 @@ async def create_api_key(session: AsyncSession, app_id: str) -> ApiKey:
 async def list_apps(session: AsyncSession) -> list[App]:
     """Every app, oldest first."""
     return list(await session.scalars(select(App).order_by(App.created_at, App.id)))
+
+
+async def delete_app(session: AsyncSession, app_id: str) -> bool:
+    """Delete an app and, through the foreign keys' cascades, its configuration versions, keys, end
+    users, conversations, messages, thoughts and feedback; whether there was one."""
+    result = await session.execute(delete(App).where(App.id == app_id))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def config_versions(session: AsyncSession, app_id: str) -> list[AppConfig]:
+    """Every configuration version of an app, oldest first."""
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version)
+    return list(await session.scalars(stmt))
 
 
 async def list_api_keys(session: AsyncSession, app_id: str | None = None) -> list[ApiKey]:

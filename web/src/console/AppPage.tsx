@@ -10,6 +10,7 @@ const TAB_NAMES: Record<AppTab, string> = { settings: "Settings", keys: "Keys an
 
 export function AppPage({ client, appId, tab }: { client: AdminClient; appId: string; tab: AppTab }) {
   const app = useLoad(() => client.app(appId), [client, appId]);
+  const [exportWarnings, setExportWarnings] = useState<string[] | null>(null);
   if (app.error) return <ErrorLine error={app.error} />;
   if (!app.data) return <p class="muted">Loading…</p>;
   const detail = app.data;
@@ -19,12 +20,29 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
         <div>
           <h1>{detail.name}</h1>
           <p class="muted">
-            {detail.description || "No description."} · version {detail.version} · <code>{detail.id}</code>
+            {detail.description || "No description."} · version {detail.version} · {detail.keys} key(s) · <code>{detail.id}</code>
           </p>
+          {exportWarnings && exportWarnings.length > 0 && (
+            <ul class="warnings" aria-label="Export warnings">
+              {exportWarnings.map((w) => (
+                <li key={w}>{w}</li>
+              ))}
+            </ul>
+          )}
         </div>
         <div class="row">
-          <Action action={async () => download(`${detail.name}.yml`, await client.exportApp(appId))} title="The app as loopwright YAML">
+          <Action action={async () => download(`${detail.name}.yml`, (await client.exportApp(appId, "loopwright")).text)} title="The app as loopwright YAML (lossless)">
             Export YAML
+          </Action>
+          <Action
+            action={async () => {
+              const exported = await client.exportApp(appId, "dify");
+              setExportWarnings(exported.warnings);
+              download(`${detail.name}.dify.yml`, exported.text);
+            }}
+            title="The app as a Dify DSL file Dify can import"
+          >
+            Export for Dify
           </Action>
           <Action
             kind="danger"

@@ -41,8 +41,17 @@ export interface AppDetail {
   id: string;
   name: string;
   description: string;
-  version: number;
+  created_at: string;
+  version: number; // the newest
+  versions: number;
+  keys: number;
   config: AppConfig;
+}
+
+export interface ExportedApp {
+  format: "loopwright" | "dify";
+  text: string;
+  warnings: string[];
 }
 
 export interface Version {
@@ -256,7 +265,7 @@ export class AdminClient {
   updateApp = (id: string, body: { name?: string; description?: string; config?: AppConfig }) =>
     this.json<{ id: string; version: number }>("PUT", `/apps/${id}`, body);
   deleteApp = (id: string) => this.json<null>("DELETE", `/apps/${id}`);
-  exportApp = (id: string) => this.fetch("GET", `/apps/${id}/export`).then((r) => r.text());
+  exportApp = (id: string, format: "loopwright" | "dify") => this.json<ExportedApp>("GET", `/apps/${id}/export?format=${format}`);
   versions = (id: string) => this.json<{ data: Version[] }>("GET", `/apps/${id}/versions`).then((r) => r.data);
   version = (id: string, n: number) => this.json<{ version: number; config: AppConfig }>("GET", `/apps/${id}/versions/${n}`);
 

@@ -5,7 +5,7 @@ and a model's "test connection". The work is :mod:`loopwright.app.admin`'s, as f
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field
@@ -77,18 +77,27 @@ async def import_app(
 
 @router.get("/apps/{app_id}")
 async def show_app(app_id: str, state: State) -> dict[str, Any]:
-    """The app with its newest configuration."""
-    versions = await admin.list_versions(app_id, db=state.db)
-    summary = next(a for a in await admin.list_apps(db=state.db) if a.id == app_id)
-    newest = versions[0].version if versions else 0
-    config = await admin.get_version(app_id, newest, db=state.db)
-    return {
-        "id": app_id,
-        "name": summary.name,
-        "description": "",
-        "version": newest,
-        "config": config.model_dump(mode="json"),
-    }
+    """The app with its newest configuration, and how many versions and keys it has."""
+    return asdict(await admin.show_app(app_id, db=state.db))
+
+
+@router.delete("/apps/{app_id}", status_code=204)
+async def delete_app(app_id: str, state: State) -> Response:
+    """Delete the app with its versions, keys, conversations and messages; its keys are refused at
+    once on this server."""
+    await admin.delete_app(app_id, db=state.db)
+    state.lookup.forget(app_id)
+    return Response(status_code=204)
+
+
+@router.get("/apps/{app_id}/export")
+async def export_app(
+    app_id: str, state: State, format: Literal["dify", "loopwright"] = "loopwright"
+) -> dict[str, Any]:
+    """The app as YAML: loopwright's own (lossless; ``POST /apps/import`` reads it back) or a Dify
+    DSL export, with a warning for each part Dify cannot take."""
+    exported = await admin.export_app(app_id, fmt=format, db=state.db)
+    return {"format": format, "text": exported.text, "warnings": exported.warnings}
 
 
 class UpdateApp(BaseModel):
