@@ -279,7 +279,7 @@ def test_like_a_message_with_a_comment(world: Any, page: Page) -> None:
     view = page.open(server, apps["feedback"])
     page.send("Answer me well")
     view.locator(".exchange.status-done").wait_for()
-    view.get_by_role("button", name="👍").click()
+    view.get_by_role("button", name="Like", exact=True).click()
     view.locator("button.like[aria-pressed=true]").wait_for()
     view.get_by_label("Feedback comment").fill("Clear and short")
     view.get_by_role("button", name="Send", exact=True).first.click()

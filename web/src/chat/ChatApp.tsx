@@ -1,6 +1,7 @@
 // The chat page: conversations on the side, the exchange in the middle, the composer at the bottom.
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
+import { Menu } from "../shared/icons";
 import { AgentLogDialog } from "./AgentLog";
 import { Composer } from "./Composer";
 import { formFields, formProblem, initialValues } from "./form";
@@ -87,7 +88,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     <div class={`chat-page ${menuOpen ? "menu-open" : ""}`}>
       <header class="topbar">
         <button type="button" class="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(!menuOpen)}>
-          ☰
+          <Menu />
         </button>
         <h1>{settings.name}</h1>
         <ThemeToggle />

@@ -1,6 +1,7 @@
 // One exchange: the user's message, then the agent's rounds (thought and tool calls, live while it
 // runs, folded away when it ends), the answer, files, citations and the message's actions.
 import { useState } from "preact/hooks";
+import { Download, ThumbDown, ThumbUp } from "../shared/icons";
 import { Markdown } from "./Markdown";
 import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
@@ -106,7 +107,7 @@ export function Files({ files }: { files: FileView[] }) {
           </a>
         ) : (
           <a key={f.id} href={f.url} download={f.name} class="file-chip" rel="noopener noreferrer">
-            ⬇ {f.name}
+            <Download /> {f.name}
           </a>
         ),
       )}
@@ -157,20 +158,22 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
         class={`icon like ${m.feedback === "like" ? "on" : ""}`}
         aria-pressed={m.feedback === "like"}
         title="Good answer"
+        aria-label="Like"
         disabled={m.id === null}
         onClick={() => rate("like")}
       >
-        👍
+        <ThumbUp />
       </button>
       <button
         type="button"
         class={`icon dislike ${m.feedback === "dislike" ? "on" : ""}`}
         aria-pressed={m.feedback === "dislike"}
         title="Bad answer"
+        aria-label="Dislike"
         disabled={m.id === null}
         onClick={() => rate("dislike")}
       >
-        👎
+        <ThumbDown />
       </button>
       <button type="button" class="icon" title="Rounds, tool calls, times and tokens" disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
         Agent log
