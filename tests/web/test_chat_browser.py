@@ -164,8 +164,9 @@ def test_a_round_of_two_tool_calls_while_it_runs_and_after(world: Any, page: Pag
     page.send("Weather in Paris, and a chart?")
     calls = view.locator(".tool-call")
     running = view.locator(".tool-call.running")
-    running.wait_for()  # get_weather waits for the test; make_chart has answered
+    # make_chart answers at once; get_weather waits for the test.
     view.locator(".tool-call:not(.running) .tool-state", has_text="done").wait_for()
+    running.wait_for()
     assert calls.count() == 2
     assert running.count() == 1 and "get_weather" in running.inner_text()
     assert view.locator(".steps[open]").count() == 1  # the round is shown while it runs
@@ -188,6 +189,16 @@ def test_a_round_of_two_tool_calls_while_it_runs_and_after(world: Any, page: Pag
     assert weather.get_attribute("open") is not None
     assert "sunny" in weather.locator(".tool-output").inner_text()
     view.screenshot(path=str(screenshot_path("chat-desktop-tools-done")))
+
+    # The agent log, one click away: the round's two calls with their times, from the server.
+    view.get_by_role("button", name="Agent log").click()
+    log = view.get_by_role("dialog", name="Agent log")
+    log.locator(".tool-call", has_text="get_weather").wait_for()
+    assert log.locator(".tool-call").count() == 2
+    assert log.locator(".log-meta dd").first.inner_text() == "success"
+    view.screenshot(path=str(screenshot_path("chat-desktop-agent-log")))
+    view.keyboard.press("Escape")
+    log.wait_for(state="detached")
 
     # The same conversation on a phone, light and dark (the same browser, so the same end user).
     view.set_viewport_size(PHONE)

@@ -84,9 +84,7 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
             if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
               e.preventDefault();
               send();
-            } else if (e.key === "Escape" && running) {
-              onStop();
-            }
+            } // Esc (stop) is handled for the whole page (ChatApp)
           }}
         />
         {running ? (
