@@ -82,6 +82,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onRegenerate: m === last && !chat.running ? (x) => sendText(x.query) : null,
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
     onAgentLog: (x) => x.id !== null && setLogFor(x.id),
+    onOpenSteps: (x) => void chat.loadTimes(x),
   });
 
   return (

@@ -12,6 +12,7 @@ export interface MessageActions {
   onRegenerate: ((m: MessageView) => void) | null;
   onFeedback: (m: MessageView, rating: "like" | "dislike" | null, content?: string) => void;
   onAgentLog: (m: MessageView) => void;
+  onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
 }
 
 export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
@@ -27,7 +28,11 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
       </div>
       <div class="agent-turn">
         {shownSteps.length > 0 && (
-          <details class="steps" open={running}>
+          <details
+            class="steps"
+            open={running}
+            onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && !running && actions.onOpenSteps(m)}
+          >
             <summary>
               {running ? "Working" : "Worked"} · {plural(shownSteps.length, "round")} · {plural(toolCount, "tool call")}
             </summary>

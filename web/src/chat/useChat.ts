@@ -5,7 +5,16 @@ import type { Conversation, ServiceClient } from "../shared/api";
 import { ApiError } from "../shared/errors";
 import { readDifyStream } from "../shared/sse";
 import { clearPending, loadPending, savePending } from "./pending";
-import { applyEvent, isRunning, messageFromHistory, newMessage, type FileView, type MessageView } from "./state";
+import {
+  applyEvent,
+  isRunning,
+  messageFromHistory,
+  needsLoggedTimes,
+  newMessage,
+  withLoggedTimes,
+  type FileView,
+  type MessageView,
+} from "./state";
 
 export interface SendRequest {
   query: string;
@@ -73,6 +82,21 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       }
     },
     [client, suggestionsOn],
+  );
+
+  /** The tool calls' times as the server measured them (the page's own clock sees them only as the
+   * events arrive, and a message from the history has none). */
+  const loadTimes = useCallback(
+    async (m: MessageView) => {
+      if (!needsLoggedTimes(m) || m.id === null) return;
+      try {
+        const log = await client.agentLog(m.id);
+        setMessages((ms) => ms.map((x) => (x.localId === m.localId ? withLoggedTimes(x, log.iterations) : x)));
+      } catch {
+        // the times measured by the page (or none) stay
+      }
+    },
+    [client],
   );
 
   /** Streams `body` (a response's event stream) into message `start`; resolves with the last view. */
@@ -191,10 +215,11 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       } else {
         clearPending(sessionStorage, appId);
         void fetchSuggestions(m);
+        void loadTimes(m);
       }
       void refreshConversations();
     },
-    [appId, client, fetchSuggestions, follow, put, recover, refreshConversations],
+    [appId, client, fetchSuggestions, follow, loadTimes, put, recover, refreshConversations],
   );
 
   const stop = useCallback(async () => {
@@ -318,5 +343,6 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     rename,
     remove,
     setFeedback,
+    loadTimes,
   };
 }
