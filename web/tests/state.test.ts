@@ -5,8 +5,10 @@ import {
   messageFromHistory,
   newMessage,
   steps,
+  needsLoggedTimes,
   toolCalls,
   uniqueKeys,
+  withLoggedTimes,
   type MessageView,
 } from "../src/chat/state";
 import type { DifyEvent } from "../src/shared/sse";
@@ -189,5 +191,22 @@ describe("messageFromHistory", () => {
     expect(finalAnswer(react)).toBe("It is 5.");
     const failed = messageFromHistory({ answer: "", status: "error", error: "Model timed out", agent_thoughts: [] });
     expect(failed).toMatchObject({ status: "error", error: "Model timed out" });
+  });
+});
+
+describe("withLoggedTimes", () => {
+  it("takes each call's time and failure from the agent log, round by round", () => {
+    const done = run(TWO_TOOLS);
+    expect(needsLoggedTimes(done)).toBe(true); // timed by the page's clock so far
+    const logged = withLoggedTimes(done, [
+      { tool_calls: [{ status: "success", time_cost: 0.25 }, { status: "error", time_cost: 1.5 }] },
+      { tool_calls: [] },
+    ]);
+    expect(logged.rounds[0].tools.map((t) => [t.seconds, t.error])).toEqual([
+      [0.25, false],
+      [1.5, true],
+    ]);
+    expect(needsLoggedTimes(logged)).toBe(false);
+    expect(needsLoggedTimes(run(TWO_TOOLS.slice(0, 3)))).toBe(false); // still running
   });
 });

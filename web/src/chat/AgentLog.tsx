@@ -2,6 +2,7 @@
 // status, tokens — what the server stored, so it also works for past messages.
 import { useEffect, useState } from "preact/hooks";
 import type { AgentLog, ServiceClient } from "../shared/api";
+import { Markdown } from "./Markdown";
 
 export function AgentLogDialog({ client, messageId, onClose }: { client: ServiceClient; messageId: string; onClose: () => void }) {
   const [log, setLog] = useState<AgentLog | null>(null);
@@ -46,7 +47,7 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
                   <div class="muted">
                     Round {i + 1} · {it.tokens} tokens
                   </div>
-                  {it.thought && <p class="log-thought">{it.thought}</p>}
+                  {it.thought && <Markdown text={it.thought} class="log-thought" />}
                   {it.tool_calls.map((c, j) => (
                     <details key={j} class={`tool-call ${c.status === "error" ? "failed" : ""}`}>
                       <summary>

@@ -1,6 +1,7 @@
 // The chat page: conversations on the side, the exchange in the middle, the composer at the bottom.
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
+import { Menu } from "../shared/icons";
 import { AgentLogDialog } from "./AgentLog";
 import { Composer } from "./Composer";
 import { formFields, formProblem, initialValues } from "./form";
@@ -81,13 +82,14 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onRegenerate: m === last && !chat.running ? (x) => sendText(x.query) : null,
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
     onAgentLog: (x) => x.id !== null && setLogFor(x.id),
+    onOpenSteps: (x) => void chat.loadTimes(x),
   });
 
   return (
     <div class={`chat-page ${menuOpen ? "menu-open" : ""}`}>
       <header class="topbar">
         <button type="button" class="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(!menuOpen)}>
-          ☰
+          <Menu />
         </button>
         <h1>{settings.name}</h1>
         <ThemeToggle />

@@ -2,6 +2,7 @@
 // uploaded as soon as they are picked, with previews.
 import { useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
+import { Clip } from "../shared/icons";
 import { acceptFor, startUpload, type Attachment } from "./uploads";
 
 export interface ComposerProps {
@@ -62,14 +63,15 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
           <>
             <input ref={fileInput} type="file" class="hidden" accept={acceptFor(uploadTypes)} multiple={maxFiles > 1} aria-label="Attach files" onChange={(e) => pick((e.target as HTMLInputElement).files)} />
             <button type="button" class="icon attach" title="Attach a file" disabled={attachments.length >= maxFiles} onClick={() => fileInput.current?.click()}>
-              📎
+              <Clip />
             </button>
           </>
         )}
         <textarea
           class="message-input"
           rows={1}
-          placeholder="Message… (Enter sends, Shift+Enter for a new line)"
+          placeholder="Message…"
+          title="Enter sends, Shift+Enter starts a new line, Esc stops the answer"
           aria-label="Message"
           value={text}
           onInput={(e) => {
@@ -82,9 +84,7 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
             if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
               e.preventDefault();
               send();
-            } else if (e.key === "Escape" && running) {
-              onStop();
-            }
+            } // Esc (stop) is handled for the whole page (ChatApp)
           }}
         />
         {running ? (

@@ -1,6 +1,7 @@
 // One exchange: the user's message, then the agent's rounds (thought and tool calls, live while it
 // runs, folded away when it ends), the answer, files, citations and the message's actions.
 import { useState } from "preact/hooks";
+import { Download, ThumbDown, ThumbUp } from "../shared/icons";
 import { Markdown } from "./Markdown";
 import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
@@ -11,6 +12,7 @@ export interface MessageActions {
   onRegenerate: ((m: MessageView) => void) | null;
   onFeedback: (m: MessageView, rating: "like" | "dislike" | null, content?: string) => void;
   onAgentLog: (m: MessageView) => void;
+  onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
 }
 
 export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
@@ -26,7 +28,11 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
       </div>
       <div class="agent-turn">
         {shownSteps.length > 0 && (
-          <details class="steps" open={running}>
+          <details
+            class="steps"
+            open={running}
+            onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && !running && actions.onOpenSteps(m)}
+          >
             <summary>
               {running ? "Working" : "Worked"} · {plural(shownSteps.length, "round")} · {plural(toolCount, "tool call")}
             </summary>
@@ -106,7 +112,7 @@ export function Files({ files }: { files: FileView[] }) {
           </a>
         ) : (
           <a key={f.id} href={f.url} download={f.name} class="file-chip" rel="noopener noreferrer">
-            ⬇ {f.name}
+            <Download /> {f.name}
           </a>
         ),
       )}
@@ -157,20 +163,22 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
         class={`icon like ${m.feedback === "like" ? "on" : ""}`}
         aria-pressed={m.feedback === "like"}
         title="Good answer"
+        aria-label="Like"
         disabled={m.id === null}
         onClick={() => rate("like")}
       >
-        👍
+        <ThumbUp />
       </button>
       <button
         type="button"
         class={`icon dislike ${m.feedback === "dislike" ? "on" : ""}`}
         aria-pressed={m.feedback === "dislike"}
         title="Bad answer"
+        aria-label="Dislike"
         disabled={m.id === null}
         onClick={() => rate("dislike")}
       >
-        👎
+        <ThumbDown />
       </button>
       <button type="button" class="icon" title="Rounds, tool calls, times and tokens" disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
         Agent log

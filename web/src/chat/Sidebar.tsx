@@ -1,6 +1,7 @@
 // The conversation list: new, open, rename, delete.
 import { useState } from "preact/hooks";
 import type { Conversation } from "../shared/api";
+import { Pencil, Trash } from "../shared/icons";
 
 export interface SidebarProps {
   conversations: Conversation[];
@@ -55,7 +56,7 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete }
                       setEditing(c.id);
                     }}
                   >
-                    ✎
+                    <Pencil />
                   </button>
                   <button
                     type="button"
@@ -66,7 +67,7 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete }
                       if (window.confirm(`Delete “${c.name}”?`)) onDelete(c.id);
                     }}
                   >
-                    🗑
+                    <Trash />
                   </button>
                 </span>
               </>

@@ -389,3 +389,37 @@ export function messageFromHistory(item: Record<string, unknown>): MessageView {
     createdAt: num(item.created_at),
   };
 }
+
+// ---- times and status from the agent log (GET /v1/messages/{id}/agent-log) ----
+
+interface LoggedCall {
+  status?: unknown;
+  time_cost?: unknown;
+}
+
+/** The message with each tool call's time and failure as the server measured them: the log's
+ * iterations are the message's thought rows in order, their calls in the same order as the round's. */
+export function withLoggedTimes(m: MessageView, iterations: { tool_calls?: LoggedCall[] }[]): MessageView {
+  let row = 0;
+  const rounds = m.rounds.map((r) => {
+    if (r.id === null) return r; // a ReAct final answer: no row, no iteration
+    const calls = iterations[row]?.tool_calls ?? [];
+    row += 1;
+    return {
+      ...r,
+      tools: r.tools.map((t, i) => {
+        const logged = calls[i];
+        if (logged === undefined) return t;
+        const seconds = num(logged.time_cost);
+        if (seconds === null) return t;
+        // firstSeen null: timed by the server, nothing left to look up
+        return { ...t, seconds, firstSeen: null, error: t.error || logged.status === "error" };
+      }),
+    };
+  });
+  return { ...m, rounds };
+}
+
+export function needsLoggedTimes(m: MessageView): boolean {
+  return m.id !== null && !isRunning(m) && m.rounds.some((r) => r.tools.some((t) => t.seconds === null || t.firstSeen !== null));
+}

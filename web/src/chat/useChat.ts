@@ -5,7 +5,16 @@ import type { Conversation, ServiceClient } from "../shared/api";
 import { ApiError } from "../shared/errors";
 import { readDifyStream } from "../shared/sse";
 import { clearPending, loadPending, savePending } from "./pending";
-import { applyEvent, isRunning, messageFromHistory, newMessage, type FileView, type MessageView } from "./state";
+import {
+  applyEvent,
+  isRunning,
+  messageFromHistory,
+  needsLoggedTimes,
+  newMessage,
+  withLoggedTimes,
+  type FileView,
+  type MessageView,
+} from "./state";
 
 export interface SendRequest {
   query: string;
@@ -14,8 +23,10 @@ export interface SendRequest {
   previews: FileView[];
 }
 
+const CURRENT_SLOT = (appId: string) => `loopwright.chat.current:${appId}`;
 const HISTORY_POLL_MS = 2000;
-const HISTORY_POLL_STABLE = 3; // polls without a change before a reloaded answer counts as finished
+const HISTORY_POLL_STABLE = 1; // polls without a change before a saved answer counts as final
+const HISTORY_POLL_LIMIT = 150; // 5 minutes
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -29,8 +40,16 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
   const [notice, setNotice] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
   const abortRef = useRef<AbortController | null>(null);
+  const stopping = useRef(new Set<string>()); // local ids of messages the user stopped
   const currentRef = useRef<string | null>(null);
   currentRef.current = currentId;
+
+  // The conversation shown, kept for this tab: a reload opens it again.
+  const shownBefore = useRef(sessionStorage.getItem(CURRENT_SLOT(appId))); // read before the effect below
+  useEffect(() => {
+    if (currentId === null) sessionStorage.removeItem(CURRENT_SLOT(appId));
+    else sessionStorage.setItem(CURRENT_SLOT(appId), currentId);
+  }, [appId, currentId]);
 
   const refreshConversations = useCallback(async () => {
     try {
@@ -65,6 +84,21 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     [client, suggestionsOn],
   );
 
+  /** The tool calls' times as the server measured them (the page's own clock sees them only as the
+   * events arrive, and a message from the history has none). */
+  const loadTimes = useCallback(
+    async (m: MessageView) => {
+      if (!needsLoggedTimes(m) || m.id === null) return;
+      try {
+        const log = await client.agentLog(m.id);
+        setMessages((ms) => ms.map((x) => (x.localId === m.localId ? withLoggedTimes(x, log.iterations) : x)));
+      } catch {
+        // the times measured by the page (or none) stay
+      }
+    },
+    [client],
+  );
+
   /** Streams `body` (a response's event stream) into message `start`; resolves with the last view. */
   const follow = useCallback(
     async (body: ReadableStream<Uint8Array>, start: MessageView, lastId: string | null): Promise<[MessageView, string | null]> => {
@@ -72,7 +106,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       let lastEventId = lastId;
       let saved = 0;
       await readDifyStream(body, (event, id) => {
-        m = applyEvent(m, event, Date.now());
+        m = applyEvent(stopping.current.has(m.localId) ? { ...m, stopRequested: true } : m, event, Date.now());
         lastEventId = id ?? lastEventId;
         put(m);
         if (m.conversationId !== null && currentRef.current !== m.conversationId) {
@@ -113,17 +147,25 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         clearPending(sessionStorage, appId);
         return;
       }
+      // The server goes on with the run; its answer is saved when the run ends. Poll the history until
+      // the message has an answer (or an error) that no longer changes.
       let stable = 0;
       let last = "";
-      for (let polls = 0; polls < 60 && stable < HISTORY_POLL_STABLE; polls += 1) {
+      for (let polls = 0; polls < HISTORY_POLL_LIMIT; polls += 1) {
         try {
           const history = await loadHistory(m.conversationId);
           if (currentRef.current !== m.conversationId) break;
-          const again = history.find((h) => h.id === m.id) ?? history[history.length - 1];
-          const seen = JSON.stringify(again ?? null);
+          const again = history.find((h) => h.id === m.id);
+          const seen = JSON.stringify(again ? { ...again, localId: "" } : null); // local ids are new each load
           stable = seen === last ? stable + 1 : 0;
           last = seen;
-          setMessages(history.map((h) => (h.id === again?.id && stable < HISTORY_POLL_STABLE ? { ...h, status: "interrupted" } : h)));
+          const finished = again !== undefined && (again.status === "error" || (again.answer !== "" && stable >= HISTORY_POLL_STABLE));
+          const shown = again !== undefined && again.answer !== "" ? again : m; // what streamed so far, until saved
+          setMessages([
+            ...history.filter((h) => h.id !== m.id),
+            finished ? shown : { ...shown, localId: m.localId, status: "interrupted" },
+          ]);
+          if (finished) break;
         } catch (e) {
           setNotice(errorText(e));
           break;
@@ -173,15 +215,17 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       } else {
         clearPending(sessionStorage, appId);
         void fetchSuggestions(m);
+        void loadTimes(m);
       }
       void refreshConversations();
     },
-    [appId, client, fetchSuggestions, follow, put, recover, refreshConversations],
+    [appId, client, fetchSuggestions, follow, loadTimes, put, recover, refreshConversations],
   );
 
   const stop = useCallback(async () => {
     const running = messages.find(isRunning);
     if (running === undefined) return;
+    stopping.current.add(running.localId);
     put({ ...running, stopRequested: true });
     if (running.taskId === null) {
       abortRef.current?.abort(); // nothing started on the server yet that a stop could name
@@ -208,6 +252,10 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       try {
         setMessages(await loadHistory(conversationId));
       } catch (e) {
+        if (e instanceof ApiError && e.status === 404) {
+          setCurrentId(null); // deleted meanwhile: start a new one instead
+          currentRef.current = null;
+        }
         setNotice(errorText(e));
       } finally {
         setLoading(false);
@@ -261,7 +309,10 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     started.current = true;
     void refreshConversations();
     const pending = loadPending(sessionStorage, appId);
-    if (pending === null) return;
+    if (pending === null) {
+      if (shownBefore.current !== null) void open(shownBefore.current);
+      return;
+    }
     setCurrentId(pending.conversationId);
     currentRef.current = pending.conversationId;
     void (async () => {
@@ -275,7 +326,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         setNotice(errorText(e));
       }
     })();
-  }, [appId, loadHistory, recover, refreshConversations]);
+  }, [appId, loadHistory, open, recover, refreshConversations]);
 
   return {
     conversations,
@@ -292,5 +343,6 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     rename,
     remove,
     setFeedback,
+    loadTimes,
   };
 }

@@ -1,4 +1,4 @@
-// Model output → safe HTML: Markdown by marked, code highlighted by highlight.js (core and a few
+// Model output → safe HTML: Markdown by marked (raw HTML in it shown as text), code highlighted by highlight.js (core and a few
 // languages, so the bundle stays small), then sanitized by DOMPurify. Nothing the model writes can add a
 // script, an event handler or a style; links open in a new tab without a referrer.
 import DOMPurify from "dompurify";
@@ -31,6 +31,11 @@ const marked = new Marked({
   gfm: true,
   breaks: true,
   renderer: {
+    // HTML in the model's text is shown as text, never parsed as markup (DOMPurify stays as a second
+    // guard for what Markdown itself makes: links, images).
+    html({ text }) {
+      return escapeHtml(text);
+    },
     code({ text, lang }) {
       const language = (lang ?? "").trim().split(/\s+/)[0].toLowerCase();
       const known = language !== "" && hljs.getLanguage(language) !== undefined;
