@@ -168,7 +168,9 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
   return (
     <Section title="Instruction and input form">
       <label>
-        Instruction (<code>{"{{variable}}"}</code> takes a value of the input form)
+        <span>
+          Instruction (<code>{"{{variable}}"}</code> takes a value of the input form)
+        </span>
         <textarea rows={6} name="instruction" value={draft.instruction} onInput={(e) => set({ instruction: e.currentTarget.value })} />
       </label>
       {variables.length > 0 && (
