@@ -18,6 +18,7 @@ from tests.web.browser import (
     chromium,
     need_browser,
     screenshot_path,
+    serve_tool_api,
     start_server,
     stop_server,
 )
@@ -34,7 +35,7 @@ HANDBOOK = (
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, str]]:
     need_browser()
     folder = tmp_path_factory.mktemp("console")
     # The server reads its admin token from loopwright.toml in its working directory.
@@ -44,11 +45,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Pa
         json.dumps({"replies": ["Hello from the app made in the console."], "features": ["tool-call"]}),
         encoding="utf-8",
     )
-    server = start_server(folder, folder / "console.db")
+    tool_api, tool_server = serve_tool_api()  # an OpenAPI spec on 127.0.0.1 (allowed for tools)
     try:
-        yield server, script
+        server = start_server(folder, folder / "console.db")
+        try:
+            yield server, script, tool_api.url
+        finally:
+            stop_server(server)
     finally:
-        stop_server(server)
+        tool_api.release.set()
+        tool_server.shutdown()
+        tool_server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +108,7 @@ def test_a_wrong_token_is_refused_plainly(console: Console) -> None:
 
 
 def test_create_an_app_make_a_key_and_chat_with_it(console: Console, world: Any) -> None:
-    _, script = world
+    _, script, _ = world
     page = console.sign_in()
     page.get_by_role("link", name="New app").click()
     form = page.get_by_role("form", name="App settings")
@@ -211,3 +218,37 @@ def test_upload_a_document_see_it_indexed_and_found(console: Console, tmp_path: 
     hits = page.get_by_role("list", name="Hits")
     hits.get_by_text("25 vacation days").wait_for()
     page.screenshot(path=str(screenshot_path("console-knowledge")), full_page=True)
+
+
+def test_import_an_openapi_spec_and_offer_another_app_as_a_tool(console: Console, world: Any) -> None:
+    _, _, tool_api_url = world
+    page = console.sign_in()
+    for name in ("Weather desk", "Front desk"):
+        page.get_by_role("link", name="New app").click()
+        form = page.get_by_role("form", name="App settings")
+        form.get_by_label("Name", exact=True).fill(name)
+        form.get_by_role("button", name="Create app").click()
+        page.get_by_role("heading", name=name).wait_for()
+        page.get_by_role("link", name="Apps", exact=True).click()
+
+    page.get_by_role("link", name="Weather desk").click()
+    page.get_by_label("Spec (http(s) URL, or a file path on the server)").fill(f"{tool_api_url}/openapi.json")
+    page.get_by_role("button", name="Check the spec").click()
+    operations = page.get_by_role("table", name="Operations")
+    operations.get_by_text("get_weather").wait_for()
+    assert "make_chart" in operations.inner_text()
+    page.get_by_role("button", name="Add to the app").click()
+    page.get_by_text("Added as version 2").wait_for()
+    form = page.get_by_role("form", name="App settings")
+    assert "openapi.json" in form.get_by_label("Other toolsets", exact=False).input_value()
+
+    # The front desk calls the weather desk as a tool.
+    page.get_by_role("link", name="Apps", exact=True).click()
+    page.get_by_role("link", name="Front desk").click()
+    form = page.get_by_role("form", name="App settings")
+    form.locator("label.check", has_text="Weather desk").locator("input").check()
+    form.get_by_role("button", name="Save as a new version").click()
+    page.get_by_text("version 2").wait_for()
+    page.get_by_role("link", name="Versions").click()
+    page.get_by_role("button", name="Show").first.click()
+    assert '"type": "app"' in page.locator("pre.code-block").inner_text()

@@ -13,6 +13,7 @@ import {
   saveToken,
   TOKEN_SLOT,
   variablesOf,
+  withAppTool,
 } from "../src/console/logic";
 
 class MemoryStorage implements Storage {
@@ -83,6 +84,7 @@ describe("a draft", () => {
     tools: [{ name: "current_time", form_values: { timezone: "UTC" } }],
     toolsets: [
       { type: "openapi", spec: "https://x.example/openapi.json" },
+      { type: "app", app_id: "other", max_depth: 2 },
       { type: "knowledge", datasets: ["d1"] },
     ],
     max_iterations: 5,
@@ -97,7 +99,11 @@ describe("a draft", () => {
   it("gives back the configuration it was made from", () => {
     expect(configOf(draftOf("n", "d", config))).toEqual({
       ...config,
-      toolsets: [{ type: "openapi", spec: "https://x.example/openapi.json" }, { type: "knowledge", datasets: ["d1"] }],
+      toolsets: [
+        { type: "openapi", spec: "https://x.example/openapi.json" },
+        { type: "app", app_id: "other", max_depth: 2 },
+        { type: "knowledge", datasets: ["d1"] },
+      ],
     });
   });
 
@@ -112,7 +118,10 @@ describe("a draft", () => {
     expect(out.suggested_questions).toEqual(["A?", "B?"]);
     expect(out.max_active_requests).toBe(3);
     expect(out.history_message_limit).toBeNull();
-    expect(out.toolsets).toEqual([{ type: "openapi", spec: "https://x.example/openapi.json" }]);
+    expect(out.toolsets).toEqual([
+      { type: "openapi", spec: "https://x.example/openapi.json" },
+      { type: "app", app_id: "other", max_depth: 2 },
+    ]);
     expect(out.user_input_form?.map((f) => f.options)).toEqual([["a", "b"], []]);
   });
 
@@ -123,6 +132,15 @@ describe("a draft", () => {
     const json = draftOf("n", "", config);
     json.otherToolsets = "[{";
     expect(() => configOf(json)).toThrow(/not valid JSON/);
+  });
+});
+
+describe("apps as tools", () => {
+  it("are added once and removed by id, other fields kept", () => {
+    const kept = { type: "app", app_id: "a", max_depth: 3 };
+    expect(withAppTool([kept], "b", true)).toEqual([kept, { type: "app", app_id: "b" }]);
+    expect(withAppTool([kept], "a", true)).toEqual([kept]);
+    expect(withAppTool([kept, { type: "app", app_id: "b" }], "a", false)).toEqual([{ type: "app", app_id: "b" }]);
   });
 });
 

@@ -64,9 +64,11 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
         ))}
       </nav>
       {tab === "settings" && (
+        <>
         <AppEditor
           key={detail.version}
           client={client}
+          appId={appId}
           initial={draftOf(detail.name, detail.description, detail.config)}
           saveLabel="Save as a new version"
           onSave={async (name, description, config) => {
@@ -74,6 +76,8 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
             app.reload();
           }}
         />
+        <OpenAPIImport client={client} appId={appId} onAdded={app.reload} />
+        </>
       )}
       {tab === "keys" && <Keys client={client} appId={appId} />}
       {tab === "versions" && <Versions client={client} appId={appId} current={detail.version} onRestored={app.reload} />}
@@ -211,6 +215,108 @@ function Versions({ client, appId, current, onRestored }: { client: AdminClient;
           <h3>Version {shown.version}</h3>
           <pre class="code-block">{JSON.stringify(shown.config, null, 2)}</pre>
         </div>
+      )}
+    </Section>
+  );
+}
+
+type Operation = { name: string; method: string; path: string; summary: string };
+
+/** Load an OpenAPI spec (with its auth), list its operations, and add it to the app as a new version. */
+function OpenAPIImport({ client, appId, onAdded }: { client: AdminClient; appId: string; onAdded: () => void }) {
+  const [spec, setSpec] = useState("");
+  const [authType, setAuthType] = useState("none");
+  const [keyEnv, setKeyEnv] = useState("");
+  const [header, setHeader] = useState("Authorization");
+  const [prefix, setPrefix] = useState("bearer");
+  const [allowHosts, setAllowHosts] = useState("");
+  const [operations, setOperations] = useState<Operation[] | null>(null);
+  const [added, setAdded] = useState<number | null>(null);
+  const source = () => {
+    const out: Record<string, unknown> = { spec: spec.trim(), auth_type: authType };
+    if (authType !== "none") {
+      out.api_key_env = keyEnv.trim();
+      if (authType === "api_key_header") Object.assign(out, { api_key_header: header, api_key_header_prefix: prefix });
+    }
+    const hosts = allowHosts.split(",").map((h) => h.trim()).filter(Boolean);
+    if (hosts.length) out.allow_hosts = hosts;
+    return out;
+  };
+  return (
+    <Section title="Import an OpenAPI spec as tools">
+      <p class="muted">
+        The key is read from an environment variable of the server when the tools run, so the app's configuration holds
+        no secret. Adding the spec saves a new version (unsaved changes above are dropped).
+      </p>
+      <div class="grid2">
+        <label>
+          Spec (http(s) URL, or a file path on the server)
+          <input type="text" name="openapi-spec" value={spec} onInput={(e) => { setSpec(e.currentTarget.value); setOperations(null); }} />
+        </label>
+        <label>
+          Auth
+          <select name="openapi-auth" value={authType} onChange={(e) => setAuthType(e.currentTarget.value)}>
+            <option value="none">none</option>
+            <option value="api_key_header">API key in a header</option>
+            <option value="api_key_query">API key in the query</option>
+          </select>
+        </label>
+        {authType !== "none" && (
+          <label>
+            Environment variable with the key
+            <input type="text" name="openapi-key-env" value={keyEnv} onInput={(e) => setKeyEnv(e.currentTarget.value)} />
+          </label>
+        )}
+        {authType === "api_key_header" && (
+          <label>
+            Header and prefix
+            <span class="with-button">
+              <input type="text" name="openapi-header" value={header} onInput={(e) => setHeader(e.currentTarget.value)} />
+              <select name="openapi-prefix" value={prefix} onChange={(e) => setPrefix(e.currentTarget.value)}>
+                <option value="bearer">Bearer</option>
+                <option value="basic">Basic</option>
+                <option value="custom">as given</option>
+              </select>
+            </span>
+          </label>
+        )}
+        <label>
+          Private hosts it may reach (comma-separated, e.g. 10.0.0.5)
+          <input type="text" name="openapi-allow-hosts" value={allowHosts} onInput={(e) => setAllowHosts(e.currentTarget.value)} />
+        </label>
+      </div>
+      <p class="row">
+        <Action action={async () => { setAdded(null); setOperations((await client.importOpenAPI(appId, source(), true)).operations); }}>
+          Check the spec
+        </Action>
+        <Action
+          kind="primary"
+          action={async () => {
+            const result = await client.importOpenAPI(appId, source(), false);
+            setOperations(result.operations);
+            setAdded(result.version);
+            onAdded();
+          }}
+        >
+          Add to the app
+        </Action>
+        {added !== null && <span class="ok-text">Added as version {added}.</span>}
+      </p>
+      {operations && (
+        <table class="list compact" aria-label="Operations">
+          <thead>
+            <tr><th>Tool</th><th>Operation</th><th>Summary</th></tr>
+          </thead>
+          <tbody>
+            {operations.map((o) => (
+              <tr key={o.name}>
+                <td><code>{o.name}</code></td>
+                <td><code>{o.method} {o.path}</code></td>
+                <td>{o.summary}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       )}
     </Section>
   );

@@ -3,18 +3,20 @@
 // statement and suggested questions. Saving an existing app makes a new configuration version.
 import { useState } from "preact/hooks";
 import type { AdminClient, AppConfig, InputField, ModelCheck } from "./api";
-import { configOf, missingFields, newField, variablesOf, type Draft } from "./logic";
+import { configOf, missingFields, newField, variablesOf, withAppTool, type Draft } from "./logic";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
 const FIELD_TYPES = ["text-input", "paragraph", "select", "number", "checkbox", "file", "file-list"];
 
 export function AppEditor({
   client,
+  appId,
   initial,
   saveLabel,
   onSave,
 }: {
   client: AdminClient;
+  appId?: string; // none for a new app
   initial: Draft;
   saveLabel: string;
   onSave: (name: string, description: string, config: Partial<AppConfig>) => Promise<void>;
@@ -62,7 +64,7 @@ export function AppEditor({
       </Section>
       <ModelSection client={client} draft={draft} set={set} />
       <InstructionSection draft={draft} set={set} />
-      <ToolsSection client={client} draft={draft} set={set} />
+      <ToolsSection client={client} appId={appId} draft={draft} set={set} />
       <Section title="Limits">
         <div class="grid3">
           <label>
@@ -244,9 +246,11 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
   );
 }
 
-function ToolsSection({ client, draft, set }: { client: AdminClient; draft: Draft; set: Setter }) {
+function ToolsSection({ client, appId, draft, set }: { client: AdminClient; appId?: string; draft: Draft; set: Setter }) {
   const tools = useLoad(() => client.tools(), [client]);
   const datasets = useLoad(() => client.datasets(), [client]);
+  const apps = useLoad(() => client.apps(), [client]);
+  const otherApps = (apps.data ?? []).filter((a) => a.id !== appId);
   const toggle = (list: string[], item: string, on: boolean) => (on ? [...list, item] : list.filter((x) => x !== item));
   return (
     <Section title="Tools">
@@ -279,13 +283,31 @@ function ToolsSection({ client, draft, set }: { client: AdminClient; draft: Draf
           ))}
         </div>
       </fieldset>
+      <fieldset>
+        <legend>Other apps (each one tool: its query and input form as the parameters)</legend>
+        {apps.data && otherApps.length === 0 && <p class="muted">No other apps.</p>}
+        <div class="checks">
+          {otherApps.map((a) => (
+            <label key={a.id} class="check">
+              <input
+                type="checkbox"
+                name={`app-${a.name}`}
+                checked={draft.appTools.some((t) => t.app_id === a.id)}
+                onChange={(e) => set({ appTools: withAppTool(draft.appTools, a.id, e.currentTarget.checked) })}
+              />
+              {a.name}
+            </label>
+          ))}
+        </div>
+      </fieldset>
       <label>
-        Other toolsets: OpenAPI specs (with their auth), MCP servers, other apps — a JSON list (see docs/tools.md)
+        Other toolsets: OpenAPI specs (with their auth), MCP servers — a JSON list (see docs/tools.md; an app's
+        page also imports an OpenAPI spec and lists its operations)
         <textarea
           rows={4}
           name="toolsets"
           class="mono"
-          placeholder='[{"type": "openapi", "spec": "https://api.example.com/openapi.json", "auth_type": "api_key_header", "api_key_env": "EXAMPLE_KEY"}, {"type": "mcp", "url": "http://127.0.0.1:8000/mcp"}, {"type": "app", "app_id": "…"}]'
+          placeholder='[{"type": "openapi", "spec": "https://api.example.com/openapi.json", "auth_type": "api_key_header", "api_key_env": "EXAMPLE_KEY"}, {"type": "mcp", "transport": "streamable-http", "url": "http://127.0.0.1:8000/mcp"}]'
           value={draft.otherToolsets}
           onInput={(e) => set({ otherToolsets: e.currentTarget.value })}
         />

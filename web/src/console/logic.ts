@@ -88,7 +88,8 @@ export interface Draft {
   tools: string[]; // built-in tools by name
   toolValues: Record<string, Record<string, unknown>>; // their form values, kept as they were
   knowledge: string[]; // datasets (ids or names) for one knowledge toolset
-  otherToolsets: string; // the other toolsets (OpenAPI, MCP, apps) as JSON text
+  appTools: Record<string, unknown>[]; // other apps called as tools (their toolset entries, kept whole)
+  otherToolsets: string; // the other toolsets (OpenAPI, MCP) as JSON text
   maxIterations: string;
   maxActiveRequests: string;
   historyLimit: string;
@@ -118,7 +119,8 @@ export function draftOf(name: string, description: string, config: Partial<AppCo
   const knowledge = toolsets.find((t) => t.type === "knowledge");
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) if (!EDITED.has(k)) rest[k] = v;
-  const others = toolsets.filter((t) => t !== knowledge);
+  const appTools = toolsets.filter((t) => t.type === "app");
+  const others = toolsets.filter((t) => t !== knowledge && t.type !== "app");
   return {
     name,
     description,
@@ -129,6 +131,7 @@ export function draftOf(name: string, description: string, config: Partial<AppCo
     tools: (config.tools ?? []).map((t) => t.name),
     toolValues: Object.fromEntries((config.tools ?? []).map((t) => [t.name, t.form_values ?? {}])),
     knowledge: knowledge ? [...((knowledge.datasets as string[]) ?? [])] : [],
+    appTools,
     otherToolsets: others.length ? JSON.stringify(others, null, 2) : "",
     maxIterations: String(config.max_iterations ?? 10),
     maxActiveRequests: config.max_active_requests == null ? "" : String(config.max_active_requests),
@@ -150,7 +153,8 @@ export function configOf(draft: Draft): Partial<AppConfig> {
     }
     if (!Array.isArray(others)) throw new Error("Other toolsets: a JSON list of toolset objects.");
   }
-  const toolsets = draft.knowledge.length ? [...others, { type: "knowledge", datasets: draft.knowledge }] : others;
+  const withApps = [...others, ...draft.appTools];
+  const toolsets = draft.knowledge.length ? [...withApps, { type: "knowledge", datasets: draft.knowledge }] : withApps;
   return {
     ...draft.rest,
     model: draft.model.trim(),
@@ -192,4 +196,11 @@ export function when(unixSeconds: number): string {
 
 export function asText(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+/** The draft's app tools with the app ``appId`` added (``on``) or removed. */
+export function withAppTool(tools: Record<string, unknown>[], appId: string, on: boolean): Record<string, unknown>[] {
+  if (on && tools.some((t) => t.app_id === appId)) return tools;
+  const rest = tools.filter((t) => t.app_id !== appId);
+  return on ? [...rest, { type: "app", app_id: appId }] : rest;
 }
