@@ -93,6 +93,7 @@ async def test_the_console_page_is_served_only_with_a_token(db: Database, consol
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console_app), base_url="http://t") as c:
         page = await c.get("/console")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert (await c.get("/console/")).text == page.text
         csp = page.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp
         assert TOKEN not in page.text and "<script>" not in page.text

@@ -29,5 +29,6 @@ def install(app: FastAPI, runtime: AppRuntime, token: str) -> None:
     console_page = page_response("console")
 
     @app.get("/console", include_in_schema=False)
+    @app.get("/console/", include_in_schema=False)
     async def console() -> Response:  # the page asks for the token; it holds no secret itself
         return console_page()
