@@ -279,6 +279,15 @@ async def test_knowledge_base_upload_index_and_query(
     assert [d["name"] for d in listed["data"]] == ["Handbook"] and listed["data"][0]["document_count"] == 1
 
 
+async def test_a_dataset_key_made_in_the_console_opens_the_knowledge_api(
+    admin: httpx.AsyncClient, knowledge: KnowledgeBase
+) -> None:
+    made = await admin.post("/console/api/dataset-keys")
+    assert made.status_code == 201 and made.json()["token"].startswith("dataset-")
+    listed = await admin.get("/v1/datasets", headers={"Authorization": f"Bearer {made.json()['token']}"})
+    assert listed.status_code == 200 and listed.json()["total"] == 0
+
+
 async def test_knowledge_refusals(admin: httpx.AsyncClient, knowledge: KnowledgeBase) -> None:
     ds = (await admin.post("/console/api/datasets", json={"name": "KB"})).json()
     dup = await admin.post("/console/api/datasets", json={"name": "KB"})

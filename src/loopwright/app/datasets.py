@@ -38,6 +38,7 @@ __all__ = [
     "Queued",
     "batch_documents",
     "create_dataset",
+    "create_key",
     "dataset_page",
     "delete_dataset",
     "delete_document",
@@ -71,6 +72,11 @@ class DocumentIndexingError(UserInputError):
 async def key_is_valid(kb: KnowledgeBase, token: str) -> bool:
     """Whether ``token`` is a dataset API key (made with ``loopwright kb key``)."""
     return await kb.store.check_api_key(token)
+
+
+async def create_key(kb: KnowledgeBase) -> str:
+    """A new dataset API key (``dataset-…``) for the Knowledge API (``loopwright kb key``, the console)."""
+    return await kb.store.create_api_key()
 
 
 # --- datasets -----------------------------------------------------------------------------------------

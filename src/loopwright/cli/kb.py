@@ -276,4 +276,6 @@ def delete(name: Annotated[str, typer.Argument(help="The dataset (name or id).")
 @kb.command("key")
 def key() -> None:
     """Create a dataset API key (``dataset-…``) for the Knowledge HTTP API; prints it."""
-    typer.echo(_run(lambda base: base.store.create_api_key()))
+    from loopwright.app.datasets import create_key
+
+    typer.echo(_run(create_key))

@@ -52,6 +52,7 @@ export function KnowledgeList({ client }: { client: AdminClient }) {
         </form>
       </Section>
       <ErrorLine error={datasets.error} />
+      <DatasetKey client={client} />
       {datasets.data && datasets.data.length > 0 && (
         <table class="list" aria-label="Knowledge bases">
           <thead>
@@ -70,6 +71,23 @@ export function KnowledgeList({ client }: { client: AdminClient }) {
         </table>
       )}
     </>
+  );
+}
+
+/** A dataset API key for the Knowledge API (/v1/datasets), shown once. */
+function DatasetKey({ client }: { client: AdminClient }) {
+  const [token, setToken] = useState<string | null>(null);
+  return (
+    <p class="row">
+      <Action action={async () => setToken(await client.createDatasetKey())} title="A key for the Knowledge API (/v1/datasets)">
+        New Knowledge API key
+      </Action>
+      {token && (
+        <span>
+          shown this once: <code class="secret">{token}</code>
+        </span>
+      )}
+    </p>
   );
 }
 

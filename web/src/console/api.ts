@@ -289,6 +289,7 @@ export class AdminClient {
   dataset = (id: string) => this.json<Dataset>("GET", `/datasets/${id}`);
   createDataset = (body: { name: string; description?: string; embedding?: string }) =>
     this.json<Dataset>("POST", "/datasets", body);
+  createDatasetKey = () => this.json<{ token: string }>("POST", "/dataset-keys").then((r) => r.token);
   deleteDataset = (id: string) => this.json<null>("DELETE", `/datasets/${id}`);
   documents = (id: string) => this.json<{ data: DocumentRow[] }>("GET", `/datasets/${id}/documents`).then((r) => r.data);
   deleteDocument = (id: string, doc: string) => this.json<null>("DELETE", `/datasets/${id}/documents/${doc}`);

@@ -51,6 +51,12 @@ async def create_dataset(
     return dataset_body(await datasets.create_dataset(kb, new))
 
 
+@router.post("/dataset-keys", status_code=201)
+async def create_dataset_key(kb: Knowledge) -> dict[str, Any]:
+    """A new dataset API key (``dataset-…``) for the Knowledge API (``/v1/datasets``), shown this once."""
+    return {"token": await datasets.create_key(kb)}
+
+
 @router.get("/datasets/{dataset_id}")
 async def get_dataset(dataset_id: str, kb: Knowledge) -> dict[str, Any]:
     return dataset_body(await datasets.get_dataset(kb, dataset_id))
