@@ -67,6 +67,25 @@ def app_specs(tool_api_url: str) -> dict[str, dict[str, Any]]:
         "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.03}},
         "memory": {"script": {"replies": ["First answer.", "Second answer."], "features": FC}},
         "feedback": {"script": {"replies": ["A fine answer."], "features": FC}},
+        "form": {
+            "script": {"replies": ["Nice to meet you, Ann."], "features": FC},
+            "instruction": "Greet {{name}}.",
+            "user_input_form": [{"variable": "name", "label": "Your name", "required": True}],
+        },
+        "broken": {"script": {"replies": [{"error": "the provider is down"}], "features": FC}},
+        "lists": {"script": {"replies": ["One.", "Two."], "features": FC}},
+        "suggest": {
+            "script": {
+                "replies": [
+                    "Paris is the capital of France.",
+                    '["How big is Paris?", "Which river runs through it?", "Best museum?"]',
+                    "The Seine.",
+                    "[]",
+                ],
+                "features": FC,
+            },
+            "suggested_questions_after_answer": True,
+        },
         "vision": {
             "script": {"replies": ["I see a green square."], "features": [*FC, "vision"]},
             "file_upload": {"enabled": True, "allowed_types": ["image"], "transfer_methods": ["local_file"]},
@@ -303,3 +322,76 @@ def test_like_a_message_with_a_comment(world: Any, page: Page) -> None:
     assert [(f["rating"], f["content"]) for f in feedback] == [("like", "Clear and short")]
     view.reload()  # the rating is read back from the history
     view.locator("button.like[aria-pressed=true]").wait_for()
+
+
+def api_get(server: Server, app: ChatApp, view: Any, path: str, **params: str) -> Any:
+    """A GET of the Service API as the page's end user."""
+    user = view.evaluate("localStorage.getItem('loopwright.chat.user:' + location.pathname.split('/')[2])")
+    headers = {"Authorization": f"Bearer {app.key}"}
+    return httpx.get(f"{server.url}/v1{path}", params={"user": user, **params}, headers=headers).json()
+
+
+def test_the_input_form_comes_before_the_first_message(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["form"])
+    page.send("Hello")
+    view.get_by_role("alert").filter(has_text="Please fill in “Your name”.").wait_for()
+    assert view.locator(".exchange").count() == 0  # nothing was sent
+    view.get_by_label("Your name").fill("Ann")
+    view.get_by_label("Message").press("Enter")  # the text was kept
+    view.locator(".answer", has_text="Nice to meet you").wait_for()
+    view.locator("fieldset.input-form[disabled]").wait_for()  # shown, fixed, for this conversation
+    conversations = api_get(server, apps["form"], view, "/conversations")
+    assert conversations["data"][0]["inputs"] == {"name": "Ann"}
+
+
+def test_an_error_is_shown_in_plain_words(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["broken"])
+    page.send("Anyone there?")
+    error = view.locator(".exchange .error-text")
+    error.wait_for()
+    text = error.inner_text()
+    assert "could not answer" in text and "the provider is down" in text
+    assert "_error" not in text  # no error code as the message
+    assert error.evaluate("e => getComputedStyle(e).color") == "rgb(198, 40, 40)"  # red
+    view.get_by_role("button", name="Send").wait_for()
+
+
+def test_conversations_are_renamed_and_deleted(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["lists"])
+    view.on("dialog", lambda dialog: dialog.accept())  # the "Delete …?" confirmation
+    page.send("First chat")
+    view.locator(".answer", has_text="One.").wait_for()
+    view.get_by_role("button", name="+ New chat").click()
+    assert view.locator(".exchange").count() == 0
+    page.send("Second chat")
+    view.locator(".answer", has_text="Two.").wait_for()
+    items = view.locator(".conversation-list .conversation")
+    view.wait_for_function("() => document.querySelectorAll('.conversation-list .conversation').length === 2")
+    view.get_by_role("button", name="Rename First chat").click()
+    view.get_by_label("Conversation name").fill("Renamed")
+    view.get_by_label("Conversation name").press("Enter")
+    items.filter(has_text="Renamed").wait_for()
+    view.get_by_role("button", name="Delete Second chat").click()
+    view.wait_for_function("() => document.querySelectorAll('.conversation-list .conversation').length === 1")
+    assert items.all_inner_texts() == ["Renamed"]
+    assert view.locator(".exchange").count() == 0  # the open conversation was the deleted one
+    names = [c["name"] for c in api_get(server, apps["lists"], view, "/conversations")["data"]]
+    assert names == ["Renamed"]
+    items.first.click()
+    view.locator(".answer", has_text="One.").wait_for()
+
+
+def test_follow_up_suggestions_after_an_answer(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["suggest"])
+    page.send("What is the capital of France?")
+    view.locator(".answer", has_text="Paris is the capital").wait_for()
+    follow_up = view.locator(".follow-ups .chip", has_text="Which river runs through it?")
+    follow_up.wait_for()
+    assert view.locator(".follow-ups .chip").count() == 3
+    follow_up.click()
+    view.locator(".answer", has_text="The Seine.").wait_for()
+    assert view.locator(".user-bubble").all_inner_texts()[-1] == "Which river runs through it?"

@@ -116,10 +116,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
               ))}
             </div>
           )}
-          {fields.length > 0 && (isNew || chat.currentId === null || conversation) && (
+          {fields.length > 0 && (
             <InputForm
               fields={fields}
-              values={chat.currentId === null ? inputs : (conversation?.inputs ?? {})}
+              values={chat.currentId === null ? inputs : (conversation?.inputs ?? inputs)}
               onChange={setInputs}
               client={client}
               onError={chat.setNotice}
