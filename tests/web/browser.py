@@ -188,6 +188,7 @@ def start_server(folder: Path, db_path: Path) -> Server:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         "LOOPWRIGHT_DB": str(db_path),
+        "LOOPWRIGHT_DATA_DIR": str(folder),  # uploads and tool files stay in the test's folder
         "LOOPWRIGHT_TOOL_ALLOW_HOSTS": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }

@@ -64,7 +64,7 @@ def app_specs(tool_api_url: str) -> dict[str, dict[str, Any]]:
             ],
         },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
-        "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.03}},
+        "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
         "memory": {"script": {"replies": ["First answer.", "Second answer."], "features": FC}},
         "feedback": {"script": {"replies": ["A fine answer."], "features": FC}},
         "form": {
