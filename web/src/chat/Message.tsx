@@ -102,10 +102,21 @@ function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
   );
 }
 
+/** Only links that cannot run script: this origin's paths, http(s), and the page's own blob: previews. */
+export function safeUrl(url: string): string | undefined {
+  if (url.startsWith("/") && !url.startsWith("//")) return url;
+  try {
+    const parsed = new URL(url, window.location.href);
+    return ["http:", "https:", "blob:"].includes(parsed.protocol) ? parsed.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function Files({ files }: { files: FileView[] }) {
   return (
     <div class="files">
-      {files.map((f) =>
+      {files.map((f) => ({ ...f, url: safeUrl(f.url) ?? "" })).filter((f) => f.url !== "").map((f) =>
         f.type === "image" ? (
           <a key={f.id} href={f.url} target="_blank" rel="noopener noreferrer" class="file-image">
             <img src={f.url} alt={f.name} loading="lazy" />

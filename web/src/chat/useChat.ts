@@ -135,6 +135,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
             if (!isRunning(end)) {
               clearPending(sessionStorage, appId);
               void fetchSuggestions(end);
+              void loadTimes(end);
               return;
             }
           }
@@ -175,7 +176,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       clearPending(sessionStorage, appId);
       setMessages((ms) => ms.map((x) => (x.status === "interrupted" ? { ...x, status: "done" } : x)));
     },
-    [appId, client, fetchSuggestions, follow, loadHistory, put],
+    [appId, client, fetchSuggestions, follow, loadHistory, loadTimes, put],
   );
 
   const send = useCallback(
