@@ -20,6 +20,7 @@ from tests.web.browser import (
     Server,
     chromium,
     create_apps,
+    create_dataset,
     need_browser,
     png,
     screenshot_path,
@@ -39,7 +40,14 @@ MARKDOWN_ANSWER = (
 STORY = " ".join(f"Sentence {i} of a long story." for i in range(1, 41)) + " The end."
 
 
-def app_specs(tool_api_url: str) -> dict[str, dict[str, Any]]:
+def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, Any]]:
+    openapi = {
+        "type": "openapi",
+        "spec": f"{tool_api_url}/openapi.json",
+        "server_url": tool_api_url,
+        "allow_hosts": ["127.0.0.1"],
+    }
+    retriever = f"dataset_{dataset_id.replace('-', '_')}"  # the knowledge toolset's tool for the dataset
     return {
         "assistant": {
             "script": {"replies": [MARKDOWN_ANSWER], "features": FC, "delay": 0.02},
@@ -54,14 +62,17 @@ def app_specs(tool_api_url: str) -> dict[str, dict[str, Any]]:
                 ],
                 "features": FC,
             },
-            "toolsets": [
-                {
-                    "type": "openapi",
-                    "spec": f"{tool_api_url}/openapi.json",
-                    "server_url": tool_api_url,
-                    "allow_hosts": ["127.0.0.1"],
-                }
-            ],
+            "toolsets": [openapi],
+        },
+        "library": {
+            "script": {
+                "replies": [
+                    {"tool_calls": [[retriever, {"query": "parking garage"}], ["get_report", {}]]},
+                    "Parking is free in the garage [1]. The weather report is attached.",
+                ],
+                "features": FC,
+            },
+            "toolsets": [openapi, {"type": "knowledge", "datasets": [dataset_id]}],
         },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
         "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
@@ -100,7 +111,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
     tool_api, tool_server = serve_tool_api()
     try:
         db_path = folder / "web.db"
-        apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", app_specs(tool_api.url), folder))
+        db_url = f"sqlite+aiosqlite:///{db_path}"
+        handbook = {"parking.md": "# Parking\n\nParking is free in the garage under the office."}
+        dataset_id = asyncio.run(create_dataset(db_url, "handbook", handbook))
+        apps = asyncio.run(create_apps(db_url, app_specs(tool_api.url, dataset_id), folder))
         server = start_server(folder, db_path)
     except BaseException:
         tool_server.shutdown()
@@ -395,3 +409,23 @@ def test_follow_up_suggestions_after_an_answer(world: Any, page: Page) -> None:
     follow_up.click()
     view.locator(".answer", has_text="The Seine.").wait_for()
     assert view.locator(".user-bubble").all_inner_texts()[-1] == "Which river runs through it?"
+
+
+def test_citations_and_a_file_to_download(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["library"])
+    page.send("Where can I park? And the weather report, please.")
+    view.locator(".answer", has_text="Parking is free").wait_for()
+    sources = view.locator(".citations")
+    sources.locator("summary", has_text="Sources · 1").click()
+    assert "parking.md" in sources.locator(".citation-head").inner_text()
+    assert "score" in sources.locator(".citation-head").inner_text()
+    assert "free in the garage" in sources.locator("blockquote").inner_text()
+    report = view.locator(".agent-turn a.file-chip")
+    report.wait_for()
+    assert report.get_attribute("download")  # a download, not a page to open
+    href = report.get_attribute("href")
+    assert href is not None
+    body = httpx.get(href if href.startswith("http") else f"{server.url}{href}")
+    assert body.status_code == 200 and body.content.startswith(b"%PDF-1.4")
+    view.screenshot(path=str(screenshot_path("chat-desktop-citations-file")))
