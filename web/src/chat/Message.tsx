@@ -153,6 +153,7 @@ function Citations({ citations }: { citations: Citation[] }) {
 
 function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
   const [commenting, setCommenting] = useState<"like" | "dislike" | null>(null);
+  const [copied, setCopied] = useState(false);
   const [comment, setComment] = useState("");
   const rate = (rating: "like" | "dislike") => {
     const next = m.feedback === rating ? null : rating;
@@ -161,8 +162,17 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
   };
   return (
     <div class="toolbar">
-      <button type="button" class="icon" title="Copy the answer" onClick={() => actions.onCopy(m)}>
-        Copy
+      <button
+        type="button"
+        class="icon"
+        title="Copy the answer"
+        onClick={() => {
+          actions.onCopy(m);
+          setCopied(true);
+          setTimeout(() => setCopied(false), 1500);
+        }}
+      >
+        {copied ? "Copied" : "Copy"}
       </button>
       {actions.onRegenerate && (
         <button type="button" class="icon" title="Ask again" onClick={() => actions.onRegenerate?.(m)}>

@@ -51,21 +51,54 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     else sessionStorage.setItem(CURRENT_SLOT(appId), currentId);
   }, [appId, currentId]);
 
+  const [moreConversations, setMoreConversations] = useState(false);
+  const [earlierMessages, setEarlierMessages] = useState(false);
+
   const refreshConversations = useCallback(async () => {
     try {
-      setConversations((await client.conversations()).data);
+      const page = await client.conversations();
+      setConversations(page.data);
+      setMoreConversations(page.has_more);
     } catch (e) {
       setNotice(errorText(e));
     }
   }, [client]);
 
+  /** The next page of the conversation list (after the last one shown). */
+  const loadMoreConversations = useCallback(async () => {
+    const last = conversations[conversations.length - 1];
+    if (last === undefined) return;
+    try {
+      const page = await client.conversations(last.id);
+      setConversations((cs) => [...cs, ...page.data.filter((c) => !cs.some((x) => x.id === c.id))]);
+      setMoreConversations(page.has_more);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, conversations]);
+
+  /** The newest page of a conversation's messages (oldest first); says whether older ones exist. */
   const loadHistory = useCallback(
     async (conversationId: string): Promise<MessageView[]> => {
       const page = await client.messages(conversationId);
+      setEarlierMessages(page.has_more);
       return page.data.map(messageFromHistory);
     },
     [client],
   );
+
+  /** The page of messages before the first one shown. */
+  const loadEarlier = useCallback(async () => {
+    const first = messages[0];
+    if (currentId === null || first?.id == null) return;
+    try {
+      const page = await client.messages(currentId, first.id);
+      setEarlierMessages(page.has_more);
+      setMessages((ms) => [...page.data.map(messageFromHistory), ...ms]);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, currentId, messages]);
 
   /** Replace one message (by its local id) in the list. */
   const put = useCallback((m: MessageView) => {
@@ -247,6 +280,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       currentRef.current = conversationId;
       if (conversationId === null) {
         setMessages([]);
+        setEarlierMessages(false);
         return;
       }
       setLoading(true);
@@ -345,5 +379,9 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     remove,
     setFeedback,
     loadTimes,
+    moreConversations,
+    loadMoreConversations,
+    earlierMessages,
+    loadEarlier,
   };
 }
