@@ -138,14 +138,17 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       let m = start;
       let lastEventId = lastId;
       let saved = 0;
+      let switched = false; // the user opened another conversation meanwhile
       await readDifyStream(body, (event, id) => {
         m = applyEvent(stopping.current.has(m.localId) ? { ...m, stopRequested: true } : m, event, Date.now());
         lastEventId = id ?? lastEventId;
         put(m);
-        if (m.conversationId !== null && currentRef.current !== m.conversationId) {
+        if (m.conversationId !== null && currentRef.current === null && !switched) {
+          // A new conversation got its id: it is the one shown (unless the user went elsewhere).
           currentRef.current = m.conversationId;
           setCurrentId(m.conversationId);
         }
+        switched = switched || (currentRef.current !== null && currentRef.current !== m.conversationId);
         if (m.conversationId !== null && isRunning(m) && Date.now() - saved > 250) {
           saved = Date.now();
           savePending(sessionStorage, appId, { conversationId: m.conversationId, taskId: m.taskId, lastEventId, view: m });
