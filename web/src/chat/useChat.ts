@@ -203,9 +203,10 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
             finished ? shown : { ...shown, localId: m.localId, status: "interrupted" },
           ]);
           if (finished) break;
+          setNotice(null);
         } catch (e) {
           setNotice(errorText(e));
-          break;
+          if (!(e instanceof ApiError && e.status === 0)) break; // offline: keep trying
         }
         await new Promise((r) => setTimeout(r, HISTORY_POLL_MS));
       }
