@@ -66,6 +66,7 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
 
 CHART = png(120, 80, (46, 125, 50))
+REPORT = b"%PDF-1.4\n% a weather report\n"
 
 
 @dataclass
@@ -90,6 +91,13 @@ class ToolApi:
                             {"name": "city", "in": "query", "required": True, "schema": {"type": "string"}}
                         ],
                         "responses": {"200": {"description": "the weather"}},
+                    }
+                },
+                "/report": {
+                    "get": {
+                        "operationId": "get_report",
+                        "summary": "The week's weather report, as a PDF.",
+                        "responses": {"200": {"description": "a PDF", "content": {"application/pdf": {}}}},
                     }
                 },
                 "/chart": {
@@ -117,6 +125,8 @@ def serve_tool_api() -> tuple[ToolApi, ThreadingHTTPServer]:
                 self.reply(200, "application/json", json.dumps({"city": city, "sky": "sunny"}).encode())
             elif url.path == "/chart":
                 self.reply(200, "image/png", CHART)
+            elif url.path == "/report":
+                self.reply(200, "application/pdf", REPORT)
             else:
                 self.reply(404, "text/plain", b"not found")
 
@@ -171,6 +181,21 @@ async def create_apps(db_url: str, apps: dict[str, dict[str, Any]], folder: Path
     return made
 
 
+async def create_dataset(db_url: str, name: str, documents: dict[str, str]) -> str:
+    """A keyword-search knowledge base beside the app database (where the server looks for it), with
+    ``documents`` (name → text); its id."""
+    from loopwright.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase.open(db_url)
+    try:
+        dataset = await kb.create_dataset(name)
+        for document, text in documents.items():
+            await kb.add_text(dataset, document, text)
+        return dataset.id
+    finally:
+        await kb.close()
+
+
 @dataclass
 class Server:
     url: str
@@ -188,6 +213,7 @@ def start_server(folder: Path, db_path: Path) -> Server:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         "LOOPWRIGHT_DB": str(db_path),
+        "LOOPWRIGHT_DATA_DIR": str(folder),  # uploads and tool files stay in the test's folder
         "LOOPWRIGHT_TOOL_ALLOW_HOSTS": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }

@@ -20,6 +20,7 @@ from tests.web.browser import (
     Server,
     chromium,
     create_apps,
+    create_dataset,
     need_browser,
     png,
     screenshot_path,
@@ -39,7 +40,14 @@ MARKDOWN_ANSWER = (
 STORY = " ".join(f"Sentence {i} of a long story." for i in range(1, 41)) + " The end."
 
 
-def app_specs(tool_api_url: str) -> dict[str, dict[str, Any]]:
+def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, Any]]:
+    openapi = {
+        "type": "openapi",
+        "spec": f"{tool_api_url}/openapi.json",
+        "server_url": tool_api_url,
+        "allow_hosts": ["127.0.0.1"],
+    }
+    retriever = f"dataset_{dataset_id.replace('-', '_')}"  # the knowledge toolset's tool for the dataset
     return {
         "assistant": {
             "script": {"replies": [MARKDOWN_ANSWER], "features": FC, "delay": 0.02},
@@ -54,19 +62,41 @@ def app_specs(tool_api_url: str) -> dict[str, dict[str, Any]]:
                 ],
                 "features": FC,
             },
-            "toolsets": [
-                {
-                    "type": "openapi",
-                    "spec": f"{tool_api_url}/openapi.json",
-                    "server_url": tool_api_url,
-                    "allow_hosts": ["127.0.0.1"],
-                }
-            ],
+            "toolsets": [openapi],
+        },
+        "library": {
+            "script": {
+                "replies": [
+                    {"tool_calls": [[retriever, {"query": "parking garage"}], ["get_report", {}]]},
+                    "Parking is free in the garage [1]. The weather report is attached.",
+                ],
+                "features": FC,
+            },
+            "toolsets": [openapi, {"type": "knowledge", "datasets": [dataset_id]}],
         },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
-        "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.03}},
+        "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
         "memory": {"script": {"replies": ["First answer.", "Second answer."], "features": FC}},
         "feedback": {"script": {"replies": ["A fine answer."], "features": FC}},
+        "form": {
+            "script": {"replies": ["Nice to meet you, Ann."], "features": FC},
+            "instruction": "Greet {{name}}.",
+            "user_input_form": [{"variable": "name", "label": "Your name", "required": True}],
+        },
+        "broken": {"script": {"replies": [{"error": "the provider is down"}], "features": FC}},
+        "lists": {"script": {"replies": ["One.", "Two."], "features": FC}},
+        "suggest": {
+            "script": {
+                "replies": [
+                    "Paris is the capital of France.",
+                    '["How big is Paris?", "Which river runs through it?", "Best museum?"]',
+                    "The Seine.",
+                    "[]",
+                ],
+                "features": FC,
+            },
+            "suggested_questions_after_answer": True,
+        },
         "vision": {
             "script": {"replies": ["I see a green square."], "features": [*FC, "vision"]},
             "file_upload": {"enabled": True, "allowed_types": ["image"], "transfer_methods": ["local_file"]},
@@ -81,7 +111,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
     tool_api, tool_server = serve_tool_api()
     try:
         db_path = folder / "web.db"
-        apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", app_specs(tool_api.url), folder))
+        db_url = f"sqlite+aiosqlite:///{db_path}"
+        handbook = {"parking.md": "# Parking\n\nParking is free in the garage under the office."}
+        dataset_id = asyncio.run(create_dataset(db_url, "handbook", handbook))
+        apps = asyncio.run(create_apps(db_url, app_specs(tool_api.url, dataset_id), folder))
         server = start_server(folder, db_path)
     except BaseException:
         tool_server.shutdown()
@@ -303,3 +336,96 @@ def test_like_a_message_with_a_comment(world: Any, page: Page) -> None:
     assert [(f["rating"], f["content"]) for f in feedback] == [("like", "Clear and short")]
     view.reload()  # the rating is read back from the history
     view.locator("button.like[aria-pressed=true]").wait_for()
+
+
+def api_get(server: Server, app: ChatApp, view: Any, path: str, **params: str) -> Any:
+    """A GET of the Service API as the page's end user."""
+    user = view.evaluate("localStorage.getItem('loopwright.chat.user:' + location.pathname.split('/')[2])")
+    headers = {"Authorization": f"Bearer {app.key}"}
+    return httpx.get(f"{server.url}/v1{path}", params={"user": user, **params}, headers=headers).json()
+
+
+def test_the_input_form_comes_before_the_first_message(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["form"])
+    page.send("Hello")
+    view.get_by_role("alert").filter(has_text="Please fill in “Your name”.").wait_for()
+    assert view.locator(".exchange").count() == 0  # nothing was sent
+    view.get_by_label("Your name").fill("Ann")
+    view.get_by_label("Message").press("Enter")  # the text was kept
+    view.locator(".answer", has_text="Nice to meet you").wait_for()
+    view.locator("fieldset.input-form[disabled]").wait_for()  # shown, fixed, for this conversation
+    conversations = api_get(server, apps["form"], view, "/conversations")
+    assert conversations["data"][0]["inputs"] == {"name": "Ann"}
+
+
+def test_an_error_is_shown_in_plain_words(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["broken"])
+    page.send("Anyone there?")
+    error = view.locator(".exchange .error-text")
+    error.wait_for()
+    text = error.inner_text()
+    assert "could not answer" in text and "the provider is down" in text
+    assert "_error" not in text  # no error code as the message
+    assert error.evaluate("e => getComputedStyle(e).color") == "rgb(198, 40, 40)"  # red
+    view.get_by_role("button", name="Send").wait_for()
+
+
+def test_conversations_are_renamed_and_deleted(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["lists"])
+    view.on("dialog", lambda dialog: dialog.accept())  # the "Delete …?" confirmation
+    page.send("First chat")
+    view.locator(".answer", has_text="One.").wait_for()
+    view.get_by_role("button", name="+ New chat").click()
+    assert view.locator(".exchange").count() == 0
+    page.send("Second chat")
+    view.locator(".answer", has_text="Two.").wait_for()
+    items = view.locator(".conversation-list .conversation")
+    view.wait_for_function("() => document.querySelectorAll('.conversation-list .conversation').length === 2")
+    view.get_by_role("button", name="Rename First chat").click()
+    view.get_by_label("Conversation name").fill("Renamed")
+    view.get_by_label("Conversation name").press("Enter")
+    items.filter(has_text="Renamed").wait_for()
+    view.get_by_role("button", name="Delete Second chat").click()
+    view.wait_for_function("() => document.querySelectorAll('.conversation-list .conversation').length === 1")
+    assert items.all_inner_texts() == ["Renamed"]
+    assert view.locator(".exchange").count() == 0  # the open conversation was the deleted one
+    names = [c["name"] for c in api_get(server, apps["lists"], view, "/conversations")["data"]]
+    assert names == ["Renamed"]
+    items.first.click()
+    view.locator(".answer", has_text="One.").wait_for()
+
+
+def test_follow_up_suggestions_after_an_answer(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["suggest"])
+    page.send("What is the capital of France?")
+    view.locator(".answer", has_text="Paris is the capital").wait_for()
+    follow_up = view.locator(".follow-ups .chip", has_text="Which river runs through it?")
+    follow_up.wait_for()
+    assert view.locator(".follow-ups .chip").count() == 3
+    follow_up.click()
+    view.locator(".answer", has_text="The Seine.").wait_for()
+    assert view.locator(".user-bubble").all_inner_texts()[-1] == "Which river runs through it?"
+
+
+def test_citations_and_a_file_to_download(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["library"])
+    page.send("Where can I park? And the weather report, please.")
+    view.locator(".answer", has_text="Parking is free").wait_for()
+    sources = view.locator(".citations")
+    sources.locator("summary", has_text="Sources · 1").click()
+    assert "parking.md" in sources.locator(".citation-head").inner_text()
+    assert "score" in sources.locator(".citation-head").inner_text()
+    assert "free in the garage" in sources.locator("blockquote").inner_text()
+    report = view.locator(".agent-turn a.file-chip")
+    report.wait_for()
+    assert report.get_attribute("download")  # a download, not a page to open
+    href = report.get_attribute("href")
+    assert href is not None
+    body = httpx.get(href if href.startswith("http") else f"{server.url}{href}")
+    assert body.status_code == 200 and body.content.startswith(b"%PDF-1.4")
+    view.screenshot(path=str(screenshot_path("chat-desktop-citations-file")))

@@ -133,6 +133,8 @@ describe("applyEvent", () => {
 
   it("keeps tool files and ignores pings and unknown events", () => {
     const file: DifyEvent = { event: "message_file", ...head, id: "f1", type: "image", belongs_to: "assistant", url: "/files/tools/abc.png?sign=x" };
+    const pdf: DifyEvent = { ...file, id: "f2", type: "document", url: "/files/tools/3f2504e0-4f89-41d3-9a0c-0305e82c3301.pdf?sign=x" };
+    expect(run([pdf]).files[0].name).toBe("file.pdf"); // a tool file's URL carries only its id
     const m = run([text("A chart:"), file, file, { event: "ping" }, { event: "tts_message", audio: "" }]);
     expect(m.files).toEqual([{ id: "f1", type: "image", url: "/files/tools/abc.png?sign=x", name: "abc.png", mimeType: "", belongsTo: "assistant" }]);
     expect(m.answer).toBe("A chart:");

@@ -103,6 +103,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         }}
         onRename={(id, name) => void chat.rename(id, name)}
         onDelete={(id) => void chat.remove(id)}
+        onMore={chat.moreConversations ? () => void chat.loadMoreConversations() : null}
       />
       <main class="conversation-view">
         <div class="messages" aria-live="polite">
@@ -116,10 +117,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
               ))}
             </div>
           )}
-          {fields.length > 0 && (isNew || chat.currentId === null || conversation) && (
+          {fields.length > 0 && (
             <InputForm
               fields={fields}
-              values={chat.currentId === null ? inputs : (conversation?.inputs ?? {})}
+              values={chat.currentId === null ? inputs : (conversation?.inputs ?? inputs)}
               onChange={setInputs}
               client={client}
               onError={chat.setNotice}
@@ -127,6 +128,11 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
             />
           )}
           {chat.loading && <p class="muted">Loading…</p>}
+          {chat.earlierMessages && !chat.loading && (
+            <button type="button" class="link earlier" onClick={() => void chat.loadEarlier()}>
+              Show earlier messages
+            </button>
+          )}
           {chat.messages.map((m) => (
             <Message key={m.localId} m={m} actions={actions(m)} />
           ))}

@@ -50,7 +50,10 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
                 type="button"
                 class="icon remove"
                 aria-label={`Remove ${a.name}`}
-                onClick={() => setAttachments((all) => all.filter((x) => x.localId !== a.localId))}
+                onClick={() => {
+                  if (a.previewUrl) URL.revokeObjectURL(a.previewUrl); // not sent: its preview is not shown again
+                  setAttachments((all) => all.filter((x) => x.localId !== a.localId));
+                }}
               >
                 ×
               </button>

@@ -102,10 +102,21 @@ function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
   );
 }
 
+/** Only links that cannot run script: this origin's paths, http(s), and the page's own blob: previews. */
+export function safeUrl(url: string): string | undefined {
+  if (url.startsWith("/") && !url.startsWith("//")) return url;
+  try {
+    const parsed = new URL(url, window.location.href);
+    return ["http:", "https:", "blob:"].includes(parsed.protocol) ? parsed.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function Files({ files }: { files: FileView[] }) {
   return (
     <div class="files">
-      {files.map((f) =>
+      {files.map((f) => ({ ...f, url: safeUrl(f.url) ?? "" })).filter((f) => f.url !== "").map((f) =>
         f.type === "image" ? (
           <a key={f.id} href={f.url} target="_blank" rel="noopener noreferrer" class="file-image">
             <img src={f.url} alt={f.name} loading="lazy" />
@@ -142,6 +153,7 @@ function Citations({ citations }: { citations: Citation[] }) {
 
 function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
   const [commenting, setCommenting] = useState<"like" | "dislike" | null>(null);
+  const [copied, setCopied] = useState(false);
   const [comment, setComment] = useState("");
   const rate = (rating: "like" | "dislike") => {
     const next = m.feedback === rating ? null : rating;
@@ -150,8 +162,17 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
   };
   return (
     <div class="toolbar">
-      <button type="button" class="icon" title="Copy the answer" onClick={() => actions.onCopy(m)}>
-        Copy
+      <button
+        type="button"
+        class="icon"
+        title="Copy the answer"
+        onClick={() => {
+          actions.onCopy(m);
+          setCopied(true);
+          setTimeout(() => setCopied(false), 1500);
+        }}
+      >
+        {copied ? "Copied" : "Copy"}
       </button>
       {actions.onRegenerate && (
         <button type="button" class="icon" title="Ask again" onClick={() => actions.onRegenerate?.(m)}>

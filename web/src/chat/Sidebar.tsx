@@ -9,9 +9,10 @@ export interface SidebarProps {
   onOpen: (id: string | null) => void;
   onRename: (id: string, name: string) => void;
   onDelete: (id: string) => void;
+  onMore: (() => void) | null; // more conversations to list
 }
 
-export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete }: SidebarProps) {
+export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, onMore }: SidebarProps) {
   const [editing, setEditing] = useState<string | null>(null);
   const [name, setName] = useState("");
   return (
@@ -75,6 +76,11 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete }
           </li>
         ))}
       </ul>
+      {onMore && (
+        <button type="button" class="link more" onClick={onMore}>
+          Show more
+        </button>
+      )}
     </nav>
   );
 }

@@ -311,10 +311,16 @@ export function citations(v: unknown): Citation[] {
     }));
 }
 
+const UUID_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.[A-Za-z0-9]{1,10})?$/;
+
+/** A file's name from its URL; a stream's tool file has only its id there, so it is called "file". */
 function fileNameOf(url: string): string {
   try {
     const path = new URL(url, "http://x").pathname;
-    return decodeURIComponent(path.slice(path.lastIndexOf("/") + 1)) || "file";
+    const name = decodeURIComponent(path.slice(path.lastIndexOf("/") + 1));
+    const uuid = UUID_NAME.exec(name);
+    if (uuid) return `file${uuid[1] ?? ""}`;
+    return name || "file";
   } catch {
     return "file";
   }

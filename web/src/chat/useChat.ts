@@ -51,21 +51,54 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     else sessionStorage.setItem(CURRENT_SLOT(appId), currentId);
   }, [appId, currentId]);
 
+  const [moreConversations, setMoreConversations] = useState(false);
+  const [earlierMessages, setEarlierMessages] = useState(false);
+
   const refreshConversations = useCallback(async () => {
     try {
-      setConversations((await client.conversations()).data);
+      const page = await client.conversations();
+      setConversations(page.data);
+      setMoreConversations(page.has_more);
     } catch (e) {
       setNotice(errorText(e));
     }
   }, [client]);
 
+  /** The next page of the conversation list (after the last one shown). */
+  const loadMoreConversations = useCallback(async () => {
+    const last = conversations[conversations.length - 1];
+    if (last === undefined) return;
+    try {
+      const page = await client.conversations(last.id);
+      setConversations((cs) => [...cs, ...page.data.filter((c) => !cs.some((x) => x.id === c.id))]);
+      setMoreConversations(page.has_more);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, conversations]);
+
+  /** The newest page of a conversation's messages (oldest first); says whether older ones exist. */
   const loadHistory = useCallback(
     async (conversationId: string): Promise<MessageView[]> => {
       const page = await client.messages(conversationId);
+      setEarlierMessages(page.has_more);
       return page.data.map(messageFromHistory);
     },
     [client],
   );
+
+  /** The page of messages before the first one shown. */
+  const loadEarlier = useCallback(async () => {
+    const first = messages[0];
+    if (currentId === null || first?.id == null) return;
+    try {
+      const page = await client.messages(currentId, first.id);
+      setEarlierMessages(page.has_more);
+      setMessages((ms) => [...page.data.map(messageFromHistory), ...ms]);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, currentId, messages]);
 
   /** Replace one message (by its local id) in the list. */
   const put = useCallback((m: MessageView) => {
@@ -105,14 +138,17 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       let m = start;
       let lastEventId = lastId;
       let saved = 0;
+      let switched = false; // the user opened another conversation meanwhile
       await readDifyStream(body, (event, id) => {
         m = applyEvent(stopping.current.has(m.localId) ? { ...m, stopRequested: true } : m, event, Date.now());
         lastEventId = id ?? lastEventId;
         put(m);
-        if (m.conversationId !== null && currentRef.current !== m.conversationId) {
+        if (m.conversationId !== null && currentRef.current === null && !switched) {
+          // A new conversation got its id: it is the one shown (unless the user went elsewhere).
           currentRef.current = m.conversationId;
           setCurrentId(m.conversationId);
         }
+        switched = switched || (currentRef.current !== null && currentRef.current !== m.conversationId);
         if (m.conversationId !== null && isRunning(m) && Date.now() - saved > 250) {
           saved = Date.now();
           savePending(sessionStorage, appId, { conversationId: m.conversationId, taskId: m.taskId, lastEventId, view: m });
@@ -135,6 +171,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
             if (!isRunning(end)) {
               clearPending(sessionStorage, appId);
               void fetchSuggestions(end);
+              void loadTimes(end);
               return;
             }
           }
@@ -166,16 +203,17 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
             finished ? shown : { ...shown, localId: m.localId, status: "interrupted" },
           ]);
           if (finished) break;
+          setNotice(null);
         } catch (e) {
           setNotice(errorText(e));
-          break;
+          if (!(e instanceof ApiError && e.status === 0)) break; // offline: keep trying
         }
         await new Promise((r) => setTimeout(r, HISTORY_POLL_MS));
       }
       clearPending(sessionStorage, appId);
       setMessages((ms) => ms.map((x) => (x.status === "interrupted" ? { ...x, status: "done" } : x)));
     },
-    [appId, client, fetchSuggestions, follow, loadHistory, put],
+    [appId, client, fetchSuggestions, follow, loadHistory, loadTimes, put],
   );
 
   const send = useCallback(
@@ -246,6 +284,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       currentRef.current = conversationId;
       if (conversationId === null) {
         setMessages([]);
+        setEarlierMessages(false);
         return;
       }
       setLoading(true);
@@ -344,5 +383,9 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     remove,
     setFeedback,
     loadTimes,
+    moreConversations,
+    loadMoreConversations,
+    earlierMessages,
+    loadEarlier,
   };
 }
