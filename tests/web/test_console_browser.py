@@ -14,6 +14,7 @@ import pytest
 
 from tests.web.browser import (
     DESKTOP,
+    PHONE,
     Server,
     chromium,
     need_browser,
@@ -252,3 +253,23 @@ def test_import_an_openapi_spec_and_offer_another_app_as_a_tool(console: Console
     page.get_by_role("link", name="Versions").click()
     page.get_by_role("button", name="Show").first.click()
     assert '"type": "app"' in page.locator("pre.code-block").inner_text()
+
+
+def test_the_console_on_a_phone_in_the_dark(browser: Any, world: Any) -> None:
+    server = world[0]
+    context = browser.new_context(viewport=PHONE, color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{server.url}/console")
+        page.get_by_label("Admin token").fill(TOKEN)
+        page.get_by_role("button", name="Open the console").click()
+        page.get_by_role("link", name="New app").click()
+        page.get_by_role("form", name="App settings").wait_for()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], "the console scrolls sideways on a phone"
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(22, 23, 26)"  # the dark theme's --bg
+        page.screenshot(path=str(screenshot_path("console-phone-dark")))
+    finally:
+        context.close()
