@@ -245,9 +245,10 @@ def list_datasets() -> None:
 @kb.command("documents")
 def documents(name: Annotated[str, typer.Argument(help="The dataset (name or id).")]) -> None:
     """List a dataset's documents with their status."""
+    from loopwright.app import datasets
 
     async def work(base: KnowledgeBase) -> list[str]:
-        dataset = await base.get_dataset(name)
+        dataset = await datasets.find_dataset(base, name)
         docs, _ = await base.list_documents(dataset)
         return [
             f"{d.id}  {d.status:<9} {d.segment_count:>5} segments  {d.name}"
@@ -262,7 +263,6 @@ def documents(name: Annotated[str, typer.Argument(help="The dataset (name or id)
 @kb.command("delete")
 def delete(name: Annotated[str, typer.Argument(help="The dataset (name or id).")]) -> None:
     """Delete a dataset with its documents and vectors."""
-
     from loopwright.app import datasets
 
     async def work(base: KnowledgeBase) -> str:
