@@ -57,6 +57,7 @@ TOML_KEYS: dict[str, str] = {
     "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
     "cors_allow_origins": "LOOPWRIGHT_CORS_ALLOW_ORIGINS",
     "metrics_token": "LOOPWRIGHT_METRICS_TOKEN",
+    "admin_token": "LOOPWRIGHT_ADMIN_TOKEN",
     "dify_strict": "LOOPWRIGHT_DIFY_STRICT",
     "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
 }
@@ -105,6 +106,8 @@ class Settings(BaseSettings):
     cors_allow_origins: tuple[str, ...] = ("*",)
     # Bearer token of the Prometheus GET /metrics; unset: no /metrics (see docs/observability.md).
     metrics_token: SecretStr | None = None
+    # Bearer token of the admin API and console (/console); unset: no console (see docs/admin-api.md).
+    admin_token: SecretStr | None = None
     # Answer as Dify where loopwright deliberately differs and a client could depend on Dify's answer
     # (docs/dify-compatibility.md): e.g. agent-chat apps refuse blocking mode.
     dify_strict: bool = False

@@ -119,6 +119,13 @@ class AppLookup:
                 return None
             return self._configs.get(row.id) or ConfigVersion(row.id, AppConfig.model_validate(row.config))
 
+    def forget(self, app_id: str | None = None) -> None:
+        """Drop the cached keys (all: a revoked key is refused at once) and the app's cached newest
+        version (its new version is used at once) — after an admin change in this process."""
+        self._keys.clear()
+        if app_id is not None:
+            self._latest.pop(app_id, None)
+
     def end_user_now(self, app_id: str, user: str) -> str | asyncio.Task[str]:
         """The end user's id if it is known here, else the (shared) task that finds or creates it —
         for a caller that can go on without it for a while."""

@@ -47,6 +47,7 @@ from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.messages import MessageRequest
+from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
@@ -121,6 +122,9 @@ class AppRuntime:
         # agent's own (the server's Prometheus metrics, server.metrics).
         self.agent_observers: list[Callable[[str, AppConfig, Agent], object]] = []
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
+        # The prompts models receive, per message, for the console's debug view (app.prompt_log); set
+        # by the server when the console is on, before any agent is built.
+        self.prompt_log: PromptLog | None = None
         self._knowledge: KnowledgeBase | None = None
         # Around the agent: moderation, annotation replies, external data (app.guards)
         self.annotations = Annotations(db, endpoints=lambda: self.settings)
@@ -160,7 +164,11 @@ class AppRuntime:
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        self.runs.start(run, messages.run_events(message, agent, run, self.guards))
+        noted = CURRENT_MESSAGE.set(message.head.message_id)  # the run's task keeps it (prompt_log)
+        try:
+            self.runs.start(run, messages.run_events(message, agent, run, self.guards))
+        finally:
+            CURRENT_MESSAGE.reset(noted)
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -357,6 +365,8 @@ class AppRuntime:
         if agent is None:
             check_config(version.config, self.settings.tool_sources)  # an app stored before the list
             toolsets = await self.toolsets.tools_for(version.config)
+            if self.prompt_log is not None:
+                model = self.prompt_log.wrap(model)
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
             if self.agent_observers:
                 observers = [make(app_id, version.config, agent) for make in self.agent_observers]

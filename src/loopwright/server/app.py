@@ -34,6 +34,7 @@ from loopwright.server import (
     routes_plugin_icons,
     routes_tool_files,
     routes_unsupported,
+    routes_web,
 )
 from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
@@ -99,11 +100,17 @@ def create_app(
     app.include_router(routes_end_users.router)
     app.include_router(routes_annotations.router)
     app.include_router(routes_approvals.router)
+    routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics
 
         metrics.install(app, runtime, token.get_secret_value())
+    admin_token = runtime.settings.admin_token
+    if admin_token is not None:  # the admin API and console: off unless a token is set (/console: 404)
+        from loopwright.server import console
+
+        console.install(app, runtime, admin_token.get_secret_value())
     if tracing_enabled():  # OpenTelemetry: on when an OTLP endpoint is set (the standard OTEL_* variables)
         from opentelemetry import trace
 

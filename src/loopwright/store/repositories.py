@@ -44,6 +44,7 @@ __all__ = [
     "Page",
     "add_config_version",
     "add_upload_file",
+    "config_version",
     "create_api_key",
     "create_app",
     "delete_conversation",
@@ -118,6 +119,12 @@ async def add_config_version(session: AsyncSession, app_id: str, config: Mapping
 
 async def latest_config(session: AsyncSession, app_id: str) -> AppConfig | None:
     stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version.desc()).limit(1)
+    return await session.scalar(stmt)
+
+
+async def config_version(session: AsyncSession, app_id: str, version: int) -> AppConfig | None:
+    """One configuration version of an app, by its number."""
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id, AppConfig.version == version)
     return await session.scalar(stmt)
 
 
