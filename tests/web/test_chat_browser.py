@@ -17,6 +17,7 @@ from tests.web.browser import (
     DESKTOP,
     PHONE,
     ChatApp,
+    CuttableProxy,
     Server,
     chromium,
     create_apps,
@@ -76,6 +77,7 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
         },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
         "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
+        "droppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
         "memory": {"script": {"replies": ["First answer.", "Second answer."], "features": FC}},
         "feedback": {"script": {"replies": ["A fine answer."], "features": FC}},
         "form": {
@@ -288,6 +290,23 @@ def test_reload_mid_answer_shows_the_answer_from_history(world: Any, page: Page)
     # The run goes on at the server; the page follows it in the history until it ends.
     view.locator(".exchange .answer", has_text="The end.").wait_for(timeout=60_000)
     view.locator(".exchange.status-done").wait_for(timeout=30_000)
+
+
+def test_a_network_drop_mid_answer(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    proxy = CuttableProxy(server.url)  # the page talks to the server through it
+    try:
+        view = page.page
+        view.goto(apps["droppable"].link(proxy.url))
+        page.send("Tell me the story once more")
+        view.locator(".exchange .answer", has_text="Sentence 3").wait_for()
+        proxy.cut()  # the stream's connection drops; the run goes on at the server
+        view.locator(".exchange .answer", has_text="The end.").wait_for(timeout=60_000)
+        view.locator(".exchange.status-done").wait_for(timeout=30_000)
+        assert view.locator(".exchange").count() == 1
+        assert view.locator(".exchange .answer").inner_text().count("Sentence 1 ") == 1  # nothing twice
+    finally:
+        proxy.close()
 
 
 def test_upload_an_image(world: Any, page: Page, tmp_path: Path) -> None:
