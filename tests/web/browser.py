@@ -276,7 +276,9 @@ class CuttableProxy:
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.pairs: list[tuple[Any, Any]] = []
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.closed = False
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+        self.acceptor.start()
 
     def _accept(self) -> None:
         while True:
@@ -284,8 +286,16 @@ class CuttableProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return  # closed
-            upstream = socket.create_connection(self.target)
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
             with self.lock:
+                if self.closed:  # came in while the proxy was closing: not served, not leaked
+                    client.close()
+                    upstream.close()
+                    continue
                 self.pairs.append((client, upstream))
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
@@ -313,5 +323,10 @@ class CuttableProxy:
                 s.close()
 
     def close(self) -> None:
+        with self.lock:
+            self.closed = True
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
         self.listener.close()
+        self.acceptor.join(10)
         self.cut()
