@@ -34,7 +34,7 @@ def test_dify_export_maps_model_prompt_tools_form_and_settings() -> None:
 def test_dify_export_reports_what_it_cannot_map() -> None:
     warnings = "\n".join(import_dify_dsl(DSL).warnings)
     assert "'google_search'" in warnings  # a tool with no equivalent
-    assert "annotation replies" in warnings
+    assert "annotation reply is on; the export carries no annotations" in warnings
     assert "knowledge bases" in warnings
     assert "external_data_tool" in warnings
 

@@ -26,6 +26,7 @@ from loopwright.app.config import (
     load_app_yaml,
 )
 from loopwright.app.dify_export import export_dify_dsl
+from loopwright.app.tool_allowlist import check_config, check_sources
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database, resolve_url
@@ -81,8 +82,13 @@ def app_config_from_options(
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
 
 
-async def create_app(name: str, config: AppConfig, *, database_url: str | None = None) -> str:
-    """Store a new app with ``config`` as its first configuration version; returns its id."""
+async def create_app(
+    name: str, config: AppConfig, *, database_url: str | None = None, allow: Sequence[str] | None = None
+) -> str:
+    """Store a new app with ``config`` as its first configuration version; returns its id. A tool
+    source the server's allow-list (``allow``, default: the settings' ``tool_sources``) does not have
+    raises :class:`~app.tool_allowlist.ToolSourceNotAllowedError`."""
+    check_config(config, _allow_list(allow))
     async with _session(database_url) as session:
         app, _ = await repo.create_app(session, name, config.model_dump())
         return app.id
@@ -95,11 +101,18 @@ async def create_api_key(app_id: str, *, database_url: str | None = None) -> str
         return (await repo.create_api_key(session, app_id)).token
 
 
-async def add_toolset(app_id: str, source: Mapping[str, Any], *, database_url: str | None = None) -> int:
+async def add_toolset(
+    app_id: str,
+    source: Mapping[str, Any],
+    *,
+    database_url: str | None = None,
+    allow: Sequence[str] | None = None,
+) -> int:
     """Add the toolset ``source`` (a toolset mapping, e.g. an ``OpenAPISource`` dumped as JSON) to the
     app's ``toolsets`` as a new configuration version, replacing one of the same type and spec; returns
     the version number. :class:`AppNotFoundError` or :class:`ToolsetStorageError` when it cannot."""
     entry = dict(source)
+    check_sources([], [entry], _allow_list(allow))
     async with _session(database_url) as session:
         await _require_app(session, app_id)
         latest = await repo.latest_config(session, app_id)
@@ -235,6 +248,14 @@ async def export_app(app_id: str, *, fmt: str = "dify", database_url: str | None
 class ExportedApp:
     text: str
     warnings: list[str]
+
+
+def _allow_list(allow: Sequence[str] | None) -> Sequence[str]:
+    if allow is not None:
+        return allow
+    from loopwright.config import load_settings
+
+    return load_settings().tool_sources
 
 
 def _same_source(entry: object, source: Mapping[str, Any]) -> bool:

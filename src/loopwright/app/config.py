@@ -13,7 +13,11 @@ from typing import Any, Literal, get_args
 import pydantic
 import yaml
 
+from loopwright.app.annotation_setting import AnnotationReply
+from loopwright.app.external_data import ExternalDataTool
+from loopwright.app.moderation import ModerationRule
 from loopwright.app.toolset_sources import check_source
+from loopwright.app.trust_import import trust_fields
 
 FieldType = Literal[
     "text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object"
@@ -75,6 +79,10 @@ class AppConfig(pydantic.BaseModel):
     suggested_questions_after_answer: bool = False
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
+    # Trust and control (docs/trust.md): moderation rules, answers from annotations, variables from APIs
+    moderation: list[ModerationRule] = []
+    annotation_reply: AnnotationReply | None = None
+    external_data_tools: list[ExternalDataTool] = []
 
     @pydantic.field_validator("toolsets")
     @classmethod
@@ -224,8 +232,6 @@ _BUILTIN_EQUIVALENTS = {
 _STRATEGIES = {"function_call": "function-calling", "react": "react", "cot": "react"}
 _PARAMS = ("temperature", "top_p", "max_tokens", "presence_penalty", "frequency_penalty", "stop", "seed")
 _UNSUPPORTED = {
-    "annotation_reply": "annotation replies",
-    "sensitive_word_avoidance": "moderation (sensitive word avoidance)",
     "speech_to_text": "speech to text",
     "text_to_speech": "text to speech",
     "more_like_this": "more like this",
@@ -257,6 +263,7 @@ def import_dify_dsl(text: str) -> ImportReport:
             file_upload=_file_upload(mc.file_upload),
             opening_statement=mc.opening_statement,
             suggested_questions=mc.suggested_questions,
+            **trust_fields(mc.model_dump(), warnings),
         )
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None

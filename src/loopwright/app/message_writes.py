@@ -149,6 +149,8 @@ class MessageWrites:
         usage = stream.total_usage.with_latency(elapsed)  # the whole message's time, as Dify
         streamed = stream.end.metadata["usage"] if stream.end is not None else stream.usage_dict()
         meta: dict[str, Any] = {"usage": streamed, "retriever_resources": stream.retriever_resources}
+        if stream.annotation_reply is not None:
+            meta["annotation_reply"] = stream.annotation_reply
         if stream.metrics is not None:
             meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys
         metadata = json.dumps(meta, ensure_ascii=False)

@@ -23,15 +23,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright.agent import Agent, RoundFinished
+from loopwright.agent.events import AgentEvent
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.guards import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer, moderated
 from loopwright.app.history import load_history, trim_to_budget
 from loopwright.app.inputs import validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
+from loopwright.app.moderation import OutputGuard
 from loopwright.app.runs import Run, RunOutcome, Status
 from loopwright.app.wire import DifyStream
-from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
+from loopwright.app.wire_events import EventHead, MessageEnd, MessageReplace, WireEvent
 from loopwright.model.entities import PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
@@ -165,50 +168,35 @@ class RunStopped(Exception):
     """The run's stop event was set."""
 
 
-async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator[WireEvent, None]:
+async def run_events(
+    message: Message, agent: Agent, run: Run, guards: Guards | None = None
+) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
-    once everything is written.
+    once everything is written. With ``guards`` (``app.guards``): input moderation, annotation reply
+    and external data first — which may answer without the agent — and output moderation while it
+    streams.
 
     Setting the run's stop event (``app.runs.stop``) cancels the model stream and any tool call in
     flight at once (Dify only stops at its next publish); what was done is saved with status
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
     event."""
-    request, config, writes = message.request, message.version.config, message.writes
     stream = DifyStream(message.head, agent.strategy_kind, labels=tool_labels_of(agent))
-    history = fit_history(
-        message.history, agent, config.instruction, request.query, config.history_message_limit
-    )
     started = time.perf_counter()
     status: Status = "normal"
     error: BaseException | None = None
     end: MessageEnd | None = None
-    tool_context = ToolContext(
-        user_id=request.user,
-        conversation_id=message.head.conversation_id,
-        app_id=request.app_id or None,
-        message_id=message.head.message_id,
-        call_depth=request.call_depth,
-    )
-    source = agent.stream(
-        request.query,
-        history=history,
-        inputs=message.inputs,
-        files=message.files.parts or None,
-        context=tool_context,
-    )
+    output = guards.output_guard(message.version.config, message.request.app_id) if guards else None
     stop = run.stop_event
+    body = _wire_events(message, agent, run, guards, stream, output)
     try:
-        async for event in source:
-            kept = len(stream.files)
-            for wire in stream.feed(event):
-                yield wire
-            if type(event) is RoundFinished:
-                writes.save_thoughts(stream)
-            elif len(stream.files) > kept:
-                writes.save_tool_files(stream.files[kept:])
-            if stop.is_set():
-                raise RunStopped
+        async for wire in body:
+            yield wire
         end = stream.end
+    except OutputFlagged as replaced:  # the answer so far is replaced and the run ends (as Dify)
+        stream.answer = replaced.text
+        yield MessageReplace(stream.head, replaced.text, OUTPUT_MODERATION)
+        end = stream.message_end()
+        yield end
     except RunStopped:
         status, end = "stopped", stream.message_end()
         yield end
@@ -225,9 +213,86 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
         status, error = "error", e
         yield stream.error(e)
     finally:
+        if output is not None:
+            output.close()
         with contextlib.suppress(Exception):
-            await source.aclose()  # a stopped run's model stream and tool calls end here
+            await body.aclose()  # a stopped run's model stream and tool calls end here
         await _save(message, stream, run, RunOutcome(status, "", error, end), time.perf_counter() - started)
+
+
+async def _wire_events(
+    message: Message,
+    agent: Agent,
+    run: Run,
+    guards: Guards | None,
+    stream: DifyStream,
+    output: OutputGuard | None,
+) -> AsyncGenerator[WireEvent, None]:
+    """The run's wire events, its rows queued as it goes; raises :class:`RunStopped` when the run's
+    stop event is set and ``OutputFlagged`` when output moderation flags the answer."""
+    prelude = await _prelude(message, guards)
+    if prelude.answer is not None:  # moderated input or an annotation: no agent
+        for wire in direct_answer(stream, prelude):
+            yield wire
+        return
+    writes = message.writes
+    source = _agent_events(message, agent, prelude)
+    try:
+        async for event in source:
+            kept = len(stream.files)
+            wires = stream.feed(event)
+            if output is None:
+                for wire in wires:
+                    yield wire
+            else:
+                async for wire in moderated(wires, output, stream):
+                    yield wire
+                verdict = output.poll()
+                if verdict is not None and not verdict.overridden:
+                    raise OutputFlagged(verdict.text)
+                if verdict is not None:  # corrected text: it replaces the answer so far, the run goes on
+                    yield MessageReplace(stream.head, verdict.text, OUTPUT_MODERATION)
+            if type(event) is RoundFinished:
+                writes.save_thoughts(stream)
+            elif len(stream.files) > kept:
+                writes.save_tool_files(stream.files[kept:])
+            if run.stop_event.is_set():
+                raise RunStopped
+    finally:
+        with contextlib.suppress(Exception):
+            await source.aclose()
+
+
+async def _prelude(message: Message, guards: Guards | None) -> Prelude:
+    """What the agent runs with (``app.guards``: maybe an answer without it)."""
+    if guards is None:
+        return Prelude(message.inputs, message.request.query)
+    request = message.request
+    return await guards.prepare(
+        message.version.config, request.app_id, message.inputs, request.query, message.head.message_id
+    )
+
+
+def _agent_events(message: Message, agent: Agent, prelude: Prelude) -> AsyncGenerator[AgentEvent, None]:
+    """The agent's run on the prelude's inputs and query, with the conversation's history fitted."""
+    request, config = message.request, message.version.config
+    history = fit_history(
+        message.history, agent, config.instruction, prelude.query, config.history_message_limit
+    )
+    tool_context = ToolContext(
+        user_id=request.user,
+        conversation_id=message.head.conversation_id,
+        app_id=request.app_id or None,
+        message_id=message.head.message_id,
+        call_depth=request.call_depth,
+    )
+    return agent.stream(
+        prelude.query,
+        history=history,
+        inputs=prelude.inputs,
+        files=message.files.parts or None,
+        context=tool_context,
+    )
 
 
 async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutcome, elapsed: float) -> None:

@@ -25,15 +25,18 @@ from cachetools import LRUCache
 
 from loopwright.agent import Agent
 from loopwright.app import messages, naming
+from loopwright.app.annotations import Annotations
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.guards import Guards
 from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.stops import StopBoard
+from loopwright.app.tool_allowlist import check_config
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
 from loopwright.config import ConfigError, Settings, build_model, load_settings
@@ -44,7 +47,7 @@ from loopwright.store.models import App
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
-from loopwright.tools.net import network_policy
+from loopwright.tools.net import NetworkPolicy, network_policy
 
 if TYPE_CHECKING:
     from loopwright.knowledge.kb import KnowledgeBase
@@ -99,6 +102,9 @@ class AppRuntime:
         self.agent_observers: list[Callable[[str, AppConfig, Agent], object]] = []
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
         self._knowledge: KnowledgeBase | None = None
+        # Around the agent: moderation, annotation replies, external data (app.guards)
+        self.annotations = Annotations(db, endpoints=lambda: self.settings)
+        self.guards = Guards(self.annotations, policy=self._network_policy, openai=self._openai_endpoint)
         self.toolsets = ToolsetPool(
             policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
@@ -130,7 +136,7 @@ class AppRuntime:
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        self.runs.start(run, messages.run_events(message, agent, run))
+        self.runs.start(run, messages.run_events(message, agent, run, self.guards))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -185,6 +191,13 @@ class AppRuntime:
 
     # --- what requests share ----------------------------------------------------------------------
 
+    def _network_policy(self) -> NetworkPolicy:
+        return network_policy(self.settings.tool_allow_hosts)
+
+    def _openai_endpoint(self) -> tuple[str | None, str | None]:
+        key = self.settings.openai_api_key
+        return self.settings.openai_base_url, key.get_secret_value() if key is not None else None
+
     @property
     def settings(self) -> Settings:
         if self._settings is None:
@@ -210,6 +223,7 @@ class AppRuntime:
         key = (version.id, version.config.model)  # one model per spec (see ``model``)
         agent = self._agents.get(key)
         if agent is None:
+            check_config(version.config, self.settings.tool_sources)  # an app stored before the list
             toolsets = await self.toolsets.tools_for(version.config)
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
             if self.agent_observers:
@@ -256,6 +270,7 @@ class AppRuntime:
         for task in list(self._naming):
             task.cancel()
         await self.lease.aclose()
+        await self.annotations.aclose()
         await self.toolsets.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()

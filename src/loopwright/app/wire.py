@@ -106,6 +106,7 @@ class DifyStream:
         self.answer = ""
         self.usage = Usage()
         self.end: MessageEnd | None = None  # the message_end sent (a finished or stopped run)
+        self.annotation_reply: dict[str, Any] | None = None  # Dify's {id, account}: answered by an annotation
         self.metrics: RunMetrics | None = None  # the run's figures, when it finished
         self.files: list[tuple[str, ToolOutput]] = []
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
@@ -229,7 +230,7 @@ class DifyStream:
 
     def message_end(self) -> MessageEnd:
         metadata: dict[str, Any] = {
-            "annotation_reply": None,
+            "annotation_reply": self.annotation_reply,
             "retriever_resources": self.retriever_resources,
             "usage": self.usage_dict(),
         }

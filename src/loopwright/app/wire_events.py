@@ -22,6 +22,7 @@ __all__ = [
     "MessageEnd",
     "MessageFile",
     "MessageReplace",
+    "TextMessage",
     "WireEvent",
 ]
 
@@ -141,6 +142,24 @@ class MessageReplace:
 
 
 @dataclass(frozen=True, slots=True)
+class TextMessage:
+    """A piece of an answer given directly, without the agent: a moderation's preset response or an
+    annotation (Dify's ``message`` event, which its direct output streams a character at a time)."""
+
+    head: EventHead
+    answer: str
+    event: Literal["message"] = field(default="message", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.head.message_id,
+            "answer": self.answer,
+            "from_variable_selector": None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are chosen at the edge.
     Dify's error event has no ``task_id``."""
@@ -158,4 +177,4 @@ class ErrorEvent:
         }
 
 
-WireEvent = AgentMessage | AgentThought | MessageFile | MessageEnd | MessageReplace | ErrorEvent
+WireEvent = AgentMessage | AgentThought | MessageFile | MessageEnd | MessageReplace | TextMessage | ErrorEvent

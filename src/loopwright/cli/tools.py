@@ -81,11 +81,12 @@ def import_spec(
             "note: the API key is stored in the app's configuration; --api-key-env keeps it out", err=True
         )
     from loopwright.app.admin import AppNotFoundError, ToolsetStorageError, add_toolset
+    from loopwright.app.tool_allowlist import ToolSourceNotAllowedError
 
     entry = source.model_dump(mode="json", exclude_none=True)
     try:
         version = asyncio.run(add_toolset(app_id, entry))
-    except (AppNotFoundError, ToolsetStorageError) as e:
+    except (AppNotFoundError, ToolsetStorageError, ToolSourceNotAllowedError) as e:
         _fail(str(e))
     typer.secho(f"added to app {app_id} (configuration version {version})", err=True)
 

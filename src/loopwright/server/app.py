@@ -21,6 +21,7 @@ from loopwright.config import Settings
 from loopwright.server import (
     errors,
     routes_agent_log,
+    routes_annotations,
     routes_app,
     routes_chat,
     routes_conversations,
@@ -93,6 +94,7 @@ def create_app(
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
+    app.include_router(routes_annotations.router)
     routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)

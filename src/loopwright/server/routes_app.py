@@ -63,6 +63,14 @@ def file_upload_body(fu: FileUpload) -> dict[str, Any]:
     }
 
 
+def moderation_body(config: AppConfig) -> dict[str, Any]:
+    """Dify's ``sensitive_word_avoidance``: on or off and the first rule's type; the rules themselves
+    (keywords, patterns, endpoints) are not shown to clients."""
+    if not config.moderation:
+        return dict(_NO_MODERATION)
+    return {"enabled": True, "type": config.moderation[0].type, "configs": []}
+
+
 def parameters_body(config: AppConfig) -> dict[str, Any]:
     return {
         "opening_statement": config.opening_statement,
@@ -72,9 +80,9 @@ def parameters_body(config: AppConfig) -> dict[str, Any]:
         "text_to_speech": dict(_DISABLED),
         # Citations are sent whenever the app retrieves from a knowledge base.
         "retriever_resource": {"enabled": any(t.get("type") == "knowledge" for t in config.toolsets)},
-        "annotation_reply": dict(_DISABLED),
+        "annotation_reply": {"enabled": bool(config.annotation_reply and config.annotation_reply.enabled)},
         "more_like_this": dict(_DISABLED),
-        "sensitive_word_avoidance": dict(_NO_MODERATION),
+        "sensitive_word_avoidance": moderation_body(config),
         "user_input_form": [form_entry(f) for f in config.user_input_form],
         "file_upload": file_upload_body(config.file_upload),
         "system_parameters": dict(SYSTEM_PARAMETERS),

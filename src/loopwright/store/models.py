@@ -22,6 +22,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     Numeric,
     String,
     Text,
@@ -314,3 +315,73 @@ class StopRequest(Base):
     app_id: Mapped[str] = mapped_column(String(36), nullable=False)
     user: Mapped[str] = mapped_column(String(255), nullable=False)
     created_at: Mapped[datetime] = _created()
+
+
+class MessageAnnotation(Base):
+    """A question and the answer an app gives to it without its model (Dify's ``message_annotations``):
+    written by hand, or from a message (``message_id``). The question's embedding is kept with the model
+    spec that made it, filled when annotation reply first needs it (``app.annotations``)."""
+
+    __tablename__ = "message_annotations"
+    __table_args__ = (Index("ix_message_annotations_app_created", "app_id", "created_at"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    conversation_id: Mapped[str | None] = mapped_column(String(36))
+    message_id: Mapped[str | None] = mapped_column(String(36))
+    question: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    hit_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    account_id: Mapped[str | None] = mapped_column(String(255))  # who wrote it (no accounts here: a label)
+    embedding_spec: Mapped[str | None] = mapped_column(String(255))
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, little-endian
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class AppAnnotationSetting(Base):
+    """An app's annotation reply as set over the Service API (wins over its configuration's)."""
+
+    __tablename__ = "app_annotation_settings"
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(
+        ForeignKey("apps.id", ondelete="CASCADE"), nullable=False, unique=True
+    )
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    score_threshold: Mapped[float] = mapped_column(Float, nullable=False, default=0.9)
+    embedding: Mapped[str] = mapped_column(String(255), nullable=False, default="minilm")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class AppAnnotationHitHistory(Base):
+    """A query answered by an annotation (Dify's ``app_annotation_hit_histories``)."""
+
+    __tablename__ = "app_annotation_hit_histories"
+    __table_args__ = (Index("ix_app_annotation_hit_histories_annotation", "annotation_id"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    annotation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    source: Mapped[str] = mapped_column(String(32), nullable=False, default="api")
+    question: Mapped[str] = mapped_column(Text, nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    score: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    annotation_question: Mapped[str] = mapped_column(Text, nullable=False)
+    annotation_content: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class AnnotationJob(Base):
+    """An annotation-reply enable or disable job, whose status clients poll (Dify keeps these in Redis)."""
+
+    __tablename__ = "annotation_jobs"
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="waiting")
+    error: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
