@@ -4,8 +4,10 @@ a small HTTP API on 127.0.0.1 whose tools the tests can hold open, and the scree
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -261,3 +263,70 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+class CuttableProxy:
+    """A TCP proxy on 127.0.0.1 in front of the server whose open connections a test can cut (a network
+    drop, as a browser sees it); new connections go through again."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("http://").split(":")
+        self.target = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.pairs: list[tuple[Any, Any]] = []
+        self.lock = threading.Lock()
+        self.closed = False
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+        self.acceptor.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                if self.closed:  # came in while the proxy was closing: not served, not leaked
+                    client.close()
+                    upstream.close()
+                    continue
+                self.pairs.append((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: Any, sink: Any) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Close every connection open now (both ends)."""
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for pair in pairs:
+            for s in pair:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self.listener.close()
+        self.acceptor.join(10)
+        self.cut()

@@ -17,6 +17,7 @@ from tests.web.browser import (
     DESKTOP,
     PHONE,
     ChatApp,
+    CuttableProxy,
     Server,
     chromium,
     create_apps,
@@ -75,7 +76,10 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
             "toolsets": [openapi, {"type": "knowledge", "datasets": [dataset_id]}],
         },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
-        "reloadable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
+        "reloadable": {
+            "script": {"replies": ["Hello.", STORY], "features": FC, "delay": 0.05, "chunk_size": 16}
+        },
+        "droppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05, "chunk_size": 16}},
         "memory": {"script": {"replies": ["First answer.", "Second answer."], "features": FC}},
         "feedback": {"script": {"replies": ["A fine answer."], "features": FC}},
         "form": {
@@ -281,13 +285,35 @@ def test_reload_shows_the_conversation_from_history(world: Any, page: Page) -> N
 def test_reload_mid_answer_shows_the_answer_from_history(world: Any, page: Page) -> None:
     server, apps, _ = world
     view = page.open(server, apps["reloadable"])
+    page.send("Hi")
+    view.locator(".exchange.status-done .answer", has_text="Hello.").wait_for()
     page.send("Tell me the story again")
     view.locator(".exchange .answer", has_text="Sentence 3").wait_for()
     view.reload()
     view.locator(".user-bubble", has_text="Tell me the story again").wait_for()
-    # The run goes on at the server; the page follows it in the history until it ends.
+    # The run goes on at the server; the page follows it (re-attached, or in the history) until it ends.
     view.locator(".exchange .answer", has_text="The end.").wait_for(timeout=60_000)
-    view.locator(".exchange.status-done").wait_for(timeout=30_000)
+    view.wait_for_function("() => document.querySelectorAll('.exchange.status-done').length === 2")
+    assert view.locator(".user-bubble").all_inner_texts() == ["Hi", "Tell me the story again"]
+    assert view.locator(".answer").first.inner_text() == "Hello."
+    assert view.locator(".answer").last.inner_text().count("Sentence 1 ") == 1
+
+
+def test_a_network_drop_mid_answer(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    proxy = CuttableProxy(server.url)  # the page talks to the server through it
+    try:
+        view = page.page
+        view.goto(apps["droppable"].link(proxy.url))
+        page.send("Tell me the story once more")
+        view.locator(".exchange .answer", has_text="Sentence 3").wait_for()
+        proxy.cut()  # the stream's connection drops; the run goes on at the server
+        view.locator(".exchange .answer", has_text="The end.").wait_for(timeout=60_000)
+        view.locator(".exchange.status-done").wait_for(timeout=30_000)
+        assert view.locator(".exchange").count() == 1
+        assert view.locator(".exchange .answer").inner_text().count("Sentence 1 ") == 1  # nothing twice
+    finally:
+        proxy.close()
 
 
 def test_upload_an_image(world: Any, page: Page, tmp_path: Path) -> None:

@@ -64,11 +64,13 @@ export interface MessageView {
 }
 
 let counter = 0;
+// Local ids must not repeat across page loads: a view saved before a reload comes back beside new ones.
+const PAGE_LOAD = Math.random().toString(36).slice(2, 10);
 
 export function newMessage(query: string, userFiles: FileView[] = []): MessageView {
   counter += 1;
   return {
-    localId: `local-${counter}`,
+    localId: `local-${PAGE_LOAD}-${counter}`,
     id: null,
     conversationId: null,
     taskId: null,

@@ -23,6 +23,12 @@ export interface SendRequest {
   previews: FileView[];
 }
 
+/** How far a stream got: the message's view and the last event id seen. */
+interface Progress {
+  m: MessageView;
+  lastEventId: string | null;
+}
+
 const CURRENT_SLOT = (appId: string) => `loopwright.chat.current:${appId}`;
 const HISTORY_POLL_MS = 2000;
 const HISTORY_POLL_STABLE = 1; // polls without a change before a saved answer counts as final
@@ -132,16 +138,17 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     [client],
   );
 
-  /** Streams `body` (a response's event stream) into message `start`; resolves with the last view. */
+  /** Streams `body` (a response's event stream) into `progress.m`, keeping `progress` up to date as
+   * events arrive — so that when the stream breaks, the caller knows how far it got. */
   const follow = useCallback(
-    async (body: ReadableStream<Uint8Array>, start: MessageView, lastId: string | null): Promise<[MessageView, string | null]> => {
-      let m = start;
-      let lastEventId = lastId;
+    async (body: ReadableStream<Uint8Array>, progress: Progress): Promise<void> => {
       let saved = 0;
       let switched = false; // the user opened another conversation meanwhile
       await readDifyStream(body, (event, id) => {
-        m = applyEvent(stopping.current.has(m.localId) ? { ...m, stopRequested: true } : m, event, Date.now());
-        lastEventId = id ?? lastEventId;
+        const before = progress.m;
+        const m = applyEvent(stopping.current.has(before.localId) ? { ...before, stopRequested: true } : before, event, Date.now());
+        progress.m = m;
+        progress.lastEventId = id ?? progress.lastEventId;
         put(m);
         if (m.conversationId !== null && currentRef.current === null && !switched) {
           // A new conversation got its id: it is the one shown (unless the user went elsewhere).
@@ -151,10 +158,14 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         switched = switched || (currentRef.current !== null && currentRef.current !== m.conversationId);
         if (m.conversationId !== null && isRunning(m) && Date.now() - saved > 250) {
           saved = Date.now();
-          savePending(sessionStorage, appId, { conversationId: m.conversationId, taskId: m.taskId, lastEventId, view: m });
+          savePending(sessionStorage, appId, {
+            conversationId: m.conversationId,
+            taskId: m.taskId,
+            lastEventId: progress.lastEventId,
+            view: m,
+          });
         }
       });
-      return [m, lastEventId];
     },
     [appId, put],
   );
@@ -162,16 +173,22 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
   /** After a drop or a reload: re-attach to the run where the server offers it, else reload the
    * message from the history until it stops changing. */
   const recover = useCallback(
-    async (m: MessageView, lastEventId: string | null) => {
+    async (from: MessageView, lastEventId: string | null) => {
+      let m = from;
       if (m.taskId !== null) {
         try {
           const response = await client.reattach(m.taskId, lastEventId);
           if (response?.body) {
-            const [end] = await follow(response.body, { ...m, status: "streaming" }, lastEventId);
-            if (!isRunning(end)) {
+            const progress: Progress = { m: { ...m, status: "streaming" }, lastEventId };
+            try {
+              await follow(response.body, progress);
+            } finally {
+              m = progress.m; // as far as it got, also when this stream broke too
+            }
+            if (!isRunning(m)) {
               clearPending(sessionStorage, appId);
-              void fetchSuggestions(end);
-              void loadTimes(end);
+              void fetchSuggestions(m);
+              void loadTimes(m);
               return;
             }
           }
@@ -220,19 +237,21 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     async (request: SendRequest) => {
       setSuggested([]);
       setNotice(null);
-      let m = newMessage(request.query, request.previews);
-      setMessages((ms) => [...ms, m]);
+      const progress: Progress = { m: newMessage(request.query, request.previews), lastEventId: null };
+      setMessages((ms) => [...ms, progress.m]);
       const abort = new AbortController();
       abortRef.current = abort;
-      let lastEventId: string | null = null;
+      let m: MessageView;
       try {
         const response = await client.send(
           { query: request.query, inputs: request.inputs, files: request.files, conversation_id: currentRef.current ?? "" },
           abort.signal,
         );
         if (!response.body) throw new ApiError(0, "network", "no body");
-        [m, lastEventId] = await follow(response.body, m, null);
+        await follow(response.body, progress);
+        m = progress.m;
       } catch (e) {
+        m = progress.m; // as far as the stream got
         if (e instanceof ApiError && e.status !== 0) {
           m = { ...m, status: "error", error: e.message };
           put(m);
@@ -249,7 +268,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       }
       if (isRunning(m) || m.status === "interrupted") {
         put({ ...m, status: "interrupted" });
-        await recover(m, lastEventId); // the stream ended without message_end: the connection dropped
+        await recover(m, progress.lastEventId); // the stream ended without message_end: the connection dropped
       } else {
         clearPending(sessionStorage, appId);
         void fetchSuggestions(m);
