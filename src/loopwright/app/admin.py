@@ -119,6 +119,8 @@ class AppSummary:
     strategy: str
     tools: int
     created_at: str
+    status: str  # "normal", or "disabled" (``app disable``)
+    api: bool  # the Service API is on (``app disable --api`` turns it off)
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ async def list_apps(*, database_url: str | None = None) -> list[AppSummary]:
                     str(config.get("strategy", "auto")),
                     len(config.get("tools") or []) + len(config.get("toolsets") or []),
                     app.created_at.isoformat(timespec="seconds"),
+                    app.status,
+                    app.enable_api,
                 )
             )
     return out
@@ -164,6 +168,21 @@ async def list_keys(app_id: str | None = None, *, database_url: str | None = Non
             KeySummary(k.id, k.app_id, mask_token(k.token), k.created_at.isoformat(timespec="seconds"))
             for k in keys
         ]
+
+
+async def set_app_access(
+    app_id: str, *, enabled: bool, api_only: bool = False, database_url: str | None = None
+) -> None:
+    """Enable or disable an app (Dify's app ``status``), or with ``api_only`` only its Service API
+    (Dify's ``enable_api``); :class:`AppNotFoundError` when there is no such app. A disabled app's
+    requests get 403 within ``lookup.ACCESS_TTL`` (2 s) on a running server."""
+    async with _session(database_url) as session:
+        if api_only:
+            app = await repo.set_app_access(session, app_id, enable_api=enabled)
+        else:
+            app = await repo.set_app_access(session, app_id, status="normal" if enabled else "disabled")
+        if app is None:
+            raise AppNotFoundError(app_id)
 
 
 async def revoke_key(key: str, *, database_url: str | None = None) -> bool:

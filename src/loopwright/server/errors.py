@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
-from loopwright.app.errors import AppUnavailableError, ProviderNotInitializedError
+from loopwright.app.errors import AppForbiddenError, AppUnavailableError, ProviderNotInitializedError
 from loopwright.app.limits import AppInvokeQuotaExceededError
 from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
 
@@ -45,6 +45,7 @@ ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (AppInvokeQuotaExceededError, 429, "too_many_requests"),
     (DocumentIndexingError, 400, "document_indexing"),
     (AppUnavailableError, 400, "app_unavailable"),
+    (AppForbiddenError, 403, "forbidden"),
     (ProviderNotInitializedError, 400, "provider_not_initialize"),
     (NotFoundError, 404, "not_found"),
     (UserInputError, 400, "invalid_param"),
