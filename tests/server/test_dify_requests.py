@@ -194,8 +194,6 @@ NOT_WORKFLOW = {
         ("GET", "/v1/workflows/run/r", NOT_WORKFLOW),
         ("POST", "/v1/workflows/tasks/t/stop", NOT_WORKFLOW),
         ("GET", "/v1/workflows/logs", NOT_WORKFLOW),
-        ("POST", "/v1/audio-to-text", {"code": "invalid_param", "message": "Speech to text is not enabled"}),
-        ("POST", "/v1/text-to-audio", {"code": "invalid_param", "message": "TTS is not enabled"}),
     ],
 )
 async def test_routes_an_agent_chat_app_does_not_serve_answer_as_dify(

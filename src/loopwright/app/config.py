@@ -50,6 +50,31 @@ class FileUpload(pydantic.BaseModel):
     transfer_methods: list[Literal["local_file", "remote_url"]] = ["local_file", "remote_url"]
 
 
+class SpeechToText(pydantic.BaseModel):
+    """``POST /v1/audio-to-text`` (Dify's ``speech_to_text`` feature): ``model`` is a spec of a model on
+    an OpenAI-compatible audio API, ``openai:<name>`` or ``openai-compatible:<name>`` (its server and
+    key are the chat models', ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    model: str = "openai:whisper-1"
+
+
+class TextToSpeech(pydantic.BaseModel):
+    """``POST /v1/text-to-audio`` (Dify's ``text_to_speech`` feature), streamed as MP3. ``voice`` is
+    used when the request names none (empty: ``alloy``, the first of OpenAI's voices); ``language``
+    and ``autoPlay`` are reported by ``/v1/parameters`` for clients, as Dify does."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    model: str = "openai:tts-1"
+    voice: str = ""
+    language: str = ""
+    autoPlay: Literal["enabled", "disabled"] = "disabled"  # noqa: N815 (Dify's name)
+
+
 class AppConfig(pydantic.BaseModel):
     """Everything that defines how an agent-chat app answers."""
 
@@ -73,6 +98,8 @@ class AppConfig(pydantic.BaseModel):
     generate_conversation_names: bool = False
     # ``GET /v1/messages/{id}/suggested`` answers with questions made by the app's model (Dify's feature).
     suggested_questions_after_answer: bool = False
+    speech_to_text: SpeechToText = SpeechToText()
+    text_to_speech: TextToSpeech = TextToSpeech()
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
 

@@ -33,6 +33,7 @@ from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.messages import MessageRequest
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
+from loopwright.app.speech import Speech
 from loopwright.app.stops import StopBoard
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
@@ -99,6 +100,7 @@ class AppRuntime:
         self.agent_observers: list[Callable[[str, AppConfig, Agent], object]] = []
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
         self._knowledge: KnowledgeBase | None = None
+        self.speech = Speech(lambda: self.settings)  # the apps' audio endpoints (app.speech)
         self.toolsets = ToolsetPool(
             policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
@@ -257,6 +259,7 @@ class AppRuntime:
             task.cancel()
         await self.lease.aclose()
         await self.toolsets.aclose()
+        await self.speech.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()
             self._knowledge = None

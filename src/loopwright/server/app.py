@@ -22,6 +22,7 @@ from loopwright.server import (
     errors,
     routes_agent_log,
     routes_app,
+    routes_audio,
     routes_chat,
     routes_conversations,
     routes_datasets,
@@ -92,6 +93,7 @@ def create_app(
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
+    app.include_router(routes_audio.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopwright.app import speech
 from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
 from loopwright.app.errors import AppForbiddenError, AppUnavailableError, ProviderNotInitializedError
 from loopwright.app.limits import AppInvokeQuotaExceededError
@@ -42,6 +43,11 @@ _HTTP_CODES = {
 # behind its generic one; ours say what happened).
 ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (DatasetExistsError, 409, "dataset_name_duplicate"),
+    (speech.NoAudioUploadedError, 400, "no_audio_uploaded"),
+    (speech.AudioTooLargeError, 413, "audio_too_large"),
+    (speech.UnsupportedAudioTypeError, 415, "unsupported_audio_type"),
+    (speech.NoSpeechModelError, 400, "provider_not_support_speech_to_text"),
+    (speech.NoVoiceModelError, 400, "provider_not_support_text_to_speech"),
     (AppInvokeQuotaExceededError, 429, "too_many_requests"),
     (DocumentIndexingError, 400, "document_indexing"),
     (AppUnavailableError, 400, "app_unavailable"),
