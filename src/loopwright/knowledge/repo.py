@@ -340,6 +340,64 @@ def count_segments(conn: Any, dataset_id: str) -> int:
     return int(n)
 
 
+def get_segment(conn: Any, segment_id: str) -> Segment | None:
+    row = conn.execute(
+        f"SELECT {SEGMENT_COLUMNS} FROM kb_segments s WHERE s.id = ?", (segment_id,)
+    ).fetchone()
+    return None if row is None else segment_from_row(row)
+
+
+def next_segment_position(conn: Any, document_id: str) -> int:
+    (position,) = conn.execute(
+        "SELECT coalesce(max(position), 0) + 1 FROM kb_segments WHERE document_id = ?", (document_id,)
+    ).fetchone()
+    return int(position)
+
+
+def update_segment_row(conn: Any, segment: Segment) -> None:
+    """Write a segment's text and its counts (the keyword index follows by trigger)."""
+    conn.execute(
+        "UPDATE kb_segments SET content = ?, answer = ?, word_count = ?, tokens = ?, hash = ? WHERE seq = ?",
+        (segment.content, segment.answer, segment.word_count, segment.tokens, segment.hash, segment.seq),
+    )
+
+
+def delete_segment_rows(conn: Any, seqs: Sequence[int]) -> None:
+    if seqs:
+        marks = ",".join("?" * len(seqs))
+        conn.execute(f"DELETE FROM kb_embeddings WHERE seq IN ({marks})", list(seqs))
+        conn.execute(f"DELETE FROM kb_segments WHERE seq IN ({marks})", list(seqs))
+
+
+def refresh_document_counts(conn: Any, document_id: str) -> None:
+    """A document's segment, word and token counts from its segments, after they were edited."""
+    conn.execute(
+        "UPDATE kb_documents SET "
+        "segment_count = (SELECT count(*) FROM kb_segments WHERE document_id = ?), "
+        "word_count = (SELECT coalesce(sum(word_count), 0) FROM kb_segments WHERE document_id = ?), "
+        "tokens = (SELECT coalesce(sum(tokens), 0) FROM kb_segments WHERE document_id = ?), "
+        "updated_at = ? WHERE id = ?",
+        (document_id, document_id, document_id, now(), document_id),
+    )
+
+
+def requeue_document(conn: Any, document_id: str, name: str, source: str, batch: str) -> None:
+    """Put a document back in the queue under a new batch (to be indexed again from a new source)."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE kb_documents SET name = ?, source = ?, status = 'queued', error = NULL, batch = ?, "
+            "updated_at = ? WHERE id = ?",
+            (name, source, batch, now(), document_id),
+        )
+
+
+def rename_document(conn: Any, document_id: str, name: str) -> None:
+    with transaction(conn):
+        conn.execute(
+            "UPDATE kb_documents SET name = ?, updated_at = ? WHERE id = ?", (name, now(), document_id)
+        )
+
+
 # --- dataset API keys --------------------------------------------------------------------------------
 
 

@@ -163,6 +163,11 @@ class KnowledgeStore:
                     marks = ",".join("?" * len(old))
                     store.delete(repo.segment_seqs(conn, f"document_id IN ({marks})", old))
                 repo.delete_documents_rows(conn, old)
+                # A document indexed again (updated by text or file) drops its own earlier segments.
+                own = repo.segment_seqs(conn, "document_id = ?", (document.id,))
+                if own and store is not None:
+                    store.delete(own)
+                repo.delete_segment_rows(conn, own)
                 seqs = repo.insert_segments(conn, segments)
                 if store is not None and vectors is not None and len(seqs):
                     store.add(seqs, vectors, [document.id] * len(seqs))
@@ -194,6 +199,88 @@ class KnowledgeStore:
             return True
 
         return await self._call(run)
+
+    async def requeue_document(self, document: Document, name: str, source: str, batch: str) -> Document:
+        def run() -> Document:
+            repo.requeue_document(self._conn, document.id, name, source, batch)
+            found = repo.get_document(self._conn, document.id)
+            assert found is not None
+            return found
+
+        return await self._call(run)
+
+    async def rename_document(self, document: Document, name: str) -> Document:
+        def run() -> Document:
+            repo.rename_document(self._conn, document.id, name)
+            found = repo.get_document(self._conn, document.id)
+            assert found is not None
+            return found
+
+        return await self._call(run)
+
+    # --- segment edits --------------------------------------------------------------------------------
+
+    async def get_segment(self, segment_id: str) -> Segment | None:
+        return await self._call(lambda: repo.get_segment(self._conn, segment_id))
+
+    async def next_segment_position(self, document_id: str) -> int:
+        return await self._call(lambda: repo.next_segment_position(self._conn, document_id))
+
+    async def add_segments(
+        self, dataset: Dataset, segments: Sequence[Segment], vectors: Vectors | None
+    ) -> list[Segment]:
+        """Store new segments of one document (and their vectors) and update its counts."""
+
+        def run() -> list[Segment]:
+            conn = self._conn
+            store = self._vector_store(dataset)
+            with transaction(conn):
+                seqs = repo.insert_segments(conn, segments)
+                if store is not None and vectors is not None and seqs:
+                    store.add(seqs, vectors, [s.document_id for s in segments])
+                for document_id in {s.document_id for s in segments}:
+                    repo.refresh_document_counts(conn, document_id)
+            self._invalidate_keywords()
+            stored = repo.segments_by_seq(conn, seqs)
+            return [stored[q] for q in seqs]
+
+        return await self._call(run)
+
+    async def update_segment(self, dataset: Dataset, segment: Segment, vector: Vectors | None) -> Segment:
+        """Write a segment's new text (``segment.seq`` names the row) and its new vector."""
+
+        def run() -> Segment:
+            conn = self._conn
+            store = self._vector_store(dataset)
+            with transaction(conn):
+                repo.update_segment_row(conn, segment)
+                if store is not None and vector is not None:
+                    store.delete([segment.seq])
+                    store.add([segment.seq], vector, [segment.document_id])
+                repo.refresh_document_counts(conn, segment.document_id)
+            self._invalidate_keywords()
+            found = repo.get_segment(conn, segment.id)
+            assert found is not None
+            return found
+
+        return await self._call(run)
+
+    async def delete_segment(self, dataset: Dataset, segment: Segment) -> None:
+        def run() -> None:
+            conn = self._conn
+            store = self._vector_store(dataset)
+            with transaction(conn):
+                if store is not None:
+                    store.delete([segment.seq])
+                repo.delete_segment_rows(conn, [segment.seq])
+                repo.refresh_document_counts(conn, segment.document_id)
+            self._invalidate_keywords()
+
+        await self._call(run)
+
+    def _invalidate_keywords(self) -> None:
+        assert self._keyword is not None
+        self._keyword.invalidate()
 
     # --- segments and search --------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from loopwright.server import (
     routes_audio,
     routes_chat,
     routes_conversations,
+    routes_dataset_edits,
     routes_datasets,
     routes_end_users,
     routes_file_previews,
@@ -94,6 +95,7 @@ def create_app(
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
     app.include_router(routes_audio.router)
+    app.include_router(routes_dataset_edits.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics

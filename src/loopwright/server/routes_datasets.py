@@ -50,7 +50,7 @@ Knowledge = Annotated[KnowledgeBase, Depends(get_knowledge)]
 Authed = Annotated[str, Depends(dataset_key)]
 
 
-async def _dataset(kb: KnowledgeBase, dataset_id: str) -> Dataset:
+async def find_dataset(kb: KnowledgeBase, dataset_id: str) -> Dataset:
     return await datasets.get_dataset(kb, dataset_id)
 
 
@@ -216,7 +216,7 @@ class UpdateDataset(BaseModel):
 @router.get("/datasets/{dataset_id}")
 async def get_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
     """Dify's dataset detail (what ``KnowledgeBaseClient.get_dataset`` reads)."""
-    return dataset_body(await _dataset(kb, dataset_id))
+    return dataset_body(await find_dataset(kb, dataset_id))
 
 
 @router.patch("/datasets/{dataset_id}")
@@ -242,7 +242,7 @@ async def delete_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> Response:
 # --- documents ----------------------------------------------------------------------------------------
 
 
-def _queued(queued: Queued, dataset: Dataset, tasks: BackgroundTasks) -> dict[str, Any]:
+def queued_body(queued: Queued, dataset: Dataset, tasks: BackgroundTasks) -> dict[str, Any]:
     """Index after the answer (as Dify), and answer with the queued document and its batch."""
     tasks.add_task(queued.index)
     return {"document": document_body(queued.document, dataset.doc_form), "batch": queued.document.batch}
@@ -269,13 +269,13 @@ async def create_by_text(
     _: Authed,
     body: Annotated[CreateByText, Depends(json_body(CreateByText))],
 ) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     if not body.name.strip():
         raise invalid_param("name is required")
     queued = await datasets.queue_document(
         kb, dataset, body.name, text=body.text, process_rule=body.process_rule
     )
-    return _queued(queued, dataset, tasks)
+    return queued_body(queued, dataset, tasks)
 
 
 @router.post("/datasets/{dataset_id}/document/create-by-file")
@@ -288,7 +288,7 @@ async def create_by_file(
     file: Annotated[UploadFile | None, File()] = None,
     data: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     if file is None:
         raise ApiError(400, "no_file_uploaded", "Please upload your file.")
     if not file.filename:
@@ -309,7 +309,7 @@ async def create_by_file(
     queued = await datasets.queue_document(
         kb, dataset, name, data=content, kind=kind, process_rule=args.get("process_rule")
     )
-    return _queued(queued, dataset, tasks)
+    return queued_body(queued, dataset, tasks)
 
 
 @router.get("/datasets/{dataset_id}/documents")
@@ -324,7 +324,7 @@ async def list_documents(
 ) -> dict[str, Any]:
     """A page of the dataset's documents; ``status`` keeps those of that Dify display status
     (``queuing``, ``indexing``, ``available``, ``error``, …)."""
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     keep = (lambda d: _DISPLAY[d.status] == status) if status else None
     documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit, keep)
     return {
@@ -339,7 +339,7 @@ async def list_documents(
 @router.get("/datasets/{dataset_id}/documents/{document_id}")
 async def get_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
     """One document of the dataset, in the list's shape."""
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     return document_body(await datasets.get_document(kb, dataset, document_id), dataset.doc_form)
 
 
@@ -354,7 +354,7 @@ async def list_segments(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> dict[str, Any]:
     """A page of a document's segments in order (Dify's shape; ``keyword`` filters by content)."""
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     segments = await datasets.document_segments(kb, dataset, document_id, keyword)
     shown = segments[(page - 1) * limit : page * limit]
     return {
@@ -369,7 +369,7 @@ async def list_segments(
 
 @router.get("/datasets/{dataset_id}/documents/{batch}/indexing-status")
 async def indexing_status(dataset_id: str, batch: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     found = await datasets.batch_documents(kb, dataset, batch)
     return {
         "data": [
@@ -394,7 +394,7 @@ async def indexing_status(dataset_id: str, batch: str, kb: Knowledge, _: Authed)
 
 @router.delete("/datasets/{dataset_id}/documents/{document_id}", status_code=204)
 async def delete_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> Response:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     await datasets.delete_document(kb, dataset, document_id)
     return Response(status_code=204)
 
@@ -413,6 +413,6 @@ class RetrieveBody(BaseModel):
 async def retrieve(
     dataset_id: str, kb: Knowledge, _: Authed, body: Annotated[RetrieveBody, Depends(json_body(RetrieveBody))]
 ) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     hits = await datasets.retrieve(kb, dataset, body.query, body.retrieval_model)
     return {"query": {"content": body.query}, "records": [record_body(h) for h in hits]}

@@ -1,0 +1,211 @@
+"""Dify's Knowledge API writes, in process on a real SQLite file: documents updated by text or file,
+segments created, read, updated and deleted — and retrieval seeing every change. Error bodies are
+Dify's (``controllers/service_api/dataset/segment.py``, ``document.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from loopwright.knowledge import KnowledgeBase
+from loopwright.store.db import Database
+
+
+@pytest.fixture
+async def knowledge(server_app: FastAPI, db: Database) -> AsyncIterator[KnowledgeBase]:
+    kb = KnowledgeBase.open(db.url)
+    server_app.state.loopwright.use_knowledge(kb)
+    yield kb
+    await kb.close()
+
+
+@pytest.fixture
+async def headers(knowledge: KnowledgeBase) -> dict[str, str]:
+    return {"Authorization": f"Bearer {await knowledge.store.create_api_key()}"}
+
+
+class Api:
+    def __init__(self, client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+        self.client, self.headers = client, headers
+
+    async def call(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
+        r = await self.client.request(method, f"/v1{path}", headers=self.headers, **kw)
+        assert r.status_code == status, r.text
+        return r.json() if r.content else None
+
+    async def dataset(self, **body: Any) -> str:
+        created = await self.call("POST", "/datasets", json={"name": "Handbook", **body})
+        return str(created["id"])
+
+    async def document(self, ds: str, name: str, text: str) -> str:
+        body = {"name": name, "text": text, "indexing_technique": "economy"}
+        created = await self.call("POST", f"/datasets/{ds}/document/create-by-text", json=body)
+        return str(created["document"]["id"])
+
+    async def hits(self, ds: str, query: str) -> list[str]:
+        body = {"query": query, "retrieval_model": {"search_method": "keyword_search", "top_k": 10}}
+        found = await self.call("POST", f"/datasets/{ds}/retrieve", json=body)
+        return [r["segment"]["content"] for r in found["records"]]
+
+
+@pytest.fixture
+def api(client: httpx.AsyncClient, headers: dict[str, str]) -> Api:
+    return Api(client, headers)
+
+
+def dify_error(status: int, code: str, message: str) -> dict[str, Any]:
+    return {"code": code, "message": message, "status": status}
+
+
+async def test_update_a_document_by_text_keeps_its_id_and_replaces_its_segments(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "vacation.txt", "Employees get 25 vacation days per year.")
+    assert await api.hits(ds, "vacation days") == ["Employees get 25 vacation days per year."]
+
+    body = {"name": "leave.txt", "text": "Employees get 30 holiday days per year."}
+    for path in ("update-by-text", "update_by_text"):
+        updated = await api.call("POST", f"/datasets/{ds}/documents/{doc}/{path}", json=body)
+        assert updated["document"]["id"] == doc and updated["document"]["name"] == "leave.txt"
+        assert updated["document"]["indexing_status"] == "waiting" and updated["batch"]
+    status = await api.call("GET", f"/datasets/{ds}/documents/{updated['batch']}/indexing-status")
+    assert status["data"][0]["indexing_status"] == "completed"
+    assert await api.hits(ds, "vacation") == []
+    assert await api.hits(ds, "holiday") == ["Employees get 30 holiday days per year."]
+    listed = await api.call("GET", f"/datasets/{ds}/documents")
+    assert [d["id"] for d in listed["data"]] == [doc]
+    segments = await api.call("GET", f"/datasets/{ds}/documents/{doc}/segments")
+    assert segments["total"] == 1
+
+    renamed = await api.call(
+        "POST", f"/datasets/{ds}/documents/{doc}/update-by-text", json={"name": "pto.txt"}
+    )
+    assert renamed["document"]["name"] == "pto.txt" and renamed["document"]["indexing_status"] == "completed"
+    assert await api.hits(ds, "holiday") == ["Employees get 30 holiday days per year."]  # rename only
+
+
+async def test_update_a_document_by_file(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "a.txt", "The office opens at nine.")
+    files = {"file": ("hours.md", b"# Hours\n\nThe office opens at eight.", "text/markdown")}
+    data = {"data": json.dumps({"process_rule": {"mode": "automatic"}})}
+    for path in ("update-by-file", "update_by_file"):
+        updated = await api.call("POST", f"/datasets/{ds}/documents/{doc}/{path}", files=files, data=data)
+        assert updated["document"]["id"] == doc and updated["document"]["name"] == "hours.md"
+    assert await api.hits(ds, "eight") and not await api.hits(ds, "nine")
+    bad = {"file": ("x.exe", b"MZ", "application/x-msdownload")}
+    r = await api.client.post(
+        f"/v1/datasets/{ds}/documents/{doc}/update-by-file", files=bad, headers=api.headers
+    )
+    assert (r.status_code, r.json()) == (
+        415,
+        dify_error(415, "unsupported_file_type", "File type not allowed."),
+    )
+
+
+async def test_document_update_errors(api: Api, knowledge: KnowledgeBase) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "a.txt", "text")
+    path = f"/datasets/{ds}/documents/{doc}/update-by-text"
+    r = await api.call("POST", path, 400, json={"text": "new text"})
+    assert r == dify_error(400, "invalid_param", "name is required when text is provided")
+    r = await api.call("POST", f"/datasets/{ds}/documents/nope/update-by-text", 404, json={"name": "x"})
+    assert r == dify_error(404, "not_found", "Document not found")
+    r = await api.call("POST", f"/datasets/nope/documents/{doc}/update-by-text", 404, json={"name": "x"})
+    assert r == dify_error(404, "not_found", "Dataset not found.")
+    await knowledge.store.set_status(doc, "indexing")
+    r = await api.call("POST", path, 400, json={"name": "a.txt", "text": "again"})
+    assert r == dify_error(400, "invalid_param", "Document is not available")
+    r = await api.client.post(
+        f"/v1{path}", content=b"{broken", headers={"Authorization": "Bearer dataset-no"}
+    )
+    assert r.status_code == 401
+
+
+async def test_segments_create_read_update_delete(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "rules.txt", "Badges must be worn at all times.")
+    base = f"/datasets/{ds}/documents/{doc}/segments"
+    created = await api.call(
+        "POST",
+        base,
+        json={"segments": [{"content": "Parking is free on weekends."}, {"content": " Lunch at noon. "}]},
+    )
+    assert created["doc_form"] == "text_model"
+    parking, lunch = created["data"]
+    assert (parking["content"], parking["position"], lunch["content"], lunch["position"]) == (
+        "Parking is free on weekends.",
+        2,
+        "Lunch at noon.",
+        3,
+    )
+    assert parking["document_id"] == doc and parking["word_count"] == len("Parking is free on weekends.")
+    assert await api.hits(ds, "parking") == ["Parking is free on weekends."]
+    listed = await api.call("GET", base)
+    assert listed["total"] == 3 and [s["position"] for s in listed["data"]] == [1, 2, 3]
+    detail = await api.call("GET", f"/datasets/{ds}/documents/{doc}")
+    assert detail["word_count"] == sum(s["word_count"] for s in listed["data"])
+
+    one = await api.call("GET", f"{base}/{parking['id']}")
+    assert one == {"data": {**parking, "hit_count": 1}, "doc_form": "text_model"}  # one retrieval
+    changed = await api.call(
+        "POST",
+        f"{base}/{parking['id']}",
+        json={"segment": {"content": "Parking costs 2 euros.", "keywords": ["x"]}},
+    )
+    assert changed["data"]["id"] == parking["id"] and changed["data"]["content"] == "Parking costs 2 euros."
+    assert await api.hits(ds, "weekends") == [] and await api.hits(ds, "euros") == ["Parking costs 2 euros."]
+
+    assert await api.call("DELETE", f"{base}/{parking['id']}", 204) is None
+    assert await api.hits(ds, "parking") == []
+    assert (await api.call("GET", base))["total"] == 2
+    missing = await api.call("GET", f"{base}/{parking['id']}", 404)
+    assert missing == dify_error(404, "not_found", "Segment not found.")
+
+
+async def test_segment_errors_are_difys(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "a.txt", "Some text here.")
+    other = await api.document(ds, "b.txt", "Other text here.")
+    base = f"/datasets/{ds}/documents/{doc}/segments"
+    assert await api.call("POST", base, 400, json={}) == {"error": "Segments is required"}
+    empty = await api.call("POST", base, 400, json={"segments": [{"content": "ok"}, {"content": "  "}]})
+    assert empty == dify_error(400, "invalid_param", "Content is empty")
+    assert (await api.call("GET", base))["total"] == 1  # nothing was added: all are checked first
+    r = await api.call("POST", f"/datasets/{ds}/documents/nope/segments", 404, json={"segments": []})
+    assert r == dify_error(404, "not_found", "Document not found.")
+    [seg] = (await api.call("GET", f"/datasets/{ds}/documents/{other}/segments"))["data"]
+    r = await api.call("GET", f"{base}/{seg['id']}", 404)  # another document's segment
+    assert r == dify_error(404, "not_found", "Segment not found.")
+    r = await api.call("POST", f"{base}/{seg['id']}", 404, json={"segment": {"content": "x"}})
+    assert r["message"] == "Segment not found."
+    r = await api.call("POST", f"/datasets/{ds}/documents/{other}/segments/{seg['id']}", 400, json={})
+    assert r["code"] == "invalid_param" and "segment" in r["message"]
+
+
+async def test_qa_segments_need_an_answer(api: Api) -> None:
+    ds = await api.dataset(doc_form="qa_model", name="FAQ")
+    created = await api.call(
+        "POST",
+        f"/datasets/{ds}/document/create-by-text",
+        json={"name": "faq.txt", "text": "Q: When do we open?\nA: At nine.", "indexing_technique": "economy"},
+    )
+    doc = created["document"]["id"]
+    base = f"/datasets/{ds}/documents/{doc}/segments"
+    r = await api.call("POST", base, 400, json={"segments": [{"content": "Where is lunch?"}]})
+    assert r == dify_error(400, "invalid_param", "Answer is required")
+    r = await api.call("POST", base, 400, json={"segments": [{"content": "Where?", "answer": "   "}]})
+    assert r == dify_error(400, "invalid_param", "Answer is empty")
+    [seg] = (
+        await api.call(
+            "POST", base, json={"segments": [{"content": "Where is lunch?", "answer": "Floor 2."}]}
+        )
+    )["data"]
+    assert (seg["content"], seg["answer"]) == ("Where is lunch?", "Floor 2.")
+    changed = await api.call("POST", f"{base}/{seg['id']}", json={"segment": {"answer": "Floor 3."}})
+    assert (changed["data"]["content"], changed["data"]["answer"]) == ("Where is lunch?", "Floor 3.")
+    assert changed["doc_form"] == "qa_model"
