@@ -25,18 +25,20 @@ from typing import Any, Literal
 from loopwright.agent import Agent, RoundFinished
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.file_inputs import resolve_file_inputs
 from loopwright.app.history import load_history, trim_to_budget
-from loopwright.app.inputs import validate_inputs
+from loopwright.app.inputs import FILE_TYPES, validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.runs import Run, RunOutcome, Status
 from loopwright.app.wire import DifyStream
 from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
-from loopwright.model.entities import PromptMessage, UserMessage
+from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import new_id, unix_seconds, utcnow
 from loopwright.tools.base import Tool, ToolContext
+from loopwright.tools.net import NetworkPolicy, network_policy
 
 RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
 ResponseMode = Literal["streaming", "blocking"]
@@ -71,12 +73,21 @@ class Message:
     new_conversation: bool
     end_user: str | asyncio.Task[str]  # the id, or the task finding it (a new user, new conversation)
     writes: MessageWrites  # its rows, queued on the database writer
+    prompt_inputs: dict[str, Any] | None = None  # the inputs as ``{{variable}}`` shows them (files readable)
 
 
-async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, upload_dir: Path) -> Message:
+async def prepare(
+    db: Database,
+    lookup: AppLookup,
+    request: MessageRequest,
+    *,
+    upload_dir: Path,
+    file_policy: NetworkPolicy | None = None,
+) -> Message:
     """Resolve and check ``request`` (see the module's docstring). Raises
     :class:`ConversationNotFoundError` (not this app's or user's, or deleted),
-    :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files."""
+    :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files. ``file_policy``
+    is the SSRF guard's for remote files of ``file`` inputs (default: no private address)."""
     app_id = request.app_id
     if request.conversation_id:
         end_user_id = await lookup.end_user_id(app_id, request.user)
@@ -89,13 +100,22 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
         version, history = latest, []
         end_user = lookup.end_user_now(app_id, request.user)
     # Every turn runs on its own inputs, checked against the form (as Dify), and stores them.
-    inputs = validate_inputs(version.config.user_input_form, request.inputs)
+    form = version.config.user_input_form
+    inputs = validate_inputs(form, request.inputs)
+    prompt_inputs = None
+    input_parts: list[ContentPart] = []
+    if any(f.type in FILE_TYPES and f.variable in inputs for f in form):
+        policy = file_policy or network_policy(())
+        resolved = await resolve_file_inputs(db, app_id, form, inputs, upload_dir=upload_dir, policy=policy)
+        inputs, prompt_inputs, input_parts = resolved.values, resolved.prompt, resolved.parts
     files = ChatFiles([], [])
     if request.files:  # whose uploads they may use: this waits for the end user's id
         user_id = end_user if isinstance(end_user, str) else await asyncio.shield(end_user)
         files = await resolve_chat_files(
             db, app_id, user_id, version.config.file_upload, request.files, upload_dir
         )
+    if input_parts:  # the form's files first, then the message's
+        files = ChatFiles([*input_parts, *files.parts], files.rows)
     now = utcnow()
     head = EventHead(
         task_id=str(uuid.uuid4()),
@@ -105,7 +125,7 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
     )
     writes = MessageWrites(db, head.conversation_id, head.message_id)
     new = not request.conversation_id
-    return Message(head, now, request, version, inputs, history, files, new, end_user, writes)
+    return Message(head, now, request, version, inputs, history, files, new, end_user, writes, prompt_inputs)
 
 
 async def _continued(
@@ -192,7 +212,7 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
     source = agent.stream(
         request.query,
         history=history,
-        inputs=message.inputs,
+        inputs=message.inputs if message.prompt_inputs is None else message.prompt_inputs,
         files=message.files.parts or None,
         context=tool_context,
     )

@@ -123,7 +123,10 @@ class AppRuntime:
     async def start(self, request: MessageRequest) -> Run:
         """Start running one message; see the module's docstring."""
         uploads = self.upload_limits().directory
-        message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
+        policy = network_policy(self.settings.tool_allow_hosts)  # for remote files of ``file`` inputs
+        message = await messages.prepare(
+            self.db, self.lookup, request, upload_dir=uploads, file_policy=policy
+        )
         agent = await self.agent(message.version, request.app_id)
         if not self.lease.opened:
             await self.lease.open()  # registers this process and sweeps what dead ones left

@@ -118,7 +118,14 @@ async def list_conversations(
 ) -> dict[str, Any]:
     who = user_or_default(user)
     page = await conversations.conversation_page(
-        state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None, sort_by=sort_by
+        state.db,
+        state.lookup,
+        app.id,
+        who,
+        limit=limit,
+        last_id=last_id or None,
+        sort_by=sort_by,
+        tool_files=state.files,
     )
     return {
         "limit": page.limit,
