@@ -209,3 +209,114 @@ async def test_qa_segments_need_an_answer(api: Api) -> None:
     changed = await api.call("POST", f"{base}/{seg['id']}", json={"segment": {"answer": "Floor 3."}})
     assert (changed["data"]["content"], changed["data"]["answer"]) == ("Where is lunch?", "Floor 3.")
     assert changed["doc_form"] == "qa_model"
+
+
+async def test_metadata_fields_and_document_values(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "a.txt", "Alpha text about budgets.")
+    other = await api.document(ds, "b.txt", "Beta text about budgets.")
+    author = await api.call(
+        "POST", f"/datasets/{ds}/metadata", 201, json={"type": "string", "name": "author"}
+    )
+    year = await api.call("POST", f"/datasets/{ds}/metadata", 201, json={"type": "number", "name": "year"})
+    assert (author["type"], author["name"], year["type"]) == ("string", "author", "number") and author["id"]
+
+    ops = {
+        "operation_data": [
+            {
+                "document_id": doc,
+                "metadata_list": [
+                    {"id": author["id"], "name": "author", "value": "Ann"},
+                    {"id": year["id"], "name": "year", "value": 2024},
+                ],
+            },
+            {"document_id": other, "metadata_list": [{"id": author["id"], "name": "author", "value": "Bo"}]},
+        ]
+    }
+    assert await api.call("POST", f"/datasets/{ds}/documents/metadata", json=ops) == {"result": "success"}
+    listed = await api.call("GET", f"/datasets/{ds}/metadata")
+    assert listed == {
+        "doc_metadata": [{**author, "count": 2}, {**year, "count": 1}],
+        "built_in_field_enabled": False,
+    }
+    detail = await api.call("GET", f"/datasets/{ds}/documents/{doc}")
+    assert detail["doc_metadata"] == [
+        {"id": author["id"], "name": "author", "type": "string", "value": "Ann"},
+        {"id": year["id"], "name": "year", "type": "number", "value": 2024},
+    ]
+    dataset = await api.call("GET", f"/datasets/{ds}")
+    assert dataset["doc_metadata"] == [author, year] and dataset["built_in_field_enabled"] is False
+
+    # retrieval filters on the values
+    body = {
+        "query": "budgets",
+        "retrieval_model": {
+            "search_method": "keyword_search",
+            "top_k": 5,
+            "metadata_filtering_conditions": {
+                "logical_operator": "and",
+                "conditions": [{"name": "author", "comparison_operator": "is", "value": "Bo"}],
+            },
+        },
+    }
+    found = await api.call("POST", f"/datasets/{ds}/retrieve", json=body)
+    assert [r["segment"]["document_id"] for r in found["records"]] == [other]
+
+    renamed = await api.call("PATCH", f"/datasets/{ds}/metadata/{author['id']}", json={"name": "writer"})
+    assert renamed == {**author, "name": "writer"}
+    detail = await api.call("GET", f"/datasets/{ds}/documents/{other}")
+    assert detail["doc_metadata"] == [{"id": author["id"], "name": "writer", "type": "string", "value": "Bo"}]
+
+    built = await api.call("GET", f"/datasets/{ds}/metadata/built-in")
+    assert [f["name"] for f in built["fields"]] == [
+        "document_name",
+        "uploader",
+        "upload_date",
+        "last_update_date",
+        "source",
+    ]
+    assert await api.call("POST", f"/datasets/{ds}/metadata/built-in/enable") == {"result": "success"}
+    names = {m["name"]: m for m in (await api.call("GET", f"/datasets/{ds}/documents/{doc}"))["doc_metadata"]}
+    assert names["document_name"] == {
+        "id": "built-in",
+        "name": "document_name",
+        "type": "string",
+        "value": "a.txt",
+    }
+    assert names["writer"]["value"] == "Ann"
+    await api.call("POST", f"/datasets/{ds}/metadata/built-in/disable")
+    names = {m["name"] for m in (await api.call("GET", f"/datasets/{ds}/documents/{doc}"))["doc_metadata"]}
+    assert names == {"writer", "year"}
+
+    assert await api.call("DELETE", f"/datasets/{ds}/metadata/{year['id']}", 204) is None
+    listed = await api.call("GET", f"/datasets/{ds}/metadata")
+    assert [(m["name"], m["count"]) for m in listed["doc_metadata"]] == [("writer", 2)]
+    detail = await api.call("GET", f"/datasets/{ds}/documents/{doc}")
+    assert [m["name"] for m in detail["doc_metadata"]] == ["writer"]
+
+
+async def test_metadata_errors_are_difys(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "a.txt", "text")
+    field = await api.call("POST", f"/datasets/{ds}/metadata", 201, json={"type": "time", "name": "when"})
+    base = f"/datasets/{ds}/metadata"
+    again = await api.call("POST", base, 400, json={"type": "string", "name": "when"})
+    assert again == dify_error(400, "invalid_param", "Metadata name already exists.")
+    built_in = await api.call("POST", base, 400, json={"type": "string", "name": "source"})
+    assert built_in == dify_error(400, "invalid_param", "Metadata name already exists in Built-in fields.")
+    bad_type = await api.call("POST", base, 400, json={"type": "date", "name": "d"})
+    assert bad_type["code"] == "invalid_param"
+    missing = await api.call("PATCH", f"{base}/nope", 404, json={"name": "x"})
+    assert missing == dify_error(404, "not_found", "Metadata not found.")
+    assert (await api.call("DELETE", f"{base}/nope", 404))["message"] == "Metadata not found."
+    ops = {"operation_data": [{"document_id": "nope", "metadata_list": []}]}
+    r = await api.call("POST", f"/datasets/{ds}/documents/metadata", 404, json=ops)
+    assert r == dify_error(404, "not_found", "Document not found.")
+    ops = {
+        "operation_data": [{"document_id": doc, "metadata_list": [{"id": "x", "name": "when", "value": 1}]}]
+    }
+    r = await api.call("POST", f"/datasets/{ds}/documents/metadata", 404, json=ops)
+    assert r["message"] == "Metadata not found."
+    assert (await api.call("GET", f"/datasets/{ds}/metadata"))["doc_metadata"] == [{**field, "count": 0}]
+    r = await api.call("GET", "/datasets/nope/metadata", 404)
+    assert r == dify_error(404, "not_found", "Dataset not found.")

@@ -19,6 +19,8 @@ from loopwright.knowledge.entities import (
     DocForm,
     Document,
     DocumentStatus,
+    MetadataField,
+    MetadataType,
     RetrievalModel,
     Segment,
     VectorBackend,
@@ -62,6 +64,11 @@ def dataset_from_row(row: Sequence[Any], counts: tuple[int, int] = (0, 0)) -> Da
         remove_extra_spaces=bool(settings.get("remove_extra_spaces", True)),
         remove_urls_emails=bool(settings.get("remove_urls_emails", False)),
         retrieval=RetrievalModel.from_dict(settings.get("retrieval")),
+        metadata_fields=tuple(
+            MetadataField(str(f["id"]), str(f["name"]), _metadata_type(f.get("type")))
+            for f in settings.get("metadata_fields") or []
+        ),
+        built_in_field_enabled=bool(settings.get("built_in_field_enabled", False)),
         created_at=row[4],
         updated_at=row[5],
         document_count=counts[0],
@@ -71,6 +78,10 @@ def dataset_from_row(row: Sequence[Any], counts: tuple[int, int] = (0, 0)) -> Da
 
 def _backend(value: Any) -> VectorBackend:
     return "lancedb" if value == "lancedb" else "sqlite-vec"
+
+
+def _metadata_type(value: Any) -> MetadataType:
+    return "number" if value == "number" else "time" if value == "time" else "string"
 
 
 def _doc_form(value: Any) -> DocForm:
@@ -388,6 +399,15 @@ def requeue_document(conn: Any, document_id: str, name: str, source: str, batch:
             "UPDATE kb_documents SET name = ?, source = ?, status = 'queued', error = NULL, batch = ?, "
             "updated_at = ? WHERE id = ?",
             (name, source, batch, now(), document_id),
+        )
+
+
+def set_document_metadata(conn: Any, metadata: dict[str, dict[str, Any]]) -> None:
+    """Replace the metadata of documents (id → metadata); call inside a transaction."""
+    for document_id, values in metadata.items():
+        conn.execute(
+            "UPDATE kb_documents SET metadata = ?, updated_at = ? WHERE id = ?",
+            (json.dumps(values), now(), document_id),
         )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +26,8 @@ from loopwright.knowledge.schema import ensure_schema, transaction
 from loopwright.knowledge.vectors import LanceVectorStore, SqliteVecStore, Vectors, VectorStore
 
 T = TypeVar("T")
+# edit(dataset, its documents) -> (the dataset to save or None, {document id: metadata}, a result)
+MetadataEdit = Callable[[Dataset, list[Document]], tuple[Dataset | None, dict[str, dict[str, Any]], T]]
 
 
 class KnowledgeStore:
@@ -215,6 +218,30 @@ class KnowledgeStore:
             found = repo.get_document(self._conn, document.id)
             assert found is not None
             return found
+
+        return await self._call(run)
+
+    async def edit_metadata(self, dataset_id: str, edit: MetadataEdit[T]) -> T:
+        """Run ``edit(dataset, documents)`` and store what it changed, in one transaction on the store's
+        thread, so concurrent edits of a dataset's metadata cannot lose one another. ``edit`` returns
+        ``(dataset to save or None, {document id: its whole metadata}, result)``; what it raises
+        propagates and nothing is written."""
+
+        def run() -> T:
+            conn = self._conn
+            with transaction(conn):
+                dataset = repo.get_dataset(conn, dataset_id)
+                if dataset is None:
+                    raise LookupError(dataset_id)
+                documents, _ = repo.list_documents(conn, dataset_id)
+                changed, metadata, result = edit(dataset, documents)
+                if changed is not None:
+                    conn.execute(
+                        "UPDATE kb_datasets SET settings = ?, updated_at = ? WHERE id = ?",
+                        (json.dumps(changed.settings_dict()), repo.now(), dataset_id),
+                    )
+                repo.set_document_metadata(conn, metadata)
+            return result
 
         return await self._call(run)
 

@@ -1,8 +1,10 @@
 """Dify's Knowledge API writes beyond creating documents: ``POST …/documents/{doc_id}/update-by-text``
 and ``…/update-by-file`` (also with underscores; indexed again after the answer, as Dify), and a
 document's segments: ``POST …/segments`` (create), ``GET``/``POST``/``DELETE …/segments/{segment_id}``
-(read, update, delete). Dataset API keys, Dify's bodies; the work is
-:mod:`loopwright.app.dataset_edits`'s.
+(read, update, delete), and document metadata: ``…/metadata`` fields (create, list, rename, delete),
+``…/metadata/built-in`` and its ``enable``/``disable``, ``POST …/documents/metadata`` (values in a
+batch). Dataset API keys, Dify's bodies; the work is :mod:`loopwright.app.dataset_edits`'s and
+:mod:`loopwright.app.dataset_metadata`'s.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, U
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from loopwright.app import dataset_edits, datasets
+from loopwright.app import dataset_edits, dataset_metadata, datasets
 from loopwright.app.datasets import MAX_FILE_BYTES
+from loopwright.knowledge.entities import MetadataField
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.routes_datasets import Authed, Knowledge, find_dataset, queued_body, segment_body
@@ -163,3 +166,88 @@ async def delete_segment(
     segment = await dataset_edits.find_segment(kb, document, segment_id)
     await dataset_edits.delete_segment(kb, dataset, segment)
     return Response(status_code=204)
+
+
+# --- metadata -----------------------------------------------------------------------------------------
+
+
+class MetadataArgs(BaseModel):
+    type: str
+    name: str
+
+
+class MetadataName(BaseModel):
+    name: str
+
+
+class MetadataOperations(BaseModel):
+    operation_data: list[Any]
+
+
+def field_body(f: MetadataField) -> dict[str, Any]:
+    return {"id": f.id, "type": f.type, "name": f.name}
+
+
+@router.post("/datasets/{dataset_id}/metadata", status_code=201)
+async def create_metadata(
+    dataset_id: str, kb: Knowledge, _: Authed, body: Annotated[MetadataArgs, Depends(json_body(MetadataArgs))]
+) -> dict[str, Any]:
+    dataset = await find_dataset(kb, dataset_id)
+    return field_body(await dataset_metadata.create_field(kb, dataset, body.name, body.type))
+
+
+@router.get("/datasets/{dataset_id}/metadata")
+async def list_metadata(dataset_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
+    dataset = await find_dataset(kb, dataset_id)
+    uses, built_in = await dataset_metadata.list_fields(kb, dataset)
+    return {
+        "doc_metadata": [{**field_body(u.field), "count": u.count} for u in uses],
+        "built_in_field_enabled": built_in,
+    }
+
+
+@router.get("/datasets/{dataset_id}/metadata/built-in")
+@router.get("/datasets/metadata/built-in", include_in_schema=False)
+async def built_in_metadata(_: Authed) -> dict[str, Any]:
+    return {"fields": [{"name": name, "type": type_} for name, type_ in dataset_metadata.BUILT_IN_FIELDS]}
+
+
+@router.post("/datasets/{dataset_id}/metadata/built-in/{action}")
+async def switch_built_in_metadata(dataset_id: str, action: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
+    """``enable`` or ``disable`` Dify's built-in fields (another action changes nothing, as in Dify)."""
+    dataset = await find_dataset(kb, dataset_id)
+    if action in ("enable", "disable"):
+        await dataset_metadata.set_built_in(kb, dataset, action == "enable")
+    return {"result": "success"}
+
+
+@router.patch("/datasets/{dataset_id}/metadata/{metadata_id}")
+async def rename_metadata(
+    dataset_id: str,
+    metadata_id: str,
+    kb: Knowledge,
+    _: Authed,
+    body: Annotated[MetadataName, Depends(json_body(MetadataName))],
+) -> dict[str, Any]:
+    dataset = await find_dataset(kb, dataset_id)
+    return field_body(await dataset_metadata.rename_field(kb, dataset, metadata_id, body.name))
+
+
+@router.delete("/datasets/{dataset_id}/metadata/{metadata_id}", status_code=204)
+async def delete_metadata(dataset_id: str, metadata_id: str, kb: Knowledge, _: Authed) -> Response:
+    dataset = await find_dataset(kb, dataset_id)
+    await dataset_metadata.delete_field(kb, dataset, metadata_id)
+    return Response(status_code=204)
+
+
+@router.post("/datasets/{dataset_id}/documents/metadata")
+async def update_documents_metadata(
+    dataset_id: str,
+    kb: Knowledge,
+    _: Authed,
+    body: Annotated[MetadataOperations, Depends(json_body(MetadataOperations))],
+) -> dict[str, Any]:
+    """Set documents' metadata values in a batch (each document's list replaces its values)."""
+    dataset = await find_dataset(kb, dataset_id)
+    await dataset_metadata.update_documents(kb, dataset, body.operation_data)
+    return {"result": "success"}

@@ -17,6 +17,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Resp
 from pydantic import BaseModel, Field
 
 from loopwright.app import datasets
+from loopwright.app.dataset_metadata import BUILT_IN_FIELDS
 from loopwright.app.datasets import (
     MAX_FILE_BYTES,
     Dataset,
@@ -62,7 +63,7 @@ def dataset_body(d: Dataset) -> dict[str, Any]:
     return {
         "id": d.id,
         "name": d.name,
-        "description": d.description or None,
+        "description": d.description,  # "" when empty, as Dify
         "provider": "vendor",
         "permission": "only_me",
         "data_source_type": "upload_file" if d.document_count else None,
@@ -80,6 +81,26 @@ def dataset_body(d: Dataset) -> dict[str, Any]:
         "retrieval_model_dict": d.retrieval.to_dict(),
         "tags": [],
         "doc_form": d.doc_form,
+        # the rest of Dify's dataset fields, as a workspace without those features has them
+        "author_name": None,
+        "external_knowledge_info": {
+            "external_knowledge_id": None,
+            "external_knowledge_api_id": None,
+            "external_knowledge_api_name": None,
+            "external_knowledge_api_endpoint": None,
+        },
+        "external_retrieval_model": None,
+        "doc_metadata": [{"id": f.id, "name": f.name, "type": f.type} for f in d.metadata_fields],
+        "built_in_field_enabled": d.built_in_field_enabled,
+        "pipeline_id": None,
+        "runtime_mode": "general",
+        "chunk_structure": None,
+        "icon_info": {"icon_type": None, "icon": None, "icon_background": None, "icon_url": None},
+        "is_published": False,
+        "total_documents": d.document_count,
+        "total_available_documents": d.document_count,
+        "enable_api": True,
+        "is_multimodal": False,
     }
 
 
@@ -89,7 +110,8 @@ def _embedding_model(spec: str) -> str | None:
     return spec.split(":", 1)[1] if spec.startswith("openai:") else None
 
 
-def document_body(d: Document, doc_form: str) -> dict[str, Any]:
+def document_body(d: Document, dataset: Dataset) -> dict[str, Any]:
+    doc_form = dataset.doc_form
     return {
         "id": d.id,
         "position": d.position,
@@ -111,8 +133,25 @@ def document_body(d: Document, doc_form: str) -> dict[str, Any]:
         "word_count": d.word_count,
         "hit_count": 0,
         "doc_form": doc_form,
-        "doc_metadata": [{"name": k, "value": v} for k, v in d.metadata.items()],
+        "doc_metadata": metadata_details(d, dataset),
     }
+
+
+def metadata_details(d: Document, dataset: Dataset) -> list[dict[str, Any]]:
+    """Dify's ``doc_metadata_details``: ``{id, name, type, value}`` of each value the document has (a
+    built-in field's id is ``built-in``; a value of no field, from the CLI, is a string)."""
+    fields = {f.name: (f.id, f.type) for f in dataset.metadata_fields}
+    built_in = dict(BUILT_IN_FIELDS) if dataset.built_in_field_enabled else {}
+    out = []
+    for name, value in d.metadata.items():
+        if name in fields:
+            field_id, type_ = fields[name]
+        elif name in built_in:
+            field_id, type_ = "built-in", built_in[name]
+        else:
+            field_id, type_ = None, "string"
+        out.append({"id": field_id, "name": name, "type": type_, "value": value})
+    return out
 
 
 def segment_body(s: Segment, hit_count: int | None = None) -> dict[str, Any]:
@@ -245,7 +284,7 @@ async def delete_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> Response:
 def queued_body(queued: Queued, dataset: Dataset, tasks: BackgroundTasks) -> dict[str, Any]:
     """Index after the answer (as Dify), and answer with the queued document and its batch."""
     tasks.add_task(queued.index)
-    return {"document": document_body(queued.document, dataset.doc_form), "batch": queued.document.batch}
+    return {"document": document_body(queued.document, dataset), "batch": queued.document.batch}
 
 
 class CreateByText(BaseModel):
@@ -328,7 +367,7 @@ async def list_documents(
     keep = (lambda d: _DISPLAY[d.status] == status) if status else None
     documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit, keep)
     return {
-        "data": [document_body(d, dataset.doc_form) for d in documents],
+        "data": [document_body(d, dataset) for d in documents],
         "has_more": page * limit < total,
         "limit": limit,
         "total": total,
@@ -340,7 +379,7 @@ async def list_documents(
 async def get_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
     """One document of the dataset, in the list's shape."""
     dataset = await find_dataset(kb, dataset_id)
-    return document_body(await datasets.get_document(kb, dataset, document_id), dataset.doc_form)
+    return document_body(await datasets.get_document(kb, dataset, document_id), dataset)
 
 
 @router.get("/datasets/{dataset_id}/documents/{document_id}/segments")
