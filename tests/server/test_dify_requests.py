@@ -445,3 +445,43 @@ async def test_suggested_questions_from_the_apps_model(
     assert prompt == suggestion_prompt([("Hi", "Hello."), ("2+3?", "It is 5.")])
     r = await client.get(f"/v1/messages/{second['message_id']}/suggested", params=params, headers=app.headers)
     assert (r.status_code, r.json()["data"]) == (200, [])  # the model has nothing more to say: none, as Dify
+
+
+async def test_ids_dify_reads_as_uuids_and_a_null_rating_with_nothing_to_remove(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(["Hello."])
+    r = await chat(client, app)
+    conversation_id, message_id = r.json()["conversation_id"], r.json()["message_id"]
+    bad = [
+        ("/v1/messages", {"conversation_id": "nope"}, "conversation_id is not a valid UUID"),
+        (
+            "/v1/messages",
+            {"conversation_id": conversation_id, "first_id": "nope"},
+            "first_id is not a valid UUID",
+        ),
+        ("/v1/conversations", {"last_id": "nope"}, "last_id is not a valid UUID"),
+    ]
+    for path, params, message in bad:
+        r = await client.get(path, params={"user": "alice", **params}, headers=app.headers)
+        assert (r.status_code, r.json()) == (
+            400,
+            {"code": "invalid_param", "message": message, "status": 400},
+        )
+    unknown = str(uuid.uuid4())
+    r = await client.get(
+        "/v1/messages", params={"user": "alice", "conversation_id": unknown}, headers=app.headers
+    )
+    assert r.status_code == 404  # a well-formed id that is not theirs: Dify's 404
+
+    feedback = f"/v1/messages/{message_id}/feedbacks"
+    r = await client.post(feedback, json={"rating": None, "user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (
+        400,
+        {"code": "invalid_param", "message": "rating cannot be None when feedback not exists", "status": 400},
+    )
+    assert (
+        await client.post(feedback, json={"rating": "like", "user": "alice"}, headers=app.headers)
+    ).json() == {"result": "success"}
+    r = await client.post(feedback, json={"rating": None, "user": "alice"}, headers=app.headers)
+    assert r.json() == {"result": "success"}  # removes the existing one

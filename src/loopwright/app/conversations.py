@@ -360,6 +360,8 @@ async def rate_message(
         message = await repo.find_user_message(session, app_id, end_user_id, message_id)
         if message is None:
             raise NotFoundError(MESSAGE_NOT_FOUND)
+        if rating is None and not await repo.feedback_ratings(session, [message.id], end_user_id):
+            raise UserInputError("rating cannot be None when feedback not exists")  # Dify's text
         await repo.set_feedback(session, message.id, end_user_id, rating, content)
 
 
