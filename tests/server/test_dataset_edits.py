@@ -320,3 +320,29 @@ async def test_metadata_errors_are_difys(api: Api) -> None:
     assert (await api.call("GET", f"/datasets/{ds}/metadata"))["doc_metadata"] == [{**field, "count": 0}]
     r = await api.call("GET", "/datasets/nope/metadata", 404)
     assert r == dify_error(404, "not_found", "Dataset not found.")
+
+
+async def test_records_and_documents_carry_difys_newer_keys(api: Api) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "notes", "Quarterly budgets are due in March.")
+    found = await api.call(
+        "POST", f"/datasets/{ds}/retrieve", json={"query": "budgets", "retrieval_model": {"top_k": 1}}
+    )
+    [record] = found["records"]
+    assert (record["child_chunks"], record["files"], record["summary"]) == ([], [], None)
+    assert record["segment"]["sign_content"] == record["segment"]["content"]
+    assert record["segment"]["document"] == {
+        "id": doc,
+        "data_source_type": "upload_file",
+        "name": "notes",
+        "doc_type": None,
+        "doc_metadata": None,
+    }
+    detail = await api.call("GET", f"/datasets/{ds}/documents/{doc}")
+    assert detail["data_source_info"] == {"upload_file_id": doc}
+    assert detail["data_source_detail_dict"] == {
+        "upload_file": {"id": doc, "name": "notes", "extension": "txt"}
+    }
+    assert (detail["summary_index_status"], detail["need_summary"]) == (None, False)
+    dataset = await api.call("GET", f"/datasets/{ds}")
+    assert dataset["description"] == "" and dataset["total_documents"] == 1 and dataset["enable_api"] is True

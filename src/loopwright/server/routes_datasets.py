@@ -116,7 +116,8 @@ def document_body(d: Document, dataset: Dataset) -> dict[str, Any]:
         "id": d.id,
         "position": d.position,
         "data_source_type": "upload_file",
-        "data_source_info": {"upload_file_id": d.id} if d.source != "text" else None,
+        "data_source_info": {"upload_file_id": d.id},  # Dify keeps a text as an upload too
+        "data_source_detail_dict": {"upload_file": {"id": d.id, "name": d.name, "extension": _extension(d)}},
         "dataset_process_rule_id": None,
         "name": d.name,
         "created_from": "api",
@@ -134,7 +135,16 @@ def document_body(d: Document, dataset: Dataset) -> dict[str, Any]:
         "hit_count": 0,
         "doc_form": doc_form,
         "doc_metadata": metadata_details(d, dataset),
+        "summary_index_status": None,
+        "need_summary": False,
     }
+
+
+def _extension(d: Document) -> str:
+    """The extension Dify's upload of the document would have (``txt`` for a text)."""
+    if d.source == "text":
+        return "txt"
+    return d.name.rpartition(".")[2].lower() if "." in d.name else ""
 
 
 def metadata_details(d: Document, dataset: Dataset) -> list[dict[str, Any]]:
@@ -186,10 +196,20 @@ def record_body(hit: Hit, document_source: str = "upload_file") -> dict[str, Any
     return {
         "segment": {
             **segment_body(s, s.hit_count + 1),
-            "document": {"id": s.document_id, "data_source_type": document_source, "name": hit.document_name},
+            "sign_content": s.content,  # Dify signs image URLs in it; loopwright segments hold none
+            "document": {
+                "id": s.document_id,
+                "data_source_type": document_source,
+                "name": hit.document_name,
+                "doc_type": None,
+                "doc_metadata": hit.document_metadata or None,
+            },
         },
+        "child_chunks": [],
         "score": hit.score,
         "tsne_position": None,
+        "files": [],
+        "summary": None,
     }
 
 
