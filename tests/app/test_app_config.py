@@ -102,3 +102,20 @@ def test_null_sections_of_a_dify_export_mean_their_defaults() -> None:
 def test_a_malformed_dify_export_is_a_clear_error(text: str, message: str) -> None:
     with pytest.raises(ConfigImportError, match=message):
         import_dify_dsl(text)
+
+
+def test_dify_export_speech_features_are_imported() -> None:
+    text = DSL.replace(
+        "  opening_statement: Hi! Ask me the time.\n",
+        "  opening_statement: Hi! Ask me the time.\n"
+        "  speech_to_text:\n    enabled: true\n"
+        "  text_to_speech:\n    enabled: true\n    voice: nova\n    language: en-US\n    autoPlay: enabled\n",
+    )
+    report = import_dify_dsl(text)
+    assert report.config.speech_to_text.enabled and report.config.speech_to_text.model == "openai:whisper-1"
+    tts = report.config.text_to_speech
+    assert (tts.enabled, tts.voice, tts.language, tts.autoPlay) == (True, "nova", "en-US", "enabled")
+    assert any("speech to text uses openai:whisper-1" in w for w in report.warnings)
+    assert not any("speech" in w and "not supported" in w for w in report.warnings)
+    plain = import_dify_dsl(DSL).config
+    assert not plain.speech_to_text.enabled and not plain.text_to_speech.enabled

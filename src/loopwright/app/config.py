@@ -210,6 +210,13 @@ class DifyFeature(_DslPart):
     enabled: bool = False
 
 
+class DifyTextToSpeech(_DslPart):
+    enabled: bool = False
+    voice: str | None = None
+    language: str | None = None
+    autoPlay: str | None = None  # noqa: N815 (Dify's name)
+
+
 class DifyDatasetList(_DslPart):
     datasets: list[Any] = []
 
@@ -230,7 +237,7 @@ class DifyModelConfig(_DslPart):
     annotation_reply: DifyFeature = DifyFeature()
     sensitive_word_avoidance: DifyFeature = DifyFeature()
     speech_to_text: DifyFeature = DifyFeature()
-    text_to_speech: DifyFeature = DifyFeature()
+    text_to_speech: DifyTextToSpeech = DifyTextToSpeech()
     more_like_this: DifyFeature = DifyFeature()
 
 
@@ -253,8 +260,6 @@ _PARAMS = ("temperature", "top_p", "max_tokens", "presence_penalty", "frequency_
 _UNSUPPORTED = {
     "annotation_reply": "annotation replies",
     "sensitive_word_avoidance": "moderation (sensitive word avoidance)",
-    "speech_to_text": "speech to text",
-    "text_to_speech": "text to speech",
     "more_like_this": "more like this",
 }
 _FORM_TYPES = get_args(FieldType)
@@ -284,10 +289,32 @@ def import_dify_dsl(text: str) -> ImportReport:
             file_upload=_file_upload(mc.file_upload),
             opening_statement=mc.opening_statement,
             suggested_questions=mc.suggested_questions,
+            speech_to_text=SpeechToText(enabled=mc.speech_to_text.enabled),
+            text_to_speech=_text_to_speech(mc.text_to_speech),
         )
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
-    return ImportReport(export.app.name or "imported app", config, warnings + _unsupported(mc))
+    notes = warnings + _speech_notes(mc) + _unsupported(mc)
+    return ImportReport(export.app.name or "imported app", config, notes)
+
+
+def _text_to_speech(tts: DifyTextToSpeech) -> TextToSpeech:
+    return TextToSpeech(
+        enabled=tts.enabled,
+        voice=tts.voice or "",
+        language=tts.language or "",
+        autoPlay="enabled" if tts.autoPlay == "enabled" else "disabled",
+    )
+
+
+def _speech_notes(mc: DifyModelConfig) -> list[str]:
+    """Where the speech features of an export go: Dify uses the workspace's default models."""
+    notes = []
+    if mc.speech_to_text.enabled:
+        notes.append(f"speech to text uses {SpeechToText().model} (set speech_to_text.model for another)")
+    if mc.text_to_speech.enabled:
+        notes.append(f"text to speech uses {TextToSpeech().model} (set text_to_speech.model for another)")
+    return notes
 
 
 def _unsupported(mc: DifyModelConfig) -> list[str]:
