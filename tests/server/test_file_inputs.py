@@ -118,7 +118,13 @@ async def test_file_inputs_reach_the_model_and_the_history(
     lw: httpx.AsyncClient, db: Database, tmp_path: Path, remote: tuple[str, list[str]]
 ) -> None:
     base, seen = remote
-    app = await make_app(db, tmp_path, ["Two things."], instruction="Photo: {{photo}}\nDocs: {{docs}}")
+    app = await make_app(
+        db,
+        tmp_path,
+        ["Two things."],
+        instruction="Photo: {{photo}}\nDocs: {{docs}}",
+        opening_statement="About {{photo}}.",
+    )
     photo_id = await upload(lw, app)  # another end user's upload of the same app is usable, as Dify
     inputs = {
         "photo": {"transfer_method": "local_file", "upload_file_id": photo_id, "type": "image"},
@@ -179,6 +185,19 @@ async def test_file_inputs_reach_the_model_and_the_history(
         conversation["inputs"]["photo"]["upload_file_id"] == photo_id
         and conversation["inputs"]["photo"]["url"]
     )
+    assert conversation["introduction"] == "About dot.png (image, image/png, 70 bytes)."
+
+
+async def test_an_upload_may_be_meant_for_a_form_field(
+    lw: httpx.AsyncClient, db: Database, tmp_path: Path
+) -> None:
+    app = await make_app(db, tmp_path, ["never"])  # file_upload is off; the docs field takes documents
+    pdf = {"file": ("report.pdf", b"%PDF-1.4 tiny", "application/pdf")}
+    r = await lw.post("/v1/files/upload", data={"user": "a"}, files=pdf, headers=app.headers)
+    assert r.status_code == 201, r.text
+    video = {"file": ("clip.mp4", b"\0\0\0\x18ftypmp42", "video/mp4")}
+    r = await lw.post("/v1/files/upload", data={"user": "a"}, files=video, headers=app.headers)
+    assert r.status_code == 415  # neither the message's files nor a form field take videos
 
 
 async def test_file_inputs_are_refused_with_difys_messages(

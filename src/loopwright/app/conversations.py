@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.agent.prompts import fill_inputs
 from loopwright.app.errors import CONVERSATION_NOT_EXISTS as CONVERSATION_NOT_FOUND
-from loopwright.app.file_inputs import has_files, inputs_view
+from loopwright.app.file_inputs import has_files, inputs_view, prompt_view
 from loopwright.app.lookup import AppLookup
 from loopwright.app.message_writes import conversation_name
 from loopwright.app.uploads import preview_url
@@ -299,7 +299,7 @@ async def _conversation_view(
         inputs=inputs_view(conv.inputs, signer),
         status=conv.status,
         # the opening statement with the conversation's inputs filled in, as Dify stores it
-        introduction=fill_inputs(version.config.opening_statement, conv.inputs)
+        introduction=fill_inputs(version.config.opening_statement, prompt_view(conv.inputs))
         if version is not None
         else "",
         created_at=unix_seconds(conv.created_at),

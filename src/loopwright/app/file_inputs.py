@@ -46,6 +46,8 @@ __all__ = [
     "has_files",
     "inputs_view",
     "is_file_value",
+    "prompt_view",
+    "readable_file",
     "resolve_file_inputs",
 ]
 
@@ -129,10 +131,27 @@ class _Resolved:
     upload: UploadFile | None
 
     def readable(self) -> str:
-        s = self.stored
-        size = f", {s['size']} bytes" if s["size"] >= 0 else ""
-        where = f": {s['remote_url']}" if s["transfer_method"] == "remote_url" else ""
-        return f"{s['filename']} ({s['type']}, {s['mime_type'] or 'unknown type'}{size}){where}"
+        return readable_file(self.stored)
+
+
+def readable_file(s: Mapping[str, Any]) -> str:
+    """A stored file as ``{{variable}}`` shows it: ``dot.png (image, image/png, 70 bytes)``."""
+    size = f", {s.get('size')} bytes" if isinstance(s.get("size"), int) and s["size"] >= 0 else ""
+    where = f": {s.get('remote_url')}" if s.get("transfer_method") == "remote_url" else ""
+    return f"{s.get('filename')} ({s.get('type')}, {s.get('mime_type') or 'unknown type'}{size}){where}"
+
+
+def prompt_view(inputs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Stored inputs as a template shows them: files as :func:`readable_file` text."""
+
+    def view(value: Any) -> Any:
+        if is_file_value(value):
+            return readable_file(value)
+        if isinstance(value, list) and value and all(is_file_value(v) for v in value):
+            return ", ".join(readable_file(v) for v in value)
+        return value
+
+    return {k: view(v) for k, v in (inputs or {}).items()}
 
 
 async def _resolve(
