@@ -53,3 +53,27 @@ async def test_segment_edits_reach_keyword_and_vector_search(
         assert await top("visitors", "keyword") == ""
     finally:
         await kb.close()
+
+
+async def test_a_knowledge_file_made_before_the_status_columns_gets_them(tmp_path: Path) -> None:
+    from loopwright.knowledge.connection import connect
+
+    path = tmp_path / "old.db"
+    kb = KnowledgeBase(path)
+    ds = await kb.create_dataset("old")
+    doc = await kb.add_text(ds, "a.txt", "Old text.")
+    await kb.close()
+    conn = connect(str(path))  # back to the file as an older loopwright left it
+    conn.execute("ALTER TABLE kb_documents DROP COLUMN enabled")
+    conn.execute("ALTER TABLE kb_documents DROP COLUMN archived")
+    conn.close()
+
+    kb = KnowledgeBase(path)
+    try:
+        found = await kb.store.get_document(doc.id)
+        assert found is not None and (found.enabled, found.archived) == (True, False)
+        await kb.store.set_document_flags([doc.id], archived=True)
+        hits = await kb.search(await kb.get_dataset(ds.id), "old text", count_hits=False)
+        assert hits == []
+    finally:
+        await kb.close()

@@ -346,3 +346,43 @@ async def test_records_and_documents_carry_difys_newer_keys(api: Api) -> None:
     assert (detail["summary_index_status"], detail["need_summary"]) == (None, False)
     dataset = await api.call("GET", f"/datasets/{ds}")
     assert dataset["description"] == "" and dataset["total_documents"] == 1 and dataset["enable_api"] is True
+
+
+async def test_document_status_actions(api: Api, knowledge: KnowledgeBase) -> None:
+    ds = await api.dataset()
+    doc = await api.document(ds, "a.txt", "Parking is free on weekends.")
+    other = await api.document(ds, "b.txt", "Parking costs money on weekdays.")
+    status = f"/datasets/{ds}/documents/status"
+
+    async def shown(document_id: str) -> tuple[bool, bool, str]:
+        d = await api.call("GET", f"/datasets/{ds}/documents/{document_id}")
+        return d["enabled"], d["archived"], d["display_status"]
+
+    async def retrieved() -> set[str]:
+        body = {"query": "parking", "retrieval_model": {"search_method": "keyword_search", "top_k": 5}}
+        return {
+            r["segment"]["document_id"]
+            for r in (await api.call("POST", f"/datasets/{ds}/retrieve", json=body))["records"]
+        }
+
+    assert await retrieved() == {doc, other}
+    ok = {"result": "success"}
+    assert await api.call("PATCH", f"{status}/disable", json={"document_ids": [doc, "unknown"]}) == ok
+    assert await shown(doc) == (False, False, "disabled") and await retrieved() == {other}
+    listed = await api.call("GET", f"/datasets/{ds}/documents", params={"status": "disabled"})
+    assert [d["id"] for d in listed["data"]] == [doc]
+    assert await api.call("PATCH", f"{status}/archive", json={"document_ids": [other]}) == ok
+    assert await shown(other) == (True, True, "archived") and await retrieved() == set()
+    await api.call("PATCH", f"{status}/enable", json={"document_ids": [doc]})
+    await api.call("PATCH", f"{status}/un_archive", json={"document_ids": [other]})
+    assert await shown(doc) == (True, False, "available") and await retrieved() == {doc, other}
+
+    r = await api.call("PATCH", f"{status}/delete", 400, json={"document_ids": [doc]})
+    assert r == dify_error(400, "invalid_action", "Invalid action: delete")
+    await knowledge.store.set_status(doc, "indexing")
+    r = await api.call("PATCH", f"{status}/disable", 400, json={"document_ids": [other, doc]})
+    assert r == dify_error(400, "invalid_action", "a.txt is being indexed, please try again later")
+    assert (await shown(other))[0] is True  # nothing of the batch was changed
+    await knowledge.store.set_status(doc, "error", "broken")
+    r = await api.call("PATCH", f"{status}/disable", 400, json={"document_ids": [doc]})
+    assert r == dify_error(400, "invalid_action", "Document: a.txt is not completed.")

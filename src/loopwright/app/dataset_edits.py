@@ -19,15 +19,25 @@ from loopwright.knowledge.entities import ChunkDraft, Segment
 from loopwright.knowledge.ingest import Source
 
 __all__ = [
+    "STATUS_ACTIONS",
+    "InvalidActionError",
     "add_segments",
     "delete_segment",
     "find_segment",
     "segment_document",
+    "set_document_status",
     "update_document",
     "update_segment",
 ]
 
 DOCUMENT_NOT_FOUND = "Document not found."  # the segment routes' text
+STATUS_ACTIONS = ("enable", "disable", "archive", "un_archive")
+
+
+class InvalidActionError(UserInputError):
+    """A document status action that cannot be done (Dify's 400 ``invalid_action``)."""
+
+
 SEGMENT_NOT_FOUND = "Segment not found."
 
 
@@ -66,6 +76,29 @@ async def update_document(
         return await kb.index(dataset, queued, source, None, rules=rules)
 
     return Queued(queued, index)
+
+
+async def set_document_status(kb: KnowledgeBase, dataset: Dataset, action: str, document_ids: Any) -> None:
+    """Dify's ``documents/status/{action}``: enable, disable, archive or un_archive documents (a
+    disabled or archived one is not retrieved). Unknown ids are skipped, as Dify; a document being
+    indexed, or one not completed that would be disabled, refuses the whole batch before any change."""
+    if action not in STATUS_ACTIONS:
+        raise InvalidActionError(f"Invalid action: {action}")
+    if not isinstance(document_ids, list) or not all(isinstance(i, str) for i in document_ids):
+        raise UserInputError("document_ids must be a list of document ids")
+    found = [
+        d for d in [await kb.store.get_document(i) for i in document_ids] if d and d.dataset_id == dataset.id
+    ]
+    for document in found:
+        if document.status in ("queued", "indexing"):
+            raise InvalidActionError(f"{document.name} is being indexed, please try again later")
+        if action == "disable" and document.status != "completed":
+            raise InvalidActionError(f"Document: {document.name} is not completed.")
+    ids = [d.id for d in found]
+    if action in ("enable", "disable"):
+        await kb.store.set_document_flags(ids, enabled=action == "enable")
+    else:
+        await kb.store.set_document_flags(ids, archived=action == "archive")
 
 
 async def segment_document(

@@ -190,6 +190,8 @@ class Document:
     created_at: int = 0
     updated_at: int = 0
     completed_at: int | None = None
+    enabled: bool = True  # a disabled or archived document is not retrieved (Dify's status actions)
+    archived: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ _KEY_ALPHABET = string.ascii_letters + string.digits
 _DATASET_COLUMNS = "id, name, description, settings, created_at, updated_at"
 _DOCUMENT_COLUMNS = (
     "id, dataset_id, name, position, source, status, error, word_count, tokens, segment_count, metadata, "
-    "batch, created_at, updated_at, completed_at"
+    "batch, created_at, updated_at, completed_at, enabled, archived"
 )
 SEGMENT_COLUMNS = (
     "s.seq, s.id, s.dataset_id, s.document_id, s.position, s.content, s.answer, s.word_count, s.tokens, "
@@ -179,6 +179,8 @@ def document_from_row(row: Sequence[Any]) -> Document:
         created_at=row[12],
         updated_at=row[13],
         completed_at=row[14],
+        enabled=bool(row[15]),
+        archived=bool(row[16]),
     )
 
 
@@ -193,7 +195,7 @@ def insert_document(
         ).fetchone()
         conn.execute(
             f"INSERT INTO kb_documents ({_DOCUMENT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, 'queued', NULL, 0, 0, 0, ?, ?, ?, ?, NULL)",
+            "VALUES (?, ?, ?, ?, ?, 'queued', NULL, 0, 0, 0, ?, ?, ?, ?, NULL, 1, 0)",
             (doc_id, dataset_id, name, position, source, json.dumps(metadata), batch, stamp, stamp),
         )
     found = get_document(conn, doc_id)
@@ -409,6 +411,27 @@ def set_document_metadata(conn: Any, metadata: dict[str, dict[str, Any]]) -> Non
             "UPDATE kb_documents SET metadata = ?, updated_at = ? WHERE id = ?",
             (json.dumps(values), now(), document_id),
         )
+
+
+def set_document_flags(conn: Any, document_ids: Sequence[str], **flags: bool) -> None:
+    """Set ``enabled`` and/or ``archived`` of documents."""
+    assignments = ", ".join(f"{name} = ?" for name in flags if name in ("enabled", "archived"))
+    if not assignments or not document_ids:
+        return
+    with transaction(conn):
+        for document_id in document_ids:
+            conn.execute(
+                f"UPDATE kb_documents SET {assignments}, updated_at = ? WHERE id = ?",
+                [*(int(v) for v in flags.values()), now(), document_id],
+            )
+
+
+def hidden_documents(conn: Any, dataset_id: str) -> set[str]:
+    """The dataset's documents that retrieval skips: disabled or archived."""
+    rows = conn.execute(
+        "SELECT id FROM kb_documents WHERE dataset_id = ? AND (enabled = 0 OR archived = 1)", (dataset_id,)
+    ).fetchall()
+    return {r[0] for r in rows}
 
 
 def rename_document(conn: Any, document_id: str, name: str) -> None:

@@ -212,6 +212,12 @@ class KnowledgeStore:
 
         return await self._call(run)
 
+    async def set_document_flags(self, document_ids: Sequence[str], **flags: bool) -> None:
+        await self._call(lambda: repo.set_document_flags(self._conn, document_ids, **flags))
+
+    async def hidden_documents(self, dataset_id: str) -> set[str]:
+        return await self._call(lambda: repo.hidden_documents(self._conn, dataset_id))
+
     async def rename_document(self, document: Document, name: str) -> Document:
         def run() -> Document:
             repo.rename_document(self._conn, document.id, name)

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopwright.app import speech
+from loopwright.app.dataset_edits import InvalidActionError
 from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
 from loopwright.app.errors import AppForbiddenError, AppUnavailableError, ProviderNotInitializedError
 from loopwright.app.limits import AppInvokeQuotaExceededError
@@ -50,6 +51,7 @@ ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (speech.NoVoiceModelError, 400, "provider_not_support_text_to_speech"),
     (AppInvokeQuotaExceededError, 429, "too_many_requests"),
     (DocumentIndexingError, 400, "document_indexing"),
+    (InvalidActionError, 400, "invalid_action"),
     (AppUnavailableError, 400, "app_unavailable"),
     (AppForbiddenError, 403, "forbidden"),
     (ProviderNotInitializedError, 400, "provider_not_initialize"),

@@ -1,10 +1,10 @@
 """Dify's Knowledge API writes beyond creating documents: ``POST …/documents/{doc_id}/update-by-text``
-and ``…/update-by-file`` (also with underscores; indexed again after the answer, as Dify), and a
+and ``…/update-by-file`` (also with underscores; indexed again after the answer, as Dify), a
 document's segments: ``POST …/segments`` (create), ``GET``/``POST``/``DELETE …/segments/{segment_id}``
-(read, update, delete), and document metadata: ``…/metadata`` fields (create, list, rename, delete),
+(read, update, delete), document metadata: ``…/metadata`` fields (create, list, rename, delete),
 ``…/metadata/built-in`` and its ``enable``/``disable``, ``POST …/documents/metadata`` (values in a
-batch). Dataset API keys, Dify's bodies; the work is :mod:`loopwright.app.dataset_edits`'s and
-:mod:`loopwright.app.dataset_metadata`'s.
+batch), and ``PATCH …/documents/status/{action}``. Dataset API keys, Dify's bodies; the work is
+:mod:`loopwright.app.dataset_edits`'s and :mod:`loopwright.app.dataset_metadata`'s.
 """
 
 from __future__ import annotations
@@ -250,4 +250,25 @@ async def update_documents_metadata(
     """Set documents' metadata values in a batch (each document's list replaces its values)."""
     dataset = await find_dataset(kb, dataset_id)
     await dataset_metadata.update_documents(kb, dataset, body.operation_data)
+    return {"result": "success"}
+
+
+# --- document status ----------------------------------------------------------------------------------
+
+
+class DocumentIds(BaseModel):
+    document_ids: list[Any]
+
+
+@router.patch("/datasets/{dataset_id}/documents/status/{action}")
+async def document_status(
+    dataset_id: str,
+    action: str,
+    kb: Knowledge,
+    _: Authed,
+    body: Annotated[DocumentIds, Depends(json_body(DocumentIds))],
+) -> dict[str, Any]:
+    """``enable``, ``disable``, ``archive`` or ``un_archive`` documents (Dify's batch status)."""
+    dataset = await find_dataset(kb, dataset_id)
+    await dataset_edits.set_document_status(kb, dataset, action, body.document_ids)
     return {"result": "success"}

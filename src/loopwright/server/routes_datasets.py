@@ -126,11 +126,11 @@ def document_body(d: Document, dataset: Dataset) -> dict[str, Any]:
         "tokens": d.tokens,
         "indexing_status": _STATUS[d.status],
         "error": d.error,
-        "enabled": True,
+        "enabled": d.enabled,
         "disabled_at": None,
         "disabled_by": None,
-        "archived": False,
-        "display_status": _DISPLAY[d.status],
+        "archived": d.archived,
+        "display_status": display_status(d),
         "word_count": d.word_count,
         "hit_count": 0,
         "doc_form": doc_form,
@@ -145,6 +145,15 @@ def _extension(d: Document) -> str:
     if d.source == "text":
         return "txt"
     return d.name.rpartition(".")[2].lower() if "." in d.name else ""
+
+
+def display_status(d: Document) -> str:
+    """Dify's ``display_status``: archived and disabled before the indexing status."""
+    if d.archived:
+        return "archived"
+    if not d.enabled and d.status == "completed":
+        return "disabled"
+    return _DISPLAY[d.status]
 
 
 def metadata_details(d: Document, dataset: Dataset) -> list[dict[str, Any]]:
@@ -384,7 +393,7 @@ async def list_documents(
     """A page of the dataset's documents; ``status`` keeps those of that Dify display status
     (``queuing``, ``indexing``, ``available``, ``error``, …)."""
     dataset = await find_dataset(kb, dataset_id)
-    keep = (lambda d: _DISPLAY[d.status] == status) if status else None
+    keep = (lambda d: display_status(d) == status) if status else None
     documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit, keep)
     return {
         "data": [document_body(d, dataset) for d in documents],
