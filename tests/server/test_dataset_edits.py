@@ -377,6 +377,15 @@ async def test_document_status_actions(api: Api, knowledge: KnowledgeBase) -> No
     await api.call("PATCH", f"{status}/un_archive", json={"document_ids": [other]})
     assert await shown(doc) == (True, False, "available") and await retrieved() == {doc, other}
 
+    await api.call("PATCH", f"{status}/disable", json={"document_ids": [doc]})
+    r = await api.call(
+        "POST", f"/datasets/{ds}/documents/{doc}/segments", 404, json={"segments": [{"content": "x"}]}
+    )
+    assert r == dify_error(404, "not_found", "Document is disabled.")
+    r = await api.call("POST", f"/datasets/{ds}/documents/{doc}/update-by-text", 400, json={"name": "x"})
+    assert r == dify_error(400, "invalid_param", "Document is not available")
+    await api.call("PATCH", f"{status}/enable", json={"document_ids": [doc]})
+
     r = await api.call("PATCH", f"{status}/delete", 400, json={"document_ids": [doc]})
     assert r == dify_error(400, "invalid_action", "Invalid action: delete")
     await knowledge.store.set_status(doc, "indexing")

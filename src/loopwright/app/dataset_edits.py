@@ -58,8 +58,8 @@ async def update_document(
     if text is not None and not (name or "").strip():
         raise UserInputError("name is required when text is provided")
     document = await _document(kb, dataset, document_id, "Document not found")
-    if document.status != "completed":
-        raise UserInputError("Document is not available")
+    if document.status != "completed" or not document.enabled or document.archived:
+        raise UserInputError("Document is not available")  # Dify: display_status != "available"
     new_name = name.strip() if name and name.strip() else document.name
     if text is None and data is None:
         renamed = await kb.rename_document(document, new_name) if new_name != document.name else document
@@ -105,10 +105,13 @@ async def segment_document(
     kb: KnowledgeBase, dataset: Dataset, document_id: str, *, completed: bool = False
 ) -> Document:
     """The dataset's document for a segment route ("Document not found."); with ``completed``, one
-    whose indexing is done ("Document is not completed.", a 404 too, as Dify)."""
+    whose indexing is done and that is enabled ("Document is not completed." / "Document is
+    disabled.", 404s too, as Dify)."""
     document = await _document(kb, dataset, document_id, DOCUMENT_NOT_FOUND)
     if completed and document.status != "completed":
         raise NotFoundError("Document is not completed.")
+    if completed and not document.enabled:
+        raise NotFoundError("Document is disabled.")
     return document
 
 
