@@ -18,7 +18,7 @@ from loopwright.store.db import Database
 from loopwright.testing import ScriptedModel
 from tests.live_server import serving
 from tests.server.conftest import NewApp, ServiceApp
-from tests.sse import aiter_sse
+from tests.sse import aiter_sse, parse_sse
 
 BAD_KEY = {"Authorization": "Bearer app-nope", "Content-Type": "application/json"}
 
@@ -485,3 +485,24 @@ async def test_ids_dify_reads_as_uuids_and_a_null_rating_with_nothing_to_remove(
     ).json() == {"result": "success"}
     r = await client.post(feedback, json={"rating": None, "user": "alice"}, headers=app.headers)
     assert r.json() == {"result": "success"}  # removes the existing one
+
+
+async def test_dify_strict_saves_every_rounds_text_as_the_answer(db: Database, new_app: NewApp) -> None:
+    replies = [{"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}]]}, "It is 5."]
+    answers = {}
+    for strict in (True, False):
+        server = create_app(db, Settings(dify_strict=strict), ping_interval=0.05)
+        app = await new_app(replies)
+        transport = httpx.ASGITransport(app=server)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            r = await chat(client, app, response_mode="streaming")
+            streamed = "".join(
+                e.get("answer", "") for e in parse_sse(r.text, pings=False) if e["event"] == "agent_message"
+            )
+            conversation_id = next(e["conversation_id"] for e in parse_sse(r.text, pings=False))
+            await server.state.loopwright.runs.wait_idle()
+            params = {"conversation_id": conversation_id, "user": "alice"}
+            [message] = (await client.get("/v1/messages", params=params, headers=app.headers)).json()["data"]
+            answers[strict] = (streamed, message["answer"])
+    assert answers[True] == ("Let me compute.It is 5.", "Let me compute.\nIt is 5.")  # Dify's join
+    assert answers[False] == ("Let me compute.It is 5.", "It is 5.")  # loopwright: the final round

@@ -185,7 +185,9 @@ class RunStopped(Exception):
     """The run's stop event was set."""
 
 
-async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator[WireEvent, None]:
+async def run_events(
+    message: Message, agent: Agent, run: Run, *, join_rounds: bool = False
+) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
     once everything is written.
 
@@ -194,7 +196,9 @@ async def run_events(message: Message, agent: Agent, run: Run) -> AsyncGenerator
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
     event."""
     request, config, writes = message.request, message.version.config, message.writes
-    stream = DifyStream(message.head, agent.strategy_kind, labels=tool_labels_of(agent))
+    stream = DifyStream(
+        message.head, agent.strategy_kind, labels=tool_labels_of(agent), join_rounds=join_rounds
+    )
     history = fit_history(
         message.history, agent, config.instruction, request.query, config.history_message_limit
     )

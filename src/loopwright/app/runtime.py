@@ -135,7 +135,8 @@ class AppRuntime:
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        self.runs.start(run, messages.run_events(message, agent, run))
+        join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
+        self.runs.start(run, messages.run_events(message, agent, run, join_rounds=join_rounds))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):

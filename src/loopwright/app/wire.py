@@ -86,7 +86,8 @@ class ThoughtRow:
 class DifyStream:
     """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
     the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
-    when it ends."""
+    when it ends. ``join_rounds``: a function-calling answer is every round's text joined with
+    newlines, as Dify saves it (``dify_strict``), instead of the final round's answer."""
 
     def __init__(
         self,
@@ -94,6 +95,8 @@ class DifyStream:
         strategy: Literal["function-calling", "react"],
         first_position: int = 1,
         labels: Mapping[str, Mapping[str, str]] | None = None,
+        *,
+        join_rounds: bool = False,
     ) -> None:
         self.head = head
         self.labels = labels or {}  # tool name → Dify's label (``{"en_US", "zh_Hans"}``); else the name
@@ -112,6 +115,8 @@ class DifyStream:
         self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
+        self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
+        self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
         self._hooks: dict[type[AgentEvent], Callable[[Any], list[WireEvent]]] = {
             TextDelta: self.on_text_delta,
             RoundStarted: self.on_round_started,
@@ -182,6 +187,8 @@ class DifyStream:
         row = self.thoughts[-1]
         row.usage = event.usage
         self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
+        if self._join_rounds:
+            self._round_texts.append("".join(self._streamed))
         row.thought = event.thought.strip()
         self.dirty.add(row.id)
         if event.answer is None:
@@ -196,7 +203,10 @@ class DifyStream:
         return [self._thought(row)]
 
     def on_finished(self, event: Finished) -> list[WireEvent]:
-        self.answer = event.result.text
+        # Dify's function-calling runner adds each round's text and a newline, and the saved
+        # answer is stripped (fc_agent_runner ``final_answer``, the task pipeline's ``_save_message``).
+        joined = "".join(f"{text}\n" for text in self._round_texts).strip()
+        self.answer = joined if self._join_rounds else event.result.text
         self.usage = event.result.usage
         self.metrics = event.result.metrics
         return [self.message_end()]
