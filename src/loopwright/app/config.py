@@ -46,6 +46,8 @@ class ToolConfig(pydantic.BaseModel):
 class FileUpload(pydantic.BaseModel):
     enabled: bool = False
     allowed_types: list[str] = ["image"]
+    # for ``custom`` files (Dify's): their extensions, e.g. [".csv", ".json"]; empty: any
+    allowed_file_extensions: list[str] = []
     number_limits: int = 3
     transfer_methods: list[Literal["local_file", "remote_url"]] = ["local_file", "remote_url"]
 
@@ -202,6 +204,7 @@ class DifyFileUpload(_DslPart):
     enabled: bool = False
     image: DifyImageUpload = DifyImageUpload()
     allowed_file_types: list[str] = []
+    allowed_file_extensions: list[str] = []
     number_limits: int | None = None
     allowed_file_upload_methods: list[str] = []
 
@@ -386,6 +389,7 @@ def _file_upload(spec: DifyFileUpload) -> FileUpload:
     return FileUpload(
         enabled=spec.enabled or image.enabled,
         allowed_types=spec.allowed_file_types or ["image"],
+        allowed_file_extensions=spec.allowed_file_extensions,
         number_limits=spec.number_limits or image.number_limits or 3,
         transfer_methods=spec.allowed_file_upload_methods  # type: ignore[arg-type]  # checked by FileUpload
         or image.transfer_methods

@@ -137,6 +137,10 @@ def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
     ``file-list`` field of its form that takes it (its ``allowed_file_types``; none listed or
     ``custom``: any) — an upload may be meant for a form field rather than the message's ``files``."""
     kind = file_type(mime_type, extension)
+    if kind == "custom" and config.file_upload.allowed_file_extensions:
+        wanted = {e.lower().lstrip(".") for e in config.file_upload.allowed_file_extensions}
+        if extension.lower() in wanted:
+            return True
     accepted = [config.file_upload.allowed_types] + [
         f.allowed_file_types or ["custom"] for f in config.user_input_form if f.type in ("file", "file-list")
     ]

@@ -51,7 +51,7 @@ def file_upload_body(fu: FileUpload) -> dict[str, Any]:
     return {
         "enabled": fu.enabled,
         "allowed_file_types": list(fu.allowed_types),
-        "allowed_file_extensions": [],
+        "allowed_file_extensions": list(fu.allowed_file_extensions),
         "allowed_file_upload_methods": list(fu.transfer_methods),
         "number_limits": fu.number_limits,
         "image": {
