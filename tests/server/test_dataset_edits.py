@@ -395,3 +395,54 @@ async def test_document_status_actions(api: Api, knowledge: KnowledgeBase) -> No
     await knowledge.store.set_status(doc, "error", "broken")
     r = await api.call("PATCH", f"{status}/disable", 400, json={"document_ids": [doc]})
     assert r == dify_error(400, "invalid_action", "Document: a.txt is not completed.")
+
+
+async def test_knowledge_tags(api: Api) -> None:
+    hr = await api.dataset(name="HR")
+    it = await api.dataset(name="IT")
+    policy = await api.call("POST", "/datasets/tags", json={"name": "policy"})
+    assert (policy["name"], policy["type"], policy["binding_count"]) == ("policy", "knowledge", "0")
+    manual = await api.call("POST", "/datasets/tags", json={"name": "manual"})
+    assert (
+        await api.call(
+            "POST", "/datasets/tags/binding", 204, json={"tag_ids": [policy["id"]], "target_id": hr}
+        )
+        is None
+    )
+    await api.call(
+        "POST", "/datasets/tags/binding", 204, json={"tag_ids": [policy["id"], manual["id"]], "target_id": it}
+    )
+    await api.call(
+        "POST", "/datasets/tags/binding", 204, json={"tag_ids": [policy["id"]], "target_id": it}
+    )  # again: once
+
+    listed = {t["name"]: t["binding_count"] for t in await api.call("GET", "/datasets/tags")}
+    assert listed == {"policy": "2", "manual": "1"}
+    assert await api.call("GET", f"/datasets/{it}/tags") == {
+        "data": [{"id": manual["id"], "name": "manual"}, {"id": policy["id"], "name": "policy"}],
+        "total": 2,
+    }
+    detail = await api.call("GET", f"/datasets/{hr}")
+    assert detail["tags"] == [{"id": policy["id"], "name": "policy", "type": "knowledge"}]
+    only_manual = await api.call("GET", "/datasets", params={"tag_ids": [manual["id"]]})
+    assert [d["id"] for d in only_manual["data"]] == [it] and only_manual["total"] == 1
+
+    renamed = await api.call("PATCH", "/datasets/tags", json={"tag_id": policy["id"], "name": "rules"})
+    assert (renamed["name"], renamed["binding_count"]) == ("rules", "2")
+    await api.call("POST", "/datasets/tags/unbinding", 204, json={"tag_id": policy["id"], "target_id": hr})
+    assert (await api.call("GET", f"/datasets/{hr}/tags"))["total"] == 0
+    await api.call("DELETE", "/datasets/tags", 204, json={"tag_id": manual["id"]})
+    assert [t["name"] for t in await api.call("GET", "/datasets/tags")] == ["rules"]
+    assert (await api.call("GET", f"/datasets/{it}/tags"))["data"] == [{"id": policy["id"], "name": "rules"}]
+
+    taken = await api.call("POST", "/datasets/tags", 400, json={"name": "rules"})
+    assert taken == dify_error(400, "invalid_param", "Tag name already exists")
+    assert (await api.call("POST", "/datasets/tags", 400, json={"name": "x" * 51}))["code"] == "invalid_param"
+    gone = await api.call("PATCH", "/datasets/tags", 404, json={"tag_id": manual["id"], "name": "m"})
+    assert gone == dify_error(404, "not_found", "Tag not found")
+    r = await api.call(
+        "POST", "/datasets/tags/binding", 404, json={"tag_ids": [policy["id"]], "target_id": "nope"}
+    )
+    assert r == dify_error(404, "not_found", "Dataset not found.")
+    await api.call("DELETE", f"/datasets/{it}", 204)
+    assert (await api.call("GET", "/datasets/tags"))[0]["binding_count"] == "0"  # the dataset's bindings went

@@ -112,6 +112,15 @@ MetadataType = Literal["string", "number", "time"]
 
 
 @dataclass(frozen=True, slots=True)
+class Tag:
+    """A label datasets can carry (Dify's knowledge tags); ``binding_count``: datasets that have it."""
+
+    id: str
+    name: str
+    binding_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class MetadataField:
     """A metadata field a dataset's documents may carry (Dify's ``DatasetMetadata``)."""
 

@@ -23,6 +23,7 @@ from loopwright.knowledge.entities import (
     MetadataType,
     RetrievalModel,
     Segment,
+    Tag,
     VectorBackend,
 )
 from loopwright.knowledge.schema import transaction
@@ -155,6 +156,7 @@ def delete_dataset_rows(conn: Any, dataset_id: str) -> None:
         conn.execute("DELETE FROM kb_segments WHERE dataset_id = ?", (dataset_id,))
         conn.execute("DELETE FROM kb_embeddings WHERE dataset_id = ?", (dataset_id,))
         conn.execute("DELETE FROM kb_documents WHERE dataset_id = ?", (dataset_id,))
+        conn.execute("DELETE FROM kb_tag_bindings WHERE dataset_id = ?", (dataset_id,))
         conn.execute("DELETE FROM kb_datasets WHERE id = ?", (dataset_id,))
 
 
@@ -439,6 +441,78 @@ def rename_document(conn: Any, document_id: str, name: str) -> None:
         conn.execute(
             "UPDATE kb_documents SET name = ?, updated_at = ? WHERE id = ?", (name, now(), document_id)
         )
+
+
+# --- tags --------------------------------------------------------------------------------------------
+
+_TAG_SELECT = (
+    "SELECT t.id, t.name, (SELECT count(*) FROM kb_tag_bindings b WHERE b.tag_id = t.id) FROM kb_tags t"
+)
+
+
+def list_tags(conn: Any) -> list[Tag]:
+    rows = conn.execute(f"{_TAG_SELECT} ORDER BY t.created_at, t.name").fetchall()
+    return [Tag(r[0], r[1], r[2]) for r in rows]
+
+
+def get_tag(conn: Any, tag_id: str) -> Tag | None:
+    row = conn.execute(f"{_TAG_SELECT} WHERE t.id = ?", (tag_id,)).fetchone()
+    return None if row is None else Tag(row[0], row[1], row[2])
+
+
+def tag_named(conn: Any, name: str) -> Tag | None:
+    row = conn.execute(f"{_TAG_SELECT} WHERE t.name = ?", (name,)).fetchone()
+    return None if row is None else Tag(row[0], row[1], row[2])
+
+
+def insert_tag(conn: Any, name: str) -> Tag:
+    tag = Tag(str(uuid.uuid4()), name)
+    with transaction(conn):
+        conn.execute("INSERT INTO kb_tags (id, name, created_at) VALUES (?, ?, ?)", (tag.id, name, now()))
+    return tag
+
+
+def rename_tag(conn: Any, tag_id: str, name: str) -> None:
+    with transaction(conn):
+        conn.execute("UPDATE kb_tags SET name = ? WHERE id = ?", (name, tag_id))
+
+
+def delete_tag(conn: Any, tag_id: str) -> None:
+    with transaction(conn):
+        conn.execute("DELETE FROM kb_tag_bindings WHERE tag_id = ?", (tag_id,))
+        conn.execute("DELETE FROM kb_tags WHERE id = ?", (tag_id,))
+
+
+def bind_tags(conn: Any, tag_ids: Sequence[str], dataset_id: str, *, bound: bool) -> None:
+    """Bind (or, ``bound=False``, unbind) tags and a dataset; binding twice is binding once."""
+    with transaction(conn):
+        for tag_id in tag_ids:
+            if bound:
+                conn.execute(
+                    "INSERT OR IGNORE INTO kb_tag_bindings (tag_id, dataset_id) VALUES (?, ?)",
+                    (tag_id, dataset_id),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM kb_tag_bindings WHERE tag_id = ? AND dataset_id = ?", (tag_id, dataset_id)
+                )
+
+
+def tags_of_datasets(conn: Any, dataset_ids: Sequence[str]) -> dict[str, list[Tag]]:
+    """Each dataset's tags, by name."""
+    query = (
+        "SELECT b.dataset_id, t.id, t.name FROM kb_tag_bindings b JOIN kb_tags t ON t.id = b.tag_id "
+        "WHERE b.dataset_id IN ({marks}) ORDER BY t.name"
+    )
+    out: dict[str, list[Tag]] = {}
+    for row in _select_in(conn, query, list(dataset_ids)):
+        out.setdefault(row[0], []).append(Tag(row[1], row[2]))
+    return out
+
+
+def datasets_with_tags(conn: Any, tag_ids: Sequence[str]) -> set[str]:
+    query = "SELECT DISTINCT dataset_id FROM kb_tag_bindings WHERE tag_id IN ({marks})"
+    return {row[0] for row in _select_in(conn, query, list(tag_ids))}
 
 
 # --- dataset API keys --------------------------------------------------------------------------------

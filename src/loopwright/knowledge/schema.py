@@ -80,6 +80,17 @@ CREATE TABLE IF NOT EXISTS kb_embeddings (
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS kb_embeddings_by_dataset ON kb_embeddings(dataset_id);
+CREATE TABLE IF NOT EXISTS kb_tags (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kb_tag_bindings (
+    tag_id TEXT NOT NULL REFERENCES kb_tags(id) ON DELETE CASCADE,
+    dataset_id TEXT NOT NULL REFERENCES kb_datasets(id) ON DELETE CASCADE,
+    PRIMARY KEY (tag_id, dataset_id)
+);
+CREATE INDEX IF NOT EXISTS kb_tag_bindings_by_dataset ON kb_tag_bindings(dataset_id);
 CREATE TABLE IF NOT EXISTS kb_api_keys (
     token TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from loopwright.knowledge import repo
 from loopwright.knowledge.connection import connect
-from loopwright.knowledge.entities import Dataset, Document, DocumentStatus, Segment
+from loopwright.knowledge.entities import Dataset, Document, DocumentStatus, Segment, Tag
 from loopwright.knowledge.keyword import KeywordIndex
 from loopwright.knowledge.schema import ensure_schema, transaction
 from loopwright.knowledge.vectors import LanceVectorStore, SqliteVecStore, Vectors, VectorStore
@@ -346,6 +346,35 @@ class KnowledgeStore:
 
     async def count_hits(self, seqs: Sequence[int]) -> None:
         await self._call(lambda: repo.count_hits(self._conn, seqs))
+
+    # --- tags -----------------------------------------------------------------------------------------
+
+    async def list_tags(self) -> list[Tag]:
+        return await self._call(lambda: repo.list_tags(self._conn))
+
+    async def get_tag(self, tag_id: str) -> Tag | None:
+        return await self._call(lambda: repo.get_tag(self._conn, tag_id))
+
+    async def tag_named(self, name: str) -> Tag | None:
+        return await self._call(lambda: repo.tag_named(self._conn, name))
+
+    async def create_tag(self, name: str) -> Tag:
+        return await self._call(lambda: repo.insert_tag(self._conn, name))
+
+    async def rename_tag(self, tag_id: str, name: str) -> None:
+        await self._call(lambda: repo.rename_tag(self._conn, tag_id, name))
+
+    async def delete_tag(self, tag_id: str) -> None:
+        await self._call(lambda: repo.delete_tag(self._conn, tag_id))
+
+    async def bind_tags(self, tag_ids: Sequence[str], dataset_id: str, *, bound: bool) -> None:
+        await self._call(lambda: repo.bind_tags(self._conn, tag_ids, dataset_id, bound=bound))
+
+    async def tags_of_datasets(self, dataset_ids: Sequence[str]) -> dict[str, list[Tag]]:
+        return await self._call(lambda: repo.tags_of_datasets(self._conn, dataset_ids))
+
+    async def datasets_with_tags(self, tag_ids: Sequence[str]) -> set[str]:
+        return await self._call(lambda: repo.datasets_with_tags(self._conn, tag_ids))
 
     # --- dataset API keys -----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from loopwright.server import (
     routes_chat,
     routes_conversations,
     routes_dataset_edits,
+    routes_dataset_tags,
     routes_datasets,
     routes_end_users,
     routes_file_previews,
@@ -91,6 +92,7 @@ def create_app(
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
     app.include_router(routes_file_previews.router)
+    app.include_router(routes_dataset_tags.router)  # before the dataset routes: /datasets/tags is no id
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)

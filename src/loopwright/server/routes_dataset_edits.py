@@ -17,8 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from loopwright.app import dataset_edits, dataset_metadata, datasets
-from loopwright.app.datasets import MAX_FILE_BYTES
-from loopwright.knowledge.entities import MetadataField
+from loopwright.app.datasets import MAX_FILE_BYTES, MetadataField
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.routes_datasets import Authed, Knowledge, find_dataset, queued_body, segment_body

@@ -11,12 +11,13 @@ one beside its database unless another was given); keys are made with ``loopwrig
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from loopwright.app import datasets
+from loopwright.app import dataset_tags, datasets
 from loopwright.app.dataset_metadata import BUILT_IN_FIELDS
 from loopwright.app.datasets import (
     MAX_FILE_BYTES,
@@ -27,6 +28,7 @@ from loopwright.app.datasets import (
     NewDataset,
     Queued,
     Segment,
+    Tag,
 )
 from loopwright.server.auth import dataset_key
 from loopwright.server.bodies import json_body
@@ -58,7 +60,7 @@ async def find_dataset(kb: KnowledgeBase, dataset_id: str) -> Dataset:
 # --- bodies -------------------------------------------------------------------------------------------
 
 
-def dataset_body(d: Dataset) -> dict[str, Any]:
+def dataset_body(d: Dataset, tags: Sequence[Tag] = ()) -> dict[str, Any]:
     provider = "openai" if d.embedding.startswith("openai:") else ("loopwright" if d.has_vectors else None)
     return {
         "id": d.id,
@@ -79,7 +81,7 @@ def dataset_body(d: Dataset) -> dict[str, Any]:
         "embedding_model_provider": provider,
         "embedding_available": True,
         "retrieval_model_dict": d.retrieval.to_dict(),
-        "tags": [],
+        "tags": [{"id": t.id, "name": t.name, "type": "knowledge"} for t in tags],
         "doc_form": d.doc_form,
         # the rest of Dify's dataset fields, as a workspace without those features has them
         "author_name": None,
@@ -263,11 +265,17 @@ async def create_dataset(
 
 @router.get("/datasets")
 async def list_datasets(
-    kb: Knowledge, _: Authed, keyword: str | None = None, page: int = 1, limit: int = 20
+    kb: Knowledge,
+    _: Authed,
+    keyword: str | None = None,
+    page: int = 1,
+    limit: int = 20,
+    tag_ids: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
-    found = await datasets.dataset_page(kb, keyword, page, limit)
+    found = await datasets.dataset_page(kb, keyword, page, limit, tag_ids or ())
+    tags = await dataset_tags.tags_by_dataset(kb, found.datasets)
     return {
-        "data": [dataset_body(d) for d in found.datasets],
+        "data": [dataset_body(d, tags.get(d.id, ())) for d in found.datasets],
         "has_more": found.has_more,
         "limit": limit,
         "total": found.total,
@@ -284,7 +292,8 @@ class UpdateDataset(BaseModel):
 @router.get("/datasets/{dataset_id}")
 async def get_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
     """Dify's dataset detail (what ``KnowledgeBaseClient.get_dataset`` reads)."""
-    return dataset_body(await find_dataset(kb, dataset_id))
+    dataset = await find_dataset(kb, dataset_id)
+    return dataset_body(dataset, await dataset_tags.dataset_tags(kb, dataset))
 
 
 @router.patch("/datasets/{dataset_id}")
@@ -298,7 +307,7 @@ async def update_dataset(
     updated = await datasets.update_dataset(
         kb, dataset_id, name=body.name, description=body.description, retrieval_model=body.retrieval_model
     )
-    return dataset_body(updated)
+    return dataset_body(updated, await dataset_tags.dataset_tags(kb, updated))
 
 
 @router.delete("/datasets/{dataset_id}", status_code=204)
