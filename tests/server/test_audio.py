@@ -6,6 +6,7 @@ the audio is seen to stream through. Error bodies are Dify's (``controllers/serv
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -263,3 +264,40 @@ async def test_parameters_report_the_speech_features(lw: httpx.AsyncClient, db: 
     off = (await lw.get("/v1/parameters", headers=(await make_app(db)).headers)).json()
     assert off["speech_to_text"] == {"enabled": False}
     assert off["text_to_speech"] == {"enabled": False, "voice": "", "language": ""}
+
+
+async def test_auto_play_speaks_a_streamed_answer_after_message_end(
+    lw: httpx.AsyncClient, db: Database, openai: tuple[FakeOpenAI, str], tmp_path: Path
+) -> None:
+    from tests.sse import parse_sse
+
+    fake = openai[0]
+    fake.gate.set()
+    script = tmp_path / "answers.json"
+    script.write_text(
+        json.dumps({"replies": ["Hello there.", "Again.", "Quiet."], "features": []}), encoding="utf-8"
+    )
+    tts = {"enabled": True, "model": "openai-compatible:tts-1", "voice": "nova", "autoPlay": "enabled"}
+    app = await make_app(db, model=f"scripted:{script}", text_to_speech=tts)
+    body = {"inputs": {}, "query": "hi", "user": "alice", "response_mode": "streaming"}
+
+    events = parse_sse((await lw.post("/v1/chat-messages", json=body, headers=app.headers)).text, pings=False)
+    names = [e["event"] for e in events]
+    end = names.index("message_end")
+    assert set(names[end + 1 : -1]) == {"tts_message"} and names[-1] == "tts_message_end"
+    audio = b"".join(base64.b64decode(e["audio"]) for e in events[end + 1 : -1])
+    assert audio == MP3 and events[-1]["audio"] == ""
+    assert {e["message_id"] for e in events} == {events[0]["message_id"]} and events[-1]["task_id"]
+    assert fake.requests[-1]["input"] == "Hello there." and fake.requests[-1]["voice"] == "nova"
+
+    blocking = await lw.post(
+        "/v1/chat-messages", json={**body, "response_mode": "blocking"}, headers=app.headers
+    )
+    assert blocking.json()["answer"] == "Again." and len(fake.requests) == 1  # nobody listens: no speech
+
+    broken = {**tts, "voice": "nobody"}  # the audio server refuses: the stream still ends well
+    quiet = await make_app(db, model=f"scripted:{script}", text_to_speech=broken)
+    events = parse_sse(
+        (await lw.post("/v1/chat-messages", json=body, headers=quiet.headers)).text, pings=False
+    )
+    assert [e["event"] for e in events][-2:] == ["message_end", "tts_message_end"]

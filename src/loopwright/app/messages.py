@@ -13,10 +13,12 @@ nothing done so far is lost. Building an event never reads the database.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,13 +34,15 @@ from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.runs import Run, RunOutcome, Status
 from loopwright.app.wire import DifyStream
-from loopwright.app.wire_events import EventHead, MessageEnd, WireEvent
+from loopwright.app.wire_events import EventHead, MessageEnd, TtsMessage, TtsMessageEnd, WireEvent
 from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import new_id, unix_seconds, utcnow
 from loopwright.tools.base import Tool, ToolContext
 from loopwright.tools.net import NetworkPolicy, network_policy
+
+log = logging.getLogger("loopwright.app")
 
 RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
 ResponseMode = Literal["streaming", "blocking"]
@@ -185,8 +189,11 @@ class RunStopped(Exception):
     """The run's stop event was set."""
 
 
+Speaker = Callable[[str], Awaitable[AsyncGenerator[bytes, None]]]  # text → its speech, as it comes
+
+
 async def run_events(
-    message: Message, agent: Agent, run: Run, *, join_rounds: bool = False
+    message: Message, agent: Agent, run: Run, *, join_rounds: bool = False, speak: Speaker | None = None
 ) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
     once everything is written.
@@ -252,6 +259,27 @@ async def run_events(
         with contextlib.suppress(Exception):
             await source.aclose()  # a stopped run's model stream and tool calls end here
         await _save(message, stream, run, RunOutcome(status, "", error, end), time.perf_counter() - started)
+    if speak is not None and status == "normal" and stream.answer.strip():
+        # Dify's auto-play: the answer's speech after message_end (the message is saved already)
+        async for wire in _speech_events(message.head, speak, stream.answer, stop):
+            yield wire
+
+
+async def _speech_events(
+    head: EventHead, speak: Speaker, text: str, stop: asyncio.Event
+) -> AsyncGenerator[WireEvent, None]:
+    """``tts_message`` events of the text's speech, then ``tts_message_end``. A failing audio server,
+    or a stop, ends the speech early; the stream itself never fails for it."""
+    try:
+        async with contextlib.aclosing(await speak(text)) as chunks:
+            async for chunk in chunks:
+                yield TtsMessage(head, base64.b64encode(chunk).decode("ascii"))
+    except asyncio.CancelledError:
+        if not _stopping(stop):
+            raise
+    except Exception:
+        log.warning("text to speech of an answer failed", exc_info=True)
+    yield TtsMessageEnd(head)
 
 
 async def _save(message: Message, stream: DifyStream, run: Run, outcome: RunOutcome, elapsed: float) -> None:

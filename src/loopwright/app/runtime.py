@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +136,8 @@ class AppRuntime:
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
         join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
-        self.runs.start(run, messages.run_events(message, agent, run, join_rounds=join_rounds))
+        speak = self._auto_play(message.version.config, request)
+        self.runs.start(run, messages.run_events(message, agent, run, join_rounds=join_rounds, speak=speak))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -247,6 +248,18 @@ class AppRuntime:
 
             self._knowledge = KnowledgeBase.open(self.db.url, settings=self.settings)
         return self._knowledge
+
+    def _auto_play(self, config: AppConfig, request: MessageRequest) -> messages.Speaker | None:
+        """The app's voice for a streamed answer when its text to speech plays by itself (Dify's
+        ``autoPlay``: ``tts_message`` events after ``message_end``)."""
+        tts = config.text_to_speech
+        if request.response_mode != "streaming" or not (tts.enabled and tts.autoPlay == "enabled"):
+            return None
+
+        async def speak(text: str) -> AsyncGenerator[bytes, None]:
+            return (await self.speech.speak(config, text, voice=None)).chunks()
+
+        return speak
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop every run and wait for them to save, then close what the agents hold open (MCP

@@ -9,7 +9,7 @@ OpenAI's audio API (OpenAI itself, LocalAI, vLLM, speaches, …). Failures are t
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ class SpeechStream:
     content_type: str
     _response: httpx.Response
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         try:
             async for chunk in self._response.aiter_bytes():
                 yield chunk
