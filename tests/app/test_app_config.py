@@ -119,3 +119,25 @@ def test_dify_export_speech_features_are_imported() -> None:
     assert not any("speech" in w and "not supported" in w for w in report.warnings)
     plain = import_dify_dsl(DSL).config
     assert not plain.speech_to_text.enabled and not plain.text_to_speech.enabled
+
+
+def test_speech_and_file_extensions_go_to_dify_and_back() -> None:
+    from loopwright.app.dify_export import export_dify_dsl
+
+    config = AppConfig(
+        model="openai:gpt-4o-mini",
+        speech_to_text={"enabled": True},
+        text_to_speech={"enabled": True, "voice": "nova", "language": "de-DE", "autoPlay": "enabled"},
+        file_upload={"enabled": True, "allowed_types": ["custom"], "allowed_file_extensions": [".json"]},
+    )
+    exported = export_dify_dsl("Voice", config)
+    back = import_dify_dsl(exported.text).config
+    assert back.speech_to_text == config.speech_to_text and back.text_to_speech == config.text_to_speech
+    assert back.file_upload.allowed_file_extensions == [".json"]
+    assert not any("speech" in w for w in exported.warnings)
+    own = AppConfig.model_validate(
+        {**config.model_dump(), "speech_to_text": {"enabled": True, "model": "openai-compatible:whisper"}}
+    )
+    assert any(
+        "speech to text uses 'openai-compatible:whisper'" in w for w in export_dify_dsl("V", own).warnings
+    )
