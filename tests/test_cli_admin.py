@@ -160,6 +160,10 @@ def test_disable_and_enable_an_app_and_its_api(db_path: Path) -> None:
     assert row() == ("normal", False)
     assert runner.invoke(app, ["app", "enable", app_id, "--api"]).output.strip() == "API enabled"
     assert row() == ("normal", True)
+    runner.invoke(app, ["app", "disable", app_id, "--api"])
+    shown = json.loads(runner.invoke(app, ["app", "show", app_id, "--json"]).output)
+    assert (shown["status"], shown["api"]) == ("normal", False)
+    assert "status:   normal, Service API off" in runner.invoke(app, ["app", "show", app_id]).output
     missing = runner.invoke(app, ["app", "disable", "nope"])
     assert missing.exit_code == 1 and "no app with id 'nope'" in missing.output
 

@@ -206,6 +206,8 @@ class AppDetails:
     versions: int
     keys: int
     config: dict[str, Any]
+    status: str = "normal"  # "disabled" after ``app disable``
+    api: bool = True  # the Service API is on (``app disable --api`` turns it off)
 
 
 async def show_app(app_id: str, *, database_url: str | None = None) -> AppDetails:
@@ -225,6 +227,8 @@ async def show_app(app_id: str, *, database_url: str | None = None) -> AppDetail
             len(versions),
             len(await repo.list_api_keys(session, app_id)),
             dict(current.config) if current is not None else {},
+            app.status,
+            app.enable_api,
         )
 
 

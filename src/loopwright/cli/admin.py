@@ -176,6 +176,7 @@ def show_app(
 
     typer.echo(f"id:       {details.id}\nname:     {details.name}")
     typer.echo(f"created:  {details.created_at}\nversion:  {details.version} (of {details.versions})")
+    typer.echo(f"status:   {details.status}, Service API {'on' if details.api else 'off'}")
     typer.echo(f"keys:     {details.keys}\nconfig:")
     typer.echo(yaml.safe_dump(details.config, allow_unicode=True, sort_keys=False).rstrip("\n"))
 
