@@ -196,7 +196,7 @@ async def test_without_configured_files_the_server_builds_them_in_the_data_dir(
 ) -> None:
     monkeypatch.setenv("LOOPWRIGHT_DATA_DIR", str(tmp_path))
     state = server_app.state.loopwright
-    assert state.tool_files is None
+    state.tool_files = None  # as a server without configured files starts (the fixture sets test ones)
     manager = await state.files()
     assert await state.files() is manager
     assert (tmp_path / "files" / "secret_key").is_file()

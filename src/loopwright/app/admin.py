@@ -152,6 +152,8 @@ class AppSummary:
     strategy: str
     tools: int
     created_at: str
+    status: str  # "normal", or "disabled" (``app disable``)
+    api: bool  # the Service API is on (``app disable --api`` turns it off)
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,8 @@ async def list_apps(*, database_url: str | None = None, db: Database | None = No
                     str(config.get("strategy", "auto")),
                     len(config.get("tools") or []) + len(config.get("toolsets") or []),
                     app.created_at.isoformat(timespec="seconds"),
+                    app.status,
+                    app.enable_api,
                 )
             )
     return out
@@ -299,6 +303,21 @@ async def get_version(
         return AppConfig.model_validate(row.config)
 
 
+async def set_app_access(
+    app_id: str, *, enabled: bool, api_only: bool = False, database_url: str | None = None
+) -> None:
+    """Enable or disable an app (Dify's app ``status``), or with ``api_only`` only its Service API
+    (Dify's ``enable_api``); :class:`AppNotFoundError` when there is no such app. A disabled app's
+    requests get 403 within ``lookup.ACCESS_TTL`` (2 s) on a running server."""
+    async with _session(database_url) as session:
+        if api_only:
+            app = await repo.set_app_access(session, app_id, enable_api=enabled)
+        else:
+            app = await repo.set_app_access(session, app_id, status="normal" if enabled else "disabled")
+        if app is None:
+            raise AppNotFoundError(app_id)
+
+
 @dataclass(frozen=True)
 class AppDetails:
     """An app, its current configuration (as stored) and how many versions and keys it has."""
@@ -311,6 +330,8 @@ class AppDetails:
     versions: int
     keys: int
     config: dict[str, Any]
+    status: str = "normal"  # "disabled" after ``app disable``
+    api: bool = True  # the Service API is on (``app disable --api`` turns it off)
 
 
 async def show_app(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> AppDetails:
@@ -330,6 +351,8 @@ async def show_app(app_id: str, *, database_url: str | None = None, db: Database
             len(versions),
             len(await repo.list_api_keys(session, app_id)),
             dict(current.config) if current is not None else {},
+            app.status,
+            app.enable_api,
         )
 
 

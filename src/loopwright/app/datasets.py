@@ -10,14 +10,14 @@ of their own. The knowledge types the server answers with are re-exported from h
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge import Dataset, DatasetExistsError, Document, Hit, KnowledgeBase, MetadataFilter
 from loopwright.knowledge.embeddings import parse_embedding_spec
-from loopwright.knowledge.entities import RetrievalModel, Segment
+from loopwright.knowledge.entities import MetadataField, RetrievalModel, Segment, Tag
 from loopwright.knowledge.extract import ExtractError, kind_of
 from loopwright.knowledge.ingest import Progress, Source
 from loopwright.knowledge.kb import SPLIT_RULES
@@ -26,7 +26,9 @@ __all__ = [
     "MAX_FILE_BYTES",
     "Dataset",
     "DatasetExistsError",
+    "MetadataField",
     "Segment",
+    "Tag",
     "get_document",
     "document_segments",
     "DatasetPage",
@@ -155,10 +157,16 @@ def _check_page(page: int, limit: int) -> None:
         raise UserInputError("limit must be between 1 and 100")
 
 
-async def dataset_page(kb: KnowledgeBase, keyword: str | None, page: int, limit: int) -> DatasetPage:
-    """Page ``page`` (from 1) of ``limit`` datasets whose name contains ``keyword``."""
+async def dataset_page(
+    kb: KnowledgeBase, keyword: str | None, page: int, limit: int, tag_ids: Sequence[str] = ()
+) -> DatasetPage:
+    """Page ``page`` (from 1) of ``limit`` datasets whose name contains ``keyword`` (and, with
+    ``tag_ids``, that carry one of those tags, as Dify filters)."""
     _check_page(page, limit)
     datasets = await kb.list_datasets(keyword)
+    if tag_ids:
+        tagged = await kb.store.datasets_with_tags(list(tag_ids))
+        datasets = [d for d in datasets if d.id in tagged]
     return DatasetPage(
         datasets[(page - 1) * limit : page * limit], len(datasets), page * limit < len(datasets)
     )

@@ -75,6 +75,8 @@ def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> D
             "sensitive_word_avoidance": _moderation(config, warnings),
             "suggested_questions": list(config.suggested_questions),
             "suggested_questions_after_answer": {"enabled": config.suggested_questions_after_answer},
+            "speech_to_text": {"enabled": config.speech_to_text.enabled},
+            "text_to_speech": _text_to_speech(config, warnings),
             "user_input_form": [_form_field(f) for f in config.user_input_form],
         },
         "version": DSL_VERSION,
@@ -184,10 +186,21 @@ def _form_field(field: InputField) -> dict[str, Any]:
     return {field.type: spec}
 
 
+def _text_to_speech(config: AppConfig, warnings: list[str]) -> dict[str, Any]:
+    """Dify's ``text_to_speech``; Dify speaks with the workspace's default models, so an app's own
+    speech models are named in a warning."""
+    tts, stt = config.text_to_speech, config.speech_to_text
+    for feature, what in ((stt, "speech to text"), (tts, "text to speech")):
+        if feature.enabled and feature.model != type(feature)().model:
+            warnings.append(f"{what} uses {feature.model!r}; Dify uses the workspace's default model")
+    return {"enabled": tts.enabled, "voice": tts.voice, "language": tts.language, "autoPlay": tts.autoPlay}
+
+
 def _file_upload(upload: FileUpload) -> dict[str, Any]:
     return {
         "enabled": upload.enabled,
         "allowed_file_types": list(upload.allowed_types),
+        "allowed_file_extensions": list(upload.allowed_file_extensions),
         "allowed_file_upload_methods": list(upload.transfer_methods),
         "number_limits": upload.number_limits,
         "image": {

@@ -13,10 +13,12 @@ nothing done so far is lost. Building an event never reads the database.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,20 +30,32 @@ from loopwright.app.approvals import Resumption, pending_values
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
 from loopwright.app.config import AppConfig
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.file_inputs import resolve_file_inputs
 from loopwright.app.guards import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer, moderated
 from loopwright.app.history import load_history, trim_to_budget
-from loopwright.app.inputs import validate_inputs
+from loopwright.app.inputs import FILE_TYPES, validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.message_writes import MessageWrites
 from loopwright.app.moderation import OutputGuard
 from loopwright.app.runs import Run, RunOutcome, Status
 from loopwright.app.wire import DifyStream, EvidencePolicy, StreamExtras
-from loopwright.app.wire_events import EventHead, MessageEnd, MessageReplace, ToolApprovalRequired, WireEvent
-from loopwright.model.entities import PromptMessage, UserMessage
+from loopwright.app.wire_events import (
+    EventHead,
+    MessageEnd,
+    MessageReplace,
+    ToolApprovalRequired,
+    TtsMessage,
+    TtsMessageEnd,
+    WireEvent,
+)
+from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import new_id, unix_seconds, utcnow
 from loopwright.tools.base import Tool, ToolContext
+from loopwright.tools.net import NetworkPolicy, network_policy
+
+log = logging.getLogger("loopwright.app")
 
 RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
 ResponseMode = Literal["streaming", "blocking"]
@@ -76,12 +90,21 @@ class Message:
     new_conversation: bool
     end_user: str | asyncio.Task[str]  # the id, or the task finding it (a new user, new conversation)
     writes: MessageWrites  # its rows, queued on the database writer
+    prompt_inputs: dict[str, Any] | None = None  # the inputs as ``{{variable}}`` shows them (files readable)
 
 
-async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, upload_dir: Path) -> Message:
+async def prepare(
+    db: Database,
+    lookup: AppLookup,
+    request: MessageRequest,
+    *,
+    upload_dir: Path,
+    file_policy: NetworkPolicy | None = None,
+) -> Message:
     """Resolve and check ``request`` (see the module's docstring). Raises
     :class:`ConversationNotFoundError` (not this app's or user's, or deleted),
-    :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files."""
+    :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files. ``file_policy``
+    is the SSRF guard's for remote files of ``file`` inputs (default: no private address)."""
     app_id = request.app_id
     if request.conversation_id:
         end_user_id = await lookup.end_user_id(app_id, request.user)
@@ -94,13 +117,22 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
         version, history = latest, []
         end_user = lookup.end_user_now(app_id, request.user)
     # Every turn runs on its own inputs, checked against the form (as Dify), and stores them.
-    inputs = validate_inputs(version.config.user_input_form, request.inputs)
+    form = version.config.user_input_form
+    inputs = validate_inputs(form, request.inputs)
+    prompt_inputs = None
+    input_parts: list[ContentPart] = []
+    if any(f.type in FILE_TYPES and f.variable in inputs for f in form):
+        policy = file_policy or network_policy(())
+        resolved = await resolve_file_inputs(db, app_id, form, inputs, upload_dir=upload_dir, policy=policy)
+        inputs, prompt_inputs, input_parts = resolved.values, resolved.prompt, resolved.parts
     files = ChatFiles([], [])
     if request.files:  # whose uploads they may use: this waits for the end user's id
         user_id = end_user if isinstance(end_user, str) else await asyncio.shield(end_user)
         files = await resolve_chat_files(
             db, app_id, user_id, version.config.file_upload, request.files, upload_dir
         )
+    if input_parts:  # the form's files first, then the message's
+        files = ChatFiles([*input_parts, *files.parts], files.rows)
     now = utcnow()
     head = EventHead(
         task_id=str(uuid.uuid4()),
@@ -110,7 +142,7 @@ async def prepare(db: Database, lookup: AppLookup, request: MessageRequest, *, u
     )
     writes = MessageWrites(db, head.conversation_id, head.message_id)
     new = not request.conversation_id
-    return Message(head, now, request, version, inputs, history, files, new, end_user, writes)
+    return Message(head, now, request, version, inputs, history, files, new, end_user, writes, prompt_inputs)
 
 
 async def _continued(
@@ -170,6 +202,9 @@ class RunStopped(Exception):
     """The run's stop event was set."""
 
 
+Speaker = Callable[[str], Awaitable[AsyncGenerator[bytes, None]]]  # text → its speech, as it comes
+
+
 def stream_extras(config: AppConfig) -> StreamExtras:
     """What the app adds to Dify's stream (approvals, structured output, evidence)."""
     evidence = config.evidence
@@ -189,6 +224,9 @@ async def run_events(
     run: Run,
     guards: Guards | None = None,
     resume: Resumption | None = None,
+    *,
+    join_rounds: bool = False,
+    speak: Speaker | None = None,
 ) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
     once everything is written. With ``guards`` (``app.guards``): input moderation, annotation reply
@@ -207,6 +245,7 @@ async def run_events(
         agent.strategy_kind,
         labels=tool_labels_of(agent),
         extras=stream_extras(message.version.config),
+        join_rounds=join_rounds,
     )
     started = time.perf_counter()
     status: Status = "normal"
@@ -251,6 +290,27 @@ async def run_events(
             await body.aclose()  # a stopped run's model stream and tool calls end here
         outcome = RunOutcome(status, "", error, end, approval=approval)
         await _save(message, stream, run, outcome, time.perf_counter() - started)
+    if speak is not None and status == "normal" and stream.answer.strip():
+        # Dify's auto-play: the answer's speech after message_end (the message is saved already)
+        async for wire in _speech_events(message.head, speak, stream.answer, run.stop_event):
+            yield wire
+
+
+async def _speech_events(
+    head: EventHead, speak: Speaker, text: str, stop: asyncio.Event
+) -> AsyncGenerator[WireEvent, None]:
+    """``tts_message`` events of the text's speech, then ``tts_message_end``. A failing audio server,
+    or a stop, ends the speech early; the stream itself never fails for it."""
+    try:
+        async with contextlib.aclosing(await speak(text)) as chunks:
+            async for chunk in chunks:
+                yield TtsMessage(head, base64.b64encode(chunk).decode("ascii"))
+    except asyncio.CancelledError:
+        if not _stopping(stop):
+            raise
+    except Exception:
+        log.warning("text to speech of an answer failed", exc_info=True)
+    yield TtsMessageEnd(head)
 
 
 async def _wire_events(
@@ -303,11 +363,13 @@ async def _wire_events(
 
 async def _prelude(message: Message, guards: Guards | None) -> Prelude:
     """What the agent runs with (``app.guards``: maybe an answer without it)."""
+    # The inputs as ``{{variable}}`` shows them (file inputs as readable text), when they differ.
+    inputs = message.inputs if message.prompt_inputs is None else message.prompt_inputs
     if guards is None:
-        return Prelude(message.inputs, message.request.query)
+        return Prelude(inputs, message.request.query)
     request = message.request
     return await guards.prepare(
-        message.version.config, request.app_id, message.inputs, request.query, message.head.message_id
+        message.version.config, request.app_id, inputs, request.query, message.head.message_id
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -50,6 +50,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
+from loopwright.app.speech import Speech
 from loopwright.app.stops import StopBoard
 from loopwright.app.tool_allowlist import check_config
 from loopwright.app.toolsets import ToolsetPool
@@ -130,6 +131,7 @@ class AppRuntime:
         self.annotations = Annotations(db, endpoints=lambda: self.settings)
         self.guards = Guards(self.annotations, policy=self._network_policy, openai=self._openai_endpoint)
         self.approval_timer = ApprovalTimer(self.expire_approvals)
+        self.speech = Speech(lambda: self.settings)  # the apps' audio endpoints (app.speech)
         self.toolsets = ToolsetPool(
             policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
@@ -155,7 +157,10 @@ class AppRuntime:
     async def start(self, request: MessageRequest) -> Run:
         """Start running one message; see the module's docstring."""
         uploads = self.upload_limits().directory
-        message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
+        policy = network_policy(self.settings.tool_allow_hosts)  # for remote files of ``file`` inputs
+        message = await messages.prepare(
+            self.db, self.lookup, request, upload_dir=uploads, file_policy=policy
+        )
         agent = await self.agent(message.version, request.app_id)
         if not self.lease.opened:
             await self.lease.open()  # registers this process and sweeps what dead ones left
@@ -164,9 +169,12 @@ class AppRuntime:
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
+        join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
+        speak = self._auto_play(message.version.config, request)
+        events = messages.run_events(message, agent, run, self.guards, join_rounds=join_rounds, speak=speak)
         noted = CURRENT_MESSAGE.set(message.head.message_id)  # the run's task keeps it (prompt_log)
         try:
-            self.runs.start(run, messages.run_events(message, agent, run, self.guards))
+            self.runs.start(run, events)
         finally:
             CURRENT_MESSAGE.reset(noted)
         if counted and run.task is not None:
@@ -436,6 +444,18 @@ class AppRuntime:
             self._knowledge = KnowledgeBase.open(self.db.url, settings=self.settings)
         return self._knowledge
 
+    def _auto_play(self, config: AppConfig, request: MessageRequest) -> messages.Speaker | None:
+        """The app's voice for a streamed answer when its text to speech plays by itself (Dify's
+        ``autoPlay``: ``tts_message`` events after ``message_end``)."""
+        tts = config.text_to_speech
+        if request.response_mode != "streaming" or not (tts.enabled and tts.autoPlay == "enabled"):
+            return None
+
+        async def speak(text: str) -> AsyncGenerator[bytes, None]:
+            return (await self.speech.speak(config, text, voice=None)).chunks()
+
+        return speak
+
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop every run and wait for them to save, then close what the agents hold open (MCP
         sessions, the knowledge store) and drain the database writer."""
@@ -456,6 +476,7 @@ class AppRuntime:
         if self._plugins is not None:
             await self._plugins.aclose()
             self._plugins = None
+        await self.speech.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()
             self._knowledge = None

@@ -93,7 +93,8 @@ class ThoughtRow:
 class DifyStream:
     """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
     the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
-    when it ends."""
+    when it ends. ``join_rounds``: a function-calling answer is every round's text joined with
+    newlines, as Dify saves it (``dify_strict``), instead of the final round's answer."""
 
     def __init__(
         self,
@@ -103,6 +104,7 @@ class DifyStream:
         labels: Mapping[str, Mapping[str, str]] | None = None,
         *,
         extras: StreamExtras | None = None,
+        join_rounds: bool = False,
     ) -> None:
         self.head = head
         self.extras = extras or StreamExtras()
@@ -126,6 +128,8 @@ class DifyStream:
         self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
+        self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
+        self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
         self._hooks: dict[type[AgentEvent], Callable[[Any], list[WireEvent]]] = {
             TextDelta: self.on_text_delta,
             RoundStarted: self.on_round_started,
@@ -199,6 +203,8 @@ class DifyStream:
         row = self.thoughts[-1]
         row.usage = event.usage
         self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
+        if self._join_rounds:
+            self._round_texts.append("".join(self._streamed))
         row.thought = event.thought.strip()
         self.dirty.add(row.id)
         if event.answer is None:
@@ -236,7 +242,10 @@ class DifyStream:
         if result.interruption is not None:  # paused: no message_end until the run has answered
             self.interruption = result.interruption
             return []
-        self.answer = result.text
+        # Dify's function-calling runner adds each round's text and a newline, and the saved
+        # answer is stripped (fc_agent_runner ``final_answer``, the task pipeline's ``_save_message``).
+        joined = "".join(f"{text}\n" for text in self._round_texts).strip()
+        self.answer = joined if self._join_rounds else result.text
         if self.extras.structured_output:
             self.output = {"valid": not result.output_fallback, "errors": result.output_errors}
         evidence = self.extras.evidence

@@ -24,6 +24,8 @@ __all__ = [
     "MessageReplace",
     "TextMessage",
     "ToolApprovalRequired",
+    "TtsMessage",
+    "TtsMessageEnd",
     "WireEvent",
 ]
 
@@ -199,6 +201,29 @@ class ErrorEvent:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class TtsMessage:
+    """A piece of the answer's speech (base64 MP3), when the app's text to speech plays by itself."""
+
+    head: EventHead
+    audio: str
+    event: Literal["tts_message"] = field(default="tts_message", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "audio": self.audio}
+
+
+@dataclass(frozen=True, slots=True)
+class TtsMessageEnd:
+    """The answer's speech is over (Dify sends it with an empty ``audio``)."""
+
+    head: EventHead
+    event: Literal["tts_message_end"] = field(default="tts_message_end", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "audio": ""}
+
+
 WireEvent = (
     AgentMessage
     | AgentThought
@@ -208,4 +233,7 @@ WireEvent = (
     | TextMessage
     | ToolApprovalRequired
     | ErrorEvent
+    | ErrorEvent
+    | TtsMessage
+    | TtsMessageEnd
 )

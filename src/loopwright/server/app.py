@@ -24,8 +24,11 @@ from loopwright.server import (
     routes_annotations,
     routes_app,
     routes_approvals,
+    routes_audio,
     routes_chat,
     routes_conversations,
+    routes_dataset_edits,
+    routes_dataset_tags,
     routes_datasets,
     routes_end_users,
     routes_file_previews,
@@ -95,12 +98,15 @@ def create_app(
     app.include_router(routes_tool_files.router)
     app.include_router(routes_plugin_icons.router)
     app.include_router(routes_file_previews.router)
+    app.include_router(routes_dataset_tags.router)  # before the dataset routes: /datasets/tags is no id
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
     app.include_router(routes_annotations.router)
     app.include_router(routes_approvals.router)
     routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
+    app.include_router(routes_audio.router)
+    app.include_router(routes_dataset_edits.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics

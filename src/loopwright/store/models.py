@@ -27,6 +27,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -122,6 +123,10 @@ class App(Base):
     mode: Mapped[str] = mapped_column(String(32), nullable=False, default="agent-chat")
     description: Mapped[str] = mapped_column(Text, nullable=False, default="")
     icon: Mapped[str | None] = mapped_column(String(255))
+    # Dify's access switches: ``status`` other than "normal" (``loopwright app disable``) or
+    # ``enable_api`` off (``app disable --api``) make the Service API answer 403.
+    status: Mapped[str] = mapped_column(String(32), nullable=False, default="normal", server_default="normal")
+    enable_api: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
     created_at: Mapped[datetime] = _created()
 
 

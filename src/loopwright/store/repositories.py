@@ -67,6 +67,7 @@ __all__ = [
     "new_message_file",
     "new_thought",
     "rename_conversation",
+    "set_app_access",
     "set_feedback",
     "stop_request_upsert",
     "storable",
@@ -160,6 +161,22 @@ async def list_api_keys(session: AsyncSession, app_id: str | None = None) -> lis
     if app_id is not None:
         stmt = stmt.where(ApiKey.app_id == app_id)
     return list(await session.scalars(stmt))
+
+
+async def set_app_access(
+    session: AsyncSession, app_id: str, *, status: str | None = None, enable_api: bool | None = None
+) -> App | None:
+    """Set an app's ``status`` (``normal`` serves; anything else is Dify's "abnormal") and/or its
+    ``enable_api`` switch; the app, or ``None`` when there is none."""
+    app = await session.get(App, app_id)
+    if app is None:
+        return None
+    if status is not None:
+        app.status = status
+    if enable_api is not None:
+        app.enable_api = enable_api
+    await session.flush()
+    return app
 
 
 async def revoke_api_key(session: AsyncSession, key: str) -> bool:

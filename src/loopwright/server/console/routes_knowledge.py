@@ -75,7 +75,7 @@ async def list_documents(dataset_id: str, kb: Knowledge, page: int = 1, limit: i
     dataset = await datasets.get_dataset(kb, dataset_id)
     documents, total = await datasets.list_documents(kb, dataset, None, page, limit)
     return {
-        "data": [_document(d, dataset.doc_form) for d in documents],
+        "data": [_document(d, dataset) for d in documents],
         "total": total,
         "has_more": page * limit < total,
     }
@@ -84,11 +84,11 @@ async def list_documents(dataset_id: str, kb: Knowledge, page: int = 1, limit: i
 @router.get("/datasets/{dataset_id}/documents/{document_id}")
 async def get_document(dataset_id: str, document_id: str, kb: Knowledge) -> dict[str, Any]:
     dataset = await datasets.get_dataset(kb, dataset_id)
-    return _document(await datasets.get_document(kb, dataset, document_id), dataset.doc_form)
+    return _document(await datasets.get_document(kb, dataset, document_id), dataset)
 
 
-def _document(d: datasets.Document, doc_form: str) -> dict[str, Any]:
-    return {**document_body(d, doc_form), "segment_count": d.segment_count, "completed_at": d.completed_at}
+def _document(d: datasets.Document, dataset: datasets.Dataset) -> dict[str, Any]:
+    return {**document_body(d, dataset), "segment_count": d.segment_count, "completed_at": d.completed_at}
 
 
 @router.post("/datasets/{dataset_id}/documents", status_code=201)
@@ -112,7 +112,7 @@ async def upload_document(
         raise ApiError(413, "file_too_large", "File size exceeded. The limit is 15 MB.")
     queued = await datasets.queue_document(kb, dataset, name or file.filename, data=content, kind=kind)
     tasks.add_task(queued.index)
-    return {"document": _document(queued.document, dataset.doc_form), "batch": queued.document.batch}
+    return {"document": _document(queued.document, dataset), "batch": queued.document.batch}
 
 
 @router.delete("/datasets/{dataset_id}/documents/{document_id}", status_code=204)
