@@ -15,6 +15,7 @@ import yaml
 
 from loopwright.app._validation import first_error
 from loopwright.app.dify_import import DifyImportError, translate_export
+from loopwright.app.dify_tools import ImportOptions, ToolImport
 from loopwright.app.toolset_sources import check_source
 
 FieldType = Literal[
@@ -110,20 +111,22 @@ class ImportReport:
     name: str
     config: AppConfig
     warnings: list[str] = field(default_factory=list)
+    tools: list[ToolImport] = field(default_factory=list)  # a Dify import: what each tool became
 
 
-def import_dify_dsl(text: str) -> ImportReport:
-    """Map a Dify agent-chat app export (DSL YAML) to an AppConfig, with a warning for each part
-    that could not be mapped (the mapping itself: :mod:`loopwright.app.dify_import`)."""
+def import_dify_dsl(text: str, options: ImportOptions | None = None) -> ImportReport:
+    """Map a Dify agent-chat app export (DSL YAML) to an AppConfig, with what each tool became and a
+    warning for each part that could not be mapped (the mapping: :mod:`loopwright.app.dify_import`;
+    ``options`` say where the export's MCP servers, workflow apps and API specs are)."""
     try:
-        translation = translate_export(_yaml(text))
+        translation = translate_export(_yaml(text), options)
     except DifyImportError as e:
         raise ConfigImportError(str(e)) from None
     try:
         config = AppConfig.model_validate(translation.config)
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
-    return ImportReport(translation.name, config, translation.warnings)
+    return ImportReport(translation.name, config, translation.warnings, translation.tools)
 
 
 def _yaml(text: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 import pydantic
 
 from loopwright.app._validation import first_error
+from loopwright.app.dify_tools import ImportOptions, ToolImport, map_tools
 
 
 class DifyImportError(ValueError):
@@ -23,11 +24,13 @@ class DifyImportError(ValueError):
 
 @dataclass
 class DifyTranslation:
-    """What an export became: the app's name, its configuration as data, and what was left out."""
+    """What an export became: the app's name, its configuration as data, what was left out, and what
+    each tool became."""
 
     name: str
     config: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    tools: list[ToolImport] = field(default_factory=list)
 
 
 class _DslPart(pydantic.BaseModel):
@@ -59,15 +62,17 @@ class DifyTool(_DslPart):
     enabled: bool | None = None
     provider_id: str = ""
     provider_name: str = ""
-    provider_type: str = "?"
+    provider_type: str = "builtin"
     tool_name: str = ""
+    tool_label: str = ""
     tool_parameters: dict[str, Any] = {}
 
 
 class AgentMode(_DslPart):
+    enabled: bool = False
     strategy: str = ""
     max_iteration: int = 10
-    tools: list[DifyTool] = []
+    tools: list[dict[str, Any]] = []
 
 
 class DifyFormField(_DslPart):
@@ -100,6 +105,19 @@ class DifyFeature(_DslPart):
     enabled: bool = False
 
 
+class DifyModeration(_DslPart):
+    """``sensitive_word_avoidance``: ``{enabled, type, config}``, or the older ``{enabled, type,
+    configs: []}`` (early exports), or a bare boolean."""
+
+    enabled: bool = False
+    type: str = ""
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _bare_flag(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+
 class DifyDatasetList(_DslPart):
     datasets: list[Any] = []
 
@@ -118,7 +136,7 @@ class DifyModelConfig(_DslPart):
     suggested_questions: list[str] = []
     dataset_configs: DifyDatasetConfigs = DifyDatasetConfigs()
     annotation_reply: DifyFeature = DifyFeature()
-    sensitive_word_avoidance: DifyFeature = DifyFeature()
+    sensitive_word_avoidance: DifyModeration = DifyModeration()
     speech_to_text: DifyFeature = DifyFeature()
     text_to_speech: DifyFeature = DifyFeature()
     more_like_this: DifyFeature = DifyFeature()
@@ -131,18 +149,25 @@ class DifyExport(_DslPart):
     config: DifyModelConfig = pydantic.Field(DifyModelConfig(), alias="model_config")
 
 
-# Dify tools that have a loopwright built-in equivalent: (provider, tool) → built-in name.
-_BUILTIN_EQUIVALENTS = {
-    ("time", "current_time"): "current_time",
-    ("langgenius/time/time", "current_time"): "current_time",
-    ("math", "eval_expression"): "calculator",
-    ("maths", "eval_expression"): "calculator",
+# ``router`` and ``react_router`` are the names early (pre-0.6) agent assistants saved.
+_STRATEGIES = {
+    "function_call": "function-calling",
+    "router": "function-calling",
+    "react": "react",
+    "react_router": "react",
+    "cot": "react",
 }
-_STRATEGIES = {"function_call": "function-calling", "react": "react", "cot": "react"}
+# The tools of early agent assistants (Dify 0.3–0.5), saved as ``{name: {enabled: …}}``: the provider
+# and tool Dify migrated each to.
+_EARLY_TOOLS = {
+    "current_datetime": ("time", "current_time"),
+    "web_reader": ("webscraper", "webscraper"),
+    "wikipedia": ("wikipedia", "wikipedia_search"),
+    "google_search": ("google", "google_search"),
+}
 _PARAMS = ("temperature", "top_p", "max_tokens", "presence_penalty", "frequency_penalty", "stop", "seed")
 _UNSUPPORTED = {
     "annotation_reply": "annotation replies",
-    "sensitive_word_avoidance": "moderation (sensitive word avoidance)",
     "speech_to_text": "speech to text",
     "text_to_speech": "text to speech",
     "more_like_this": "more like this",
@@ -151,17 +176,24 @@ _UNSUPPORTED = {
 _FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object")
 
 
-def translate_export(data: Mapping[str, Any]) -> DifyTranslation:
-    """The app a parsed Dify agent-chat export describes, as configuration data, with a warning for each
-    part that could not be mapped; :class:`DifyImportError` when it is not such an export."""
+def translate_export(data: Mapping[str, Any], options: ImportOptions | None = None) -> DifyTranslation:
+    """The app a parsed Dify agent-chat export describes, as configuration data, with what each tool
+    became and a warning for each part that could not be mapped; :class:`DifyImportError` when it is not
+    an agent app's export (``agent-chat``, or an early ``chat`` app with its agent mode on)."""
     try:
         export = DifyExport.model_validate(dict(data))
     except pydantic.ValidationError as e:
         raise DifyImportError(f"not a usable Dify export: {first_error(e)}") from None
-    if export.app.mode != "agent-chat":
-        raise DifyImportError(f"not an agent-chat app export (mode: {export.app.mode!r})")
     mc, agent = export.config, export.config.agent_mode
+    if export.app.mode != "agent-chat" and not (export.app.mode == "chat" and agent.enabled):
+        raise DifyImportError(f"not an agent-chat app export (mode: {export.app.mode!r})")
     warnings: list[str] = []
+    tools = map_tools(_tool_entries(agent.tools, warnings), options or ImportOptions())
+    warnings += [
+        f"tool {t.tool!r} ({t.provider_type} {t.provider!r}) was {t.became}"
+        for t in tools.report
+        if not t.kept
+    ]
     model, params = _model(mc.model, warnings)
     config: dict[str, Any] = {
         "model": model,
@@ -169,13 +201,16 @@ def translate_export(data: Mapping[str, Any]) -> DifyTranslation:
         "strategy": _STRATEGIES.get(agent.strategy, "auto"),
         "instruction": mc.pre_prompt,
         "user_input_form": [f for f in (_form_field(e, warnings) for e in mc.user_input_form) if f],
-        "tools": [t for t in (_tool(e, warnings) for e in agent.tools) if t],
+        "tools": tools.tools,
+        "toolsets": tools.toolsets,
         "max_iterations": min(agent.max_iteration or 10, 99),
         "file_upload": _file_upload(mc.file_upload),
         "opening_statement": mc.opening_statement,
         "suggested_questions": mc.suggested_questions,
     }
-    return DifyTranslation(export.app.name or "imported app", config, warnings + _unsupported(mc))
+    return DifyTranslation(
+        export.app.name or "imported app", config, warnings + _unsupported(mc), tools.report
+    )
 
 
 def _unsupported(mc: DifyModelConfig) -> list[str]:
@@ -185,6 +220,13 @@ def _unsupported(mc: DifyModelConfig) -> list[str]:
         for key, what in _UNSUPPORTED.items()
         if getattr(mc, key).enabled
     ]
+    moderation = mc.sensitive_word_avoidance
+    if moderation.enabled:
+        kind = f", type {moderation.type!r}" if moderation.type else ""
+        warnings.append(
+            f"moderation (sensitive word avoidance{kind}) is enabled in the export but not supported; "
+            "it was left out"
+        )
     if mc.dataset_configs.datasets.datasets:
         warnings.append("knowledge bases (dataset_configs) are not imported; attach them to the app again")
     return warnings
@@ -225,21 +267,29 @@ def _form_field(entry: dict[str, Any], warnings: list[str]) -> dict[str, Any] | 
     }
 
 
-def _tool(entry: DifyTool, warnings: list[str]) -> dict[str, Any] | None:
-    if entry.enabled is False:
-        return None
-    provider = entry.provider_id or entry.provider_name
-    builtin = _BUILTIN_EQUIVALENTS.get((provider, entry.tool_name))
-    if builtin is None:
-        warnings.append(
-            f"tool {entry.tool_name!r} ({entry.provider_type} provider {provider!r}) has no loopwright "
-            "equivalent yet"
-        )
-        return None
-    values = {k: v for k, v in entry.tool_parameters.items() if v not in (None, "")}
-    if builtin == "current_time":
-        values = {k: v for k, v in values.items() if k == "timezone"}
-    return {"name": builtin, "form_values": values}
+def _tool_entries(raw: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
+    """The export's tool entries in today's shape: an early ``{name: {enabled: …}}`` entry becomes the
+    provider and tool Dify migrated it to; knowledge-base entries of early assistants are reported."""
+    out = []
+    for entry in raw:
+        if len(entry) == 1:
+            ((name, spec),) = entry.items()
+            spec = spec if isinstance(spec, dict) else {}
+            if name == "dataset":
+                warnings.append(
+                    "knowledge bases (agent_mode dataset tools) are not imported; attach them again"
+                )
+                continue
+            if name in _EARLY_TOOLS:
+                provider, tool = _EARLY_TOOLS[name]
+                entry = {"enabled": spec.get("enabled", True), "provider_id": provider, "tool_name": tool}
+        try:
+            tool_entry = DifyTool.model_validate(entry)
+        except pydantic.ValidationError as e:
+            warnings.append(f"tool entry {entry!r} is not readable ({first_error(e)}); it was left out")
+            continue
+        out.append(tool_entry.model_dump())
+    return out
 
 
 def _file_upload(spec: DifyFileUpload) -> dict[str, Any]:

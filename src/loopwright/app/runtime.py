@@ -110,10 +110,13 @@ class AppRuntime:
     def with_builtin_tools(cls, db: Database, settings: Settings | None = None, **options: Any) -> AppRuntime:
         """A runtime whose apps choose from the built-in tools, behind the settings' network policy
         (what ``loopwright serve`` and ``loopwright app ask`` run); ``options`` as the constructor's."""
-        from loopwright.tools.builtin import builtin_tools
+        from loopwright.tools.builtin import AudioEndpoint, builtin_tools
 
         settings = settings or load_settings()
-        tools = builtin_tools(network_policy(settings.tool_allow_hosts))
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        base = settings.openai_base_url or ("https://api.openai.com/v1" if key else None)
+        audio = AudioEndpoint(base, key)
+        tools = builtin_tools(network_policy(settings.tool_allow_hosts), audio=audio)
         return cls(db, settings, tools=tools, **options)
 
     # --- the entry point --------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Building the tool sources an app configuration names beside its built-in tools: OpenAPI specs,
-MCP servers, other apps and knowledge bases (checked when the configuration is saved, by
+MCP servers, other apps, knowledge bases and Dify plugins (checked when the configuration is saved, by
 :mod:`loopwright.app.toolset_sources`).
 
 :class:`ToolsetPool` builds them for a server: one per distinct source, shared by every app and every
@@ -13,7 +13,13 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopwright.app.toolset_sources import AppToolSource, KnowledgeSource, source_model
+from loopwright.app.toolset_sources import (
+    AppToolSource,
+    DifyPluginSource,
+    KnowledgeSource,
+    source_model,
+    split_selection,
+)
 from loopwright.tools.app_tool import AppRunner, app_tool
 from loopwright.tools.base import Tool, ToolLike, ToolParameter
 
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from loopwright.tools.net import NetworkPolicy
 
 log = logging.getLogger("loopwright.app")
+
+PluginTools = Callable[[DifyPluginSource], Awaitable[ToolLike]]
+"""``tools(source)`` → the tools of an installed Dify plugin (the plugin host)."""
 
 AppInfo = Callable[[str], Awaitable[tuple[str, str, "Sequence[InputField]"] | None]]
 """``info(app_id)`` → ``(name, description, input form)`` of an app, or None when it doesn't exist."""
@@ -38,11 +47,13 @@ class ToolsetPool:
         knowledge: Callable[[], KnowledgeBase] | None = None,
         app_info: AppInfo | None = None,
         app_runner: AppRunner | None = None,
+        plugin_tools: PluginTools | None = None,
     ) -> None:
         self._policy = policy  # read when a source is built (the settings may be loaded late)
         self._knowledge = knowledge
         self._app_info = app_info
         self._app_runner = app_runner
+        self._plugin_tools = plugin_tools
         self._built: dict[str, ToolLike] = {}
 
     async def tools_for(self, config: AppConfig) -> list[ToolLike]:
@@ -74,7 +85,20 @@ class ToolsetPool:
         self._built.clear()
 
     async def _build(self, entry: Mapping[str, Any]) -> ToolLike:
-        source = source_model(entry.get("type")).model_validate(dict(entry))
+        fields, selection = split_selection(entry)
+        built = await self._build_source(fields)
+        if selection is None:
+            return built
+        from loopwright.tools.selection import SelectedTools
+
+        return SelectedTools(built, selection)
+
+    async def _build_source(self, fields: Mapping[str, Any]) -> ToolLike:
+        source = source_model(fields.get("type")).model_validate(dict(fields))
+        if isinstance(source, DifyPluginSource):
+            if self._plugin_tools is None:
+                raise ValueError(f"Dify plugins cannot run here (plugin {source.plugin})")
+            return await self._plugin_tools(source)
         if isinstance(source, AppToolSource):
             return await self._app_tool(source)
         if isinstance(source, KnowledgeSource):
