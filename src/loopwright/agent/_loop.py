@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -31,6 +32,7 @@ from loopwright.agent.events import (
 )
 from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.prompts import ScratchpadStep
+from loopwright.agent.tool_selection import ToolChoiceRequest, ToolSelector
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactTurn
 from loopwright.model.entities import (
@@ -44,6 +46,8 @@ from loopwright.model.entities import (
 from loopwright.model.settings import ModelSettings
 from loopwright.tools.base import ToolContext, ToolOutput
 from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
+
+log = logging.getLogger("loopwright.agent")
 
 # ReactDecodingModel.stream_react, bound to its model
 StreamReact = Callable[..., AsyncGenerator[LLMChunk, None]]
@@ -64,6 +68,7 @@ class LoopSettings:
     # the model's ReactDecodingModel.stream_react, when it has one (the Agent checks once per model:
     # isinstance on a Protocol costs ~4 µs)
     stream_react: StreamReact | None = None
+    selector: ToolSelector | None = None  # chooses the tools of each round (agent.tool_selection)
 
 
 @dataclass(slots=True)
@@ -152,8 +157,12 @@ async def run_loop(
         state.round = rnd
         # The last round, or the one after a repeated call, offers no tools: the model must answer.
         last = rnd == cap or state.repeated is not None
-        yield RoundStarted(rnd)
-        req = strategy.request(state, () if last else tools)
+        offered: tuple[str, ...] | None = None
+        round_tools: Sequence[ToolSchema] = tools
+        if settings.selector is not None and not last and tools:
+            round_tools, offered = await _select_tools(settings.selector, tools, state)
+        yield RoundStarted(rnd, offered)
+        req = strategy.request(state, () if last else round_tools)
         reply: RoundReply | None = None
         started = clock()
         chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
@@ -220,6 +229,37 @@ def _settle(
     if settings.guard is not None:
         _hold_repeats(settings.guard, state, reply.calls)
     return _Step.TOOLS
+
+
+async def _select_tools(
+    selector: ToolSelector, tools: Sequence[ToolSchema], state: RunState
+) -> tuple[Sequence[ToolSchema], tuple[str, ...] | None]:
+    """The round's tools as the selector chose them (in the agent's order), and their names; every tool
+    when it chooses none or fails (selection must never end a run)."""
+    used = {c.name for c in state.calls} | _used_in(state.history)
+    request = ToolChoiceRequest(tools, state.query, _texts(state.history), frozenset(used), state.round)
+    try:
+        names = await selector.select(request)
+    except Exception as exc:
+        log.warning("tool selection failed, offering every tool: %s", exc)
+        return tools, None
+    if names is None:
+        return tools, None
+    wanted = set(names)
+    chosen = [t for t in tools if t.name in wanted]
+    return chosen, tuple(t.name for t in chosen)
+
+
+def _used_in(history: Sequence[PromptMessage]) -> set[str]:
+    return {call.name for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls}
+
+
+def _texts(history: Sequence[PromptMessage]) -> list[str]:
+    return [
+        m.content
+        for m in history
+        if isinstance(m, UserMessage | AssistantMessage) and isinstance(m.content, str)
+    ]
 
 
 def _timed(usage: Usage | None, elapsed: float) -> Usage:

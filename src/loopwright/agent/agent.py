@@ -15,6 +15,7 @@ from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.prompts import fill_inputs
+from loopwright.agent.tool_selection import ToolSelector
 from loopwright.model.base import Model, ReactDecodingModel
 from loopwright.model.entities import (
     ContentPart,
@@ -61,6 +62,8 @@ class Agent:
     callbacks: Sequence[object] = ()
     # Wraps or replaces every tool call (Dify's tool_invoke_hook; see tools.engine.ToolHook)
     tool_hook: ToolHook | None = None
+    # Chooses the tools each round offers, out of many (agent.tool_selection; e.g. tools.ranking)
+    tool_selector: ToolSelector | None = None
     # What result.metrics times are measured with (seconds); a test may pass a fake clock
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
     _callback_tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
@@ -135,6 +138,7 @@ class Agent:
             guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
             clock=self.clock,
             stream_react=self._stream_react(),
+            selector=self.tool_selector,
         )
         events = run_loop(self.model, strategy, self._tool_engine, state, settings)
         if not (self.callbacks or callbacks):

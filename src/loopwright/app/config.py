@@ -53,6 +53,17 @@ class FileUpload(pydantic.BaseModel):
     transfer_methods: list[Literal["local_file", "remote_url"]] = ["local_file", "remote_url"]
 
 
+class ToolRanking(pydantic.BaseModel):
+    """Offer each round only the tools most relevant to the question when the app has more than
+    ``threshold`` (ranked by meaning with the packaged MiniLM; ``loopwright.tools.ranking``)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    threshold: int = pydantic.Field(default=16, ge=1)
+    top_k: int = pydantic.Field(default=6, ge=1)
+
+
 class AppConfig(pydantic.BaseModel):
     """Everything that defines how an agent-chat app answers."""
 
@@ -78,6 +89,7 @@ class AppConfig(pydantic.BaseModel):
     suggested_questions_after_answer: bool = False
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
+    tool_ranking: ToolRanking = ToolRanking()
 
     @pydantic.field_validator("toolsets")
     @classmethod
@@ -147,6 +159,7 @@ __all__ = [
     "ImportReport",
     "InputField",
     "ToolConfig",
+    "ToolRanking",
     "first_error",
     "import_dify_dsl",
     "load_app_yaml",

@@ -48,6 +48,7 @@ from loopwright.tools.net import network_policy
 
 if TYPE_CHECKING:
     from loopwright.knowledge.kb import KnowledgeBase
+    from loopwright.tools.ranking import ToolRanker
 
 log = logging.getLogger("loopwright.app")
 
@@ -301,7 +302,18 @@ def build_agent(
         max_iterations=config.max_iterations,
         model_params=config.model_params,
         callbacks=load_callbacks(config.callbacks) if config.callbacks else (),
+        tool_selector=_tool_ranker(config),
     )
+
+
+def _tool_ranker(config: AppConfig) -> ToolRanker | None:
+    """The app's tool ranking (it ranks only when the app offers more tools than its threshold)."""
+    ranking = config.tool_ranking
+    if not ranking.enabled:
+        return None
+    from loopwright.tools.ranking import ToolRanker
+
+    return ToolRanker(threshold=ranking.threshold, top_k=ranking.top_k)
 
 
 class _LazyFiles:
