@@ -15,6 +15,8 @@ offers every tool.
 from __future__ import annotations
 
 import logging
+import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -29,6 +31,10 @@ Encode = Callable[[list[str]], Any]
 """``encode(texts)`` → one normalised vector per text (rows of a 2-D array)."""
 
 CONVERSATION_WEIGHT = 0.35  # how much the conversation before the query counts beside the query
+# A word of the query that names few tools (a product — "Salesforce", "Zoom") adds this much, scaled by
+# how rare it is among the tools: small embedding models blur proper nouns.
+NAME_WEIGHT = 0.15
+_WORD = re.compile(r"[a-z][a-z0-9]{3,}")
 CONVERSATION_TURNS = 2  # the last messages of the conversation that count
 MAX_TEXT = 1000  # characters of a text that are embedded (the model reads 256 tokens anyway)
 
@@ -62,7 +68,8 @@ class ToolRanker:
         self.threshold = threshold
         self.top_k = top_k
         self._encode = encode
-        self._tools: tuple[tuple[str, ...], Any] | None = None  # (tool texts, their vectors)
+        # (tool texts, their vectors, each tool's words, each word's weight: its rarity among the tools)
+        self._tools: tuple[tuple[str, ...], Any, list[set[str]], dict[str, float]] | None = None
         self._unavailable = False
 
     async def select(self, request: _Request) -> list[str] | None:
@@ -82,14 +89,16 @@ class ToolRanker:
 
     def scores(self, tools: Sequence[ToolSchema], query: str, conversation: list[str]) -> Any:
         """The relevance of each tool (blocking: the caller runs it in a worker thread)."""
-        vectors = self._tool_vectors(tools)
+        _, vectors, words, weights = self._index(tools)
         context = " ".join(conversation[-CONVERSATION_TURNS:])[-MAX_TEXT:]
         texts = [query[:MAX_TEXT], context] if context.strip() else [query[:MAX_TEXT]]
         encoded = np.asarray(self.encode(texts), dtype=np.float32)
         scores = vectors @ encoded[0]
         if len(encoded) > 1:
             scores = scores + CONVERSATION_WEIGHT * (vectors @ encoded[1])
-        return scores
+        asked = set(_WORD.findall(query.lower()))
+        named = [sum(weights.get(w, 0.0) for w in asked & tool_words) for tool_words in words]
+        return scores + NAME_WEIGHT * np.asarray(named, dtype=np.float32)
 
     def encode(self, texts: list[str]) -> Any:
         if self._encode is None:
@@ -98,9 +107,19 @@ class ToolRanker:
             self._encode = MINILM.encode
         return self._encode(texts)
 
-    def _tool_vectors(self, tools: Sequence[ToolSchema]) -> Any:
+    def _index(
+        self, tools: Sequence[ToolSchema]
+    ) -> tuple[tuple[str, ...], Any, list[set[str]], dict[str, float]]:
         texts = tuple(tool_text(t) for t in tools)
         cached = self._tools
         if cached is None or cached[0] != texts:
-            cached = self._tools = (texts, np.asarray(self.encode(list(texts)), dtype=np.float32))
-        return cached[1]
+            vectors = np.asarray(self.encode(list(texts)), dtype=np.float32)
+            words = [set(_WORD.findall(text.lower())) for text in texts]
+            counts: dict[str, int] = {}
+            for tool_words in words:
+                for w in tool_words:
+                    counts[w] = counts.get(w, 0) + 1
+            # rare words only: one in at most 3 tools weighs 1 for one tool, less for more
+            weights = {w: 1.0 / math.sqrt(c) for w, c in counts.items() if c <= 3}
+            cached = self._tools = (texts, vectors, words, weights)
+        return cached
