@@ -54,14 +54,15 @@ class FileUpload(pydantic.BaseModel):
 
 
 class ToolRanking(pydantic.BaseModel):
-    """Offer each round only the tools most relevant to the question when the app has more than
-    ``threshold`` (ranked by meaning with the packaged MiniLM; ``loopwright.tools.ranking``)."""
+    """Offer each round only the ``top_k`` tools most relevant to the question when the app has more
+    than ``threshold`` (ranked by meaning with the packaged MiniLM; ``loopwright.tools.ranking``).
+    Unset: 16 and 6, or 3 and 3 on the embedded local model, which chooses well only among a few."""
 
     model_config = pydantic.ConfigDict(extra="forbid")
 
     enabled: bool = True
-    threshold: int = pydantic.Field(default=16, ge=1)
-    top_k: int = pydantic.Field(default=6, ge=1)
+    threshold: int | None = pydantic.Field(default=None, ge=1)
+    top_k: int | None = pydantic.Field(default=None, ge=1)
 
 
 class AppConfig(pydantic.BaseModel):

@@ -313,7 +313,9 @@ def _tool_ranker(config: AppConfig) -> ToolRanker | None:
         return None
     from loopwright.tools.ranking import ToolRanker
 
-    return ToolRanker(threshold=ranking.threshold, top_k=ranking.top_k)
+    small = config.model == "local" or config.model.startswith("local:")  # the embedded model
+    threshold = ranking.threshold or (3 if small else 16)
+    return ToolRanker(threshold=threshold, top_k=ranking.top_k or min(threshold, 3 if small else 6))
 
 
 class _LazyFiles:
