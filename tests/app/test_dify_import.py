@@ -263,3 +263,29 @@ def test_the_imported_config_round_trips_through_validation() -> None:
     report = import_dify_dsl(fixture("dify1-all-kinds.yml"))
     again = AppConfig.model_validate(report.config.model_dump())
     assert again == report.config
+
+
+# --- tool ranking of an imported app -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "model", "expected"),
+    [
+        ({}, "openai:gpt-4o", (16, 6)),
+        ({}, "local", (3, 3)),
+        ({"threshold": 40}, "openai:gpt-4o", (40, 6)),
+        ({"threshold": 2}, "openai:gpt-4o", (2, 2)),
+        ({"top_k": 10}, "local:/models/x.gguf", (3, 10)),
+        ({"enabled": False}, "openai:gpt-4o", None),
+    ],
+)
+def test_the_apps_tool_ranking(
+    settings: dict[str, Any], model: str, expected: tuple[int, int] | None
+) -> None:
+    from loopwright.app.runtime import build_agent
+    from loopwright.testing import ScriptedModel
+
+    config = AppConfig(model=model, tool_ranking=settings)  # type: ignore[arg-type]
+    agent = build_agent(config, ScriptedModel([]), [])
+    ranker = agent.tool_selector
+    assert (None if ranker is None else (ranker.threshold, ranker.top_k)) == expected  # type: ignore[attr-defined]
