@@ -289,3 +289,13 @@ def test_the_apps_tool_ranking(
     agent = build_agent(config, ScriptedModel([]), [])
     ranker = agent.tool_selector
     assert (None if ranker is None else (ranker.threshold, ranker.top_k)) == expected  # type: ignore[attr-defined]
+
+
+def test_an_imported_app_goes_back_to_dify_and_imports_the_same() -> None:
+    from loopwright.app.dify_export import export_dify_dsl
+
+    first = import_dify_dsl(fixture("dify1-all-kinds.yml")).config
+    exported = export_dify_dsl("Research Desk", first)
+    second = import_dify_dsl(exported.text).config
+    assert second.tools == first.tools
+    assert plugin_entries(second) == plugin_entries(first)

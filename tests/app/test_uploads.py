@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from loopwright.store.models import EndUser, UploadFile
 
 def test_the_limits_are_the_ones_given_else_the_defaults(tmp_path: Path) -> None:
     assert uploads.upload_limits(Settings()) == uploads.UploadLimits(
-        Path("loopwright-files") / "uploads", 15 * 1024 * 1024
+        Path(os.environ["LOOPWRIGHT_DATA_DIR"]) / "files" / "uploads", 15 * 1024 * 1024
     )
     given = uploads.upload_limits(Settings(), directory=str(tmp_path), max_bytes=1000)
     assert given == uploads.UploadLimits(tmp_path, 1000, ())

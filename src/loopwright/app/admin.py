@@ -2,8 +2,8 @@
 
 The ``loopwright app``, ``key`` and ``tools`` commands call these, so the CLI never touches the store.
 Each function opens the database (``database_url``, else ``DATABASE_URL`` / ``LOOPWRIGHT_DB`` /
-``./loopwright.db``, as the server does), runs the migrations (a new file needs no setup), does its work
-in one transaction and closes the database again.
+``loopwright.db`` in the data directory, as the server does), runs the migrations (a new file needs
+no setup), does its work in one transaction and closes the database again.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pydantic
+import yaml
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.app.config import (
@@ -24,6 +25,7 @@ from loopwright.app.config import (
     import_dify_dsl,
     load_app_yaml,
 )
+from loopwright.app.dify_export import export_dify_dsl
 from loopwright.app.dify_tools import ImportOptions
 from loopwright.app.readiness import Readiness, ReadinessChecks
 from loopwright.app.readiness import check_app as check_readiness
@@ -204,6 +206,68 @@ async def revoke_key(key: str, *, database_url: str | None = None) -> bool:
         return await repo.revoke_api_key(session, key)
 
 
+@dataclass(frozen=True)
+class AppDetails:
+    """An app, its current configuration (as stored) and how many versions and keys it has."""
+
+    id: str
+    name: str
+    description: str
+    created_at: str
+    version: int
+    versions: int
+    keys: int
+    config: dict[str, Any]
+
+
+async def show_app(app_id: str, *, database_url: str | None = None) -> AppDetails:
+    """One app with its current configuration; :class:`AppNotFoundError` when there is none."""
+    async with _session(database_url) as session:
+        app = await session.get(App, app_id)
+        if app is None:
+            raise AppNotFoundError(app_id)
+        versions = await repo.config_versions(session, app_id)
+        current = versions[-1] if versions else None
+        return AppDetails(
+            app.id,
+            app.name,
+            app.description,
+            app.created_at.isoformat(timespec="seconds"),
+            current.version if current is not None else 0,
+            len(versions),
+            len(await repo.list_api_keys(session, app_id)),
+            dict(current.config) if current is not None else {},
+        )
+
+
+async def delete_app(app_id: str, *, database_url: str | None = None) -> None:
+    """Delete an app with its versions, keys, conversations and messages (:class:`AppNotFoundError`
+    when there is none). A running server refuses its keys within ``lookup.KEY_TTL``."""
+    async with _session(database_url) as session:
+        if not await repo.delete_app(session, app_id):
+            raise AppNotFoundError(app_id)
+
+
+async def export_app(app_id: str, *, fmt: str = "dify", database_url: str | None = None) -> ExportedApp:
+    """The app's current configuration as a Dify DSL export (``fmt="dify"``, with warnings for what
+    Dify cannot take) or as loopwright's own app YAML (``fmt="loopwright"``, lossless)."""
+    details = await show_app(app_id, database_url=database_url)
+    config = AppConfig.model_validate(details.config)
+    if fmt == "loopwright":
+        document = {"name": details.name, **config.model_dump(mode="json", exclude_defaults=True)}
+        return ExportedApp(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), [])
+    if fmt != "dify":
+        raise UserInputError(f"unknown export format {fmt!r}; expected dify or loopwright")
+    result = export_dify_dsl(details.name, config, description=details.description)
+    return ExportedApp(result.text, result.warnings)
+
+
+@dataclass(frozen=True)
+class ExportedApp:
+    text: str
+    warnings: list[str]
+
+
 def _same_source(entry: object, source: Mapping[str, Any]) -> bool:
     """Whether ``entry`` is the same spec (an OpenAPI file or URL) as ``source``."""
     spec = source.get("spec")
@@ -229,6 +293,11 @@ async def _session(database_url: str | None) -> AsyncIterator[AsyncSession]:
             yield session
     finally:
         await db.close()
+
+
+def database_url() -> str:
+    """The database every command and the server use here (from the environment, as they resolve it)."""
+    return resolve_url(None)
 
 
 def open_knowledge(settings: EndpointSettings, *, database_url: str | None = None) -> KnowledgeBase:

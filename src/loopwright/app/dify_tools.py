@@ -195,7 +195,7 @@ def _native_values(native: str, tool: str, presets: dict[str, Any], form: tuple[
         values: dict[str, Any] = {}
         if isinstance(chosen, str) and chosen:
             values["model"] = chosen.rsplit("#", 1)[-1]
-            voice = presets.get(f"voice#{chosen}")
+            voice = presets.get(f"voice#{chosen}") or presets.get("voice")  # Dify's key, or ours
             if isinstance(voice, str) and voice and tool == "tts":
                 values["voice"] = voice
         return values

@@ -14,10 +14,8 @@ A check never raises: a failure is a line saying what is missing.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -31,6 +29,7 @@ from loopwright.app.toolset_sources import (
     source_model,
     split_selection,
 )
+from loopwright.paths import data_dir
 
 if TYPE_CHECKING:
     from loopwright.app.config import AppConfig
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from loopwright.tools.net import NetworkPolicy
 
 CHECK_TIMEOUT = 20.0  # seconds for one source (an MCP server's start, a spec download)
-DATA_DIR_ENV = "LOOPWRIGHT_DATA_DIR"
 
 
 @dataclass(frozen=True)
@@ -48,16 +46,6 @@ class Readiness:
     what: str
     ready: bool
     detail: str = ""
-
-
-def data_dir() -> Path:
-    """``LOOPWRIGHT_DATA_DIR``, else the platform's user data directory (``~/.local/share/loopwright``)."""
-    configured = os.environ.get(DATA_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("loopwright", appauthor=False))
 
 
 def plugin_installed(plugin: str) -> bool:

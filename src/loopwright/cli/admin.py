@@ -1,8 +1,9 @@
-"""``loopwright app create|ask``, ``loopwright key create`` and ``loopwright serve``: apps and the server.
+"""``loopwright app …``, ``loopwright key …`` and ``loopwright serve``: apps, their keys and the server.
 
 Each prints what a script needs (an app id, a key) on a line of its own. The database is the one the
-server uses: ``DATABASE_URL``, else ``LOOPWRIGHT_DB`` (a SQLite file), else ``./loopwright.db``;
-migrations run first, so a new file needs no setup. The work itself is :mod:`loopwright.app.admin`'s.
+server uses: ``DATABASE_URL``, else ``LOOPWRIGHT_DB`` (a SQLite file), else ``loopwright.db`` in the
+data directory; migrations run first, so a new file needs no setup. The work itself is
+:mod:`loopwright.app.admin`'s.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import json
 import sys
 from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
     from loopwright.app.dify_tools import ImportOptions
     from loopwright.app.messages import MessageRequest
 
-apps = typer.Typer(help="Create agent-chat apps and ask them.", no_args_is_help=True)
-keys = typer.Typer(help="Create API keys for apps.", no_args_is_help=True)
+apps = typer.Typer(help="Create, list, show, ask, export and delete agent-chat apps.", no_args_is_help=True)
+keys = typer.Typer(help="Create, list and revoke API keys of apps.", no_args_is_help=True)
 
 
 @apps.command("create")
@@ -57,8 +59,9 @@ def create_app(
     """Create an app; prints its id. A Dify export's tools are reported one by one."""
     from loopwright.app import admin
     from loopwright.app.config import ConfigImportError, ImportReport
+    from loopwright.cli._common import reported_errors
 
-    try:
+    with reported_errors():
         if from_yaml is not None:
             text = from_yaml.read_text(encoding="utf-8")
             options = _import_options(mcp, mcp_config, map_workflow, api_spec)
@@ -72,15 +75,12 @@ def create_app(
                 model=model, tools=tool or [], instruction=instruction, strategy=strategy
             )
             report = ImportReport(name, config)
-    except (ConfigImportError, OSError, ValueError) as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(1) from None
-    for t in report.tools:
-        if t.kept:
-            typer.secho(f"tool {t.tool} ({t.provider_type} {t.provider}) → {t.became}", err=True)
-    for warning in report.warnings:
-        typer.secho(f"warning: {warning}", fg="yellow", err=True)
-    typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+        for t in report.tools:
+            if t.kept:
+                typer.secho(f"tool {t.tool} ({t.provider_type} {t.provider}) → {t.became}", err=True)
+        for warning in report.warnings:
+            typer.secho(f"warning: {warning}", fg="yellow", err=True)
+        typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
 
 
 def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
@@ -233,6 +233,79 @@ def list_apps(
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
         return
     _table(["id", "name", "model", "strategy", "tools", "created"], [list(asdict(r).values()) for r in rows])
+
+
+@apps.command("show")
+def show_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id (from `app list`).")],
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
+) -> None:
+    """Show an app: its name, version, number of keys and current configuration."""
+    from loopwright.app.admin import show_app as app_details
+    from loopwright.cli._common import reported_errors
+
+    with reported_errors(plain=json_out):
+        details = asyncio.run(app_details(app_id))
+    if json_out:
+        typer.echo(json.dumps(asdict(details), ensure_ascii=False))
+        return
+    import yaml
+
+    typer.echo(f"id:       {details.id}\nname:     {details.name}")
+    typer.echo(f"created:  {details.created_at}\nversion:  {details.version} (of {details.versions})")
+    typer.echo(f"keys:     {details.keys}\nconfig:")
+    typer.echo(yaml.safe_dump(details.config, allow_unicode=True, sort_keys=False).rstrip("\n"))
+
+
+@apps.command("delete")
+def delete_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id (from `app list`).")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete an app with its keys, conversations and messages."""
+    from loopwright.app.admin import delete_app as delete
+    from loopwright.app.admin import show_app as app_details
+    from loopwright.cli._common import reported_errors
+
+    with reported_errors():
+        details = asyncio.run(app_details(app_id))
+        if not yes and not typer.confirm(
+            f"Delete app {details.name!r} ({details.id}) with its {details.keys} key(s) and all its "
+            "conversations?"
+        ):
+            raise typer.Exit(1)
+        asyncio.run(delete(app_id))
+    typer.echo("deleted")
+
+
+class ExportFormat(StrEnum):
+    dify = "dify"
+    loopwright = "loopwright"
+
+
+@apps.command("export")
+def export_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id (from `app list`).")],
+    fmt: Annotated[
+        ExportFormat,
+        typer.Option("--format", "-f", help="dify: a Dify DSL file Dify can import; loopwright: our YAML."),
+    ] = ExportFormat.dify,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
+    ] = None,
+) -> None:
+    """Export an app's current configuration as YAML (what Dify cannot take is said on stderr)."""
+    from loopwright.app.admin import export_app as export
+    from loopwright.cli._common import reported_errors
+
+    with reported_errors():
+        exported = asyncio.run(export(app_id, fmt=fmt.value))
+        if output is not None:
+            output.write_text(exported.text, encoding="utf-8")
+    for warning in exported.warnings:
+        typer.secho(f"warning: {warning}", fg="yellow", err=True)
+    if output is None:
+        typer.echo(exported.text, nl=False)
 
 
 @keys.command("list")

@@ -1,7 +1,8 @@
 """``loopwright kb …``: knowledge bases from the command line.
 
 The knowledge tables live in the app database's SQLite file (``DATABASE_URL`` / ``LOOPWRIGHT_DB``, else
-``./loopwright.db``), or in ``./loopwright-files/knowledge.sqlite3`` when the app database is not SQLite.
+``loopwright.db`` in the data directory), or in ``files/knowledge.sqlite3`` there when the app
+database is not SQLite.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from loopwright._threads import run_sync
-from loopwright.knowledge.embeddings import Embedder
+from loopwright.knowledge.embeddings import Embedder, EmbeddingError
 from loopwright.knowledge.entities import ChunkDraft, Dataset, Document, Segment
 from loopwright.knowledge.extract import ExtractError, extract_text
 from loopwright.knowledge.repo import now
@@ -104,7 +104,7 @@ async def index_document(
         )
     except Exception as exc:  # a bad file or a failing endpoint must end as a status, not a crash
         reason = " ".join(str(exc).split())[:MAX_ERROR_CHARS] or type(exc).__name__
-        if not isinstance(exc, ExtractError | ValueError):
+        if not isinstance(exc, ExtractError | ValueError | EmbeddingError):  # these say it all
             log.warning("indexing %s failed: %s", document.name, reason, exc_info=True)
         await store.set_status(document.id, "error", reason)
         found = await store.get_document(document.id)

@@ -134,6 +134,19 @@ async def list_apps(session: AsyncSession) -> list[App]:
     return list(await session.scalars(select(App).order_by(App.created_at, App.id)))
 
 
+async def delete_app(session: AsyncSession, app_id: str) -> bool:
+    """Delete an app and, through the foreign keys' cascades, its configuration versions, keys, end
+    users, conversations, messages, thoughts and feedback; whether there was one."""
+    result = await session.execute(delete(App).where(App.id == app_id))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def config_versions(session: AsyncSession, app_id: str) -> list[AppConfig]:
+    """Every configuration version of an app, oldest first."""
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id).order_by(AppConfig.version)
+    return list(await session.scalars(stmt))
+
+
 async def list_api_keys(session: AsyncSession, app_id: str | None = None) -> list[ApiKey]:
     """The API keys of one app (or of every app), oldest first."""
     stmt = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
