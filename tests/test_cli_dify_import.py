@@ -90,3 +90,20 @@ def test_a_bad_option_is_one_clear_line(env: Path) -> None:
 def test_check_of_an_unknown_app(env: Path) -> None:
     result = CliRunner().invoke(app, ["app", "check", "no-such-app"])
     assert result.exit_code == 1 and "no app with id" in result.stderr
+
+
+def test_at_a_terminal_the_import_asks_for_each_mcp_server(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import loopwright.cli.admin
+
+    monkeypatch.setattr(loopwright.cli.admin, "interactive", lambda: True)
+    runner = CliRunner()
+    made = runner.invoke(
+        app,
+        ["app", "create", "--from-yaml", str(DSL / "dify1-all-kinds.yml")],
+        input="http://127.0.0.1:9/mcp\n",
+    )
+    assert made.exit_code == 0, made.output
+    assert "MCP server for 'notes-server'" in made.stdout  # the prompt names the export's provider
+    assert "tool search_notes (mcp notes-server) → MCP server 'notes-server'" in made.stderr

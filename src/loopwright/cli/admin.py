@@ -66,7 +66,7 @@ def create_app(
             text = from_yaml.read_text(encoding="utf-8")
             options = _import_options(mcp, mcp_config, map_workflow, api_spec)
             report = admin.read_app_file(text, options)
-            if report.tools and sys.stdin.isatty():
+            if report.tools and interactive():
                 report = _ask_for_mcp_servers(text, report, options)
         elif not name:
             raise ConfigImportError("give the app a name (or --from-yaml FILE)")
@@ -81,6 +81,11 @@ def create_app(
         for warning in report.warnings:
             typer.secho(f"warning: {warning}", fg="yellow", err=True)
         typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+
+
+def interactive() -> bool:
+    """Whether a person is at the terminal to answer questions."""
+    return sys.stdin.isatty()
 
 
 def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
