@@ -22,7 +22,7 @@ import time
 
 from loopwright import Agent, tool
 from loopwright.agent import Finished, ToolCallFinished, ToolCallStarted
-from loopwright.model import local_grammar
+from loopwright.model import _local_grammar as local_grammar
 from loopwright.model.local import LocalModel
 from loopwright.tools.builtin import builtin_tools
 from loopwright.tools.ranking import ToolRanker
