@@ -9,7 +9,7 @@ right number). Then the final answers: each arithmetic question run whole with t
 offered; among the runs whose calculator call returned the right number, how many final answers state
 it (``--free-thought``: as before the final thought was anchored to the observation, for comparison).
 
-Run: .venv/bin/python bench/eval_local_tools.py [--model SPEC] [--rank K]
+Run: .venv/bin/python bench/eval_local_tools.py [--model SPEC] [--rank K] [--only TEXT …] [--selection-only]
 """
 
 from __future__ import annotations
@@ -119,7 +119,12 @@ async def main() -> None:
         "--free-thought", action="store_true", help="do not anchor the final thought to the observation"
     )
     parser.add_argument("--rank", type=int, default=0, help="offer only the K tools the ranker finds best")
+    parser.add_argument(
+        "--only", action="append", default=[], help="only the questions containing this text (repeatable)"
+    )
+    parser.add_argument("--selection-only", action="store_true", help="skip the final-answer part")
     args = parser.parse_args()
+    cases = [c for c in CASES if not args.only or any(o.lower() in c[0].lower() for o in args.only)]
     if args.free_thought:
         local_grammar.observation_fits = lambda _: False
     model = LocalModel(args.model)
@@ -133,7 +138,7 @@ async def main() -> None:
     )
     right_tool = valid = 0
     started = time.perf_counter()
-    for question, expected, value in CASES:
+    for question, expected, value in cases:
         name, observation = await first_call(agent, question)
         ok = name == expected
         good_args = ok and (name is None or arguments_valid(name, observation, value))
@@ -142,13 +147,15 @@ async def main() -> None:
         mark = "✓" if good_args else ("~" if ok else "✗")
         want, got = expected or "-", name or "-"
         print(f"{mark} {question[:60]:60s} expected {want:13s} got {got:13s} {observation[:40]!r}")
-    n = len(CASES)
+    n = len(cases)
     print(f"\ntool selection: {right_tool}/{n} = {right_tool / n:.0%}")
     print(f"right tool with valid arguments (right number for arithmetic): {valid}/{n} = {valid / n:.0%}")
     print(f"time: {time.perf_counter() - started:.1f} s for {n} questions")
+    if args.selection_only:
+        return
     calculating = Agent(model=model, tools=[t for t in builtin_tools() if t.name == "calculator"])
     right = stated = 0
-    for question, _, value in CASES:
+    for question, _, value in cases:
         if value is None:
             continue
         observations, answer = await final_answer(calculating, question)
