@@ -70,6 +70,7 @@ from loopwright.tools.net import NetworkPolicy, network_policy
 if TYPE_CHECKING:
     from loopwright.knowledge.kb import KnowledgeBase
     from loopwright.tools.dify_plugins import DifyPlugins
+    from loopwright.tools.ranking import ToolRanker
 
 log = logging.getLogger("loopwright.app")
 
@@ -146,10 +147,13 @@ class AppRuntime:
     def with_builtin_tools(cls, db: Database, settings: Settings | None = None, **options: Any) -> AppRuntime:
         """A runtime whose apps choose from the built-in tools, behind the settings' network policy
         (what ``loopwright serve`` and ``loopwright app ask`` run); ``options`` as the constructor's."""
-        from loopwright.tools.builtin import builtin_tools
+        from loopwright.tools.builtin import AudioEndpoint, builtin_tools
 
         settings = settings or load_settings()
-        tools = builtin_tools(network_policy(settings.tool_allow_hosts))
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        base = settings.openai_base_url or ("https://api.openai.com/v1" if key else None)
+        audio = AudioEndpoint(base, key)
+        tools = builtin_tools(network_policy(settings.tool_allow_hosts), audio=audio)
         return cls(db, settings, tools=tools, **options)
 
     # --- the entry point --------------------------------------------------------------------------
@@ -520,6 +524,7 @@ def build_agent(
         callbacks=load_callbacks(config.callbacks) if config.callbacks else (),
         output_type=config.output_schema,
         approval_required=config.approval.tools,
+        tool_selector=_tool_ranker(config),
     )
 
 
@@ -534,6 +539,18 @@ def _with_evidence_note(config: AppConfig) -> str:
     if not (config.evidence.required and any(t.get("type") == "knowledge" for t in config.toolsets)):
         return config.instruction
     return f"{config.instruction}\n\n{EVIDENCE_NOTE}" if config.instruction else EVIDENCE_NOTE
+
+
+def _tool_ranker(config: AppConfig) -> ToolRanker | None:
+    """The app's tool ranking (it ranks only when the app offers more tools than its threshold)."""
+    ranking = config.tool_ranking
+    if not ranking.enabled:
+        return None
+    from loopwright.tools.ranking import ToolRanker
+
+    small = config.model == "local" or config.model.startswith("local:")  # the embedded model
+    threshold = ranking.threshold or (3 if small else 16)
+    return ToolRanker(threshold=threshold, top_k=ranking.top_k or min(threshold, 3 if small else 6))
 
 
 class _LazyFiles:
