@@ -7,10 +7,11 @@ from collections.abc import Sequence
 import pytest
 
 from loopwright.app.config import AppConfig, ConfigImportError, load_app_yaml
-from loopwright.app.toolset_sources import DifyPluginSource, check_source
+from loopwright.app.toolset_sources import check_source
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.tools.base import Tool, ToolError, ToolLike
 from loopwright.tools.builtin import builtin_tools
+from loopwright.tools.dify_plugins.source import DifyPluginSource
 from loopwright.tools.selection import SelectedTools
 
 
@@ -51,9 +52,13 @@ def test_entries_are_checked_with_their_selection() -> None:
 async def test_the_pool_hands_dify_plugins_to_the_plugin_host() -> None:
     asked: list[DifyPluginSource] = []
 
-    async def plugin_tools(source: DifyPluginSource) -> ToolLike:
-        asked.append(source)
-        return Listing([t for t in builtin_tools() if t.name == "calculator"])
+    class Host:  # the plugin host's side of the pool (tested with real plugins in tests/tools/dify_plugins)
+        async def toolset(self, source: DifyPluginSource) -> ToolLike:
+            asked.append(source)
+            return Listing([t for t in builtin_tools() if t.name == "calculator"])
+
+    async def plugins() -> Host:
+        return Host()
 
     entry = {
         "type": "dify_plugin",
@@ -63,7 +68,7 @@ async def test_the_pool_hands_dify_plugins_to_the_plugin_host() -> None:
         "parameters": {"eval_expression": {"precision": None}},
     }
     config = AppConfig(toolsets=[entry, {"type": "dify_plugin", "plugin": "a/b", "provider": "b"}])
-    built = await ToolsetPool(plugin_tools=plugin_tools).tools_for(config)
+    built = await ToolsetPool(plugins=plugins).tools_for(config)  # type: ignore[arg-type]
     assert len(built) == 2 and [s.plugin for s in asked] == ["langgenius/maths", "a/b"]
     assert asked[0].parameters == {"eval_expression": {"precision": None}}
     # without a plugin host the toolset is left out (the app runs without it), not a crash
