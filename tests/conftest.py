@@ -9,8 +9,12 @@ test errors at teardown if there was any. A test that provokes an attempt on pur
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
+import os
+import shutil
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,12 @@ from typing import Any
 import pytest
 
 from loopwright.store.db import Database
+
+# Every test, and every server or command a test starts, keeps its data in a directory of its own,
+# never in the user's data directory (a test that needs another one sets LOOPWRIGHT_DATA_DIR itself).
+_DATA_DIR = tempfile.mkdtemp(prefix="loopwright-tests-")
+os.environ["LOOPWRIGHT_DATA_DIR"] = _DATA_DIR
+atexit.register(shutil.rmtree, _DATA_DIR, ignore_errors=True)
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 

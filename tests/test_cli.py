@@ -77,7 +77,7 @@ def run_cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProce
         env=subprocess_env(**env),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # a safety net only: the embedded model on a loaded 2-core machine is slow
         check=False,
     )
 
@@ -178,7 +178,7 @@ def test_unknown_tool_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> Non
     path = script(tmp_path, CALCULATOR_SCRIPT, features=FC)
     result = runner.invoke(app, ["run", "hi", "--tool", "calculator,telepathy"], env=scripted(path))
     assert result.exit_code == 2
-    assert "error: unknown tool 'telepathy'; available: calculator, current_time" in result.stderr
+    assert "error: unknown tool 'telepathy'; available: asr, calculator, current_time" in result.stderr
     assert load_scripted_model(path).requests == []
 
 
@@ -456,3 +456,12 @@ def test_version(runner: CliRunner) -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"loopwright {version('loopwright')}"  # the installed package's
+
+
+def test_the_help_lists_every_built_in_tool(runner: CliRunner) -> None:
+    from loopwright.cli._common import BUILTIN_TOOL_NAMES
+    from loopwright.tools.builtin import builtin_tools
+
+    assert set(BUILTIN_TOOL_NAMES) == {t.name for t in builtin_tools()}
+    shown = " ".join(runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert all(name in shown for name in BUILTIN_TOOL_NAMES)

@@ -140,3 +140,100 @@ def test_list_apps_and_keys_and_revoke_one(db_path: Path) -> None:
     assert by_token.exit_code == 0 and asyncio.run(_lookup(db_path, second)) is None
     again = runner.invoke(app, ["key", "revoke", second])
     assert again.exit_code == 1 and "no such API key" in again.output
+
+
+def test_disable_and_enable_an_app_and_its_api(db_path: Path) -> None:
+    runner = CliRunner()
+    app_id = runner.invoke(app, ["app", "create", "Calc", "--model", "local"]).output.strip()
+
+    def row() -> tuple[str, bool]:
+        [listed] = json.loads(runner.invoke(app, ["app", "list", "--json"]).output)
+        return listed["status"], listed["api"]
+
+    assert row() == ("normal", True)
+    done = runner.invoke(app, ["app", "disable", app_id])
+    assert done.exit_code == 0 and done.output.strip() == "disabled"
+    assert row() == ("disabled", True)
+    assert runner.invoke(app, ["app", "disable", app_id, "--api"]).output.strip() == "API disabled"
+    assert row() == ("disabled", False)
+    assert runner.invoke(app, ["app", "enable", app_id]).output.strip() == "enabled"
+    assert row() == ("normal", False)
+    assert runner.invoke(app, ["app", "enable", app_id, "--api"]).output.strip() == "API enabled"
+    assert row() == ("normal", True)
+    runner.invoke(app, ["app", "disable", app_id, "--api"])
+    shown = json.loads(runner.invoke(app, ["app", "show", app_id, "--json"]).output)
+    assert (shown["status"], shown["api"]) == ("normal", False)
+    assert "status:   normal, Service API off" in runner.invoke(app, ["app", "show", app_id]).output
+    missing = runner.invoke(app, ["app", "disable", "nope"])
+    assert missing.exit_code == 1 and "no app with id 'nope'" in missing.output
+
+
+def _new_app(runner: CliRunner) -> str:
+    made = runner.invoke(
+        app, ["app", "create", "Calc", "--model", "openai:gpt-4o-mini", "--tool", "calculator"]
+    )
+    assert made.exit_code == 0, made.output
+    return made.output.strip()
+
+
+def test_show_an_app_with_its_configuration(db_path: Path) -> None:
+    runner = CliRunner()
+    app_id = _new_app(runner)
+    runner.invoke(app, ["key", "create", "--app", app_id])
+    shown = runner.invoke(app, ["app", "show", app_id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    details = json.loads(shown.output)
+    assert (details["id"], details["name"], details["version"], details["keys"]) == (app_id, "Calc", 1, 1)
+    assert details["config"]["model"] == "openai:gpt-4o-mini"
+    table = runner.invoke(app, ["app", "show", app_id])
+    assert "name:     Calc" in table.output and "model: openai:gpt-4o-mini" in table.output
+
+
+def test_delete_an_app_takes_its_keys_with_it(db_path: Path) -> None:
+    runner = CliRunner()
+    app_id = _new_app(runner)
+    token = runner.invoke(app, ["key", "create", "--app", app_id]).output.strip()
+    refused = runner.invoke(app, ["app", "delete", app_id], input="n\n")
+    assert refused.exit_code == 1 and asyncio.run(_lookup(db_path, token)) is not None
+    deleted = runner.invoke(app, ["app", "delete", app_id, "--yes"])
+    assert deleted.exit_code == 0 and deleted.output.strip() == "deleted"
+    assert asyncio.run(_lookup(db_path, token)) is None
+    assert json.loads(runner.invoke(app, ["app", "list", "--json"]).output) == []
+    again = runner.invoke(app, ["app", "delete", app_id, "--yes"])
+    assert again.exit_code == 1 and f"no app with id '{app_id}'" in again.output
+
+
+def test_export_as_dify_dsl_imports_back_the_same_app(db_path: Path, tmp_path: Path) -> None:
+    """An app goes to Dify and back: the DSL export is what the Dify import reads."""
+    runner = CliRunner()
+    created = runner.invoke(app, ["app", "create", "--from-yaml", str(DSL)])
+    app_id = created.output.strip().splitlines()[-1]
+    out = tmp_path / "export.yml"
+    exported = runner.invoke(app, ["app", "export", app_id, "-o", str(out)])
+    assert exported.exit_code == 0, exported.output
+    again = runner.invoke(app, ["app", "create", "--from-yaml", str(out)])
+    assert again.exit_code == 0, again.output
+    second = again.output.strip().splitlines()[-1]
+    first_config = json.loads(runner.invoke(app, ["app", "show", app_id, "--json"]).output)["config"]
+    second_config = json.loads(runner.invoke(app, ["app", "show", second, "--json"]).output)["config"]
+    assert second_config == first_config
+
+
+def test_export_as_loopwright_yaml_is_lossless(db_path: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    app_id = _new_app(runner)
+    out = tmp_path / "calc.yml"
+    assert (
+        runner.invoke(app, ["app", "export", app_id, "--format", "loopwright", "-o", str(out)]).exit_code == 0
+    )
+    second = runner.invoke(app, ["app", "create", "--from-yaml", str(out)]).output.strip()
+    shown = [json.loads(runner.invoke(app, ["app", "show", i, "--json"]).output) for i in (app_id, second)]
+    assert shown[0]["config"] == shown[1]["config"] and shown[1]["name"] == "Calc"
+
+
+def test_export_says_what_dify_cannot_take(db_path: Path) -> None:
+    made = CliRunner().invoke(app, ["app", "create", "Local", "--model", "local", "--tool", "web_fetch"])
+    result = CliRunner().invoke(app, ["app", "export", made.output.strip()])
+    assert result.exit_code == 0
+    assert "warning: model 'local' has no Dify provider" in result.output
+    assert "kind: app" in result.output and "mode: agent-chat" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from loopwright.store.models import EndUser, UploadFile
 
 def test_the_limits_are_the_ones_given_else_the_defaults(tmp_path: Path) -> None:
     assert uploads.upload_limits(Settings()) == uploads.UploadLimits(
-        Path("loopwright-files") / "uploads", 15 * 1024 * 1024
+        Path(os.environ["LOOPWRIGHT_DATA_DIR"]) / "files" / "uploads", 15 * 1024 * 1024
     )
     given = uploads.upload_limits(Settings(), directory=str(tmp_path), max_bytes=1000)
     assert given == uploads.UploadLimits(tmp_path, 1000, ())
@@ -46,6 +47,13 @@ def test_names_and_types() -> None:
     assert uploads.type_allowed(images, "image/png", "png")
     assert not uploads.type_allowed(images, "text/plain", "txt")
     assert uploads.type_allowed(AppConfig(file_upload={"allowed_types": ["custom"]}), "text/plain", "txt")
+    # a form's file field takes its own types (none listed: any)
+    docs = AppConfig(user_input_form=[{"variable": "d", "type": "file", "allowed_file_types": ["document"]}])
+    assert uploads.type_allowed(docs, "application/pdf", "pdf") and not uploads.type_allowed(
+        docs, "video/mp4", "mp4"
+    )
+    anything = AppConfig(user_input_form=[{"variable": "d", "type": "file-list"}])
+    assert uploads.type_allowed(anything, "video/mp4", "mp4")
 
 
 async def test_a_kept_upload_has_its_file_and_its_row(db: Database, tmp_path: Path) -> None:

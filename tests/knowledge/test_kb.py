@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopwright.knowledge import DatasetExistsError, DatasetNotFoundError, KnowledgeBase, knowledge_path
-from loopwright.knowledge.connection import sqlite_path_of_url
+from loopwright.paths import sqlite_path_of_url
 from tests.knowledge.conftest import make_pdf
 
 

@@ -21,7 +21,8 @@ async def test_health_answers_without_a_key(client: httpx.AsyncClient) -> None:
 
 
 async def test_health_is_503_when_the_database_does_not_answer(tmp_path: Path) -> None:
-    broken = Database(f"sqlite+aiosqlite:///{tmp_path}/no/such/dir/x.db")  # cannot be opened
+    (tmp_path / "file").write_bytes(b"")
+    broken = Database(f"sqlite+aiosqlite:///{tmp_path}/file/x.db")  # a file where a folder should be
     async with serving(create_app(broken, Settings())) as url, httpx.AsyncClient(base_url=url) as c:
         r = await c.get("/health")
     assert r.status_code == 503 and r.json()["status"] == "unavailable"

@@ -14,7 +14,7 @@ from loopwright.store.db import Database, resolve_url
 
 def test_resolve_url() -> None:
     assert resolve_url("sqlite+aiosqlite:///x.db", {}) == "sqlite+aiosqlite:///x.db"
-    assert resolve_url(None, {}) == "sqlite+aiosqlite:///./loopwright.db"
+    assert resolve_url(None, {"LOOPWRIGHT_DATA_DIR": "/data"}) == "sqlite+aiosqlite:////data/loopwright.db"
     assert resolve_url(None, {"LOOPWRIGHT_DB": "/d/l.db"}) == "sqlite+aiosqlite:////d/l.db"
     env = {"LOOPWRIGHT_DB": "/d/l.db", "DATABASE_URL": "postgresql+asyncpg://u@h/db"}
     assert resolve_url(None, env) == "postgresql+asyncpg://u@h/db"
@@ -24,6 +24,16 @@ def test_database_reads_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("LOOPWRIGHT_DB", str(tmp_path / "env.db"))
     assert Database().url == f"sqlite+aiosqlite:///{tmp_path / 'env.db'}"
+
+
+async def test_a_new_database_file_gets_its_folder(tmp_path: Path) -> None:
+    # The data directory may not exist yet on a new machine: SQLite alone fails with "unable to open".
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'a' / 'b' / 'new.db'}")
+    try:
+        await db.migrate()
+    finally:
+        await db.close()
+    assert (tmp_path / "a" / "b" / "new.db").is_file()
 
 
 async def test_sqlite_pragmas(db: Database) -> None:

@@ -31,7 +31,7 @@ from typing import Literal, Protocol
 
 from loopwright.app.relay import Relay
 from loopwright.app.run_events import RunRecord
-from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, WireEvent
+from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, ToolApprovalRequired, WireEvent
 from loopwright.model.entities import Usage
 from loopwright.tools.base import ToolOutput
 
@@ -61,7 +61,7 @@ class EventSink(Protocol):
     async def write(self, events: Sequence[WireEvent | Ping]) -> None: ...
 
 
-Status = Literal["normal", "error", "stopped"]
+Status = Literal["normal", "error", "stopped", "waiting"]  # waiting: paused for approvals
 
 
 @dataclass(slots=True)
@@ -75,6 +75,7 @@ class RunOutcome:
     end: MessageEnd | None = None
     files: list[ToolOutput] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    approval: ToolApprovalRequired | None = None  # status "waiting": the calls it waits on
 
 
 @dataclass(eq=False)

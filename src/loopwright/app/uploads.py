@@ -12,7 +12,7 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -23,16 +23,16 @@ from loopwright.app.lookup import AppLookup
 from loopwright.app.wire import file_type
 from loopwright.config import Settings
 from loopwright.errors import NotFoundError, UserInputError
+from loopwright.paths import files_dir
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import Message, MessageFile, UploadFile, unix_seconds
-from loopwright.tools.files import DEFAULT_DATA_DIR
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import signature, verify
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
-    "DEFAULT_UPLOAD_DIR",
+    "default_upload_dir",
     "StoredUpload",
     "UploadLimits",
     "display_name",
@@ -50,7 +50,6 @@ __all__ = [
     "upload_limits",
 ]
 
-DEFAULT_UPLOAD_DIR = DEFAULT_DATA_DIR / "uploads"  # beside the tool files
 DEFAULT_MAX_BYTES = 15 * 1024 * 1024  # Dify's file_size_limit (15 MB)
 MAX_NAME_CHARS = 200  # as Dify: longer names are cut, keeping the extension
 MAX_EXTENSION_CHARS = 32  # the column's size: a longer "extension" is not one
@@ -72,7 +71,9 @@ class UploadLimits:
     """Where uploads are kept (relative paths from the working directory) and the largest one taken:
     ``max_bytes``, or for a type listed in ``type_max_bytes`` that type's limit."""
 
-    directory: Path = DEFAULT_UPLOAD_DIR
+    directory: Path = field(
+        default_factory=lambda: default_upload_dir()
+    )  # read when made: --data-dir applies
     max_bytes: int = DEFAULT_MAX_BYTES
     type_max_bytes: tuple[tuple[str, int], ...] = DIFY_TYPE_MAX_BYTES
 
@@ -84,18 +85,23 @@ class UploadLimits:
         return self.max_bytes
 
 
+def default_upload_dir() -> Path:
+    """``files/uploads`` in the data directory, beside the tool files."""
+    return files_dir() / "uploads"
+
+
 def upload_limits(
     settings: Settings, *, directory: str | Path | None = None, max_bytes: int | None = None
 ) -> UploadLimits:
     """The upload directory and size limits: those given (a server's own choice), else the settings'.
 
-    ``Settings`` has no data directory and no upload keys yet, so "the settings'" are the defaults:
-    ``./loopwright-files/uploads`` (beside the tool files) and Dify's limits — 15 MB, images 10 MB,
+    ``Settings`` has no upload keys yet, so "the settings'" are the defaults: ``files/uploads`` in
+    the data directory (beside the tool files) and Dify's limits — 15 MB, images 10 MB,
     audio 50 MB, video 100 MB. A ``max_bytes`` given applies to every type. This is the one place
     that reads them, so a key added to ``Settings`` is honoured here and nowhere else."""
     del settings  # no upload keys in it yet (see above)
     return UploadLimits(
-        Path(directory) if directory is not None else DEFAULT_UPLOAD_DIR,
+        Path(directory) if directory is not None else default_upload_dir(),
         int(max_bytes) if max_bytes is not None else DEFAULT_MAX_BYTES,
         () if max_bytes is not None else DIFY_TYPE_MAX_BYTES,
     )
@@ -133,9 +139,18 @@ def effective_mime_type(declared: str, extension: str) -> str:
 
 
 def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
-    """Whether the app takes files of this type (its ``file_upload.allowed_types``; ``custom``: any)."""
-    allowed = config.file_upload.allowed_types
-    return "custom" in allowed or file_type(mime_type, extension) in allowed
+    """Whether the app takes files of this type: its ``file_upload.allowed_types``, or a ``file`` /
+    ``file-list`` field of its form that takes it (its ``allowed_file_types``; none listed or
+    ``custom``: any) — an upload may be meant for a form field rather than the message's ``files``."""
+    kind = file_type(mime_type, extension)
+    if kind == "custom" and config.file_upload.allowed_file_extensions:
+        wanted = {e.lower().lstrip(".") for e in config.file_upload.allowed_file_extensions}
+        if extension.lower() in wanted:
+            return True
+    accepted = [config.file_upload.allowed_types] + [
+        f.allowed_file_types or ["custom"] for f in config.user_input_form if f.type in ("file", "file-list")
+    ]
+    return any("custom" in types or kind in types for types in accepted)
 
 
 # --- keeping one ------------------------------------------------------------------------------------

@@ -8,12 +8,17 @@ The commands call the app layer (``loopwright.app``), never the store.
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from loopwright import __version__
-from loopwright.cli import admin, kb, log, models, run, tools
+from loopwright.cli import admin, annotate, info, kb, log, models, plugins, run, tools
+from loopwright.cli._common import debug, print_error, unexpected_error
+from loopwright.paths import DATA_DIR_ENV, legacy_db_notice
 
 app = typer.Typer(
     name="loopwright",
@@ -36,8 +41,27 @@ def _options(
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
     ] = False,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar=DATA_DIR_ENV,
+            help="Where the database and files live (default: the user's data directory; see `info`).",
+        ),
+    ] = None,
+    debug_option: Annotated[
+        bool, typer.Option("--debug", help="Show Python tracebacks of errors (same as LOOPWRIGHT_DEBUG=1).")
+    ] = False,
 ) -> None:
     """Run loopwright agents from the command line."""
+    # Through the environment, so every part (and a server's worker processes) sees the same choice.
+    if data_dir is not None:
+        os.environ[DATA_DIR_ENV] = str(data_dir.expanduser())
+    if debug_option:
+        os.environ["LOOPWRIGHT_DEBUG"] = "1"
+    notice = legacy_db_notice()
+    if notice:
+        print(notice, file=sys.stderr)
 
 
 app.command()(run.run)
@@ -47,13 +71,22 @@ app.add_typer(admin.apps, name="app")
 app.add_typer(tools.tools, name="tools")
 app.add_typer(kb.kb, name="kb")
 app.add_typer(admin.keys, name="key")
+app.add_typer(plugins.plugins, name="plugins")
 app.command()(admin.serve)
 app.command()(log.log)
+app.command()(info.info)
+app.add_typer(annotate.annotate, name="annotate")
 
 
 def main() -> None:
     """The console script's entry point (``loopwright``, ``python -m loopwright``)."""
-    app(prog_name="loopwright")
+    try:
+        app(prog_name="loopwright")
+    except Exception as exc:  # the last line of defence: one line, never a traceback, unless asked
+        if debug():
+            raise
+        print_error(unexpected_error(exc))
+        raise SystemExit(1) from None
 
 
 __all__ = ["app", "main"]

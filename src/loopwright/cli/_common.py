@@ -1,5 +1,6 @@
 """What the ``loopwright`` commands share: the options of the model and the agent, settings from them,
-and one way to report an error (one red ``error: …`` line, a traceback only with ``LOOPWRIGHT_DEBUG=1``).
+and one way to report an error (one red ``error: …`` line, a traceback only with ``--debug`` or
+``LOOPWRIGHT_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from loopwright.config import ConfigError, Settings, load_settings
+from loopwright.errors import LoopwrightError
 from loopwright.model.base import ModelError
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+# The built-in tools' names for the help text, which must not import the tools (half the start-up
+# time of a command); tests/test_cli.py keeps this in step with loopwright.tools.builtin.
+BUILTIN_TOOL_NAMES = ("calculator", "current_time", "web_fetch")
 
 
 class StrategyChoice(StrEnum):
@@ -48,7 +55,8 @@ ToolOpt = Annotated[
         "--tool",
         "-t",
         metavar="NAME",
-        help="Use only this built-in tool (repeat, or separate names with commas). Default: all.",
+        help="Use only this built-in tool (repeat, or separate names with commas): "
+        f"{', '.join(BUILTIN_TOOL_NAMES)}. Default: all.",
     ),
 ]
 IterOpt = Annotated[
@@ -100,7 +108,7 @@ def reported_errors(*, plain: bool = False) -> Iterator[None]:
     except UsageError as exc:
         print_error(str(exc), plain=plain)
         raise typer.Exit(2) from None
-    except (ConfigError, ModelError, AgentError) as exc:
+    except (ConfigError, ModelError, AgentError, LoopwrightError) as exc:
         if debug():
             raise
         print_error(one_line(exc), plain=plain)
@@ -113,10 +121,22 @@ def reported_errors(*, plain: bool = False) -> Iterator[None]:
     except Exception as exc:
         if debug():
             raise
-        print_error(
-            f"{type(exc).__name__}: {one_line(exc)} (set LOOPWRIGHT_DEBUG=1 for a traceback)", plain=plain
-        )
+        print_error(unexpected_error(exc), plain=plain)
         raise typer.Exit(1) from None
+
+
+def unexpected_error(exc: BaseException) -> str:
+    """One line for an error no command caught: what it says, and how to see more. A missing file or
+    an unreachable server is common enough to be said in plain words."""
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"no such file: {exc.filename}"
+    if isinstance(exc, PermissionError) and exc.filename:
+        return f"permission denied: {exc.filename}"
+    if isinstance(exc, OSError) and exc.filename:
+        return f"cannot use {exc.filename}: {exc.strerror or one_line(exc)}"
+    if isinstance(exc, LoopwrightError | ValueError):
+        return one_line(exc)
+    return f"{type(exc).__name__}: {one_line(exc)} (run with --debug for a traceback)"
 
 
 class UsageError(Exception):

@@ -1,25 +1,30 @@
-"""``loopwright app create|ask``, ``loopwright key create`` and ``loopwright serve``: apps and the server.
+"""``loopwright app …``, ``loopwright key …`` and ``loopwright serve``: apps, their keys and the server.
 
 Each prints what a script needs (an app id, a key) on a line of its own. The database is the one the
-server uses: ``DATABASE_URL``, else ``LOOPWRIGHT_DB`` (a SQLite file), else ``./loopwright.db``;
-migrations run first, so a new file needs no setup. The work itself is :mod:`loopwright.app.admin`'s.
+server uses: ``DATABASE_URL``, else ``LOOPWRIGHT_DB`` (a SQLite file), else ``loopwright.db`` in the
+data directory; migrations run first, so a new file needs no setup. The work itself is
+:mod:`loopwright.app.admin`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
+    from loopwright.app.config import ImportReport
+    from loopwright.app.dify_tools import ImportOptions
     from loopwright.app.messages import MessageRequest
 
-apps = typer.Typer(help="Create agent-chat apps and ask them.", no_args_is_help=True)
-keys = typer.Typer(help="Create API keys for apps.", no_args_is_help=True)
+apps = typer.Typer(help="Create, list, show, ask, export and delete agent-chat apps.", no_args_is_help=True)
+keys = typer.Typer(help="Create, list and revoke API keys of apps.", no_args_is_help=True)
 
 
 @apps.command("create")
@@ -34,14 +39,44 @@ def create_app(
     from_yaml: Annotated[
         Path | None, typer.Option("--from-yaml", help="A loopwright app YAML or a Dify DSL export.")
     ] = None,
+    install_plugins: Annotated[
+        Path | None,
+        typer.Option("--install-plugins", help="Install the .difypkg files of this folder first."),
+    ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option("--mcp", help="Dify import: the MCP server of a provider, NAME=URL (repeatable)."),
+    ] = None,
+    mcp_config: Annotated[
+        Path | None,
+        typer.Option("--mcp-config", help="Dify import: a YAML mapping of provider name → MCP toolset."),
+    ] = None,
+    map_workflow: Annotated[
+        list[str] | None,
+        typer.Option("--map-workflow", help="Dify import: a workflow tool's app, ID=APP (repeatable)."),
+    ] = None,
+    api_spec: Annotated[
+        list[str] | None,
+        typer.Option("--api-spec", help="Dify import: a custom API tool's OpenAPI spec, NAME=SPEC."),
+    ] = None,
 ) -> None:
-    """Create an app; prints its id."""
+    """Create an app; prints its id. A Dify export's tools are reported one by one."""
     from loopwright.app import admin
     from loopwright.app.config import ConfigImportError, ImportReport
+    from loopwright.cli._common import reported_errors
 
-    try:
+    if install_plugins is not None:
+        from loopwright.cli.plugins import install_plugins as install
+
+        install([install_plugins])
+
+    with reported_errors():
         if from_yaml is not None:
-            report = admin.read_app_file(from_yaml.read_text(encoding="utf-8"))
+            text = from_yaml.read_text(encoding="utf-8")
+            options = _import_options(mcp, mcp_config, map_workflow, api_spec)
+            report = admin.read_app_file(text, options)
+            if report.tools and interactive():
+                report = _ask_for_mcp_servers(text, report, options)
         elif not name:
             raise ConfigImportError("give the app a name (or --from-yaml FILE)")
         else:
@@ -49,12 +84,99 @@ def create_app(
                 model=model, tools=tool or [], instruction=instruction, strategy=strategy
             )
             report = ImportReport(name, config)
-    except (ConfigImportError, OSError, ValueError) as e:
+        for t in report.tools:
+            if t.kept:
+                typer.secho(f"tool {t.tool} ({t.provider_type} {t.provider}) → {t.became}", err=True)
+        for warning in report.warnings:
+            typer.secho(f"warning: {warning}", fg="yellow", err=True)
+        typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+
+
+def interactive() -> bool:
+    """Whether a person is at the terminal to answer questions."""
+    return sys.stdin.isatty()
+
+
+def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{option} takes NAME=VALUE, not {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _import_options(
+    mcp: list[str] | None, mcp_config: Path | None, workflows: list[str] | None, specs: list[str] | None
+) -> ImportOptions:
+    import yaml
+
+    from loopwright.app.dify_tools import ImportOptions
+
+    servers: dict[str, dict[str, object]] = {}
+    if mcp_config is not None:
+        loaded = yaml.safe_load(mcp_config.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
+            raise ValueError(f"{mcp_config}: expected a mapping of provider name → MCP toolset")
+        servers.update({str(k): {"type": "mcp", **v} for k, v in loaded.items()})
+    for name, url in _pairs(mcp, "--mcp").items():
+        servers[name] = _mcp_entry(url)
+    return ImportOptions(servers, _pairs(workflows, "--map-workflow"), _pairs(specs, "--api-spec"))
+
+
+def _mcp_entry(url: str) -> dict[str, object]:
+    if url.startswith(("http://", "https://")):
+        return {"type": "mcp", "transport": "streamable-http", "url": url}
+    import shlex
+
+    command, *args = shlex.split(url)  # a command line: a stdio server
+    return {"type": "mcp", "transport": "stdio", "command": command, "args": args}
+
+
+def _ask_for_mcp_servers(text: str, report: ImportReport, options: ImportOptions) -> ImportReport:
+    """Ask, at a terminal, for the MCP server of each MCP provider the options did not name."""
+    from dataclasses import replace
+
+    from loopwright.app import admin
+
+    missing = sorted({t.provider for t in report.tools if t.provider_type == "mcp" and not t.kept})
+    servers = dict(options.mcp_servers)
+    for provider in missing:
+        url = typer.prompt(
+            f"MCP server for {provider!r} (an http(s) URL or a command; empty: leave its tools out)",
+            default="",
+            show_default=False,
+        ).strip()
+        if url:
+            servers[provider] = _mcp_entry(url)
+    if len(servers) == len(options.mcp_servers):
+        return report
+    return admin.read_app_file(text, replace(options, mcp_servers=servers))
+
+
+@apps.command("check")
+def check_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
+    """Say whether every tool of the app is ready: built-ins configured, Dify plugins installed, MCP
+    servers reachable, OpenAPI specs loading with their keys set, apps and knowledge bases present.
+    Exits 1 when one is not."""
+    from loopwright.app.admin import AppNotFoundError
+    from loopwright.app.admin import app_readiness as check
+
+    try:
+        rows = asyncio.run(check(app_id))
+    except AppNotFoundError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(1) from None
-    for warning in report.warnings:
-        typer.secho(f"warning: {warning}", fg="yellow", err=True)
-    typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+    if json_out:
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
+    else:
+        _table(["", "tool", "state"], [["ok" if r.ready else "NOT READY", r.what, r.detail] for r in rows])
+    if not all(r.ready for r in rows):
+        raise typer.Exit(1)
 
 
 @apps.command("ask")
@@ -105,6 +227,10 @@ async def _ask(request: MessageRequest) -> int:
         if outcome.error is not None:
             typer.secho(f"error: {outcome.error}", fg="red", err=True)
             return 1
+        if outcome.approval is not None:  # paused: the decision comes over the HTTP API (docs/approvals.md)
+            waiting = outcome.approval.calls
+            calls = ", ".join(f"{c['tool']} {c['arguments']} (call {c['id']})" for c in waiting)
+            typer.secho(f"waiting for approval of: {calls}; task: {run.task_id}", fg="yellow", err=True)
         typer.echo(outcome.answer)
         typer.secho(f"conversation: {run.head.conversation_id}", dim=True, err=True)
         return 0
@@ -117,14 +243,119 @@ async def _ask(request: MessageRequest) -> int:
 def list_apps(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
-    """List the apps: id, name, model, strategy, number of tools, created."""
+    """List the apps: id, name, model, strategy, number of tools, created, status, Service API on."""
     from loopwright.app.admin import list_apps as app_summaries
 
     rows = asyncio.run(app_summaries())
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
         return
-    _table(["id", "name", "model", "strategy", "tools", "created"], [list(asdict(r).values()) for r in rows])
+    headers = ["id", "name", "model", "strategy", "tools", "created", "status", "api"]
+    _table(headers, [list(asdict(r).values()) for r in rows])
+
+
+@apps.command("disable")
+def disable_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    api: Annotated[bool, typer.Option("--api", help="Turn off only its Service API.")] = False,
+) -> None:
+    """Disable an app (or only its Service API): its requests get 403, as Dify's."""
+    _set_access(app_id, enabled=False, api_only=api)
+
+
+@apps.command("enable")
+def enable_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    api: Annotated[bool, typer.Option("--api", help="Turn on only its Service API.")] = False,
+) -> None:
+    """Enable an app again (or only its Service API)."""
+    _set_access(app_id, enabled=True, api_only=api)
+
+
+def _set_access(app_id: str, *, enabled: bool, api_only: bool) -> None:
+    from loopwright.app.admin import AppNotFoundError, set_app_access
+
+    try:
+        asyncio.run(set_app_access(app_id, enabled=enabled, api_only=api_only))
+    except AppNotFoundError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    what = "API " if api_only else ""
+    typer.echo(f"{what}{'enabled' if enabled else 'disabled'}")
+
+
+@apps.command("show")
+def show_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id (from `app list`).")],
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
+) -> None:
+    """Show an app: its name, version, number of keys and current configuration."""
+    from loopwright.app.admin import show_app as app_details
+    from loopwright.cli._common import reported_errors
+
+    with reported_errors(plain=json_out):
+        details = asyncio.run(app_details(app_id))
+    if json_out:
+        typer.echo(json.dumps(asdict(details), ensure_ascii=False))
+        return
+    import yaml
+
+    typer.echo(f"id:       {details.id}\nname:     {details.name}")
+    typer.echo(f"created:  {details.created_at}\nversion:  {details.version} (of {details.versions})")
+    typer.echo(f"status:   {details.status}, Service API {'on' if details.api else 'off'}")
+    typer.echo(f"keys:     {details.keys}\nconfig:")
+    typer.echo(yaml.safe_dump(details.config, allow_unicode=True, sort_keys=False).rstrip("\n"))
+
+
+@apps.command("delete")
+def delete_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id (from `app list`).")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete an app with its keys, conversations and messages."""
+    from loopwright.app.admin import delete_app as delete
+    from loopwright.app.admin import show_app as app_details
+    from loopwright.cli._common import reported_errors
+
+    with reported_errors():
+        details = asyncio.run(app_details(app_id))
+        if not yes and not typer.confirm(
+            f"Delete app {details.name!r} ({details.id}) with its {details.keys} key(s) and all its "
+            "conversations?"
+        ):
+            raise typer.Exit(1)
+        asyncio.run(delete(app_id))
+    typer.echo("deleted")
+
+
+class ExportFormat(StrEnum):
+    dify = "dify"
+    loopwright = "loopwright"
+
+
+@apps.command("export")
+def export_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id (from `app list`).")],
+    fmt: Annotated[
+        ExportFormat,
+        typer.Option("--format", "-f", help="dify: a Dify DSL file Dify can import; loopwright: our YAML."),
+    ] = ExportFormat.dify,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
+    ] = None,
+) -> None:
+    """Export an app's current configuration as YAML (what Dify cannot take is said on stderr)."""
+    from loopwright.app.admin import export_app as export
+    from loopwright.cli._common import reported_errors
+
+    with reported_errors():
+        exported = asyncio.run(export(app_id, fmt=fmt.value))
+        if output is not None:
+            output.write_text(exported.text, encoding="utf-8")
+    for warning in exported.warnings:
+        typer.secho(f"warning: {warning}", fg="yellow", err=True)
+    if output is None:
+        typer.echo(exported.text, nl=False)
 
 
 @keys.command("list")

@@ -116,7 +116,9 @@ def _llama_status(installed: bool) -> str:
     if not installed:
         return "[yellow]not installed[/yellow] (pip install 'loopwright\\[local]')"
     try:
-        import llama_cpp  # noqa: F401  # the library only; no weights are loaded
+        from loopwright.model.local import import_llama_cpp
+
+        import_llama_cpp()  # the library only; no weights are loaded
     except Exception as exc:  # a broken build fails here, not only with ImportError
         return f"[red]installed but not importable: {escape(one_line(exc))}[/red]"
     return "importable"

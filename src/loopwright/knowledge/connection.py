@@ -13,10 +13,10 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit
+
+from loopwright.paths import files_dir, sqlite_path_of_url
 
 BUSY_TIMEOUT_MS = 5000
-DEFAULT_DATA_DIR = Path("loopwright-files")
 KNOWLEDGE_FILE_NAME = "knowledge.sqlite3"
 
 
@@ -71,23 +71,10 @@ def load_sqlite_vec(conn: Any) -> None:
         conn.enable_load_extension(False)
 
 
-def sqlite_path_of_url(url: str) -> Path | None:
-    """The file of a ``sqlite[+driver]:///path`` URL, or None for another database or in-memory."""
-    parts = urlsplit(url)
-    if not parts.scheme.startswith("sqlite"):
-        return None
-    raw = url.split("://", 1)[1] if "://" in url else ""
-    path = raw[1:] if raw.startswith("/") else raw  # sqlite:///rel.db → rel.db, sqlite:////abs → /abs
-    path = path.split("?", 1)[0]
-    if not path or path == ":memory:" or path.startswith("file::memory:"):
-        return None
-    return Path(path)
-
-
 def knowledge_path(database_url: str, data_dir: str | Path | None = None) -> Path:
     """Where the knowledge tables live: a file beside the app database when that is SQLite
     (``app.db`` → ``app.knowledge.sqlite3``; ``database_url`` as the app layer resolved it), else
-    ``<data dir>/knowledge.sqlite3`` (default data dir ``./loopwright-files``).
+    ``<files dir>/knowledge.sqlite3`` (default: ``files/`` in the data directory, :mod:`loopwright.paths`).
 
     Not the app database's own file: the knowledge store may use another SQLite library than the
     app's (``pysqlite3``, to load sqlite-vec), and two SQLite libraries in one process do not see each
@@ -95,4 +82,4 @@ def knowledge_path(database_url: str, data_dir: str | Path | None = None) -> Pat
     path = sqlite_path_of_url(database_url)
     if path is not None:
         return path.with_name(f"{path.stem}.{KNOWLEDGE_FILE_NAME}")
-    return Path(data_dir if data_dir is not None else DEFAULT_DATA_DIR) / KNOWLEDGE_FILE_NAME
+    return Path(data_dir if data_dir is not None else files_dir()) / KNOWLEDGE_FILE_NAME

@@ -16,14 +16,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
+import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from loopwright.model._local_choice import choose
@@ -151,7 +154,7 @@ class LocalModel:
             if not path.is_file():
                 raise ModelError(f"no GGUF model file at {path}")
             try:
-                import llama_cpp
+                llama_cpp = import_llama_cpp()
             except ImportError:
                 raise ModelError(
                     "llama.cpp is not installed: pip install 'loopwright[local]' (see docs/models.md)"
@@ -231,6 +234,7 @@ class LocalModel:
             observation=turn.observation if turn is not None and self.react_continue else None,
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
+            output_schema=turn.output_schema if turn is not None else None,
         )
         if turn is not None and turn.tools and turn.observation is None and messages:
             # The turn asks the user's question (the last message): the choice of a tool is
@@ -259,6 +263,7 @@ class _Request:
     prefix: str
     neutral_prompt: str | None = None  # the prompt with the question replaced, for calibration
     observation: str | None = None  # the result of the tool just called, if the prompt ends with one
+    output_schema: dict[str, Any] | None = None  # structured output: the final answer's JSON Schema
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -272,7 +277,11 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
             options.append(("none", request.prefix + FINAL_DECISION))
         choice = choose(llama, request.prompt, options, request.neutral_prompt)
     grammar = react_grammar(
-        request.react_tools, choice, prefix=request.prefix, observation=request.observation
+        request.react_tools,
+        choice,
+        prefix=request.prefix,
+        observation=request.observation,
+        answer_schema=request.output_schema,
     )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 
@@ -395,3 +404,27 @@ def _to_dicts(messages: Sequence[PromptMessage]) -> list[dict[str, str]]:
         else:
             out.append({"role": "user", "content": content_text(m.content)})
     return out
+
+
+def import_llama_cpp() -> ModuleType:
+    """The ``llama_cpp`` module (``ImportError`` when it is not installed)."""
+    import llama_cpp
+
+    _close_devnull_at_exit()
+    return llama_cpp
+
+
+@functools.cache  # once per process
+def _close_devnull_at_exit() -> None:
+    """llama_cpp opens ``os.devnull`` twice when imported (``llama_cpp._utils``, to silence the C
+    library) and never closes it, so every process that loaded the model ended with two
+    ``ResourceWarning: unclosed file`` lines. Close them when the interpreter exits."""
+
+    def close() -> None:
+        utils = sys.modules.get("llama_cpp._utils")
+        for name in ("outnull_file", "errnull_file"):
+            handle = getattr(utils, name, None)
+            if handle is not None and hasattr(handle, "close"):
+                handle.close()
+
+    atexit.register(close)

@@ -4,7 +4,9 @@ URL resolution (first that is set wins):
 
 1. the ``url`` argument;
 2. ``DATABASE_URL`` (e.g. ``postgresql+asyncpg://user:pw@host/db``);
-3. ``sqlite+aiosqlite:///<LOOPWRIGHT_DB>``, with ``LOOPWRIGHT_DB`` defaulting to ``./loopwright.db``.
+3. ``sqlite+aiosqlite:///<LOOPWRIGHT_DB>``, with ``LOOPWRIGHT_DB`` defaulting to ``loopwright.db`` in
+   the data directory (:mod:`loopwright.paths`), so every command and the server share one database
+   wherever they are started. The SQLite file's folder is created when the database is opened.
 
 SQLite connections get ``journal_mode=WAL``, ``foreign_keys=ON`` and ``busy_timeout``. Writes on the
 hot path go through :attr:`Database.writer` (queued, batched, in order); ``transaction()`` sees them.
@@ -12,6 +14,7 @@ hot path go through :attr:`Database.writer` (queued, batched, in order); ``trans
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -21,12 +24,12 @@ from typing import Any
 from sqlalchemy import Connection, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from loopwright.paths import default_db_path, sqlite_path_of_url
 from loopwright.store.models import Base
 from loopwright.store.writer import WriteBehind
 
-__all__ = ["DEFAULT_DB_PATH", "Database", "resolve_url"]
+__all__ = ["Database", "resolve_url"]
 
-DEFAULT_DB_PATH = "./loopwright.db"
 SQLITE_BUSY_TIMEOUT_MS = 5000
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATION_LOCK_KEY = 0x6C77_6D69_6772  # "lwmigr": the advisory lock held while migrating (PostgreSQL)
@@ -39,7 +42,15 @@ def resolve_url(url: str | None = None, env: Mapping[str, str] | None = None) ->
         return url
     if env.get("DATABASE_URL"):
         return env["DATABASE_URL"]
-    return f"sqlite+aiosqlite:///{env.get('LOOPWRIGHT_DB') or DEFAULT_DB_PATH}"
+    return f"sqlite+aiosqlite:///{env.get('LOOPWRIGHT_DB') or default_db_path(env)}"
+
+
+def _make_sqlite_folder(url: str) -> None:
+    # SQLite creates a missing file but not its folder ("unable to open database file").
+    path = sqlite_path_of_url(url)
+    if path is not None:
+        with contextlib.suppress(OSError):  # then SQLite says what is wrong when it opens the file
+            path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -60,6 +71,7 @@ class Database:
 
     def __init__(self, url: str | None = None, *, echo: bool = False) -> None:
         self.url = resolve_url(url)
+        _make_sqlite_folder(self.url)
         # A server database that restarted leaves the pool's connections dead: each is checked
         # when taken (one round trip), so the first requests after a restart do not fail on them.
         ping = not self.url.startswith("sqlite")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from loopwright.tools.files.manager import (
-    DEFAULT_DATA_DIR,
     StoredFile,
     ToolFile,
     ToolFileError,
@@ -18,7 +17,6 @@ from loopwright.tools.files.signing import load_secret, sign_url, signature, ver
 from loopwright.tools.files.storage import FileStorage, LocalFileStorage
 
 __all__ = [
-    "DEFAULT_DATA_DIR",
     "FileStorage",
     "LocalFileStorage",
     "StoredFile",

@@ -27,6 +27,7 @@ from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
 import loopwright.tools.files.signing as signing  # the module, not the package that re-exports this one
 from loopwright._threads import run_sync
+from loopwright.paths import files_dir
 from loopwright.tools.base import (
     FILE_OUTPUTS,
     BlobMessage,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DATA_DIR = Path("loopwright-files")  # beside the uploads (./loopwright-files/uploads)
 TOOL_FILES_DIR = "tool-files"
 GENERIC_MIME = "application/octet-stream"
 MAX_NAME_CHARS = 200
@@ -271,10 +271,10 @@ class ToolFiles:
 
     @classmethod
     def from_settings(cls, settings: FileSettings, data_dir: Path | None = None) -> ToolFiles:
-        """Local storage in ``data_dir/tool-files`` (default ``./loopwright-files``); the settings'
-        ``secret_key``, else the key kept in ``data_dir``. Blocking (it may create the key file):
-        async code uses :func:`load_tool_files`."""
-        directory = DEFAULT_DATA_DIR if data_dir is None else data_dir
+        """Local storage in ``data_dir/tool-files`` (default ``files/`` in the data directory, see
+        :mod:`loopwright.paths`); the settings' ``secret_key``, else the key kept in ``data_dir``.
+        Blocking (it may create the key file): async code uses :func:`load_tool_files`."""
+        directory = files_dir() if data_dir is None else data_dir
         key = settings.secret_key.get_secret_value() if settings.secret_key else None
         return cls(
             storage=LocalFileStorage(directory / TOOL_FILES_DIR),

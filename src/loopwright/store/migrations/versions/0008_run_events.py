@@ -1,7 +1,7 @@
 """Run streams and their events, kept so that a client can re-attach to a stream from any worker.
 
-Revision ID: 0006_run_events
-Revises: 0003_workers
+Revision ID: 0008_run_events
+Revises: 0007_app_access
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006_run_events"
-down_revision = "0003_workers"
+revision = "0008_run_events"
+down_revision = "0007_app_access"
 branch_labels = None
 depends_on = None
 

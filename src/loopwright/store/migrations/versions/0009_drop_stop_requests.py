@@ -1,8 +1,8 @@
 """Stops between worker processes no longer go through a polled table: a notification on PostgreSQL,
 a mark on the run's stream (``run_streams.stop_user``) on SQLite.
 
-Revision ID: 0007_drop_stop_requests
-Revises: 0006_run_events
+Revision ID: 0009_drop_stop_requests
+Revises: 0008_run_events
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_drop_stop_requests"
-down_revision = "0006_run_events"
+revision = "0009_drop_stop_requests"
+down_revision = "0008_run_events"
 branch_labels = None
 depends_on = None
 
