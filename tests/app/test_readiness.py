@@ -38,7 +38,9 @@ def checks(**kwargs: object) -> ReadinessChecks:
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LOOPWRIGHT_DATA_DIR", str(tmp_path))
-    (tmp_path / "plugins" / "langgenius" / "searxng").mkdir(parents=True)
+    installed = tmp_path / "plugins" / "langgenius" / "searxng"
+    installed.mkdir(parents=True)
+    (installed / "plugin.json").write_text("{}", encoding="utf-8")  # the host's install record
     return tmp_path
 
 

@@ -52,7 +52,7 @@ def plugin_installed(plugin: str) -> bool:
     from loopwright.tools.dify_plugins.installer import PluginStore
     from loopwright.tools.dify_plugins.paths import plugins_dir
 
-    return PluginStore(plugins_dir()).get(plugin) is not None
+    return PluginStore(plugins_dir()).has(plugin)
 
 
 @dataclass
