@@ -38,7 +38,9 @@ def test_each_tool_is_reported_and_check_names_the_plugin_to_install(env: Path) 
     assert check.exit_code == 1  # the plugin is not installed
     rows = json.loads(check.stdout)
     assert [r["ready"] for r in rows] == [False] and "langgenius/yahoo" in rows[0]["what"]
-    (env / "data" / "plugins" / "langgenius" / "yahoo").mkdir(parents=True)
+    installed = env / "data" / "plugins" / "langgenius" / "yahoo"
+    installed.mkdir(parents=True)
+    (installed / "plugin.json").write_text("{}", encoding="utf-8")  # the plugin host's install record
     again = runner.invoke(app, ["app", "check", app_id])
     assert again.exit_code == 0 and "installed" in again.stdout
 
