@@ -15,7 +15,7 @@ import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = list(find_examples(str(ROOT / "README.md")))
+EXAMPLES = list(find_examples(str(ROOT / "README.md"), str(ROOT / "docs")))
 
 
 def _id(example: CodeExample) -> str:
