@@ -142,6 +142,32 @@ def test_list_apps_and_keys_and_revoke_one(db_path: Path) -> None:
     assert again.exit_code == 1 and "no such API key" in again.output
 
 
+def test_disable_and_enable_an_app_and_its_api(db_path: Path) -> None:
+    runner = CliRunner()
+    app_id = runner.invoke(app, ["app", "create", "Calc", "--model", "local"]).output.strip()
+
+    def row() -> tuple[str, bool]:
+        [listed] = json.loads(runner.invoke(app, ["app", "list", "--json"]).output)
+        return listed["status"], listed["api"]
+
+    assert row() == ("normal", True)
+    done = runner.invoke(app, ["app", "disable", app_id])
+    assert done.exit_code == 0 and done.output.strip() == "disabled"
+    assert row() == ("disabled", True)
+    assert runner.invoke(app, ["app", "disable", app_id, "--api"]).output.strip() == "API disabled"
+    assert row() == ("disabled", False)
+    assert runner.invoke(app, ["app", "enable", app_id]).output.strip() == "enabled"
+    assert row() == ("normal", False)
+    assert runner.invoke(app, ["app", "enable", app_id, "--api"]).output.strip() == "API enabled"
+    assert row() == ("normal", True)
+    runner.invoke(app, ["app", "disable", app_id, "--api"])
+    shown = json.loads(runner.invoke(app, ["app", "show", app_id, "--json"]).output)
+    assert (shown["status"], shown["api"]) == ("normal", False)
+    assert "status:   normal, Service API off" in runner.invoke(app, ["app", "show", app_id]).output
+    missing = runner.invoke(app, ["app", "disable", "nope"])
+    assert missing.exit_code == 1 and "no app with id 'nope'" in missing.output
+
+
 def _new_app(runner: CliRunner) -> str:
     made = runner.invoke(
         app, ["app", "create", "Calc", "--model", "openai:gpt-4o-mini", "--tool", "calculator"]

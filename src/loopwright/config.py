@@ -57,11 +57,20 @@ TOML_KEYS: dict[str, str] = {
     "tool_allow_hosts": "LOOPWRIGHT_TOOL_ALLOW_HOSTS",
     "cors_allow_origins": "LOOPWRIGHT_CORS_ALLOW_ORIGINS",
     "metrics_token": "LOOPWRIGHT_METRICS_TOKEN",
+    "admin_token": "LOOPWRIGHT_ADMIN_TOKEN",
     "dify_strict": "LOOPWRIGHT_DIFY_STRICT",
+    "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
-_LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins")  # a comma-separated string or a list
-_BOOL_KEYS = ("dify_strict",)  # a TOML boolean, or a string pydantic reads as one ("true", "0", …)
+_LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
+_BOOL_KEYS = ("dify_strict",)
+TOOL_SOURCE_KINDS = (
+    "builtin",
+    "openapi",
+    "mcp",
+    "app",
+    "knowledge",
+)  # loopwright.app.tool_allowlist  # a TOML boolean, or a string pydantic reads as one ("true", "0", …)
 
 
 class ConfigError(ValueError):
@@ -97,9 +106,14 @@ class Settings(BaseSettings):
     cors_allow_origins: tuple[str, ...] = ("*",)
     # Bearer token of the Prometheus GET /metrics; unset: no /metrics (see docs/observability.md).
     metrics_token: SecretStr | None = None
+    # Bearer token of the admin API and console (/console); unset: no console (see docs/admin-api.md).
+    admin_token: SecretStr | None = None
     # Answer as Dify where loopwright deliberately differs and a client could depend on Dify's answer
     # (docs/dify-compatibility.md): e.g. agent-chat apps refuse blocking mode.
     dify_strict: bool = False
+    # The tool sources apps may use (loopwright.app.tool_allowlist: "builtin:calculator",
+    # "openapi:api.example.com", "mcp:npx", "app:*", …); empty: any.
+    tool_sources: tuple[str, ...] = ()
 
     @classmethod
     def settings_customise_sources(
@@ -158,6 +172,17 @@ class Settings(BaseSettings):
             except ValueError as exc:
                 raise ValueError(f"tool_allow_hosts: {exc}") from None
         return hosts
+
+    @pydantic.field_validator("tool_sources", mode="before")
+    @classmethod
+    def _tool_sources(cls, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        entries = tuple(e.strip() for e in items if e.strip())
+        for entry in entries:
+            if entry != "*" and entry.partition(":")[0] not in TOOL_SOURCE_KINDS:
+                kinds = ", ".join(TOOL_SOURCE_KINDS)
+                raise ValueError(f"tool_sources: {entry!r} must be *, or one of {kinds} then :pattern")
+        return entries
 
     @pydantic.field_validator("cors_allow_origins", mode="before")
     @classmethod

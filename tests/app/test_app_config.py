@@ -34,7 +34,7 @@ def test_dify_export_maps_model_prompt_tools_form_and_settings() -> None:
 def test_dify_export_reports_what_it_cannot_map() -> None:
     warnings = "\n".join(import_dify_dsl(DSL).warnings)
     assert "'google_search'" in warnings  # a tool with no equivalent
-    assert "annotation replies" in warnings
+    assert "annotation reply is on; the export carries no annotations" in warnings
     assert "knowledge bases" in warnings
     assert "external_data_tool" in warnings
 
@@ -102,3 +102,42 @@ def test_null_sections_of_a_dify_export_mean_their_defaults() -> None:
 def test_a_malformed_dify_export_is_a_clear_error(text: str, message: str) -> None:
     with pytest.raises(ConfigImportError, match=message):
         import_dify_dsl(text)
+
+
+def test_dify_export_speech_features_are_imported() -> None:
+    text = DSL.replace(
+        "  opening_statement: Hi! Ask me the time.\n",
+        "  opening_statement: Hi! Ask me the time.\n"
+        "  speech_to_text:\n    enabled: true\n"
+        "  text_to_speech:\n    enabled: true\n    voice: nova\n    language: en-US\n    autoPlay: enabled\n",
+    )
+    report = import_dify_dsl(text)
+    assert report.config.speech_to_text.enabled and report.config.speech_to_text.model == "openai:whisper-1"
+    tts = report.config.text_to_speech
+    assert (tts.enabled, tts.voice, tts.language, tts.autoPlay) == (True, "nova", "en-US", "enabled")
+    assert any("speech to text uses openai:whisper-1" in w for w in report.warnings)
+    assert not any("speech" in w and "not supported" in w for w in report.warnings)
+    plain = import_dify_dsl(DSL).config
+    assert not plain.speech_to_text.enabled and not plain.text_to_speech.enabled
+
+
+def test_speech_and_file_extensions_go_to_dify_and_back() -> None:
+    from loopwright.app.dify_export import export_dify_dsl
+
+    config = AppConfig(
+        model="openai:gpt-4o-mini",
+        speech_to_text={"enabled": True},
+        text_to_speech={"enabled": True, "voice": "nova", "language": "de-DE", "autoPlay": "enabled"},
+        file_upload={"enabled": True, "allowed_types": ["custom"], "allowed_file_extensions": [".json"]},
+    )
+    exported = export_dify_dsl("Voice", config)
+    back = import_dify_dsl(exported.text).config
+    assert back.speech_to_text == config.speech_to_text and back.text_to_speech == config.text_to_speech
+    assert back.file_upload.allowed_file_extensions == [".json"]
+    assert not any("speech" in w for w in exported.warnings)
+    own = AppConfig.model_validate(
+        {**config.model_dump(), "speech_to_text": {"enabled": True, "model": "openai-compatible:whisper"}}
+    )
+    assert any(
+        "speech to text uses 'openai-compatible:whisper'" in w for w in export_dify_dsl("V", own).warnings
+    )

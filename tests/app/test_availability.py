@@ -30,3 +30,27 @@ async def test_an_app_serves_with_its_newest_configuration(db: Database) -> None
         await repo.add_config_version(s, app.id, AppConfig(opening_statement="v2").model_dump())
     config = await current_config(AppLookup(db), app.id)
     assert config.opening_statement == "v2"
+
+
+async def test_access_follows_the_app_switches_in_dify_order(db: Database) -> None:
+    from loopwright.app.availability import check_access
+    from loopwright.app.errors import AppForbiddenError
+
+    now = [0.0]
+    lookup = AppLookup(db, clock=lambda: now[0])
+    with pytest.raises(AppForbiddenError, match=r"^The app no longer exists\.$"):
+        await check_access(lookup, "no-such-app")
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(s, "a", AppConfig().model_dump())
+    await check_access(lookup, app.id)  # normal, API on
+    async with db.transaction() as s:
+        await repo.set_app_access(s, app.id, status="disabled", enable_api=False)
+    await check_access(lookup, app.id)  # still cached
+    now[0] += 3
+    with pytest.raises(AppForbiddenError, match=r"^The app's status is abnormal\.$"):  # checked first
+        await check_access(lookup, app.id)
+    async with db.transaction() as s:
+        await repo.set_app_access(s, app.id, status="normal")
+    now[0] += 3
+    with pytest.raises(AppForbiddenError, match=r"^The app's API service has been disabled\.$"):
+        await check_access(lookup, app.id)

@@ -47,6 +47,13 @@ def test_names_and_types() -> None:
     assert uploads.type_allowed(images, "image/png", "png")
     assert not uploads.type_allowed(images, "text/plain", "txt")
     assert uploads.type_allowed(AppConfig(file_upload={"allowed_types": ["custom"]}), "text/plain", "txt")
+    # a form's file field takes its own types (none listed: any)
+    docs = AppConfig(user_input_form=[{"variable": "d", "type": "file", "allowed_file_types": ["document"]}])
+    assert uploads.type_allowed(docs, "application/pdf", "pdf") and not uploads.type_allowed(
+        docs, "video/mp4", "mp4"
+    )
+    anything = AppConfig(user_input_form=[{"variable": "d", "type": "file-list"}])
+    assert uploads.type_allowed(anything, "video/mp4", "mp4")
 
 
 async def test_a_kept_upload_has_its_file_and_its_row(db: Database, tmp_path: Path) -> None:

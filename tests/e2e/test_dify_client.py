@@ -216,3 +216,43 @@ async def test_delete_conversation(base_url: str, new_app: NewApp) -> None:
     assert (deleted.status_code, deleted.text) == (204, "")  # Dify answers a delete with 204, no body
     assert again.status_code == 404 and again.json()["code"] == "not_found"
     assert [c["id"] for c in listed["data"]] == [kept]
+
+
+async def test_a_file_input_from_an_upload(base_url: str, new_app: NewApp) -> None:
+    form = [{"variable": "photo", "label": "Photo", "type": "file", "required": True}]
+    client = sdk(base_url, await new_app(["A dot."], user_input_form=form, instruction="Look at {{photo}}."))
+    root = base_url.removesuffix("/v1")  # FILES_URL is unset: the signed URLs are relative
+
+    def scenario() -> tuple[Any, Any, requests.Response, requests.Response]:
+        upload = ok(client.file_upload("alice", {"file": ("dot.png", PNG, "image/png")}), 201)
+        photo = {"type": "image", "transfer_method": "local_file", "upload_file_id": upload["id"]}
+        answer = ok(client.create_chat_message({"photo": photo}, "What is it?", "alice"))
+        history = ok(client.get_conversation_messages("alice", answer["conversation_id"]))
+        stored = history["data"][0]["inputs"]["photo"]
+        refused = client.create_chat_message(
+            {"photo": {**photo, "upload_file_id": "nope"}}, "Again?", "alice"
+        )
+        return upload, stored, requests.get(root + stored["url"], timeout=10), refused
+
+    upload, stored, preview, refused = await asyncio.to_thread(scenario)
+    assert (stored["upload_file_id"], stored["filename"], stored["type"]) == (
+        upload["id"],
+        "dot.png",
+        "image",
+    )
+    assert preview.status_code == 200 and preview.content == PNG
+    assert refused.status_code == 400 and refused.json()["message"] == "Invalid upload file"
+
+
+async def test_a_disabled_app_answers_403(base_url: str, new_app: NewApp, db: Database) -> None:
+    from loopwright.store import repositories as repo
+
+    app = await new_app(["hi"])
+    async with db.transaction() as s:
+        await repo.set_app_access(s, app.id, enable_api=False)
+    client = sdk(base_url, app)
+    response = await asyncio.to_thread(client.get_application_parameters, "alice")
+    assert (response.status_code, response.json()) == (
+        403,
+        {"code": "forbidden", "message": "The app's API service has been disabled.", "status": 403},
+    )

@@ -43,7 +43,7 @@ async def create(
 async def test_four_kinds_of_tools_in_one_round(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # tool files go to ./loopwright-files
+    monkeypatch.setenv("LOOPWRIGHT_DATA_DIR", str(tmp_path))  # the tool files go there
 
     @tool
     async def report(title: str) -> AsyncIterator[BlobMessage]:

@@ -16,6 +16,8 @@ from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
+from loopwright.tools.files.manager import ToolFiles
+from loopwright.tools.files.storage import LocalFileStorage
 from tests.sse import parse_sse
 
 __all__ = ["FC", "NewApp", "ServiceApp", "action", "parse_sse"]
@@ -72,8 +74,12 @@ def new_app(db: Database, tmp_path: Path) -> NewApp:
 
 
 @pytest.fixture
-def server_app(db: Database) -> FastAPI:
-    return create_app(db, Settings(), ping_interval=0.05)
+def server_app(db: Database, tmp_path: Path) -> FastAPI:
+    app = create_app(db, Settings(), ping_interval=0.05)
+    # uploads and signed URLs in the test's directory, never in the working directory
+    app.state.loopwright.upload_dir = tmp_path / "uploads"
+    app.state.loopwright.tool_files = ToolFiles(LocalFileStorage(tmp_path / "tool-files"), b"test-key")
+    return app
 
 
 @pytest.fixture

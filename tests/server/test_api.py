@@ -220,12 +220,12 @@ async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -
     for key in (
         "suggested_questions_after_answer",
         "speech_to_text",
-        "text_to_speech",
         "retriever_resource",
         "annotation_reply",
         "more_like_this",
     ):
         assert p[key] == {"enabled": False}
+    assert p["text_to_speech"] == {"enabled": False, "voice": "", "language": ""}  # Dify's default
     assert p["user_input_form"] == [
         {
             "text-input": {

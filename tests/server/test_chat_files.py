@@ -253,3 +253,20 @@ async def test_an_upload_sent_with_a_message_is_read_back_with_the_apps_key(
         r = await client.get(f"/v1/files/{file_id}/preview", headers=headers)
         assert (r.status_code, r.json()) == (status, {"code": code, "message": message, "status": status})
     assert (await client.get(f"/v1/files/{sent}/preview")).status_code == 401
+
+
+async def test_custom_files_by_the_apps_allowed_extensions(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI, upload_dir: Path
+) -> None:
+    upload = {"enabled": True, "allowed_types": ["image"], "allowed_file_extensions": [".JSON"]}
+    app = await new_app(["Read it."], file_upload=upload)
+    params = (await client.get("/v1/parameters", headers=app.headers)).json()
+    assert params["file_upload"]["allowed_file_extensions"] == [".JSON"]
+    files = {"file": ("data.json", b'{"a": 1}', "application/json")}
+    r = await client.post("/v1/files/upload", data={"user": "alice"}, files=files, headers=app.headers)
+    assert r.status_code == 201, r.text  # a custom type the app takes by its extension
+    upload_id = r.json()["id"]
+    r = await ask(client, app, [{"transfer_method": "local_file", "upload_file_id": upload_id}])
+    assert r.status_code == 200, r.text  # no type: custom, as Dify; its extension is allowed
+    r = await ask(client, app, [{"transfer_method": "remote_url", "url": "https://example.com/data.xml?x=1"}])
+    assert (r.status_code, r.json()["message"]) == (400, "File validation failed for file: data.xml")

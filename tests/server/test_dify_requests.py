@@ -18,7 +18,7 @@ from loopwright.store.db import Database
 from loopwright.testing import ScriptedModel
 from tests.live_server import serving
 from tests.server.conftest import NewApp, ServiceApp
-from tests.sse import aiter_sse
+from tests.sse import aiter_sse, parse_sse
 
 BAD_KEY = {"Authorization": "Bearer app-nope", "Content-Type": "application/json"}
 
@@ -194,8 +194,6 @@ NOT_WORKFLOW = {
         ("GET", "/v1/workflows/run/r", NOT_WORKFLOW),
         ("POST", "/v1/workflows/tasks/t/stop", NOT_WORKFLOW),
         ("GET", "/v1/workflows/logs", NOT_WORKFLOW),
-        ("POST", "/v1/audio-to-text", {"code": "invalid_param", "message": "Speech to text is not enabled"}),
-        ("POST", "/v1/text-to-audio", {"code": "invalid_param", "message": "TTS is not enabled"}),
     ],
 )
 async def test_routes_an_agent_chat_app_does_not_serve_answer_as_dify(
@@ -447,3 +445,64 @@ async def test_suggested_questions_from_the_apps_model(
     assert prompt == suggestion_prompt([("Hi", "Hello."), ("2+3?", "It is 5.")])
     r = await client.get(f"/v1/messages/{second['message_id']}/suggested", params=params, headers=app.headers)
     assert (r.status_code, r.json()["data"]) == (200, [])  # the model has nothing more to say: none, as Dify
+
+
+async def test_ids_dify_reads_as_uuids_and_a_null_rating_with_nothing_to_remove(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(["Hello."])
+    r = await chat(client, app)
+    conversation_id, message_id = r.json()["conversation_id"], r.json()["message_id"]
+    bad = [
+        ("/v1/messages", {"conversation_id": "nope"}, "conversation_id is not a valid UUID"),
+        (
+            "/v1/messages",
+            {"conversation_id": conversation_id, "first_id": "nope"},
+            "first_id is not a valid UUID",
+        ),
+        ("/v1/conversations", {"last_id": "nope"}, "last_id is not a valid UUID"),
+    ]
+    for path, params, message in bad:
+        r = await client.get(path, params={"user": "alice", **params}, headers=app.headers)
+        assert (r.status_code, r.json()) == (
+            400,
+            {"code": "invalid_param", "message": message, "status": 400},
+        )
+    unknown = str(uuid.uuid4())
+    r = await client.get(
+        "/v1/messages", params={"user": "alice", "conversation_id": unknown}, headers=app.headers
+    )
+    assert r.status_code == 404  # a well-formed id that is not theirs: Dify's 404
+
+    feedback = f"/v1/messages/{message_id}/feedbacks"
+    r = await client.post(feedback, json={"rating": None, "user": "alice"}, headers=app.headers)
+    assert (r.status_code, r.json()) == (
+        400,
+        {"code": "invalid_param", "message": "rating cannot be None when feedback not exists", "status": 400},
+    )
+    assert (
+        await client.post(feedback, json={"rating": "like", "user": "alice"}, headers=app.headers)
+    ).json() == {"result": "success"}
+    r = await client.post(feedback, json={"rating": None, "user": "alice"}, headers=app.headers)
+    assert r.json() == {"result": "success"}  # removes the existing one
+
+
+async def test_dify_strict_saves_every_rounds_text_as_the_answer(db: Database, new_app: NewApp) -> None:
+    replies = [{"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}]]}, "It is 5."]
+    answers = {}
+    for strict in (True, False):
+        server = create_app(db, Settings(dify_strict=strict), ping_interval=0.05)
+        app = await new_app(replies)
+        transport = httpx.ASGITransport(app=server)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            r = await chat(client, app, response_mode="streaming")
+            streamed = "".join(
+                e.get("answer", "") for e in parse_sse(r.text, pings=False) if e["event"] == "agent_message"
+            )
+            conversation_id = next(e["conversation_id"] for e in parse_sse(r.text, pings=False))
+            await server.state.loopwright.runs.wait_idle()
+            params = {"conversation_id": conversation_id, "user": "alice"}
+            [message] = (await client.get("/v1/messages", params=params, headers=app.headers)).json()["data"]
+            answers[strict] = (streamed, message["answer"])
+    assert answers[True] == ("Let me compute.It is 5.", "Let me compute.\nIt is 5.")  # Dify's join
+    assert answers[False] == ("Let me compute.It is 5.", "It is 5.")  # loopwright: the final round

@@ -51,7 +51,27 @@ async def test_upload_stores_the_file_and_a_row(
     r = await upload(client, app.headers, file=("cat.PNG", PNG, "image/png"))
     assert r.status_code == 201, r.text
     body = r.json()
-    assert set(body) == {"id", "name", "size", "extension", "mime_type", "created_by", "created_at"}
+    assert set(body) == {
+        "id",
+        "name",
+        "size",
+        "extension",
+        "mime_type",
+        "created_by",
+        "created_at",
+        # Dify's file_fields: the rest, null where loopwright has no such thing
+        "preview_url",
+        "source_url",
+        "original_url",
+        "user_id",
+        "tenant_id",
+        "conversation_id",
+        "file_key",
+    }
+    assert body["source_url"].startswith(f"/files/{body['id']}/file-preview?timestamp=")
+    assert (body["user_id"], body["tenant_id"]) == (body["created_by"], app.id)
+    preview = await client.get(body["source_url"])
+    assert preview.status_code == 200 and preview.content == PNG
     assert (body["name"], body["size"], body["extension"], body["mime_type"]) == (
         "cat.PNG",
         len(PNG),

@@ -194,14 +194,14 @@ async def test_the_extension_is_not_signed_and_never_picks_the_record(
 async def test_without_configured_files_the_server_builds_them_in_the_data_dir(
     client: httpx.AsyncClient, server_app: FastAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOOPWRIGHT_DATA_DIR", str(tmp_path))
     state = server_app.state.loopwright
-    assert state.tool_files is None
+    state.tool_files = None  # as a server without configured files starts (the fixture sets test ones)
     manager = await state.files()
     assert await state.files() is manager
-    assert (tmp_path / "loopwright-files" / "secret_key").is_file()
+    assert (tmp_path / "files" / "secret_key").is_file()
     file: ToolFile = await manager.save_bytes(b"hello", mime_type="text/plain", filename="hello.txt")
-    assert (tmp_path / "loopwright-files" / "tool-files" / file.id[:2] / file.id).read_bytes() == b"hello"
+    assert (tmp_path / "files" / "tool-files" / file.id[:2] / file.id).read_bytes() == b"hello"
     r = await client.get(manager.url_for(file))
     assert r.status_code == 200 and r.content == b"hello"
     assert r.headers["content-type"].startswith("text/plain")

@@ -99,7 +99,7 @@ async def test_apps_calling_apps_stop_at_the_depth_limit(
 async def files_client(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[httpx.AsyncClient]:
-    monkeypatch.chdir(tmp_path)  # the tool files and their key go to ./loopwright-files
+    monkeypatch.setenv("LOOPWRIGHT_DATA_DIR", str(tmp_path))  # the tool files and their key go there
 
     @tool
     async def report(title: str) -> AsyncIterator[TextMessage | BlobMessage]:

@@ -25,8 +25,10 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from tests.app import test_history as history_tests
 from tests.app import test_messages as message_tests
+from tests.app import test_trust_pipeline as trust_tests
 from tests.store import rows
 from tests.store import test_db as db_tests
+from tests.store import test_logs as log_tests
 from tests.store import test_repositories as repository_tests
 from tests.store import test_thoughts as thought_tests
 
@@ -48,7 +50,9 @@ def _shared(*modules: ModuleType) -> list[Callable[[Database], Awaitable[None]]]
     return out
 
 
-SHARED = _shared(db_tests, repository_tests, thought_tests, history_tests, message_tests)
+SHARED = _shared(
+    db_tests, repository_tests, thought_tests, history_tests, message_tests, trust_tests, log_tests
+)
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,13 @@
 """The agent: strategies, the shared loop, events, the ReAct parser and prompts."""
 
 from loopwright.agent.agent import Agent
+from loopwright.agent.approvals import ApprovalDecision, Interruption, PendingCall
 from loopwright.agent.callbacks import AgentCallback, LoggingCallback
 from loopwright.agent.errors import AgentError, AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
     AgentResult,
+    ApprovalRequired,
     Finished,
     RoundFinished,
     RoundStarted,
@@ -24,8 +26,12 @@ __all__ = [
     "AgentMaxIterationError",
     "AgentRepeatedToolCallError",
     "AgentResult",
+    "ApprovalDecision",
+    "ApprovalRequired",
     "Finished",
+    "Interruption",
     "LoggingCallback",
+    "PendingCall",
     "RoundFinished",
     "RoundStarted",
     "RunMetrics",

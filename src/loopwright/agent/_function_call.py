@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from loopwright.agent._loop import ModelRequest, RoundReply, RunState
 from loopwright.agent.events import TextDelta, ToolCallRecord
+from loopwright.agent.output import OUTPUT_TOOL, OutputSpec
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,
@@ -17,6 +18,7 @@ from loopwright.model.entities import (
     ToolMessage,
     ToolSchema,
     Usage,
+    UserMessage,
 )
 from loopwright.tools.engine import ToolInvokeMeta
 
@@ -41,6 +43,8 @@ class FunctionCallStrategy:
         messages += state.history
         messages.append(state.user_message)
         messages += state.turn
+        if state.output is not None:  # the answer comes through the output tool, offered every round
+            tools = [*tools, state.output.tool_schema]
         return ModelRequest(messages, tools, self.stop)
 
     async def read(
@@ -76,6 +80,9 @@ class FunctionCallStrategy:
                 finish = chunk.finish_reason
         text = "".join(texts)
         calls = [_to_record(p, rnd, i) for i, p in enumerate(partial)]
+        if state.output is not None and any(c.name == OUTPUT_TOOL for c in calls):
+            yield _output_reply(state.output, text, calls, usage, finish)
+            return
         yield RoundReply(text, calls, usage, answer=None if calls else text, finish_reason=finish)
 
     def record(self, state: RunState, reply: RoundReply) -> None:
@@ -86,6 +93,31 @@ class FunctionCallStrategy:
 
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         raise AssertionError("function calling replies are never malformed as a whole")
+
+    def record_output_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
+        call = reply.output_call
+        if call is None:  # a plain-text answer
+            state.turn.append(AssistantMessage(reply.text))
+            state.turn.append(UserMessage(note))
+            return
+        state.turn.append(AssistantMessage(reply.text, [ToolCall(call.id, call.name, call.arguments_json())]))
+        state.turn.append(ToolMessage(note, call.id, call.name))
+
+
+def _output_reply(
+    output: OutputSpec, text: str, calls: list[ToolCallRecord], usage: Usage | None, finish: str | None
+) -> RoundReply:
+    """A reply that called the output tool: its arguments are the answer. Called beside other tools,
+    it is left out: those run first, and the model answers again after them."""
+    others = [c for c in calls if c.name != OUTPUT_TOOL]
+    if others:
+        return RoundReply(text, others, usage, finish_reason=finish)
+    call = calls[0]
+    # arguments that were not a JSON object are kept as the model wrote them, and fail the check
+    answer = output.answer_of_tool(call.arguments if call.observation is None else call.raw_arguments or "")
+    return RoundReply(
+        text, [], usage, answer=answer, answer_streamed=False, finish_reason=finish, output_call=call
+    )
 
 
 def _to_record(p: _PartialCall, rnd: int, index: int) -> ToolCallRecord:

@@ -31,6 +31,13 @@ class RepeatGuard:
                 return signature[0]
         return None
 
+    def memory(self) -> list[tuple[str, str]]:
+        """What it remembers, to carry over a pause (agent.approvals)."""
+        return list(self._recent)
+
+    def restore(self, memory: list[tuple[str, str]]) -> None:
+        self._recent.extend(memory)
+
 
 def repeated_call_note(name: str, times: int) -> str:
     return (

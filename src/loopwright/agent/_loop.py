@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
+from loopwright.agent.approvals import ApprovalDecision, Interruption, PendingCall, denial_observation
 from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
     AgentResult,
+    ApprovalRequired,
     Finished,
     FinishReason,
     RoundFinished,
@@ -30,6 +32,7 @@ from loopwright.agent.events import (
     ToolCallStarted,
 )
 from loopwright.agent.metrics import RunMetrics
+from loopwright.agent.output import OutputSpec, output_note
 from loopwright.agent.prompts import ScratchpadStep
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactTurn
@@ -64,6 +67,14 @@ class LoopSettings:
     # the model's ReactDecodingModel.stream_react, when it has one (the Agent checks once per model:
     # isinstance on a Protocol costs ~4 µs)
     stream_react: StreamReact | None = None
+    # structured output: answers that do not follow the schema are sent back at most this many times,
+    # and not after ``output_budget`` seconds (on ``clock``) of the run
+    max_output_retries: int = 2
+    output_budget: float | None = None
+    # tools whose calls wait for a person's approval (agent.approvals)
+    approval_names: frozenset[str] = frozenset()
+    # a paused run's snapshot: (state, time so far) → JSON data; set by the Agent
+    snapshot: Callable[[RunState, float], dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -87,6 +98,23 @@ class RunState:
     first_token_at: float = 0.0  # 0.0: nothing streamed yet
     calls: list[ToolCallRecord] = field(default_factory=list)  # every tool call that ran or was refused
     malformed: int = 0  # unreadable replies the model was asked to resend
+    output: OutputSpec | None = None  # what the final answer must be (structured output)
+    output_value: Any = None  # the answer's typed value, once it followed the schema
+    output_errors: list[str] = field(default_factory=list)  # why the last answer did not
+    output_attempts: int = 0  # answers sent back for not following the schema
+    pending: PendingRound | None = None  # a round waiting for approvals (a resumed run starts with it)
+    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)  # for the pending round
+
+
+@dataclass(slots=True)
+class PendingRound:
+    """A round whose calls wait for decisions: its thought text, every call, its usage, and the ids
+    of the calls that need a decision."""
+
+    text: str
+    calls: list[ToolCallRecord]
+    usage: Usage
+    awaiting: set[str]
 
 
 @dataclass(slots=True)
@@ -100,6 +128,7 @@ class RoundReply:
     answer_streamed: bool = True  # False when the answer came inside an action and was not yet shown
     problem: str | None = None  # the reply attempted an action that could not be read
     finish_reason: str | None = None  # the model's own (its last chunk's): "stop", "length", …
+    output_call: ToolCallRecord | None = None  # function calling: the answer came through the output tool
 
 
 @dataclass(slots=True)
@@ -125,6 +154,9 @@ class Strategy(Protocol):
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         """Append an unreadable reply and the corrective note sent back to the model."""
 
+    def record_output_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
+        """Append an answer that does not follow the output schema and the note sent back."""
+
 
 def malformed_note(problem: str) -> str:
     return (
@@ -144,11 +176,18 @@ async def run_loop(
     every level of async generators costs time on each event."""
     engine = await get_engine()
     tools = engine.schemas
+    if engine.approval_names:  # @tool(requires_approval=True) among the tools
+        settings.approval_names |= engine.approval_names
     clock = settings.clock
     state.started_at = clock()
     stream_react = settings.stream_react
     cap = min(settings.max_iterations, 99) + 1
-    for rnd in range(1, cap + 1):
+    if state.pending is not None:  # a resumed run: the round that waited for decisions goes first
+        state.started_at -= state.cache.pop("elapsed", 0.0)
+        async with aclosing(_resume_round(engine, strategy, state, settings)) as resumed:
+            async for event in resumed:
+                yield event
+    for rnd in range(state.round + 1, cap + 1):
         state.round = rnd
         # The last round, or the one after a repeated call, offers no tools: the model must answer.
         last = rnd == cap or state.repeated is not None
@@ -175,6 +214,10 @@ async def run_loop(
             continue
         if step is _Step.ANSWER:
             for event in _finish(state, reply, usage, clock):
+                yield event
+            return
+        if settings.approval_names and _awaiting(settings.approval_names, reply.calls):
+            for event in _interrupt(state, reply, usage, settings):
                 yield event
             return
         if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
@@ -215,11 +258,88 @@ def _settle(
             return _Step.RETRY
         reply.answer = reply.text.strip()  # out of retries: the reply's text is the best answer
     if not reply.calls:
+        if state.output is not None and not _output_ok(strategy, state, reply, last, settings):
+            return _Step.RETRY
         return _Step.ANSWER
     state.malformed_streak = 0
     if settings.guard is not None:
         _hold_repeats(settings.guard, state, reply.calls)
     return _Step.TOOLS
+
+
+def _output_ok(
+    strategy: Strategy, state: RunState, reply: RoundReply, last: bool, settings: LoopSettings
+) -> bool:
+    """Whether the answer follows the output schema (its typed value is kept); if not, the errors
+    are sent back while retries and time remain, else the answer stays plain text (a fall-back)."""
+    assert state.output is not None
+    answer = reply.answer if reply.answer is not None else reply.text
+    value, text, errors = state.output.check(answer)
+    if not errors:
+        state.output_value, state.output_errors = value, []
+        reply.answer = text
+        return True
+    state.output_errors = errors
+    budget = settings.output_budget
+    in_time = budget is None or settings.clock() - state.started_at < budget
+    if state.output_attempts < settings.max_output_retries and in_time and not last:
+        state.output_attempts += 1
+        strategy.record_output_problem(state, reply, output_note(errors))
+        return False
+    if reply.output_call is not None:  # the answer came as tool arguments: show it as text
+        reply.answer, reply.answer_streamed = answer, False
+    return True
+
+
+def _awaiting(names: frozenset[str], calls: list[ToolCallRecord]) -> bool:
+    return any(c.observation is None and c.name in names for c in calls)
+
+
+def _interrupt(state: RunState, reply: RoundReply, usage: Usage, settings: LoopSettings) -> list[AgentEvent]:
+    """The run pauses before the round's calls: which wait for approval, and the state to resume."""
+    names = settings.approval_names
+    waiting = [c for c in reply.calls if c.observation is None and c.name in names]
+    state.pending = PendingRound(reply.text, reply.calls, usage, {c.id for c in waiting})
+    assert settings.snapshot is not None, "an agent that pauses for approvals makes snapshots"
+    snapshot = settings.snapshot(state, settings.clock() - state.started_at)
+    pending = [PendingCall(c.id, c.name, c.arguments) for c in waiting]
+    result = AgentResult(
+        text="",
+        files=state.files,
+        usage=state.usage,
+        finish_reason="approval_required",
+        rounds=state.round,
+        messages=[*state.history, state.user_message, *state.turn],
+        metrics=_metrics(state, settings.clock()),
+        interruption=Interruption(pending, snapshot),
+    )
+    return [ApprovalRequired(state.round, reply.text, reply.calls, pending), Finished(result)]
+
+
+async def _resume_round(
+    engine: ToolEngine, strategy: Strategy, state: RunState, settings: LoopSettings
+) -> AsyncGenerator[AgentEvent, None]:
+    """The paused round, decided: approved calls run (with edited arguments when given), denied ones
+    (and those left without a decision) get the denial as their observation."""
+    pending = state.pending
+    assert pending is not None
+    state.pending = None
+    for call in pending.calls:
+        if call.id not in pending.awaiting:
+            continue
+        decision = state.decisions.get(call.id) or ApprovalDecision.deny(call.id, "no decision was given")
+        if not decision.approved:
+            call.observation = denial_observation(decision.reason)
+            call.meta = ToolInvokeMeta(0.0, "denied", {})
+        elif decision.arguments is not None:
+            call.arguments, call.raw_arguments = dict(decision.arguments), None
+    async with aclosing(_run_calls(engine, pending.calls, state, settings)) as call_events:
+        async for event in call_events:
+            yield event
+    state.calls.extend(pending.calls)
+    reply = RoundReply(pending.text, pending.calls, pending.usage)
+    strategy.record(state, reply)
+    yield RoundFinished(state.round, pending.text, pending.calls, pending.usage)
 
 
 def _timed(usage: Usage | None, elapsed: float) -> Usage:
@@ -291,6 +411,10 @@ def _finish(state: RunState, reply: RoundReply, usage: Usage, clock: Callable[[]
         messages=[*state.history, state.user_message, *state.turn],
         metrics=_metrics(state, clock()),
     )
+    if state.output is not None:
+        result.output = state.output_value
+        result.output_errors = state.output_errors
+        result.output_fallback = bool(state.output_errors)
     events.append(RoundFinished(state.round, reply.text, [], usage, answer))
     events.append(Finished(result))
     return events

@@ -73,7 +73,8 @@ class ReactStrategy:
                 state.query,
                 render_scratchpad(state.scratchpad),
             )
-            return ModelRequest([UserMessage(prompt)], (), self.stop, ReactTurn(tools, _observation(state)))
+            turn = ReactTurn(tools, _observation(state), _output_schema(state))
+            return ModelRequest([UserMessage(prompt)], (), self.stop, turn)
         system = self._system_prompt(state.instruction, tools)
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
         observation = _observation(state)
@@ -81,7 +82,7 @@ class ReactStrategy:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
             messages.append(UserMessage(self._continue(observation)))
         # Tools travel in the prompt; the API never sees them.
-        return ModelRequest(messages, (), self.stop, ReactTurn(tools, observation))
+        return ModelRequest(messages, (), self.stop, ReactTurn(tools, observation, _output_schema(state)))
 
     async def read(
         self, chunks: AsyncIterator[LLMChunk], state: RunState
@@ -157,6 +158,17 @@ class ReactStrategy:
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note))
 
+    def record_output_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
+        # The model sees the answer it gave, as an action, with the errors as its observation.
+        answer = reply.answer if reply.answer is not None else reply.text
+        step = ScratchpadStep(thought=reply.text.strip())
+        try:
+            shown: Any = json.loads(answer)
+        except json.JSONDecodeError:
+            shown = answer
+        step.actions.append((action_json("Final Answer", shown), note))
+        state.scratchpad.append(step)
+
     def _continue(self, observation: str) -> str:
         if "{observation}" not in self.continue_message:
             return self.continue_message
@@ -211,6 +223,10 @@ def _answer_text(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _output_schema(state: RunState) -> dict[str, Any] | None:
+    return state.output.schema if state.output is not None else None
 
 
 def _observation(state: RunState) -> str | None:

@@ -12,8 +12,11 @@ from loopwright.agent._factory import StrategyName, create_strategy
 from loopwright.agent._guardrails import RepeatGuard
 from loopwright.agent._loop import LoopSettings, RunState, Strategy, StreamReact, run_loop
 from loopwright.agent._react import ParserMode, ReactStrategy
+from loopwright.agent._snapshot import dump_state, load_state
+from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
+from loopwright.agent.output import OutputSpec, output_spec
 from loopwright.agent.prompts import fill_inputs
 from loopwright.model.base import Model, ReactDecodingModel
 from loopwright.model.entities import (
@@ -37,6 +40,10 @@ class Agent:
     ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
     or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
     offered no tools.
+
+    ``output_type`` asks for the answer as a typed value (``result.output``; see agent.output).
+    A call of a tool that requires approval pauses the run (``result.interruption``); ``resume`` goes
+    on with the decisions (see agent.approvals).
     """
 
     model: Model
@@ -63,16 +70,26 @@ class Agent:
     tool_hook: ToolHook | None = None
     # What result.metrics times are measured with (seconds); a test may pass a fake clock
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
+    # Structured output (agent.output): a pydantic model, dataclass, TypedDict or raw JSON Schema;
+    # answers that do not follow it are sent back at most ``output_retries`` times and not after
+    # ``output_time_budget`` seconds of the run (on ``clock``), then the answer stays plain text.
+    output_type: Any = None
+    output_retries: int = 2
+    output_time_budget: float | None = None
+    # Tools (by name) whose calls wait for a person's approval, beside @tool(requires_approval=True)
+    approval_required: Sequence[str] = ()
     _callback_tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
     _engine: ToolEngine | None = field(default=None, init=False, repr=False)
     _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
     _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
     _decoding: tuple[Model, StreamReact | None] | None = field(default=None, init=False, repr=False)
+    _output: tuple[Any, OutputSpec | None] = field(default=(None, None), init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0:
             raise ValueError("max_iterations must be 0 or more")
         create_strategy(self.model, self.strategy)  # fail early on a bad strategy name
+        self._output_spec()  # fail early on an output type that has no JSON Schema
         for item in self.tools:
             if not isinstance(item, Tool | Toolset):
                 raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")
@@ -118,12 +135,64 @@ class Agent:
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
         Closing the generator early cancels the model stream and running tool calls."""
         strategy = self._get_strategy()
+        instruction = fill_inputs(self.instruction, inputs)
+        output = self._output_spec()
+        if output is not None:
+            note = output.instruction(isinstance(strategy, ReactStrategy))
+            instruction = f"{instruction}\n\n{note}" if instruction else note
         state = RunState(
-            instruction=fill_inputs(self.instruction, inputs),
+            instruction=instruction,
             query=query,
             user_message=self._user_message(query, files),
             history=[m for m in history or () if not isinstance(m, SystemMessage)],
+            output=output,
         )
+        return self._events(strategy, state, context, callbacks, query)
+
+    async def resume(
+        self,
+        interruption: Interruption,
+        decisions: Sequence[ApprovalDecision],
+        *,
+        context: ToolContext | None = None,
+        callbacks: Sequence[object] = (),
+    ) -> AgentResult:
+        """Go on with a run that paused for approvals (see agent.approvals); as ``run``."""
+        result: AgentResult | None = None
+        async for event in self.resume_stream(interruption, decisions, context=context, callbacks=callbacks):
+            if type(event) is Finished:
+                result = event.result
+        assert result is not None, "an agent run always ends with a finished event or an error"
+        return result
+
+    def resume_stream(
+        self,
+        interruption: Interruption,
+        decisions: Sequence[ApprovalDecision],
+        *,
+        context: ToolContext | None = None,
+        callbacks: Sequence[object] = (),
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The events of a resumed run, as ``stream``'s: the paused round's tool calls first."""
+        strategy = self._get_strategy()
+        state, elapsed, guard = load_state(interruption.state)
+        state.output = self._output_spec()
+        state.decisions = {d.call_id: d for d in decisions}
+        state.cache["elapsed"] = elapsed
+        state.cache["guard"] = guard
+        return self._events(strategy, state, context, callbacks, state.query)
+
+    def _events(
+        self,
+        strategy: Strategy,
+        state: RunState,
+        context: ToolContext | None,
+        callbacks: Sequence[object],
+        query: str,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        guard = RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None
+        if guard is not None and "guard" in state.cache:
+            guard.restore(state.cache.pop("guard"))
         settings = LoopSettings(
             max_iterations=self.max_iterations,
             max_parallel_tools=self.max_parallel_tools,
@@ -132,15 +201,27 @@ class Agent:
             params=model_settings_from_params(self.model_params),
             tool_choice=self.tool_choice,
             tool_context=context or self.context,
-            guard=RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None,
+            guard=guard,
             clock=self.clock,
             stream_react=self._stream_react(),
+            max_output_retries=self.output_retries,
+            output_budget=self.output_time_budget,
+            approval_names=frozenset(self.approval_required),
+            snapshot=lambda s, elapsed: dump_state(s, elapsed, guard.memory() if guard else []),
         )
         events = run_loop(self.model, strategy, self._tool_engine, state, settings)
         if not (self.callbacks or callbacks):
             return events  # nothing to tell: the loop's own stream, unwrapped
         dispatch = CallbackDispatch([*self.callbacks, *callbacks], self._callback_tasks)
         return with_callbacks(events, dispatch, query)
+
+    def _output_spec(self) -> OutputSpec | None:
+        """The spec of ``output_type``, made again only when it was changed."""
+        made_from, spec = self._output
+        if made_from is not self.output_type:
+            spec = output_spec(self.output_type) if self.output_type is not None else None
+            self._output = (self.output_type, spec)
+        return spec
 
     def _stream_react(self) -> StreamReact | None:
         """The model's ``stream_react`` when it is a ReactDecodingModel; checked once per model."""
@@ -189,6 +270,7 @@ class Agent:
         # toolset may change its tools between runs: it is asked again each run and the table renewed.
         if self._engine is not None and not self._dynamic:
             return self._engine
+
         tools: list[Tool] = []
         dynamic = False
         for item in self.tools:

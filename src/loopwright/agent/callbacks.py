@@ -33,6 +33,7 @@ from typing import Any
 from loopwright.agent.events import (
     AgentEvent,
     AgentResult,
+    ApprovalRequired,
     Finished,
     RoundFinished,
     RoundStarted,
@@ -193,7 +194,7 @@ async def with_callbacks(
 
 def _after_reply(dispatch: CallbackDispatch, event: AgentEvent, reading: int) -> int:
     """Hooks for the events that follow a model reply; returns the round still being read (0: none)."""
-    if reading and type(event) in (ToolCallStarted, RoundFinished):
+    if reading and type(event) in (ToolCallStarted, RoundFinished, ApprovalRequired):
         dispatch("on_llm_end", reading)
         reading = 0
     if type(event) is ToolCallStarted:

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopwright.agent.approvals import Interruption, PendingCall
 from loopwright.agent.metrics import RunMetrics
 from loopwright.model.entities import PromptMessage, Usage
 from loopwright.tools.base import ToolOutput
@@ -19,7 +20,9 @@ from loopwright.tools.engine import ToolInvokeMeta
 # Why a run ended with an answer: "stop" (the model finished), "length" (the answer was cut at the
 # model's token limit), "content_filter" (the provider withheld the rest). Runs that end otherwise
 # raise (AgentMaxIterationError, AgentRepeatedToolCallError, ModelError, cancellation).
-FinishReason = Literal["stop", "length", "content_filter"]
+# "approval_required": the run paused before calling a tool that needs a person's approval
+# (``result.interruption``; see agent.approvals).
+FinishReason = Literal["stop", "length", "content_filter", "approval_required"]
 
 
 @dataclass(slots=True)
@@ -54,6 +57,13 @@ class AgentResult:
     rounds: int
     messages: list[PromptMessage]
     metrics: RunMetrics | None = None  # always set by a run; None only where a result is built by hand
+    # Structured output (Agent.output_type): the typed value, or None. ``output_fallback`` says the
+    # answer is plain text because it never followed the schema; ``output_errors`` says why.
+    output: Any = None
+    output_fallback: bool = False
+    output_errors: list[str] = field(default_factory=list)
+    # Set when finish_reason is "approval_required": the calls waiting and the state to resume from.
+    interruption: Interruption | None = None
 
 
 @dataclass(slots=True)
@@ -109,9 +119,29 @@ class RoundFinished:
 
 
 @dataclass(slots=True)
+class ApprovalRequired:
+    """The round's calls include some that need approval: the run pauses here (``Finished`` with
+    the interruption follows). ``calls`` is every call of the round; ``pending`` those waiting."""
+
+    round: int
+    thought: str
+    calls: list[ToolCallRecord]
+    pending: list[PendingCall]
+    type: Literal["approval_required"] = field(default="approval_required", init=False)
+
+
+@dataclass(slots=True)
 class Finished:
     result: AgentResult
     type: Literal["finished"] = field(default="finished", init=False)
 
 
-AgentEvent = RoundStarted | TextDelta | ToolCallStarted | ToolCallFinished | RoundFinished | Finished
+AgentEvent = (
+    RoundStarted
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | RoundFinished
+    | ApprovalRequired
+    | Finished
+)

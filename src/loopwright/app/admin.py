@@ -1,9 +1,10 @@
 """Administration of apps in the database: create an app, give it an API key, add a toolset to it.
 
-The ``loopwright app``, ``key`` and ``tools`` commands call these, so the CLI never touches the store.
-Each function opens the database (``database_url``, else ``DATABASE_URL`` / ``LOOPWRIGHT_DB`` /
-``loopwright.db`` in the data directory, as the server does), runs the migrations (a new file needs
-no setup), does its work in one transaction and closes the database again.
+The ``loopwright app``, ``key`` and ``tools`` commands and the server's admin API (``/console/api``)
+call these, so neither touches the store. Each function does its work in one transaction on ``db`` (the
+server's open database) or, without one, opens the database (``database_url``, else ``DATABASE_URL`` /
+``LOOPWRIGHT_DB`` / ``loopwright.db`` in the data directory, as the server does), runs the migrations (a
+new file needs no setup) and closes it again.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from loopwright.app.config import (
     load_app_yaml,
 )
 from loopwright.app.dify_export import export_dify_dsl
+from loopwright.app.tool_allowlist import check_config, check_sources
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database, resolve_url
-from loopwright.store.models import App
+from loopwright.store.models import ApiKey, App
 
 if TYPE_CHECKING:
     from loopwright.knowledge import KnowledgeBase
@@ -81,26 +83,55 @@ def app_config_from_options(
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
 
 
-async def create_app(name: str, config: AppConfig, *, database_url: str | None = None) -> str:
-    """Store a new app with ``config`` as its first configuration version; returns its id."""
-    async with _session(database_url) as session:
-        app, _ = await repo.create_app(session, name, config.model_dump())
+async def create_app(
+    name: str,
+    config: AppConfig,
+    *,
+    description: str = "",
+    database_url: str | None = None,
+    db: Database | None = None,
+    allow: Sequence[str] | None = None,
+) -> str:
+    """Store a new app with ``config`` as its first configuration version; returns its id. A tool
+    source the server's allow-list (``allow``, default: the settings' ``tool_sources``) does not have
+    raises :class:`~app.tool_allowlist.ToolSourceNotAllowedError`."""
+    _check_name(name)
+    check_config(config, _allow_list(allow))
+    async with _session(database_url, db) as session:
+        app, _ = await repo.create_app(session, name.strip(), config.model_dump(), description=description)
         return app.id
 
 
-async def create_api_key(app_id: str, *, database_url: str | None = None) -> str:
+async def create_api_key(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> str:
     """A new API key (``app-…``) for the app; :class:`AppNotFoundError` when there is no such app."""
-    async with _session(database_url) as session:
+    _, token = await create_key(app_id, database_url=database_url, db=db)
+    return token
+
+
+async def create_key(
+    app_id: str, *, database_url: str | None = None, db: Database | None = None
+) -> tuple[KeySummary, str]:
+    """A new API key for the app: its summary (masked) and the key itself, shown this once."""
+    async with _session(database_url, db) as session:
         await _require_app(session, app_id)
-        return (await repo.create_api_key(session, app_id)).token
+        key = await repo.create_api_key(session, app_id)
+        return _key_summary(key), key.token
 
 
-async def add_toolset(app_id: str, source: Mapping[str, Any], *, database_url: str | None = None) -> int:
+async def add_toolset(
+    app_id: str,
+    source: Mapping[str, Any],
+    *,
+    database_url: str | None = None,
+    db: Database | None = None,
+    allow: Sequence[str] | None = None,
+) -> int:
     """Add the toolset ``source`` (a toolset mapping, e.g. an ``OpenAPISource`` dumped as JSON) to the
     app's ``toolsets`` as a new configuration version, replacing one of the same type and spec; returns
     the version number. :class:`AppNotFoundError` or :class:`ToolsetStorageError` when it cannot."""
     entry = dict(source)
-    async with _session(database_url) as session:
+    check_sources([], [entry], _allow_list(allow))
+    async with _session(database_url, db) as session:
         await _require_app(session, app_id)
         latest = await repo.latest_config(session, app_id)
         config = dict(latest.config) if latest is not None else {}
@@ -121,6 +152,8 @@ class AppSummary:
     strategy: str
     tools: int
     created_at: str
+    status: str  # "normal", or "disabled" (``app disable``)
+    api: bool  # the Service API is on (``app disable --api`` turns it off)
 
 
 @dataclass(frozen=True)
@@ -136,10 +169,10 @@ def mask_token(token: str) -> str:
     return f"{token[:6]}…{token[-4:]}" if len(token) > 12 else "…"
 
 
-async def list_apps(*, database_url: str | None = None) -> list[AppSummary]:
+async def list_apps(*, database_url: str | None = None, db: Database | None = None) -> list[AppSummary]:
     """Every app with its current configuration's model, strategy and number of tools."""
     out = []
-    async with _session(database_url) as session:
+    async with _session(database_url, db) as session:
         for app in await repo.list_apps(session):
             latest = await repo.latest_config(session, app.id)
             config = dict(latest.config) if latest is not None else {}
@@ -151,28 +184,138 @@ async def list_apps(*, database_url: str | None = None) -> list[AppSummary]:
                     str(config.get("strategy", "auto")),
                     len(config.get("tools") or []) + len(config.get("toolsets") or []),
                     app.created_at.isoformat(timespec="seconds"),
+                    app.status,
+                    app.enable_api,
                 )
             )
     return out
 
 
-async def list_keys(app_id: str | None = None, *, database_url: str | None = None) -> list[KeySummary]:
+async def list_keys(
+    app_id: str | None = None, *, database_url: str | None = None, db: Database | None = None
+) -> list[KeySummary]:
     """The API keys of one app (:class:`AppNotFoundError` when there is no such app) or of all."""
-    async with _session(database_url) as session:
+    async with _session(database_url, db) as session:
         if app_id is not None:
             await _require_app(session, app_id)
-        keys = await repo.list_api_keys(session, app_id)
+        return [_key_summary(k) for k in await repo.list_api_keys(session, app_id)]
+
+
+def _key_summary(key: ApiKey) -> KeySummary:
+    return KeySummary(key.id, key.app_id, mask_token(key.token), key.created_at.isoformat(timespec="seconds"))
+
+
+async def revoke_key(key: str, *, database_url: str | None = None, db: Database | None = None) -> bool:
+    """Delete an API key by its id or its token; whether there was one. A running server refuses it
+    (401) within ``lookup.KEY_TTL`` (30 s), the time it trusts a key it has seen."""
+    async with _session(database_url, db) as session:
+        return await repo.revoke_api_key(session, key)
+
+
+MAX_APP_NAME_CHARS = 255  # the column's size
+
+
+def _check_name(name: str) -> None:
+    if not 1 <= len(name.strip()) <= MAX_APP_NAME_CHARS:
+        raise UserInputError(f"an app's name must be 1 to {MAX_APP_NAME_CHARS} characters")
+
+
+def parse_app_config(data: Mapping[str, Any]) -> AppConfig:
+    """An app configuration from a mapping (a JSON body, an edited export); :class:`ConfigImportError`
+    naming the first problem."""
+    try:
+        return AppConfig.model_validate(dict(data))
+    except pydantic.ValidationError as e:
+        raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+
+
+async def update_app(
+    app_id: str,
+    *,
+    config: AppConfig | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    database_url: str | None = None,
+    db: Database | None = None,
+    allow: Sequence[str] | None = None,
+) -> int:
+    """Change an app: ``config`` becomes a new configuration version (the old ones stay, pinned by
+    their conversations; new conversations use the new one), ``name`` and ``description`` change in
+    place. Returns the app's newest version number; :class:`AppNotFoundError` when there is no such
+    app, :class:`~app.tool_allowlist.ToolSourceNotAllowedError` for a tool source the allow-list
+    does not have."""
+    if name is not None:
+        _check_name(name)
+    if config is not None:
+        check_config(config, _allow_list(allow))
+    async with _session(database_url, db) as session:
+        app = await session.get(App, app_id)
+        if app is None:
+            raise AppNotFoundError(app_id)
+        if name is not None:
+            app.name = name.strip()
+        if description is not None:
+            app.description = description
+        if config is not None:
+            return (await repo.add_config_version(session, app_id, config.model_dump())).version
+        latest = await repo.latest_config(session, app_id)
+        return latest.version if latest is not None else 0
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    version: int
+    id: str
+    model: str
+    strategy: str
+    created_at: str
+
+
+async def list_versions(
+    app_id: str, *, database_url: str | None = None, db: Database | None = None
+) -> list[VersionSummary]:
+    """The app's configuration versions, newest first; :class:`AppNotFoundError` for no such app."""
+    async with _session(database_url, db) as session:
+        await _require_app(session, app_id)
+        rows = list(reversed(await repo.config_versions(session, app_id)))
         return [
-            KeySummary(k.id, k.app_id, mask_token(k.token), k.created_at.isoformat(timespec="seconds"))
-            for k in keys
+            VersionSummary(
+                r.version,
+                r.id,
+                str(r.config.get("model", "")),
+                str(r.config.get("strategy", "auto")),
+                r.created_at.isoformat(timespec="seconds"),
+            )
+            for r in rows
         ]
 
 
-async def revoke_key(key: str, *, database_url: str | None = None) -> bool:
-    """Delete an API key by its id or its token; whether there was one. A running server refuses it
-    (401) within ``lookup.KEY_TTL`` (30 s), the time it trusts a key it has seen."""
+async def get_version(
+    app_id: str, version: int, *, database_url: str | None = None, db: Database | None = None
+) -> AppConfig:
+    """One configuration version of the app; :class:`NotFoundError` when the app or the version is
+    not there."""
+    async with _session(database_url, db) as session:
+        await _require_app(session, app_id)
+        row = await repo.config_version(session, app_id, version)
+        if row is None:
+            raise NotFoundError(f"app {app_id!r} has no configuration version {version}")
+        return AppConfig.model_validate(row.config)
+
+
+async def set_app_access(
+    app_id: str, *, enabled: bool, api_only: bool = False, database_url: str | None = None
+) -> None:
+    """Enable or disable an app (Dify's app ``status``), or with ``api_only`` only its Service API
+    (Dify's ``enable_api``); :class:`AppNotFoundError` when there is no such app. A disabled app's
+    requests get 403 within ``lookup.ACCESS_TTL`` (2 s) on a running server."""
     async with _session(database_url) as session:
-        return await repo.revoke_api_key(session, key)
+        if api_only:
+            app = await repo.set_app_access(session, app_id, enable_api=enabled)
+        else:
+            app = await repo.set_app_access(session, app_id, status="normal" if enabled else "disabled")
+        if app is None:
+            raise AppNotFoundError(app_id)
 
 
 @dataclass(frozen=True)
@@ -187,11 +330,13 @@ class AppDetails:
     versions: int
     keys: int
     config: dict[str, Any]
+    status: str = "normal"  # "disabled" after ``app disable``
+    api: bool = True  # the Service API is on (``app disable --api`` turns it off)
 
 
-async def show_app(app_id: str, *, database_url: str | None = None) -> AppDetails:
+async def show_app(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> AppDetails:
     """One app with its current configuration; :class:`AppNotFoundError` when there is none."""
-    async with _session(database_url) as session:
+    async with _session(database_url, db) as session:
         app = await session.get(App, app_id)
         if app is None:
             raise AppNotFoundError(app_id)
@@ -206,21 +351,25 @@ async def show_app(app_id: str, *, database_url: str | None = None) -> AppDetail
             len(versions),
             len(await repo.list_api_keys(session, app_id)),
             dict(current.config) if current is not None else {},
+            app.status,
+            app.enable_api,
         )
 
 
-async def delete_app(app_id: str, *, database_url: str | None = None) -> None:
+async def delete_app(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> None:
     """Delete an app with its versions, keys, conversations and messages (:class:`AppNotFoundError`
     when there is none). A running server refuses its keys within ``lookup.KEY_TTL``."""
-    async with _session(database_url) as session:
+    async with _session(database_url, db) as session:
         if not await repo.delete_app(session, app_id):
             raise AppNotFoundError(app_id)
 
 
-async def export_app(app_id: str, *, fmt: str = "dify", database_url: str | None = None) -> ExportedApp:
+async def export_app(
+    app_id: str, *, fmt: str = "dify", database_url: str | None = None, db: Database | None = None
+) -> ExportedApp:
     """The app's current configuration as a Dify DSL export (``fmt="dify"``, with warnings for what
     Dify cannot take) or as loopwright's own app YAML (``fmt="loopwright"``, lossless)."""
-    details = await show_app(app_id, database_url=database_url)
+    details = await show_app(app_id, database_url=database_url, db=db)
     config = AppConfig.model_validate(details.config)
     if fmt == "loopwright":
         document = {"name": details.name, **config.model_dump(mode="json", exclude_defaults=True)}
@@ -237,6 +386,14 @@ class ExportedApp:
     warnings: list[str]
 
 
+def _allow_list(allow: Sequence[str] | None) -> Sequence[str]:
+    if allow is not None:
+        return allow
+    from loopwright.config import load_settings
+
+    return load_settings().tool_sources
+
+
 def _same_source(entry: object, source: Mapping[str, Any]) -> bool:
     """Whether ``entry`` is the same spec (an OpenAPI file or URL) as ``source``."""
     spec = source.get("spec")
@@ -248,20 +405,32 @@ def _same_source(entry: object, source: Mapping[str, Any]) -> bool:
     )
 
 
+async def check_app(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> None:
+    """:class:`AppNotFoundError` unless there is an app with this id."""
+    async with _session(database_url, db) as session:
+        await _require_app(session, app_id)
+
+
 async def _require_app(session: AsyncSession, app_id: str) -> None:
     if await session.get(App, app_id) is None:
         raise AppNotFoundError(app_id)
 
 
 @asynccontextmanager
-async def _session(database_url: str | None) -> AsyncIterator[AsyncSession]:
-    db = Database(database_url) if database_url else Database()
-    try:
-        await db.migrate()
+async def _session(database_url: str | None, db: Database | None = None) -> AsyncIterator[AsyncSession]:
+    """One transaction on ``db`` (left open), else on the database of ``database_url`` (or the
+    environment's), migrated, opened and closed for this one piece of work."""
+    if db is not None:
         async with db.transaction() as session:
             yield session
+        return
+    own = Database(database_url) if database_url else Database()
+    try:
+        await own.migrate()
+        async with own.transaction() as session:
+            yield session
     finally:
-        await db.close()
+        await own.close()
 
 
 def database_url() -> str:

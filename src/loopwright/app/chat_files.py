@@ -59,10 +59,12 @@ async def resolve_chat_files(
             url = str(entry.get("url") or entry.get("remote_url") or "")
             if not url.startswith(("https://", "http://")):
                 raise UserInputError("url of a remote_url file must be an http(s) URL")
+            _check_extension(settings, kind, url.split("?")[0].rsplit("/", 1)[-1])
             out.parts.append(ImagePart(url) if kind == "image" else FilePart(url))
             out.rows.append(_row(kind, method, url, None, end_user_id))
             continue
         row = await _upload(db, app_id, entry.get("upload_file_id"))
+        _check_extension(settings, kind, row.name)
         out.parts.append(await _inline(row, kind, upload_dir))
         out.rows.append(_row(kind, method, None, row.id, end_user_id))
     return out
@@ -77,11 +79,22 @@ def _check_entry(entry: Any, settings: FileUpload) -> tuple[str, str]:
         raise UserInputError("transfer_method must be local_file or remote_url")
     if method not in settings.transfer_methods:
         raise UserInputError(f"transfer method {method} is not allowed for this app")
-    if kind not in settings.allowed_types:
+    if kind not in settings.allowed_types and not (kind == "custom" and settings.allowed_file_extensions):
         raise UserInputError(
             f"file type {kind!r} is not allowed; allowed: {', '.join(settings.allowed_types)}"
         )
     return kind, method
+
+
+def _check_extension(settings: FileUpload, kind: str, name: str) -> None:
+    """Dify's rule for a ``custom`` file: its extension must be one of ``allowed_file_extensions``
+    (when the app lists any; with or without the dot, any case)."""
+    if kind != "custom" or not settings.allowed_file_extensions:
+        return
+    extension = "." + name.rpartition(".")[2].lower() if "." in name else ""
+    wanted = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in settings.allowed_file_extensions}
+    if extension not in wanted:
+        raise UserInputError(f"File validation failed for file: {name}")
 
 
 async def _upload(db: Database, app_id: str, upload_id: Any) -> UploadFile:

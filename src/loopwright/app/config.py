@@ -13,7 +13,11 @@ from typing import Any, Literal, get_args
 import pydantic
 import yaml
 
+from loopwright.app.annotation_setting import AnnotationReply
+from loopwright.app.external_data import ExternalDataTool
+from loopwright.app.moderation import ModerationRule
 from loopwright.app.toolset_sources import check_source
+from loopwright.app.trust_import import trust_fields
 
 FieldType = Literal[
     "text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object"
@@ -46,8 +50,56 @@ class ToolConfig(pydantic.BaseModel):
 class FileUpload(pydantic.BaseModel):
     enabled: bool = False
     allowed_types: list[str] = ["image"]
+    # for ``custom`` files (Dify's): their extensions, e.g. [".csv", ".json"]; empty: any
+    allowed_file_extensions: list[str] = []
     number_limits: int = 3
     transfer_methods: list[Literal["local_file", "remote_url"]] = ["local_file", "remote_url"]
+
+
+class ApprovalSettings(pydantic.BaseModel):
+    """Tools whose calls wait for a person's approval (by name: built-ins, OpenAPI operations, MCP
+    tools, …), and how long a decision may take before the calls count as denied (seconds)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    tools: list[str] = []
+    timeout: float = pydantic.Field(default=3600.0, gt=0)
+
+
+class EvidenceSettings(pydantic.BaseModel):
+    """Evidence-backed answers: with knowledge bases attached, an answer must rest on a retrieved
+    segment scoring ``min_score`` or more, else the app answers ``no_evidence_reply``."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    required: bool = False
+    no_evidence_reply: str = "I could not find this in the knowledge base, so I cannot answer it."
+    min_score: float = pydantic.Field(default=0.0, ge=0, le=1)
+
+
+class SpeechToText(pydantic.BaseModel):
+    """``POST /v1/audio-to-text`` (Dify's ``speech_to_text`` feature): ``model`` is a spec of a model on
+    an OpenAI-compatible audio API, ``openai:<name>`` or ``openai-compatible:<name>`` (its server and
+    key are the chat models', ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    model: str = "openai:whisper-1"
+
+
+class TextToSpeech(pydantic.BaseModel):
+    """``POST /v1/text-to-audio`` (Dify's ``text_to_speech`` feature), streamed as MP3. ``voice`` is
+    used when the request names none (empty: ``alloy``, the first of OpenAI's voices); ``language``
+    and ``autoPlay`` are reported by ``/v1/parameters`` for clients, as Dify does."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    model: str = "openai:tts-1"
+    voice: str = ""
+    language: str = ""
+    autoPlay: Literal["enabled", "disabled"] = "disabled"  # noqa: N815 (Dify's name)
 
 
 class AppConfig(pydantic.BaseModel):
@@ -73,8 +125,27 @@ class AppConfig(pydantic.BaseModel):
     generate_conversation_names: bool = False
     # ``GET /v1/messages/{id}/suggested`` answers with questions made by the app's model (Dify's feature).
     suggested_questions_after_answer: bool = False
+    speech_to_text: SpeechToText = SpeechToText()
+    text_to_speech: TextToSpeech = TextToSpeech()
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
+    # Trust and control (docs/trust.md): moderation rules, answers from annotations, variables from APIs
+    moderation: list[ModerationRule] = []
+    annotation_reply: AnnotationReply | None = None
+    external_data_tools: list[ExternalDataTool] = []
+    # Structured output: the answer is JSON following this JSON Schema (agent.output)
+    output_schema: dict[str, Any] | None = None
+    approval: ApprovalSettings = ApprovalSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
+
+    @pydantic.field_validator("output_schema")
+    @classmethod
+    def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            from loopwright.agent.output import output_spec
+
+            output_spec(value)  # raises ValueError for a schema that is not valid
+        return value
 
     @pydantic.field_validator("toolsets")
     @classmethod
@@ -175,12 +246,20 @@ class DifyFileUpload(_DslPart):
     enabled: bool = False
     image: DifyImageUpload = DifyImageUpload()
     allowed_file_types: list[str] = []
+    allowed_file_extensions: list[str] = []
     number_limits: int | None = None
     allowed_file_upload_methods: list[str] = []
 
 
 class DifyFeature(_DslPart):
     enabled: bool = False
+
+
+class DifyTextToSpeech(_DslPart):
+    enabled: bool = False
+    voice: str | None = None
+    language: str | None = None
+    autoPlay: str | None = None  # noqa: N815 (Dify's name)
 
 
 class DifyDatasetList(_DslPart):
@@ -203,7 +282,7 @@ class DifyModelConfig(_DslPart):
     annotation_reply: DifyFeature = DifyFeature()
     sensitive_word_avoidance: DifyFeature = DifyFeature()
     speech_to_text: DifyFeature = DifyFeature()
-    text_to_speech: DifyFeature = DifyFeature()
+    text_to_speech: DifyTextToSpeech = DifyTextToSpeech()
     more_like_this: DifyFeature = DifyFeature()
 
 
@@ -224,10 +303,6 @@ _BUILTIN_EQUIVALENTS = {
 _STRATEGIES = {"function_call": "function-calling", "react": "react", "cot": "react"}
 _PARAMS = ("temperature", "top_p", "max_tokens", "presence_penalty", "frequency_penalty", "stop", "seed")
 _UNSUPPORTED = {
-    "annotation_reply": "annotation replies",
-    "sensitive_word_avoidance": "moderation (sensitive word avoidance)",
-    "speech_to_text": "speech to text",
-    "text_to_speech": "text to speech",
     "more_like_this": "more like this",
 }
 _FORM_TYPES = get_args(FieldType)
@@ -257,10 +332,33 @@ def import_dify_dsl(text: str) -> ImportReport:
             file_upload=_file_upload(mc.file_upload),
             opening_statement=mc.opening_statement,
             suggested_questions=mc.suggested_questions,
+            **trust_fields(mc.model_dump(), warnings),
+            speech_to_text=SpeechToText(enabled=mc.speech_to_text.enabled),
+            text_to_speech=_text_to_speech(mc.text_to_speech),
         )
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
-    return ImportReport(export.app.name or "imported app", config, warnings + _unsupported(mc))
+    notes = warnings + _speech_notes(mc) + _unsupported(mc)
+    return ImportReport(export.app.name or "imported app", config, notes)
+
+
+def _text_to_speech(tts: DifyTextToSpeech) -> TextToSpeech:
+    return TextToSpeech(
+        enabled=tts.enabled,
+        voice=tts.voice or "",
+        language=tts.language or "",
+        autoPlay="enabled" if tts.autoPlay == "enabled" else "disabled",
+    )
+
+
+def _speech_notes(mc: DifyModelConfig) -> list[str]:
+    """Where the speech features of an export go: Dify uses the workspace's default models."""
+    notes = []
+    if mc.speech_to_text.enabled:
+        notes.append(f"speech to text uses {SpeechToText().model} (set speech_to_text.model for another)")
+    if mc.text_to_speech.enabled:
+        notes.append(f"text to speech uses {TextToSpeech().model} (set text_to_speech.model for another)")
+    return notes
 
 
 def _unsupported(mc: DifyModelConfig) -> list[str]:
@@ -332,6 +430,7 @@ def _file_upload(spec: DifyFileUpload) -> FileUpload:
     return FileUpload(
         enabled=spec.enabled or image.enabled,
         allowed_types=spec.allowed_file_types or ["image"],
+        allowed_file_extensions=spec.allowed_file_extensions,
         number_limits=spec.number_limits or image.number_limits or 3,
         transfer_methods=spec.allowed_file_upload_methods  # type: ignore[arg-type]  # checked by FileUpload
         or image.transfer_methods

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.agent.prompts import fill_inputs
 from loopwright.app.errors import CONVERSATION_NOT_EXISTS as CONVERSATION_NOT_FOUND
+from loopwright.app.file_inputs import has_files, inputs_view, prompt_view
 from loopwright.app.lookup import AppLookup
 from loopwright.app.message_writes import conversation_name
 from loopwright.app.uploads import preview_url
@@ -177,6 +178,7 @@ async def conversation_page(
     limit: int,
     last_id: str | None = None,
     sort_by: str = "-updated_at",
+    tool_files: Callable[[], Awaitable[ToolFiles]] | None = None,
 ) -> Page[ConversationView]:
     """The end user's conversations in ``sort_by`` order (Dify's values: ``created_at``,
     ``updated_at``, ``-`` for newest first; default most recently updated first); ``last_id``
@@ -188,7 +190,9 @@ async def conversation_page(
         page = await repo.list_conversations(
             session, app_id, end_user_id, limit=limit, last_id=last_id or None, sort_by=sort_by
         )
-    views = [await _conversation_view(lookup, c) for c in page.items]
+    signed = tool_files is not None and any(has_files(c.inputs) for c in page.items)
+    signer = await tool_files() if signed and tool_files is not None else None
+    views = [await _conversation_view(lookup, c, signer) for c in page.items]
     return Page(views, page.has_more, page.limit)
 
 
@@ -285,15 +289,17 @@ async def _conversation(
     return conv
 
 
-async def _conversation_view(lookup: AppLookup, conv: Conversation) -> ConversationView:
+async def _conversation_view(
+    lookup: AppLookup, conv: Conversation, signer: ToolFiles | None = None
+) -> ConversationView:
     version = await lookup.config(conv.app_config_id)  # cached: one query per version, not per row
     return ConversationView(
         id=conv.id,
         name=conv.name,
-        inputs=dict(conv.inputs or {}),
+        inputs=inputs_view(conv.inputs, signer),
         status=conv.status,
         # the opening statement with the conversation's inputs filled in, as Dify stores it
-        introduction=fill_inputs(version.config.opening_statement, conv.inputs)
+        introduction=fill_inputs(version.config.opening_statement, prompt_view(conv.inputs))
         if version is not None
         else "",
         created_at=unix_seconds(conv.created_at),
@@ -331,8 +337,9 @@ async def message_page(
         all_files = [f for rows in files.values() for f in rows]
         uploads = await repo.uploads_by_id(session, [f.upload_file_id for f in all_files if f.upload_file_id])
     details = await _file_details(tool_files, all_files, uploads)
+    signer = await tool_files() if any(has_files(m.inputs) for m in page.items) else None
     views = [
-        _message_view(m, ratings.get(m.id), files.get(m.id, []), thoughts.get(m.id, []), details)
+        _message_view(m, ratings.get(m.id), files.get(m.id, []), thoughts.get(m.id, []), details, signer)
         for m in page.items
     ]
     return Page(views, page.has_more, page.limit)
@@ -353,6 +360,8 @@ async def rate_message(
         message = await repo.find_user_message(session, app_id, end_user_id, message_id)
         if message is None:
             raise NotFoundError(MESSAGE_NOT_FOUND)
+        if rating is None and not await repo.feedback_ratings(session, [message.id], end_user_id):
+            raise UserInputError("rating cannot be None when feedback not exists")  # Dify's text
         await repo.set_feedback(session, message.id, end_user_id, rating, content)
 
 
@@ -411,12 +420,13 @@ def _message_view(
     files: Sequence[MessageFile],
     thoughts: Sequence[MessageAgentThought],
     details: Mapping[str, MessageFileView],
+    signer: ToolFiles | None = None,
 ) -> MessageView:
     return MessageView(
         id=m.id,
         conversation_id=m.conversation_id,
         parent_message_id=m.parent_message_id,
-        inputs=dict(m.inputs or {}),
+        inputs=inputs_view(m.inputs, signer),  # files with their URLs, as Dify shows them
         query=m.query,
         answer=m.answer,
         files=[details[f.id] for f in files],

@@ -10,23 +10,25 @@ of their own. The knowledge types the server answers with are re-exported from h
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge import Dataset, DatasetExistsError, Document, Hit, KnowledgeBase, MetadataFilter
 from loopwright.knowledge.embeddings import parse_embedding_spec
-from loopwright.knowledge.entities import RetrievalModel, Segment
+from loopwright.knowledge.entities import MetadataField, RetrievalModel, Segment, Tag
 from loopwright.knowledge.extract import ExtractError, kind_of
-from loopwright.knowledge.ingest import Source
+from loopwright.knowledge.ingest import Progress, Source
 from loopwright.knowledge.kb import SPLIT_RULES
 
 __all__ = [
     "MAX_FILE_BYTES",
     "Dataset",
     "DatasetExistsError",
+    "MetadataField",
     "Segment",
+    "Tag",
     "get_document",
     "document_segments",
     "DatasetPage",
@@ -38,17 +40,20 @@ __all__ = [
     "Queued",
     "batch_documents",
     "create_dataset",
+    "create_key",
     "dataset_page",
     "delete_dataset",
     "delete_document",
     "document_kind",
     "embedding_spec",
+    "find_dataset",
     "get_dataset",
     "key_is_valid",
     "list_documents",
     "queue_document",
     "retrieve",
     "splitting_rules",
+    "try_query",
 ]
 
 MAX_FILE_BYTES = 15 * 1024 * 1024  # Dify's default upload limit
@@ -69,6 +74,11 @@ class DocumentIndexingError(UserInputError):
 async def key_is_valid(kb: KnowledgeBase, token: str) -> bool:
     """Whether ``token`` is a dataset API key (made with ``loopwright kb key``)."""
     return await kb.store.check_api_key(token)
+
+
+async def create_key(kb: KnowledgeBase) -> str:
+    """A new dataset API key (``dataset-…``) for the Knowledge API (``loopwright kb key``, the console)."""
+    return await kb.store.create_api_key()
 
 
 # --- datasets -----------------------------------------------------------------------------------------
@@ -147,10 +157,16 @@ def _check_page(page: int, limit: int) -> None:
         raise UserInputError("limit must be between 1 and 100")
 
 
-async def dataset_page(kb: KnowledgeBase, keyword: str | None, page: int, limit: int) -> DatasetPage:
-    """Page ``page`` (from 1) of ``limit`` datasets whose name contains ``keyword``."""
+async def dataset_page(
+    kb: KnowledgeBase, keyword: str | None, page: int, limit: int, tag_ids: Sequence[str] = ()
+) -> DatasetPage:
+    """Page ``page`` (from 1) of ``limit`` datasets whose name contains ``keyword`` (and, with
+    ``tag_ids``, that carry one of those tags, as Dify filters)."""
     _check_page(page, limit)
     datasets = await kb.list_datasets(keyword)
+    if tag_ids:
+        tagged = await kb.store.datasets_with_tags(list(tag_ids))
+        datasets = [d for d in datasets if d.id in tagged]
     return DatasetPage(
         datasets[(page - 1) * limit : page * limit], len(datasets), page * limit < len(datasets)
     )
@@ -248,15 +264,17 @@ async def queue_document(
     data: bytes | None = None,
     kind: str = "text",
     process_rule: dict[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> Queued:
     """Queue a document of ``text``, or of file ``data`` of a :func:`document_kind`; indexing it is left
-    to the caller (Dify answers first: clients poll the document's status)."""
+    to the caller (Dify answers first: clients poll the document's status). ``progress`` is told of
+    the chunks made and embedded while it is indexed."""
     rules = splitting_rules(process_rule)
     source = Source(kind="text", text=text) if text is not None else Source(kind=kind, data=data)
     document = await kb.queue_document(dataset, name, source.kind)
 
     async def index() -> Document:
-        return await kb.index(dataset, document, source, None, rules=rules)
+        return await kb.index(dataset, document, source, progress, rules=rules)
 
     return Queued(document, index)
 
@@ -333,3 +351,39 @@ async def retrieve(
     except (ValueError, KeyError, TypeError) as exc:
         raise UserInputError(f"retrieval_model: {exc}") from None
     return await kb.search(dataset, query, retrieval=model, metadata_filter=metadata_filter)
+
+
+async def try_query(
+    kb: KnowledgeBase,
+    dataset: Dataset,
+    query: str,
+    *,
+    method: str | None = None,
+    top_k: int | None = None,
+    score_threshold: float | None = None,
+) -> list[Hit]:
+    """The dataset's best segments for ``query`` as an operator tries it (``loopwright kb search``, the
+    console): the dataset's settings with these overrides (``method``: keyword, vector, semantic or
+    hybrid), and the segments' hit counts left alone."""
+    if not query.strip():
+        raise UserInputError("query is required")
+    if method not in (None, "keyword", "vector", "semantic", "hybrid"):
+        raise UserInputError("method must be keyword, vector, semantic or hybrid")
+    if top_k is not None and not 1 <= top_k <= 100:
+        raise UserInputError("top_k must be between 1 and 100")
+    return await kb.search(
+        dataset,
+        query,
+        method=method,  # type: ignore[arg-type]  # checked above
+        top_k=top_k,
+        score_threshold=score_threshold,
+        count_hits=False,
+    )
+
+
+async def find_dataset(kb: KnowledgeBase, id_or_name: str) -> Dataset:
+    """The dataset with this id or name, or :class:`NotFoundError`."""
+    found = await kb.find_dataset(id_or_name)
+    if found is None:
+        raise NotFoundError(f"no dataset named {id_or_name!r}")
+    return found

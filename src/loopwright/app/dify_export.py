@@ -61,7 +61,7 @@ def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> D
                 "strategy": _STRATEGIES[config.strategy],
                 "tools": tools,
             },
-            "annotation_reply": {"enabled": False},
+            "annotation_reply": _annotation_reply(config),
             "dataset_configs": {
                 "datasets": {"datasets": [{"dataset": {"enabled": True, "id": d}} for d in datasets]},
                 "retrieval_model": "multiple",
@@ -72,14 +72,50 @@ def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> D
             "pre_prompt": config.instruction,
             "prompt_type": "simple",
             "retriever_resource": {"enabled": True},
+            "sensitive_word_avoidance": _moderation(config, warnings),
             "suggested_questions": list(config.suggested_questions),
             "suggested_questions_after_answer": {"enabled": config.suggested_questions_after_answer},
+            "speech_to_text": {"enabled": config.speech_to_text.enabled},
+            "text_to_speech": _text_to_speech(config, warnings),
             "user_input_form": [_form_field(f) for f in config.user_input_form],
         },
         "version": DSL_VERSION,
     }
     text = yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
     return DifyExportResult(text, warnings)
+
+
+def _annotation_reply(config: AppConfig) -> dict[str, Any]:
+    reply = config.annotation_reply
+    if reply is None or not reply.enabled:
+        return {"enabled": False}
+    kind, _, model = reply.embedding.partition(":")
+    provider = "langgenius/openai/openai" if kind == "openai" else "local"
+    return {
+        "enabled": True,
+        "score_threshold": reply.score_threshold,
+        "embedding_model": {"embedding_provider_name": provider, "embedding_model_name": model or kind},
+    }
+
+
+def _moderation(config: AppConfig, warnings: list[str]) -> dict[str, Any]:
+    """Dify has one moderation setting per app, of type keywords or openai_moderation (its ``api``
+    names an extension of the Dify workspace, which an export cannot carry): the first such rule."""
+    exported: dict[str, Any] = {"enabled": False}
+    for rule in config.moderation:
+        if rule.type not in ("keywords", "openai_moderation") or exported["enabled"]:
+            warnings.append(f"moderation rule of type {rule.type!r} is not exported: Dify has no equivalent")
+            continue
+        sides = {
+            f"{side}_config": {
+                "enabled": check.enabled,
+                "preset_response": check.preset_response or rule.preset_response,
+            }
+            for side, check in (("inputs", rule.inputs), ("outputs", rule.outputs))
+        }
+        settings = {"keywords": "\n".join(rule.keywords)} if rule.type == "keywords" else {}
+        exported = {"enabled": True, "type": rule.type, "config": {**settings, **sides}}
+    return exported
 
 
 def _model(config: AppConfig, warnings: list[str]) -> dict[str, Any]:
@@ -150,10 +186,21 @@ def _form_field(field: InputField) -> dict[str, Any]:
     return {field.type: spec}
 
 
+def _text_to_speech(config: AppConfig, warnings: list[str]) -> dict[str, Any]:
+    """Dify's ``text_to_speech``; Dify speaks with the workspace's default models, so an app's own
+    speech models are named in a warning."""
+    tts, stt = config.text_to_speech, config.speech_to_text
+    for feature, what in ((stt, "speech to text"), (tts, "text to speech")):
+        if feature.enabled and feature.model != type(feature)().model:
+            warnings.append(f"{what} uses {feature.model!r}; Dify uses the workspace's default model")
+    return {"enabled": tts.enabled, "voice": tts.voice, "language": tts.language, "autoPlay": tts.autoPlay}
+
+
 def _file_upload(upload: FileUpload) -> dict[str, Any]:
     return {
         "enabled": upload.enabled,
         "allowed_file_types": list(upload.allowed_types),
+        "allowed_file_extensions": list(upload.allowed_file_extensions),
         "allowed_file_upload_methods": list(upload.transfer_methods),
         "number_limits": upload.number_limits,
         "image": {

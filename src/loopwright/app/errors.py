@@ -7,6 +7,7 @@ from loopwright.errors import NotFoundError, UserInputError
 __all__ = [
     "APP_UNAVAILABLE",
     "CONVERSATION_NOT_EXISTS",
+    "AppForbiddenError",
     "AppUnavailableError",
     "ConversationNotFoundError",
     "ProviderNotInitializedError",
@@ -34,3 +35,13 @@ class ConversationNotFoundError(NotFoundError):
 class ProviderNotInitializedError(UserInputError):
     """The app's model cannot be built: a provider without its key, an unknown spec (Dify's
     ``provider_not_initialize``)."""
+
+
+APP_GONE = "The app no longer exists."
+APP_ABNORMAL = "The app's status is abnormal."
+API_DISABLED = "The app's API service has been disabled."
+
+
+class AppForbiddenError(UserInputError):
+    """The app may not be used through the Service API: deleted, disabled, or its API turned off
+    (Dify's 403 ``forbidden``, with the message saying which)."""

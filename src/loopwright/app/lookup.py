@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from loopwright.app.config import AppConfig
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import ApiKey, EndUser, new_id, utcnow
+from loopwright.store.models import ApiKey, App, EndUser, new_id, utcnow
 from loopwright.store.models import AppConfig as AppConfigRow
 from loopwright.store.writer import Insert, WriteOp
 
@@ -34,6 +34,7 @@ V = TypeVar("V")
 KEY_TTL = 30.0  # a known key is trusted this long without asking the database again
 LATEST_CONFIG_TTL = 2.0  # a new configuration version saved elsewhere is seen within this
 LAST_USED_EVERY = 60.0  # a key's last_used_at is written at most this often
+ACCESS_TTL = 2.0  # an app disabled elsewhere (``loopwright app disable``) is refused within this
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,16 @@ class KeyedApp:
     name: str
     description: str
     mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class AppAccess:
+    """An app's access switches (Dify's ``status`` and ``enable_api``); ``exists`` is false once the
+    app is deleted."""
+
+    exists: bool
+    status: str = "normal"
+    enable_api: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +75,7 @@ class AppLookup:
         self._configs: LRUCache[str, ConfigVersion] = LRUCache(1_000)  # versions never change
         self._latest: TTLCache[str, ConfigVersion] = TTLCache(10_000, LATEST_CONFIG_TTL, timer=clock)
         self._users: LRUCache[tuple[str, str], str] = LRUCache(100_000)  # an end user never changes
+        self._access: TTLCache[str, AppAccess] = TTLCache(10_000, ACCESS_TTL, timer=clock)
         self._inflight: dict[tuple[str, ...], asyncio.Task[Any]] = {}
 
     async def app_for_key(self, token: str) -> KeyedApp | None:
@@ -85,6 +97,20 @@ class AppLookup:
         async with self.db.sessionmaker() as session:
             row = await repo.find_app_by_key(session, token, touch=False)
             return None if row is None else KeyedApp(row.id, row.name, row.description, row.mode)
+
+    async def access(self, app_id: str) -> AppAccess:
+        """The app's access switches, as stored at most ``ACCESS_TTL`` ago (a switch flipped by the
+        CLI in another process takes effect that quickly, where a key is trusted for ``KEY_TTL``)."""
+        hit = self._access.get(app_id)
+        if hit is None:
+            hit = await self._once(("access", app_id), self._find_access, app_id)
+            self._access[app_id] = hit
+        return hit
+
+    async def _find_access(self, app_id: str) -> AppAccess:
+        async with self.db.sessionmaker() as session:
+            row = await session.get(App, app_id)
+            return AppAccess(False) if row is None else AppAccess(True, row.status, row.enable_api)
 
     async def config(self, config_id: str) -> ConfigVersion | None:
         """A configuration version by id (versions never change, so they stay cached)."""
@@ -118,6 +144,13 @@ class AppLookup:
             if row is None:
                 return None
             return self._configs.get(row.id) or ConfigVersion(row.id, AppConfig.model_validate(row.config))
+
+    def forget(self, app_id: str | None = None) -> None:
+        """Drop the cached keys (all: a revoked key is refused at once) and the app's cached newest
+        version (its new version is used at once) — after an admin change in this process."""
+        self._keys.clear()
+        if app_id is not None:
+            self._latest.pop(app_id, None)
 
     def end_user_now(self, app_id: str, user: str) -> str | asyncio.Task[str]:
         """The end user's id if it is known here, else the (shared) task that finds or creates it —

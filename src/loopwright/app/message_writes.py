@@ -20,7 +20,14 @@ from loopwright.app.wire import DifyStream, ThoughtRow, file_type
 from loopwright.model.entities import Usage
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import Conversation, Message, MessageAgentThought, MessageFile, utcnow
+from loopwright.store.models import (
+    Conversation,
+    Message,
+    MessageAgentThought,
+    MessageFile,
+    PendingApproval,
+    utcnow,
+)
 from loopwright.store.threads import UUID_NIL
 from loopwright.store.writer import Insert, Update, WriteOp
 from loopwright.tools.base import ToolOutput
@@ -149,10 +156,13 @@ class MessageWrites:
         usage = stream.total_usage.with_latency(elapsed)  # the whole message's time, as Dify
         streamed = stream.end.metadata["usage"] if stream.end is not None else stream.usage_dict()
         meta: dict[str, Any] = {"usage": streamed, "retriever_resources": stream.retriever_resources}
+        if stream.annotation_reply is not None:
+            meta["annotation_reply"] = stream.annotation_reply
         if stream.metrics is not None:
             meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys
         metadata = json.dumps(meta, ensure_ascii=False)
-        answer = repo.storable(stream.answer or stream.partial_answer)
+        # a paused message has no answer yet (its last round's thought is in its thought row)
+        answer = repo.storable(stream.answer or ("" if status == "waiting" else stream.partial_answer))
         result = repo.message_result(
             answer=answer,
             usage=usage,
@@ -163,6 +173,24 @@ class MessageWrites:
         result["id"] = self._message_id
         await asyncio.wait({self._db.writer.submit(Update(Message, result), key=self._key)})
         return answer, usage
+
+    def pause(self, pending: dict[str, Any]) -> None:
+        """Queue the ``pending_approvals`` row of a message that waits for decisions (``finish`` with
+        status ``waiting`` follows, so the row is in when the run has ended)."""
+        self._submit(Insert(PendingApproval, pending))
+
+    def resumed(self, thought_ids: Sequence[str], end_user_id: str, worker_id: str | None) -> None:
+        """A paused message runs again: its thought rows exist (updates from now on), and it is
+        ``running`` in this process (app.recovery) until it ends."""
+        self._inserted.update(thought_ids)
+        self.end_user_id = end_user_id
+        self._submit(Update(Message, {"id": self._message_id, "status": "running", "worker_id": worker_id}))
+
+    async def stopped_while_paused(self) -> None:
+        """A message stopped while it waited for approvals: ``stopped``, its rows as they were."""
+        values = repo.message_result(status="stopped")
+        values["id"] = self._message_id
+        await asyncio.wait({self._db.writer.submit(Update(Message, values), key=self._key)})
 
     def _submit(self, *ops: WriteOp) -> None:
         for op in ops:

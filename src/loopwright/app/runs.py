@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from loopwright.app.stops import StopBoard
-from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, WireEvent
+from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, ToolApprovalRequired, WireEvent
 from loopwright.model.entities import Usage
 from loopwright.tools.base import ToolOutput
 
@@ -59,7 +59,7 @@ class EventSink(Protocol):
     async def write(self, events: Sequence[WireEvent | Ping]) -> None: ...
 
 
-Status = Literal["normal", "error", "stopped"]
+Status = Literal["normal", "error", "stopped", "waiting"]  # waiting: paused for approvals
 
 
 @dataclass(slots=True)
@@ -73,6 +73,7 @@ class RunOutcome:
     end: MessageEnd | None = None
     files: list[ToolOutput] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    approval: ToolApprovalRequired | None = None  # status "waiting": the calls it waits on
 
 
 @dataclass(eq=False)

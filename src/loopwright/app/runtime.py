@@ -17,37 +17,59 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
 
+from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.app import messages, naming
+from loopwright.app.annotations import Annotations
+from loopwright.app.approvals import (
+    NOT_WAITING,
+    ApprovalsClosedError,
+    ApprovalsRequest,
+    ApprovalTimer,
+    Resumption,
+    check_owner,
+    resumption,
+)
 from loopwright.app.callbacks import load_callbacks
+from loopwright.app.chat_files import ChatFiles
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.guards import Guards
 from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.message_writes import MessageWrites
 from loopwright.app.messages import MessageRequest
+from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.runs import Run, RunRegistry, stop
+from loopwright.app.speech import Speech
 from loopwright.app.stops import StopBoard
+from loopwright.app.tool_allowlist import check_config
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
+from loopwright.app.wire_events import EventHead
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
+from loopwright.store import approvals as pending
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
-from loopwright.store.models import App
+from loopwright.store.models import App, PendingApproval, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
-from loopwright.tools.net import network_policy
+from loopwright.tools.net import NetworkPolicy, network_policy
 
 if TYPE_CHECKING:
     from loopwright.knowledge.kb import KnowledgeBase
+    from loopwright.tools.dify_plugins import DifyPlugins
 
 log = logging.getLogger("loopwright.app")
 
@@ -80,8 +102,10 @@ class AppRuntime:
         upload_dir: Path | None = None,
         upload_max_bytes: int | None = None,
         models: Mapping[str, Model] | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.db = db
+        self.clock = clock  # what approval deadlines are checked against (naive UTC); tests move it
         self.tools = list(tools)
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
@@ -91,6 +115,7 @@ class AppRuntime:
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
+        self._stopping: set[asyncio.Task[bool]] = set()  # paused messages being stopped
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -98,13 +123,24 @@ class AppRuntime:
         # agent's own (the server's Prometheus metrics, server.metrics).
         self.agent_observers: list[Callable[[str, AppConfig, Agent], object]] = []
         self.tool_files: ToolFiles | None = None  # built on first use (``files()``)
+        # The prompts models receive, per message, for the console's debug view (app.prompt_log); set
+        # by the server when the console is on, before any agent is built.
+        self.prompt_log: PromptLog | None = None
         self._knowledge: KnowledgeBase | None = None
+        # Around the agent: moderation, annotation replies, external data (app.guards)
+        self.annotations = Annotations(db, endpoints=lambda: self.settings)
+        self.guards = Guards(self.annotations, policy=self._network_policy, openai=self._openai_endpoint)
+        self.approval_timer = ApprovalTimer(self.expire_approvals)
+        self.speech = Speech(lambda: self.settings)  # the apps' audio endpoints (app.speech)
         self.toolsets = ToolsetPool(
             policy=lambda: network_policy(self.settings.tool_allow_hosts),
             knowledge=self.knowledge,
             app_info=self._app_info,
             app_runner=self.answer,
+            plugins=self.plugins,
         )
+        self._plugins: DifyPlugins | None = None
+        self._plugins_lock = asyncio.Lock()
 
     @classmethod
     def with_builtin_tools(cls, db: Database, settings: Settings | None = None, **options: Any) -> AppRuntime:
@@ -121,7 +157,10 @@ class AppRuntime:
     async def start(self, request: MessageRequest) -> Run:
         """Start running one message; see the module's docstring."""
         uploads = self.upload_limits().directory
-        message = await messages.prepare(self.db, self.lookup, request, upload_dir=uploads)
+        policy = network_policy(self.settings.tool_allow_hosts)  # for remote files of ``file`` inputs
+        message = await messages.prepare(
+            self.db, self.lookup, request, upload_dir=uploads, file_policy=policy
+        )
         agent = await self.agent(message.version, request.app_id)
         if not self.lease.opened:
             await self.lease.open()  # registers this process and sweeps what dead ones left
@@ -130,7 +169,14 @@ class AppRuntime:
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        self.runs.start(run, messages.run_events(message, agent, run))
+        join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
+        speak = self._auto_play(message.version.config, request)
+        events = messages.run_events(message, agent, run, self.guards, join_rounds=join_rounds, speak=speak)
+        noted = CURRENT_MESSAGE.set(message.head.message_id)  # the run's task keeps it (prompt_log)
+        try:
+            self.runs.start(run, events)
+        finally:
+            CURRENT_MESSAGE.reset(noted)
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -155,8 +201,112 @@ class AppRuntime:
         return wanted and (config.generate_conversation_names or self.settings.dify_strict)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
-        """Stop a running message of this app and user; whether this process had it."""
-        return self.runs.stop(task_id, app_id, user)
+        """Stop a running message of this app and user; whether this process had it. A message
+        paused for approvals is ended as stopped (in the background: see ``stop_paused``)."""
+        if self.runs.stop(task_id, app_id, user):
+            return True
+        task = asyncio.ensure_future(self.stop_paused(task_id, app_id, user))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        return False
+
+    async def stop_paused(self, task_id: str, app_id: str, user: str) -> bool:
+        """End a message paused for approvals as ``stopped`` (its calls never run); whether there was
+        one of this app and user to stop."""
+        try:
+            async with self.db.sessionmaker() as session:
+                row = await pending.get_pending(session, task_id)
+                if row is None or row.app_id != app_id or row.user != user:
+                    return False
+                if not await pending.take_pending(session, task_id):
+                    return False  # resumed meanwhile: that run takes stops itself
+            writes = MessageWrites(self.db, row.conversation_id, row.message_id)
+            await writes.stopped_while_paused()
+        except Exception:  # a stop must never fail a request; the timeout still ends the pause
+            log.warning("could not stop paused run %s", task_id, exc_info=True)
+            return False
+        return True
+
+    async def resume(self, request: ApprovalsRequest) -> Run:
+        """Resume a message paused for approvals with the user's decisions (app.approvals); the run
+        handle is as ``start``'s, under the same task id. Raises ``NotFoundError`` when no run of this
+        app and user waits under that id, ``UserInputError`` for decisions that do not match it."""
+        local = self.runs.get(request.task_id)
+        if local is not None and local.app_id == request.app_id and local.user == request.user:
+            await local.outcome()  # it is pausing here: its row is written when it has ended
+        async with self.db.sessionmaker() as session:
+            row = check_owner(
+                await pending.get_pending(session, request.task_id), request.app_id, request.user
+            )
+        resume = resumption(row, request.decisions, self.clock())
+        return await self._resume(row, resume, request.response_mode == "streaming")
+
+    async def expire_approvals(self) -> int:
+        """Resume the paused runs whose approval time is up, their calls denied; how many."""
+        now = self.clock()
+        async with self.db.sessionmaker() as session:
+            rows = await pending.overdue(session, now)
+        count = 0
+        for row in rows:
+            try:
+                await self._resume(row, resumption(row, (), now), False)
+                count += 1
+            except ApprovalsClosedError:
+                continue  # decided meanwhile
+            except LoopwrightError as exc:  # its app or configuration is gone: it stays, logged
+                log.warning("could not resume paused run %s: %s", row.task_id, exc)
+        return count
+
+    async def _resume(self, row: PendingApproval, resume: Resumption, streaming: bool) -> Run:
+        version = await self.lookup.config(row.config_id)
+        if version is None:
+            raise ProviderNotInitializedError(f"configuration {row.config_id} is missing")
+        agent = await self.agent(version, row.app_id)
+        if not self.lease.opened:
+            await self.lease.open()
+        # Counted as a running message of the app (max_active_requests) before the row is taken, so
+        # a refusal leaves the run waiting.
+        counted = self.active.enter(row.app_id, version.config.max_active_requests)
+        try:
+            async with self.db.sessionmaker() as session:
+                taken = await pending.take_pending(session, row.task_id)
+        except BaseException:
+            if counted:
+                self.active.leave(row.app_id)
+            raise
+        if not taken:
+            if counted:
+                self.active.leave(row.app_id)
+            raise ApprovalsClosedError(NOT_WAITING)
+        head = EventHead(
+            row.task_id, row.message_id, row.conversation_id, unix_seconds(row.message_created_at)
+        )
+        writes = MessageWrites(self.db, row.conversation_id, row.message_id)
+        writes.resumed([t["id"] for t in resume.stream_state["thoughts"]], row.end_user_id, self.lease.id)
+        request = MessageRequest(
+            row.app_id,
+            row.user,
+            resume.interruption.state["query"],
+            conversation_id=row.conversation_id,
+            response_mode="streaming" if streaming else "blocking",
+        )
+        message = messages.Message(
+            head,
+            row.message_created_at,
+            request,
+            version,
+            {},
+            [],
+            ChatFiles([], []),
+            False,
+            row.end_user_id,
+            writes,
+        )
+        run = Run(head, row.app_id, row.user, keep_events=streaming)
+        self.runs.start(run, messages.run_events(message, agent, run, resume=resume))
+        if counted and run.task is not None:
+            run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
+        return run
 
     async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
         """One message of an app, run to its end for an app that calls it as a tool (a new conversation
@@ -179,11 +329,22 @@ class AppRuntime:
             stop(run)  # the calling run was stopped: so is this one
             raise
         failure = outcome.error
+        if outcome.approval is not None:  # it waits for a person: this call cannot wait with it
+            raise ToolInvokeError(
+                f"the app is waiting for approval of its tool calls (task {outcome.approval.head.task_id})"
+            )
         if failure is not None:
             raise ToolInvokeError(str(failure) if isinstance(failure, LoopwrightError) else INTERNAL_MESSAGE)
         return AppAnswer(outcome.answer, outcome.files, outcome.usage)
 
     # --- what requests share ----------------------------------------------------------------------
+
+    def _network_policy(self) -> NetworkPolicy:
+        return network_policy(self.settings.tool_allow_hosts)
+
+    def _openai_endpoint(self) -> tuple[str | None, str | None]:
+        key = self.settings.openai_api_key
+        return self.settings.openai_base_url, key.get_secret_value() if key is not None else None
 
     @property
     def settings(self) -> Settings:
@@ -210,7 +371,10 @@ class AppRuntime:
         key = (version.id, version.config.model)  # one model per spec (see ``model``)
         agent = self._agents.get(key)
         if agent is None:
+            check_config(version.config, self.settings.tool_sources)  # an app stored before the list
             toolsets = await self.toolsets.tools_for(version.config)
+            if self.prompt_log is not None:
+                model = self.prompt_log.wrap(model)
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
             if self.agent_observers:
                 observers = [make(app_id, version.config, agent) for make in self.agent_observers]
@@ -229,6 +393,44 @@ class AppRuntime:
             self.tool_files = await load_tool_files(self.settings)
         return self.tool_files
 
+    async def plugins(self) -> DifyPlugins:
+        """The installed Dify plugins and the host that runs them, opened on first use (in the data
+        directory; credentials encrypted with the settings' secret key)."""
+        async with self._plugins_lock:
+            if self._plugins is None:
+                from loopwright.tools.dify_plugins import DifyPlugins
+
+                secret = self.settings.secret_key
+                configured = secret.get_secret_value() if secret is not None else None
+                self._plugins = await run_sync(
+                    partial(DifyPlugins.open, configured, model_for=self._plugin_model, files=self.files)
+                )
+            return self._plugins
+
+    async def tool_icons(self, app_id: str) -> dict[str, str]:
+        """Dify's ``tool_icons`` of an app (``/v1/meta``): its plugin tools' provider icons, as URLs
+        under the settings' ``files_url``."""
+        version = await self.lookup.latest_config(app_id)
+        entries = [e for e in version.config.toolsets if e.get("type") == "dify_plugin"] if version else []
+        if not entries:
+            return {}
+        from loopwright.tools.dify_plugins import DifyPluginSource
+
+        plugins = await self.plugins()
+        icons = await plugins.tool_icons([DifyPluginSource.model_validate(e) for e in entries])
+        return {name: self.settings.files_url + path for name, path in icons.items()}
+
+    def use_plugins(self, plugins: DifyPlugins) -> None:
+        """Use these plugins (another directory, a test's host) instead of the data directory's."""
+        self._plugins = plugins
+
+    async def _plugin_model(self, ctx: ToolContext) -> Model | None:
+        """The model of the app a plugin's tool call runs for (its ``llm`` calls use it)."""
+        if ctx.app_id is None:
+            return None
+        version = await self.lookup.latest_config(ctx.app_id)
+        return self.model(version.config.model) if version is not None else None
+
     def use_knowledge(self, kb: KnowledgeBase) -> None:
         """Serve this knowledge base instead of the one beside the database (tests, embedding)."""
         self._knowledge = kb
@@ -241,6 +443,18 @@ class AppRuntime:
 
             self._knowledge = KnowledgeBase.open(self.db.url, settings=self.settings)
         return self._knowledge
+
+    def _auto_play(self, config: AppConfig, request: MessageRequest) -> messages.Speaker | None:
+        """The app's voice for a streamed answer when its text to speech plays by itself (Dify's
+        ``autoPlay``: ``tts_message`` events after ``message_end``)."""
+        tts = config.text_to_speech
+        if request.response_mode != "streaming" or not (tts.enabled and tts.autoPlay == "enabled"):
+            return None
+
+        async def speak(text: str) -> AsyncGenerator[bytes, None]:
+            return (await self.speech.speak(config, text, voice=None)).chunks()
+
+        return speak
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop every run and wait for them to save, then close what the agents hold open (MCP
@@ -255,8 +469,14 @@ class AppRuntime:
         being made are given up."""
         for task in list(self._naming):
             task.cancel()
+        await self.approval_timer.aclose()
         await self.lease.aclose()
+        await self.annotations.aclose()
         await self.toolsets.aclose()
+        if self._plugins is not None:
+            await self._plugins.aclose()
+            self._plugins = None
+        await self.speech.aclose()
         if self._knowledge is not None:
             await self._knowledge.close()
             self._knowledge = None
@@ -293,12 +513,27 @@ def build_agent(
         model=model,
         tools=[*chosen, *toolsets],
         files=files,
-        instruction=config.instruction,
+        instruction=_with_evidence_note(config),
         strategy=config.strategy,
         max_iterations=config.max_iterations,
         model_params=config.model_params,
         callbacks=load_callbacks(config.callbacks) if config.callbacks else (),
+        output_type=config.output_schema,
+        approval_required=config.approval.tools,
     )
+
+
+EVIDENCE_NOTE = (
+    "Answer only from what the knowledge base tools return: search them first, and if they return "
+    "nothing relevant, say that you do not know."
+)
+
+
+def _with_evidence_note(config: AppConfig) -> str:
+    """The app's instruction; an app that requires evidence also tells the model to rest on it."""
+    if not (config.evidence.required and any(t.get("type") == "knowledge" for t in config.toolsets)):
+        return config.instruction
+    return f"{config.instruction}\n\n{EVIDENCE_NOTE}" if config.instruction else EVIDENCE_NOTE
 
 
 class _LazyFiles:

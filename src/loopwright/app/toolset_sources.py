@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pydantic
 
-SOURCE_TYPES = ("openapi", "mcp", "app", "knowledge")
+SOURCE_TYPES = ("openapi", "mcp", "app", "knowledge", "dify_plugin")
 
 
 class AppToolSource(pydantic.BaseModel):
@@ -54,6 +54,10 @@ def source_model(kind: object) -> type[pydantic.BaseModel]:
         return AppToolSource
     if kind == "knowledge":
         return KnowledgeSource
+    if kind == "dify_plugin":
+        from loopwright.tools.dify_plugins.source import DifyPluginSource
+
+        return DifyPluginSource
     raise ValueError(f"unknown toolset type {kind!r}; expected one of: {', '.join(SOURCE_TYPES)}")
 
 

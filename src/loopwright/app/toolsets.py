@@ -1,6 +1,6 @@
 """Building the tool sources an app configuration names beside its built-in tools: OpenAPI specs,
-MCP servers, other apps and knowledge bases (checked when the configuration is saved, by
-:mod:`loopwright.app.toolset_sources`).
+MCP servers, other apps, knowledge bases and installed Dify plugins (checked when the configuration
+is saved, by :mod:`loopwright.app.toolset_sources`).
 
 :class:`ToolsetPool` builds them for a server: one per distinct source, shared by every app and every
 run — an MCP server keeps one session for all of them and is closed when the server stops.
@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from loopwright.app.toolset_sources import AppToolSource, KnowledgeSource, source_model
 from loopwright.tools.app_tool import AppRunner, app_tool
 from loopwright.tools.base import Tool, ToolLike, ToolParameter
+from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
 
 if TYPE_CHECKING:
     from loopwright.app.config import AppConfig, InputField
     from loopwright.knowledge.kb import KnowledgeBase
+    from loopwright.tools.dify_plugins import DifyPlugins
     from loopwright.tools.net import NetworkPolicy
 
 log = logging.getLogger("loopwright.app")
@@ -38,11 +40,13 @@ class ToolsetPool:
         knowledge: Callable[[], KnowledgeBase] | None = None,
         app_info: AppInfo | None = None,
         app_runner: AppRunner | None = None,
+        plugins: Callable[[], Awaitable[DifyPlugins]] | None = None,
     ) -> None:
         self._policy = policy  # read when a source is built (the settings may be loaded late)
         self._knowledge = knowledge
         self._app_info = app_info
         self._app_runner = app_runner
+        self._plugins = plugins  # the Dify plugin host, opened on first use
         self._built: dict[str, ToolLike] = {}
 
     async def tools_for(self, config: AppConfig) -> list[ToolLike]:
@@ -59,7 +63,11 @@ class ToolsetPool:
                     log.warning("toolset %s is left out: %s", entry.get("type"), exc)
                     continue
                 self._built[key] = built
-            out.append(built)
+            # A plugin's tools are known from its files: listed one by one, they have their labels.
+            if isinstance(built, DifyPluginToolset):
+                out.extend(built.tools)
+            else:
+                out.append(built)
         return out
 
     async def aclose(self) -> None:
@@ -75,6 +83,11 @@ class ToolsetPool:
 
     async def _build(self, entry: Mapping[str, Any]) -> ToolLike:
         source = source_model(entry.get("type")).model_validate(dict(entry))
+        if entry.get("type") == "dify_plugin":
+            if self._plugins is None:
+                raise ValueError("Dify plugins are not available here")
+            plugins = await self._plugins()
+            return await plugins.toolset(source)  # type: ignore[arg-type]  # a DifyPluginSource
         if isinstance(source, AppToolSource):
             return await self._app_tool(source)
         if isinstance(source, KnowledgeSource):

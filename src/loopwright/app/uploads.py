@@ -139,9 +139,18 @@ def effective_mime_type(declared: str, extension: str) -> str:
 
 
 def type_allowed(config: AppConfig, mime_type: str, extension: str) -> bool:
-    """Whether the app takes files of this type (its ``file_upload.allowed_types``; ``custom``: any)."""
-    allowed = config.file_upload.allowed_types
-    return "custom" in allowed or file_type(mime_type, extension) in allowed
+    """Whether the app takes files of this type: its ``file_upload.allowed_types``, or a ``file`` /
+    ``file-list`` field of its form that takes it (its ``allowed_file_types``; none listed or
+    ``custom``: any) — an upload may be meant for a form field rather than the message's ``files``."""
+    kind = file_type(mime_type, extension)
+    if kind == "custom" and config.file_upload.allowed_file_extensions:
+        wanted = {e.lower().lstrip(".") for e in config.file_upload.allowed_file_extensions}
+        if extension.lower() in wanted:
+            return True
+    accepted = [config.file_upload.allowed_types] + [
+        f.allowed_file_types or ["custom"] for f in config.user_input_form if f.type in ("file", "file-list")
+    ]
+    return any("custom" in types or kind in types for types in accepted)
 
 
 # --- keeping one ------------------------------------------------------------------------------------

@@ -19,11 +19,15 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from loopwright.agent._snapshot import dump_usage, load_usage
+from loopwright.agent.approvals import Interruption
 from loopwright.agent.events import (
     AgentEvent,
+    ApprovalRequired,
     Finished,
     RoundFinished,
     RoundStarted,
@@ -39,10 +43,13 @@ from loopwright.app.wire_events import (
     EventHead,
     MessageEnd,
     MessageFile,
+    MessageReplace,
+    ToolApprovalRequired,
     WireEvent,
 )
 from loopwright.model.entities import Usage
 from loopwright.store.codec import join_tool_names, round_inputs, round_observations, tool_labels
+from loopwright.store.models import unix_seconds, utcnow
 from loopwright.tools.base import (
     LLM_USAGE,
     RETRIEVER_RESOURCES,
@@ -86,7 +93,8 @@ class ThoughtRow:
 class DifyStream:
     """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
     the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
-    when it ends."""
+    when it ends. ``join_rounds``: a function-calling answer is every round's text joined with
+    newlines, as Dify saves it (``dify_strict``), instead of the final round's answer."""
 
     def __init__(
         self,
@@ -94,8 +102,15 @@ class DifyStream:
         strategy: Literal["function-calling", "react"],
         first_position: int = 1,
         labels: Mapping[str, Mapping[str, str]] | None = None,
+        *,
+        extras: StreamExtras | None = None,
+        join_rounds: bool = False,
     ) -> None:
         self.head = head
+        self.extras = extras or StreamExtras()
+        self.interruption: Interruption | None = None  # set when the run paused for approvals
+        self.paused_until: datetime | None = None  # when the calls waiting count as denied
+        self.output: dict[str, Any] | None = None  # structured output's outcome, for message_end
         self.labels = labels or {}  # tool name → Dify's label (``{"en_US", "zh_Hans"}``); else the name
         self.react = strategy == "react"
         self.started = time.perf_counter()  # Dify's latency is the whole message's wall time
@@ -106,18 +121,22 @@ class DifyStream:
         self.answer = ""
         self.usage = Usage()
         self.end: MessageEnd | None = None  # the message_end sent (a finished or stopped run)
+        self.annotation_reply: dict[str, Any] | None = None  # Dify's {id, account}: answered by an annotation
         self.metrics: RunMetrics | None = None  # the run's figures, when it finished
         self.files: list[tuple[str, ToolOutput]] = []
         self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
         self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
+        self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
+        self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
         self._hooks: dict[type[AgentEvent], Callable[[Any], list[WireEvent]]] = {
             TextDelta: self.on_text_delta,
             RoundStarted: self.on_round_started,
             ToolCallStarted: self.on_tool_call_started,
             ToolCallFinished: self.on_tool_call_finished,
             RoundFinished: self.on_round_finished,
+            ApprovalRequired: self.on_approval_required,
             Finished: self.on_finished,
         }
 
@@ -150,6 +169,8 @@ class DifyStream:
 
     def on_tool_call_started(self, event: ToolCallStarted) -> list[WireEvent]:
         row = self.thoughts[-1]
+        if event.id in row.call_ids:  # a resumed round: the call was shown when the run paused
+            return [self._thought(row)]
         row.thought = "".join(self._text).strip()
         row.names.append(event.name)
         row.inputs.append(event.arguments)
@@ -182,6 +203,8 @@ class DifyStream:
         row = self.thoughts[-1]
         row.usage = event.usage
         self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
+        if self._join_rounds:
+            self._round_texts.append("".join(self._streamed))
         row.thought = event.thought.strip()
         self.dirty.add(row.id)
         if event.answer is None:
@@ -195,10 +218,40 @@ class DifyStream:
             return []
         return [self._thought(row)]
 
+    def on_approval_required(self, event: ApprovalRequired) -> list[WireEvent]:
+        """The round's calls are shown (without observations) and the pause announced."""
+        row = self.thoughts[-1]
+        row.thought = event.thought.strip()
+        for call in event.calls:
+            row.names.append(call.name)
+            row.inputs.append(call.arguments)
+            row.observations.append("")
+            row.metas.append({})
+            row.call_ids.append(call.id)
+        self.paused_until = utcnow() + timedelta(seconds=self.extras.approval_timeout)
+        calls = [c.to_dict() for c in event.pending]
+        return [
+            self._thought(row),
+            ToolApprovalRequired(self.head, row.id, calls, unix_seconds(self.paused_until)),
+        ]
+
     def on_finished(self, event: Finished) -> list[WireEvent]:
-        self.answer = event.result.text
-        self.usage = event.result.usage
-        self.metrics = event.result.metrics
+        result = event.result
+        self.usage = result.usage
+        self.metrics = result.metrics
+        if result.interruption is not None:  # paused: no message_end until the run has answered
+            self.interruption = result.interruption
+            return []
+        # Dify's function-calling runner adds each round's text and a newline, and the saved
+        # answer is stripped (fc_agent_runner ``final_answer``, the task pipeline's ``_save_message``).
+        joined = "".join(f"{text}\n" for text in self._round_texts).strip()
+        self.answer = joined if self._join_rounds else result.text
+        if self.extras.structured_output:
+            self.output = {"valid": not result.output_fallback, "errors": result.output_errors}
+        evidence = self.extras.evidence
+        if evidence is not None and not evidence.found(self.retriever_resources):
+            self.answer = evidence.reply
+            return [MessageReplace(self.head, evidence.reply, "no_evidence"), self.message_end()]
         return [self.message_end()]
 
     @property
@@ -229,12 +282,35 @@ class DifyStream:
 
     def message_end(self) -> MessageEnd:
         metadata: dict[str, Any] = {
-            "annotation_reply": None,
+            "annotation_reply": self.annotation_reply,
             "retriever_resources": self.retriever_resources,
             "usage": self.usage_dict(),
         }
+        if self.output is not None:  # ours, beside Dify's keys
+            metadata["structured_output"] = self.output
+        if self.extras.evidence is not None:
+            metadata["evidence"] = {"found": self.extras.evidence.found(self.retriever_resources)}
         self.end = MessageEnd(self.head, metadata)  # what is saved is what was sent
         return self.end
+
+    def saved(self) -> dict[str, Any]:
+        """What a paused message's stream must remember to go on (JSON data; see ``restore``)."""
+        return {
+            "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
+            "resources": self._resources,
+            "inner_usage": _usage_data(self._inner_usage),
+        }
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Take up a paused message's rows (its thoughts continue; files stay with the message)."""
+        for r in saved["thoughts"]:
+            usage = load_usage(r["usage"]) if r["usage"] is not None else None
+            row = ThoughtRow(**{**r, "usage": usage})
+            self.thoughts.append(row)
+            if usage is not None:
+                self.usage = self.usage.plus(usage)
+        self._resources = list(saved["resources"])
+        self._inner_usage = load_usage(saved["inner_usage"])
 
     def error(self, exc: BaseException) -> ErrorEvent:
         """Dify's ``error`` event for what ended a run."""
@@ -263,6 +339,32 @@ class DifyStream:
         else:
             kind = "custom"
         return MessageFile(self.head, id=file_id, type=kind, url=url)
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePolicy:
+    """An app that answers only from retrieved segments: without one scoring ``min_score`` or more,
+    the answer is ``reply`` (sent as ``message_replace``) instead of the model's."""
+
+    reply: str
+    min_score: float = 0.0
+
+    def found(self, resources: list[dict[str, Any]]) -> bool:
+        return any((r.get("score") or 0.0) >= self.min_score for r in resources)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamExtras:
+    """What an app adds to Dify's stream: how long approvals wait (seconds), whether the agent has
+    an output type (its outcome goes in ``message_end``), the evidence policy."""
+
+    approval_timeout: float = 3600.0
+    structured_output: bool = False
+    evidence: EvidencePolicy | None = None
+
+
+def _usage_data(usage: Usage | None) -> dict[str, Any] | None:
+    return dump_usage(usage) if usage is not None else None
 
 
 DOCUMENT_EXTENSIONS = frozenset({"pdf", "txt", "md", "markdown"})

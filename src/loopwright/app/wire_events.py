@@ -22,6 +22,10 @@ __all__ = [
     "MessageEnd",
     "MessageFile",
     "MessageReplace",
+    "TextMessage",
+    "ToolApprovalRequired",
+    "TtsMessage",
+    "TtsMessageEnd",
     "WireEvent",
 ]
 
@@ -141,6 +145,45 @@ class MessageReplace:
 
 
 @dataclass(frozen=True, slots=True)
+class TextMessage:
+    """A piece of an answer given directly, without the agent: a moderation's preset response or an
+    annotation (Dify's ``message`` event, which its direct output streams a character at a time)."""
+
+    head: EventHead
+    answer: str
+    event: Literal["message"] = field(default="message", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.head.message_id,
+            "answer": self.answer,
+            "from_variable_selector": None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolApprovalRequired:
+    """loopwright's own event (not Dify's): the run paused before tool calls that need a person's
+    approval; ``POST /v1/chat-messages/{task_id}/approvals`` resumes it. The stream ends after it."""
+
+    head: EventHead
+    thought_id: str
+    calls: list[dict[str, Any]]  # {"id", "tool", "arguments"} of each call waiting
+    expires_at: int  # unix seconds: after this the calls count as denied
+    event: Literal["tool_approval_required"] = field(default="tool_approval_required", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "id": self.head.message_id,
+            "thought_id": self.thought_id,
+            "tool_calls": self.calls,
+            "expires_at": self.expires_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are chosen at the edge.
     Dify's error event has no ``task_id``."""
@@ -158,4 +201,39 @@ class ErrorEvent:
         }
 
 
-WireEvent = AgentMessage | AgentThought | MessageFile | MessageEnd | MessageReplace | ErrorEvent
+@dataclass(frozen=True, slots=True)
+class TtsMessage:
+    """A piece of the answer's speech (base64 MP3), when the app's text to speech plays by itself."""
+
+    head: EventHead
+    audio: str
+    event: Literal["tts_message"] = field(default="tts_message", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "audio": self.audio}
+
+
+@dataclass(frozen=True, slots=True)
+class TtsMessageEnd:
+    """The answer's speech is over (Dify sends it with an empty ``audio``)."""
+
+    head: EventHead
+    event: Literal["tts_message_end"] = field(default="tts_message_end", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "audio": ""}
+
+
+WireEvent = (
+    AgentMessage
+    | AgentThought
+    | MessageFile
+    | MessageEnd
+    | MessageReplace
+    | TextMessage
+    | ToolApprovalRequired
+    | ErrorEvent
+    | ErrorEvent
+    | TtsMessage
+    | TtsMessageEnd
+)

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from loopwright import __version__
-from loopwright.cli import admin, info, kb, log, models, run, tools
+from loopwright.cli import admin, annotate, info, kb, log, models, plugins, run, tools
 from loopwright.cli._common import debug, print_error, unexpected_error
 from loopwright.paths import DATA_DIR_ENV, legacy_db_notice
 
@@ -71,9 +71,11 @@ app.add_typer(admin.apps, name="app")
 app.add_typer(tools.tools, name="tools")
 app.add_typer(kb.kb, name="kb")
 app.add_typer(admin.keys, name="key")
+app.add_typer(plugins.plugins, name="plugins")
 app.command()(admin.serve)
 app.command()(log.log)
 app.command()(info.info)
+app.add_typer(annotate.annotate, name="annotate")
 
 
 def main() -> None:

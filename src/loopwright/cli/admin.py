@@ -36,11 +36,20 @@ def create_app(
     from_yaml: Annotated[
         Path | None, typer.Option("--from-yaml", help="A loopwright app YAML or a Dify DSL export.")
     ] = None,
+    install_plugins: Annotated[
+        Path | None,
+        typer.Option("--install-plugins", help="Install the .difypkg files of this folder first."),
+    ] = None,
 ) -> None:
     """Create an app; prints its id."""
     from loopwright.app import admin
     from loopwright.app.config import ConfigImportError, ImportReport
     from loopwright.cli._common import reported_errors
+
+    if install_plugins is not None:
+        from loopwright.cli.plugins import install_plugins as install
+
+        install([install_plugins])
 
     with reported_errors():
         if from_yaml is not None:
@@ -105,6 +114,10 @@ async def _ask(request: MessageRequest) -> int:
         if outcome.error is not None:
             typer.secho(f"error: {outcome.error}", fg="red", err=True)
             return 1
+        if outcome.approval is not None:  # paused: the decision comes over the HTTP API (docs/approvals.md)
+            waiting = outcome.approval.calls
+            calls = ", ".join(f"{c['tool']} {c['arguments']} (call {c['id']})" for c in waiting)
+            typer.secho(f"waiting for approval of: {calls}; task: {run.task_id}", fg="yellow", err=True)
         typer.echo(outcome.answer)
         typer.secho(f"conversation: {run.head.conversation_id}", dim=True, err=True)
         return 0
@@ -117,14 +130,45 @@ async def _ask(request: MessageRequest) -> int:
 def list_apps(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
-    """List the apps: id, name, model, strategy, number of tools, created."""
+    """List the apps: id, name, model, strategy, number of tools, created, status, Service API on."""
     from loopwright.app.admin import list_apps as app_summaries
 
     rows = asyncio.run(app_summaries())
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
         return
-    _table(["id", "name", "model", "strategy", "tools", "created"], [list(asdict(r).values()) for r in rows])
+    headers = ["id", "name", "model", "strategy", "tools", "created", "status", "api"]
+    _table(headers, [list(asdict(r).values()) for r in rows])
+
+
+@apps.command("disable")
+def disable_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    api: Annotated[bool, typer.Option("--api", help="Turn off only its Service API.")] = False,
+) -> None:
+    """Disable an app (or only its Service API): its requests get 403, as Dify's."""
+    _set_access(app_id, enabled=False, api_only=api)
+
+
+@apps.command("enable")
+def enable_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    api: Annotated[bool, typer.Option("--api", help="Turn on only its Service API.")] = False,
+) -> None:
+    """Enable an app again (or only its Service API)."""
+    _set_access(app_id, enabled=True, api_only=api)
+
+
+def _set_access(app_id: str, *, enabled: bool, api_only: bool) -> None:
+    from loopwright.app.admin import AppNotFoundError, set_app_access
+
+    try:
+        asyncio.run(set_app_access(app_id, enabled=enabled, api_only=api_only))
+    except AppNotFoundError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    what = "API " if api_only else ""
+    typer.echo(f"{what}{'enabled' if enabled else 'disabled'}")
 
 
 @apps.command("show")
@@ -145,6 +189,7 @@ def show_app(
 
     typer.echo(f"id:       {details.id}\nname:     {details.name}")
     typer.echo(f"created:  {details.created_at}\nversion:  {details.version} (of {details.versions})")
+    typer.echo(f"status:   {details.status}, Service API {'on' if details.api else 'off'}")
     typer.echo(f"keys:     {details.keys}\nconfig:")
     typer.echo(yaml.safe_dump(details.config, allow_unicode=True, sort_keys=False).rstrip("\n"))
 

@@ -46,6 +46,7 @@ def _run(work: Callable[[KnowledgeBase], Awaitable[T]]) -> T:
     """Open the knowledge base, run ``work`` on it, close it; errors become one red line."""
     from loopwright.app.admin import open_knowledge
     from loopwright.config import load_settings
+    from loopwright.errors import LoopwrightError
     from loopwright.knowledge import DatasetExistsError, DatasetNotFoundError, EmbeddingError
     from loopwright.knowledge.connection import KnowledgeSetupError
 
@@ -58,7 +59,14 @@ def _run(work: Callable[[KnowledgeBase], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
-    except (DatasetNotFoundError, DatasetExistsError, EmbeddingError, KnowledgeSetupError, ValueError) as e:
+    except (
+        DatasetExistsError,
+        DatasetNotFoundError,
+        EmbeddingError,
+        KnowledgeSetupError,
+        LoopwrightError,
+        ValueError,
+    ) as e:
         raise _fail(str(e)) from None
 
 
@@ -86,17 +94,19 @@ def create(
 ) -> None:
     """Create a dataset; prints its id."""
 
+    from loopwright.app import datasets
+
     async def work(base: KnowledgeBase) -> str:
-        dataset = await base.create_dataset(
+        new = datasets.NewDataset(
             name,
             description=description,
             embedding=embedding,
             vector_store="lancedb" if vector_store is Backend.lancedb else "sqlite-vec",
             chunk_tokens=chunk_tokens,
-            overlap_tokens=overlap,
+            chunk_overlap=overlap,
             doc_form="qa_model" if qa else "text_model",
         )
-        return dataset.id
+        return (await datasets.create_dataset(base, new)).id
 
     typer.echo(_run(work))
 
@@ -109,6 +119,8 @@ def add(
     """Add files to a dataset (a file whose name is already there replaces that document)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from loopwright._threads import run_sync
+    from loopwright.app import datasets
     from loopwright.knowledge.extract import ExtractError, kind_of
 
     missing = [str(f) for f in files if not f.is_file()]
@@ -121,7 +133,7 @@ def add(
         raise _fail(str(e)) from None
 
     async def work(base: KnowledgeBase) -> list[tuple[str, str, int, str | None]]:
-        dataset = await base.get_dataset(name)
+        dataset = await datasets.find_dataset(base, name)
         results: list[tuple[str, str, int, str | None]] = []
         columns = (
             TextColumn("{task.description:<10}"),
@@ -146,7 +158,15 @@ def add(
                     bar.advance(embed_task, n)
 
             for file in files:
-                document = await base.add_file(dataset, file, progress=progress)
+                queued = await datasets.queue_document(
+                    base,
+                    dataset,
+                    file.name,
+                    data=await run_sync(file.read_bytes),
+                    kind=kind_of(file.name),
+                    progress=progress,
+                )
+                document = await queued.index()
                 results.append((file.name, document.status, document.segment_count, document.error))
                 bar.advance(file_task)
         return results
@@ -179,15 +199,17 @@ def search(
     from rich.markup import escape
     from rich.table import Table
 
+    from loopwright.app import datasets
+
     async def work(base: KnowledgeBase) -> Table:
-        dataset = await base.get_dataset(name)
-        hits = await base.search(
+        dataset = await datasets.find_dataset(base, name)
+        hits = await datasets.try_query(
+            base,
             dataset,
             query,
             method=method.value if method else None,
             top_k=top_k,
             score_threshold=threshold,
-            count_hits=False,
         )
         table = Table(show_lines=True, title=f"{dataset.name}: {len(hits)} segment(s)")
         table.add_column("#", justify="right")
@@ -223,9 +245,10 @@ def list_datasets() -> None:
 @kb.command("documents")
 def documents(name: Annotated[str, typer.Argument(help="The dataset (name or id).")]) -> None:
     """List a dataset's documents with their status."""
+    from loopwright.app import datasets
 
     async def work(base: KnowledgeBase) -> list[str]:
-        dataset = await base.get_dataset(name)
+        dataset = await datasets.find_dataset(base, name)
         docs, _ = await base.list_documents(dataset)
         return [
             f"{d.id}  {d.status:<9} {d.segment_count:>5} segments  {d.name}"
@@ -240,10 +263,11 @@ def documents(name: Annotated[str, typer.Argument(help="The dataset (name or id)
 @kb.command("delete")
 def delete(name: Annotated[str, typer.Argument(help="The dataset (name or id).")]) -> None:
     """Delete a dataset with its documents and vectors."""
+    from loopwright.app import datasets
 
     async def work(base: KnowledgeBase) -> str:
-        dataset = await base.get_dataset(name)
-        await base.delete_dataset(dataset)
+        dataset = await datasets.find_dataset(base, name)
+        await datasets.delete_dataset(base, dataset.id)
         return dataset.name
 
     typer.echo(f"deleted {_run(work)}")
@@ -252,4 +276,6 @@ def delete(name: Annotated[str, typer.Argument(help="The dataset (name or id).")
 @kb.command("key")
 def key() -> None:
     """Create a dataset API key (``dataset-…``) for the Knowledge HTTP API; prints it."""
-    typer.echo(_run(lambda base: base.store.create_api_key()))
+    from loopwright.app.datasets import create_key
+
+    typer.echo(_run(create_key))

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import Annotated, NoReturn
 
-import pydantic
 import typer
-
-if TYPE_CHECKING:  # the OpenAPI stack takes ~0.7 s to import: only this command pays for it
-    from loopwright.tools.openapi import OpenAPISource, Operation
 
 AUTH_TYPES = ("none", "api_key_header", "api_key_query", "api_key")
 PREFIXES = ("basic", "bearer", "custom")
@@ -43,7 +39,8 @@ def import_spec(
     include: Annotated[list[str] | None, typer.Option(help="Only this operation (repeatable).")] = None,
 ) -> None:
     """Validate SPEC, list the operations it defines, and add it to the app's tools."""
-    from loopwright.tools.openapi import OpenAPISource
+    from loopwright.app.tool_import import ToolImportError, openapi_operations, openapi_source
+    from loopwright.config import ConfigError, load_settings
 
     if app_id is None and not check:
         _fail("give the app with --app APP_ID (or --check to only validate)")
@@ -53,25 +50,25 @@ def import_spec(
             _fail(f"spec file not found: {path}")
         spec = str(path)  # the server may run elsewhere: store an absolute path
     try:
-        source = OpenAPISource(
-            spec=spec,
-            auth_type=_choice(auth_type, AUTH_TYPES),  # type: ignore[arg-type]
-            api_key=api_key,
-            api_key_env=api_key_env,
-            api_key_header=header,
-            api_key_header_prefix=_choice(prefix, PREFIXES),  # type: ignore[arg-type]
-            api_key_query_param=query_param,
-            server_url=server_url,
-            allow_hosts=allow_host or [],
-            include=include,
+        source = openapi_source(
+            {
+                "spec": spec,
+                "auth_type": _choice(auth_type, AUTH_TYPES),
+                "api_key": api_key,
+                "api_key_env": api_key_env,
+                "api_key_header": header,
+                "api_key_header_prefix": _choice(prefix, PREFIXES),
+                "api_key_query_param": query_param,
+                "server_url": server_url,
+                "allow_hosts": allow_host or [],
+                "include": include,
+            }
         )
-    except pydantic.ValidationError as e:
-        from loopwright.app.config import first_error
-
-        _fail(first_error(e))
-    operations = _load(source)
+        operations = asyncio.run(openapi_operations(source, load_settings().tool_allow_hosts))
+    except (ToolImportError, ConfigError) as e:
+        _fail(str(e))
     for op in operations:
-        typer.echo(f"{op.name}\t{op.method} {op.path}\t{_summary(op)}")
+        typer.echo(f"{op.name}\t{op.method} {op.path}\t{op.summary}")
     typer.secho(f"{len(operations)} operation(s) in {spec}", err=True)
     if check:
         return
@@ -81,46 +78,20 @@ def import_spec(
             "note: the API key is stored in the app's configuration; --api-key-env keeps it out", err=True
         )
     from loopwright.app.admin import AppNotFoundError, ToolsetStorageError, add_toolset
+    from loopwright.app.tool_allowlist import ToolSourceNotAllowedError
 
     entry = source.model_dump(mode="json", exclude_none=True)
     try:
         version = asyncio.run(add_toolset(app_id, entry))
-    except (AppNotFoundError, ToolsetStorageError) as e:
+    except (AppNotFoundError, ToolsetStorageError, ToolSourceNotAllowedError) as e:
         _fail(str(e))
     typer.secho(f"added to app {app_id} (configuration version {version})", err=True)
-
-
-def _load(source: OpenAPISource) -> list[Operation]:
-    from loopwright.config import ConfigError, load_settings
-    from loopwright.tools.base import ToolError
-    from loopwright.tools.net import NetworkPolicy, network_policy
-    from loopwright.tools.openapi import OpenAPIToolset, SpecError
-
-    try:
-        policy = network_policy(load_settings().tool_allow_hosts).union(
-            NetworkPolicy.from_strings(source.allow_hosts)
-        )
-    except ConfigError as e:
-        _fail(str(e))
-    # Listing needs no credentials: the key (perhaps from an unset variable) is not read here.
-    toolset = OpenAPIToolset.from_file(
-        source.spec, policy=policy, server_url=source.server_url, include=source.include
-    )
-    try:
-        return asyncio.run(toolset.load())
-    except (SpecError, ToolError, ValueError) as e:
-        _fail(str(e))
 
 
 def _choice(value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         _fail(f"unknown value {value!r}; expected one of: {', '.join(allowed)}")
     return value
-
-
-def _summary(op: Operation) -> str:
-    line = op.description.strip().splitlines()[0] if op.description.strip() else ""
-    return line if len(line) <= 80 else line[:79] + "…"
 
 
 def _fail(message: str) -> NoReturn:

@@ -108,6 +108,27 @@ class RetrievalModel:
         return replace(model, **changes)
 
 
+MetadataType = Literal["string", "number", "time"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A label datasets can carry (Dify's knowledge tags); ``binding_count``: datasets that have it."""
+
+    id: str
+    name: str
+    binding_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataField:
+    """A metadata field a dataset's documents may carry (Dify's ``DatasetMetadata``)."""
+
+    id: str
+    name: str
+    type: MetadataType = "string"
+
+
 @dataclass(frozen=True, slots=True)
 class Dataset:
     """A knowledge base. ``embedding`` is ``none`` (keyword search only, Dify's "economy"), ``minilm``
@@ -126,6 +147,8 @@ class Dataset:
     remove_extra_spaces: bool = True
     remove_urls_emails: bool = False
     retrieval: RetrievalModel = field(default_factory=RetrievalModel)
+    metadata_fields: tuple[MetadataField, ...] = ()
+    built_in_field_enabled: bool = False  # Dify's built-in metadata (document name, dates, source)
     created_at: int = 0
     updated_at: int = 0
     document_count: int = 0
@@ -152,6 +175,8 @@ class Dataset:
             "remove_extra_spaces": self.remove_extra_spaces,
             "remove_urls_emails": self.remove_urls_emails,
             "retrieval": self.retrieval.to_dict(),
+            "metadata_fields": [{"id": f.id, "name": f.name, "type": f.type} for f in self.metadata_fields],
+            "built_in_field_enabled": self.built_in_field_enabled,
         }
 
 
@@ -174,6 +199,8 @@ class Document:
     created_at: int = 0
     updated_at: int = 0
     completed_at: int | None = None
+    enabled: bool = True  # a disabled or archived document is not retrieved (Dify's status actions)
+    archived: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ async def index_document(
             if dataset.embedding_dim is None and vectors.shape[0]:
                 dataset = replace(dataset, embedding_dim=int(vectors.shape[1]))
                 await store.update_dataset(dataset)
-        segments = _segments(dataset, document, drafts)
+        segments = new_segments(dataset, document.id, drafts)
         return await store.complete_document(
             dataset,
             document,
@@ -122,23 +123,33 @@ async def _embed(embedder: Embedder, texts: list[str], progress: Progress | None
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
 
-def _segments(dataset: Dataset, document: Document, drafts: list[ChunkDraft]) -> list[Segment]:
+def new_segments(
+    dataset: Dataset, document_id: str, drafts: Sequence[ChunkDraft], first_position: int = 1
+) -> list[Segment]:
+    """Segments (not stored yet) of a document from their texts, numbered from ``first_position``."""
     stamp = now()
     out: list[Segment] = []
-    for i, d in enumerate(drafts, 1):
-        text = d.content + (d.answer or "")
+    for i, d in enumerate(drafts, first_position):
         out.append(
             Segment(
                 id=str(uuid.uuid4()),
                 dataset_id=dataset.id,
-                document_id=document.id,
+                document_id=document_id,
                 position=i,
                 content=d.content,
                 answer=d.answer,
-                word_count=len(text),  # Dify counts characters
-                tokens=estimate_tokens(text),
-                hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
                 created_at=stamp,
+                **segment_counts(d.content, d.answer),
             )
         )
     return out
+
+
+def segment_counts(content: str, answer: str | None) -> dict[str, Any]:
+    """A segment's ``word_count`` (characters, as Dify counts), ``tokens`` and ``hash``."""
+    text = content + (answer or "")
+    return {
+        "word_count": len(text),
+        "tokens": estimate_tokens(text),
+        "hash": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    }

@@ -37,13 +37,15 @@ from loopwright.knowledge.entities import (
     Hit,
     RetrievalModel,
     SearchMethod,
+    Segment,
     VectorBackend,
 )
 from loopwright.knowledge.extract import kind_of
 from loopwright.knowledge.filters import MetadataFilter
-from loopwright.knowledge.ingest import Progress, Source, index_document
+from loopwright.knowledge.ingest import Progress, Source, index_document, new_segments, segment_counts
 from loopwright.knowledge.retrieve import retrieve
 from loopwright.knowledge.store import KnowledgeStore
+from loopwright.knowledge.vectors import Vectors
 
 MAX_NAME_CHARS = 40  # Dify's limit for dataset names
 SPLIT_RULES = ("chunk_tokens", "overlap_tokens", "separator", "remove_extra_spaces", "remove_urls_emails")
@@ -269,6 +271,45 @@ class KnowledgeBase:
 
     async def delete_document(self, dataset: Dataset, document_id: str) -> bool:
         return await self.store.delete_document(dataset, document_id)
+
+    async def requeue_document(self, document: Document, name: str, source: str) -> Document:
+        """Queue a document again (same id, a new batch) for :meth:`index` from a new source; its
+        segments are replaced when that indexing completes."""
+        return await self.store.requeue_document(document, name, source, _batch())
+
+    async def rename_document(self, document: Document, name: str) -> Document:
+        return await self.store.rename_document(document, name)
+
+    # --- segments -------------------------------------------------------------------------------------
+
+    async def get_segment(self, segment_id: str) -> Segment | None:
+        return await self.store.get_segment(segment_id)
+
+    async def add_segments(
+        self, dataset: Dataset, document: Document, drafts: Sequence[ChunkDraft]
+    ) -> list[Segment]:
+        """New segments at the end of a document, embedded as the dataset's are."""
+        first = await self.store.next_segment_position(document.id)
+        segments = new_segments(dataset, document.id, drafts, first)
+        vectors = await self._embed_contents(dataset, [s.content for s in segments])
+        return await self.store.add_segments(dataset, segments, vectors)
+
+    async def update_segment(
+        self, dataset: Dataset, segment: Segment, content: str, answer: str | None
+    ) -> Segment:
+        """A segment with new text (embedded again when the dataset has vectors)."""
+        changed = replace(segment, content=content, answer=answer, **segment_counts(content, answer))
+        vectors = await self._embed_contents(dataset, [content])
+        return await self.store.update_segment(dataset, changed, vectors)
+
+    async def delete_segment(self, dataset: Dataset, segment: Segment) -> None:
+        await self.store.delete_segment(dataset, segment)
+
+    async def _embed_contents(self, dataset: Dataset, texts: list[str]) -> Vectors | None:
+        embedder = self.embedder(dataset)
+        if embedder is None or not texts:
+            return None
+        return await embedder.embed(texts)
 
     # --- search ---------------------------------------------------------------------------------------
 

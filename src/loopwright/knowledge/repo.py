@@ -19,8 +19,11 @@ from loopwright.knowledge.entities import (
     DocForm,
     Document,
     DocumentStatus,
+    MetadataField,
+    MetadataType,
     RetrievalModel,
     Segment,
+    Tag,
     VectorBackend,
 )
 from loopwright.knowledge.schema import transaction
@@ -31,7 +34,7 @@ _KEY_ALPHABET = string.ascii_letters + string.digits
 _DATASET_COLUMNS = "id, name, description, settings, created_at, updated_at"
 _DOCUMENT_COLUMNS = (
     "id, dataset_id, name, position, source, status, error, word_count, tokens, segment_count, metadata, "
-    "batch, created_at, updated_at, completed_at"
+    "batch, created_at, updated_at, completed_at, enabled, archived"
 )
 SEGMENT_COLUMNS = (
     "s.seq, s.id, s.dataset_id, s.document_id, s.position, s.content, s.answer, s.word_count, s.tokens, "
@@ -62,6 +65,11 @@ def dataset_from_row(row: Sequence[Any], counts: tuple[int, int] = (0, 0)) -> Da
         remove_extra_spaces=bool(settings.get("remove_extra_spaces", True)),
         remove_urls_emails=bool(settings.get("remove_urls_emails", False)),
         retrieval=RetrievalModel.from_dict(settings.get("retrieval")),
+        metadata_fields=tuple(
+            MetadataField(str(f["id"]), str(f["name"]), _metadata_type(f.get("type")))
+            for f in settings.get("metadata_fields") or []
+        ),
+        built_in_field_enabled=bool(settings.get("built_in_field_enabled", False)),
         created_at=row[4],
         updated_at=row[5],
         document_count=counts[0],
@@ -71,6 +79,10 @@ def dataset_from_row(row: Sequence[Any], counts: tuple[int, int] = (0, 0)) -> Da
 
 def _backend(value: Any) -> VectorBackend:
     return "lancedb" if value == "lancedb" else "sqlite-vec"
+
+
+def _metadata_type(value: Any) -> MetadataType:
+    return "number" if value == "number" else "time" if value == "time" else "string"
 
 
 def _doc_form(value: Any) -> DocForm:
@@ -144,6 +156,7 @@ def delete_dataset_rows(conn: Any, dataset_id: str) -> None:
         conn.execute("DELETE FROM kb_segments WHERE dataset_id = ?", (dataset_id,))
         conn.execute("DELETE FROM kb_embeddings WHERE dataset_id = ?", (dataset_id,))
         conn.execute("DELETE FROM kb_documents WHERE dataset_id = ?", (dataset_id,))
+        conn.execute("DELETE FROM kb_tag_bindings WHERE dataset_id = ?", (dataset_id,))
         conn.execute("DELETE FROM kb_datasets WHERE id = ?", (dataset_id,))
 
 
@@ -168,6 +181,8 @@ def document_from_row(row: Sequence[Any]) -> Document:
         created_at=row[12],
         updated_at=row[13],
         completed_at=row[14],
+        enabled=bool(row[15]),
+        archived=bool(row[16]),
     )
 
 
@@ -182,7 +197,7 @@ def insert_document(
         ).fetchone()
         conn.execute(
             f"INSERT INTO kb_documents ({_DOCUMENT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, 'queued', NULL, 0, 0, 0, ?, ?, ?, ?, NULL)",
+            "VALUES (?, ?, ?, ?, ?, 'queued', NULL, 0, 0, 0, ?, ?, ?, ?, NULL, 1, 0)",
             (doc_id, dataset_id, name, position, source, json.dumps(metadata), batch, stamp, stamp),
         )
     found = get_document(conn, doc_id)
@@ -338,6 +353,166 @@ def count_hits(conn: Any, seqs: Sequence[int]) -> None:
 def count_segments(conn: Any, dataset_id: str) -> int:
     (n,) = conn.execute("SELECT count(*) FROM kb_segments WHERE dataset_id = ?", (dataset_id,)).fetchone()
     return int(n)
+
+
+def get_segment(conn: Any, segment_id: str) -> Segment | None:
+    row = conn.execute(
+        f"SELECT {SEGMENT_COLUMNS} FROM kb_segments s WHERE s.id = ?", (segment_id,)
+    ).fetchone()
+    return None if row is None else segment_from_row(row)
+
+
+def next_segment_position(conn: Any, document_id: str) -> int:
+    (position,) = conn.execute(
+        "SELECT coalesce(max(position), 0) + 1 FROM kb_segments WHERE document_id = ?", (document_id,)
+    ).fetchone()
+    return int(position)
+
+
+def update_segment_row(conn: Any, segment: Segment) -> None:
+    """Write a segment's text and its counts (the keyword index follows by trigger)."""
+    conn.execute(
+        "UPDATE kb_segments SET content = ?, answer = ?, word_count = ?, tokens = ?, hash = ? WHERE seq = ?",
+        (segment.content, segment.answer, segment.word_count, segment.tokens, segment.hash, segment.seq),
+    )
+
+
+def delete_segment_rows(conn: Any, seqs: Sequence[int]) -> None:
+    if seqs:
+        marks = ",".join("?" * len(seqs))
+        conn.execute(f"DELETE FROM kb_embeddings WHERE seq IN ({marks})", list(seqs))
+        conn.execute(f"DELETE FROM kb_segments WHERE seq IN ({marks})", list(seqs))
+
+
+def refresh_document_counts(conn: Any, document_id: str) -> None:
+    """A document's segment, word and token counts from its segments, after they were edited."""
+    conn.execute(
+        "UPDATE kb_documents SET "
+        "segment_count = (SELECT count(*) FROM kb_segments WHERE document_id = ?), "
+        "word_count = (SELECT coalesce(sum(word_count), 0) FROM kb_segments WHERE document_id = ?), "
+        "tokens = (SELECT coalesce(sum(tokens), 0) FROM kb_segments WHERE document_id = ?), "
+        "updated_at = ? WHERE id = ?",
+        (document_id, document_id, document_id, now(), document_id),
+    )
+
+
+def requeue_document(conn: Any, document_id: str, name: str, source: str, batch: str) -> None:
+    """Put a document back in the queue under a new batch (to be indexed again from a new source)."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE kb_documents SET name = ?, source = ?, status = 'queued', error = NULL, batch = ?, "
+            "updated_at = ? WHERE id = ?",
+            (name, source, batch, now(), document_id),
+        )
+
+
+def set_document_metadata(conn: Any, metadata: dict[str, dict[str, Any]]) -> None:
+    """Replace the metadata of documents (id → metadata); call inside a transaction."""
+    for document_id, values in metadata.items():
+        conn.execute(
+            "UPDATE kb_documents SET metadata = ?, updated_at = ? WHERE id = ?",
+            (json.dumps(values), now(), document_id),
+        )
+
+
+def set_document_flags(conn: Any, document_ids: Sequence[str], **flags: bool) -> None:
+    """Set ``enabled`` and/or ``archived`` of documents."""
+    assignments = ", ".join(f"{name} = ?" for name in flags if name in ("enabled", "archived"))
+    if not assignments or not document_ids:
+        return
+    with transaction(conn):
+        for document_id in document_ids:
+            conn.execute(
+                f"UPDATE kb_documents SET {assignments}, updated_at = ? WHERE id = ?",
+                [*(int(v) for v in flags.values()), now(), document_id],
+            )
+
+
+def hidden_documents(conn: Any, dataset_id: str) -> set[str]:
+    """The dataset's documents that retrieval skips: disabled or archived."""
+    rows = conn.execute(
+        "SELECT id FROM kb_documents WHERE dataset_id = ? AND (enabled = 0 OR archived = 1)", (dataset_id,)
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def rename_document(conn: Any, document_id: str, name: str) -> None:
+    with transaction(conn):
+        conn.execute(
+            "UPDATE kb_documents SET name = ?, updated_at = ? WHERE id = ?", (name, now(), document_id)
+        )
+
+
+# --- tags --------------------------------------------------------------------------------------------
+
+_TAG_SELECT = (
+    "SELECT t.id, t.name, (SELECT count(*) FROM kb_tag_bindings b WHERE b.tag_id = t.id) FROM kb_tags t"
+)
+
+
+def list_tags(conn: Any) -> list[Tag]:
+    rows = conn.execute(f"{_TAG_SELECT} ORDER BY t.created_at, t.name").fetchall()
+    return [Tag(r[0], r[1], r[2]) for r in rows]
+
+
+def get_tag(conn: Any, tag_id: str) -> Tag | None:
+    row = conn.execute(f"{_TAG_SELECT} WHERE t.id = ?", (tag_id,)).fetchone()
+    return None if row is None else Tag(row[0], row[1], row[2])
+
+
+def tag_named(conn: Any, name: str) -> Tag | None:
+    row = conn.execute(f"{_TAG_SELECT} WHERE t.name = ?", (name,)).fetchone()
+    return None if row is None else Tag(row[0], row[1], row[2])
+
+
+def insert_tag(conn: Any, name: str) -> Tag:
+    tag = Tag(str(uuid.uuid4()), name)
+    with transaction(conn):
+        conn.execute("INSERT INTO kb_tags (id, name, created_at) VALUES (?, ?, ?)", (tag.id, name, now()))
+    return tag
+
+
+def rename_tag(conn: Any, tag_id: str, name: str) -> None:
+    with transaction(conn):
+        conn.execute("UPDATE kb_tags SET name = ? WHERE id = ?", (name, tag_id))
+
+
+def delete_tag(conn: Any, tag_id: str) -> None:
+    with transaction(conn):
+        conn.execute("DELETE FROM kb_tag_bindings WHERE tag_id = ?", (tag_id,))
+        conn.execute("DELETE FROM kb_tags WHERE id = ?", (tag_id,))
+
+
+def bind_tags(conn: Any, tag_ids: Sequence[str], dataset_id: str, *, bound: bool) -> None:
+    """Bind (or, ``bound=False``, unbind) tags and a dataset; binding twice is binding once."""
+    with transaction(conn):
+        for tag_id in tag_ids:
+            if bound:
+                conn.execute(
+                    "INSERT OR IGNORE INTO kb_tag_bindings (tag_id, dataset_id) VALUES (?, ?)",
+                    (tag_id, dataset_id),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM kb_tag_bindings WHERE tag_id = ? AND dataset_id = ?", (tag_id, dataset_id)
+                )
+
+
+def tags_of_datasets(conn: Any, dataset_ids: Sequence[str]) -> dict[str, list[Tag]]:
+    """Each dataset's tags, by name."""
+    query = (
+        "SELECT b.dataset_id, t.id, t.name FROM kb_tag_bindings b JOIN kb_tags t ON t.id = b.tag_id "
+        "WHERE b.dataset_id IN ({marks}) ORDER BY t.name"
+    )
+    out: dict[str, list[Tag]] = {}
+    for row in _select_in(conn, query, list(dataset_ids)):
+        out.setdefault(row[0], []).append(Tag(row[1], row[2]))
+    return out
+
+
+def datasets_with_tags(conn: Any, tag_ids: Sequence[str]) -> set[str]:
+    query = "SELECT DISTINCT dataset_id FROM kb_tag_bindings WHERE tag_id IN ({marks})"
+    return {row[0] for row in _select_in(conn, query, list(tag_ids))}
 
 
 # --- dataset API keys --------------------------------------------------------------------------------

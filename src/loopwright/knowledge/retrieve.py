@@ -42,8 +42,10 @@ async def retrieve(
     if not query.strip() or model.top_k <= 0:
         return []
     document_ids: set[str] | None = None
-    if metadata_filter is not None:
-        document_ids = metadata_filter.allowed(await store.completed_documents(dataset.id))
+    hidden = await store.hidden_documents(dataset.id)  # disabled or archived: never retrieved
+    if metadata_filter is not None or hidden:
+        completed = [d for d in await store.completed_documents(dataset.id) if d.id not in hidden]
+        document_ids = metadata_filter.allowed(completed) if metadata_filter else {d.id for d in completed}
         if not document_ids:
             return []
     method = effective_method(dataset, model, embedder)

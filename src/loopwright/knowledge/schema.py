@@ -80,6 +80,17 @@ CREATE TABLE IF NOT EXISTS kb_embeddings (
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS kb_embeddings_by_dataset ON kb_embeddings(dataset_id);
+CREATE TABLE IF NOT EXISTS kb_tags (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kb_tag_bindings (
+    tag_id TEXT NOT NULL REFERENCES kb_tags(id) ON DELETE CASCADE,
+    dataset_id TEXT NOT NULL REFERENCES kb_datasets(id) ON DELETE CASCADE,
+    PRIMARY KEY (tag_id, dataset_id)
+);
+CREATE INDEX IF NOT EXISTS kb_tag_bindings_by_dataset ON kb_tag_bindings(dataset_id);
 CREATE TABLE IF NOT EXISTS kb_api_keys (
     token TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,
@@ -88,12 +99,24 @@ CREATE TABLE IF NOT EXISTS kb_api_keys (
 """
 
 
+# Columns added after a table was first made: (table, column, its definition). A file made before
+# them gets them on open; ``CREATE TABLE IF NOT EXISTS`` would not add them.
+ADDED_COLUMNS = (
+    ("kb_documents", "enabled", "INTEGER NOT NULL DEFAULT 1"),  # Dify's document enable/disable
+    ("kb_documents", "archived", "INTEGER NOT NULL DEFAULT 0"),  # Dify's archive/un_archive
+)
+
+
 def ensure_schema(conn: Any) -> None:
-    """Create the knowledge tables if they are missing (idempotent)."""
+    """Create the knowledge tables if they are missing, and the columns added since (idempotent)."""
     with transaction(conn):
         # executescript would commit on its own: the statements run one by one inside the transaction.
         for statement in _statements(DDL):
             conn.execute(statement)
+        for table, column, definition in ADDED_COLUMNS:
+            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+            if column not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         conn.execute(
             "INSERT OR IGNORE INTO kb_meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,12 +20,14 @@ from typing import Any, TypeVar
 
 from loopwright.knowledge import repo
 from loopwright.knowledge.connection import connect
-from loopwright.knowledge.entities import Dataset, Document, DocumentStatus, Segment
+from loopwright.knowledge.entities import Dataset, Document, DocumentStatus, Segment, Tag
 from loopwright.knowledge.keyword import KeywordIndex
 from loopwright.knowledge.schema import ensure_schema, transaction
 from loopwright.knowledge.vectors import LanceVectorStore, SqliteVecStore, Vectors, VectorStore
 
 T = TypeVar("T")
+# edit(dataset, its documents) -> (the dataset to save or None, {document id: metadata}, a result)
+MetadataEdit = Callable[[Dataset, list[Document]], tuple[Dataset | None, dict[str, dict[str, Any]], T]]
 
 
 class KnowledgeStore:
@@ -163,6 +166,11 @@ class KnowledgeStore:
                     marks = ",".join("?" * len(old))
                     store.delete(repo.segment_seqs(conn, f"document_id IN ({marks})", old))
                 repo.delete_documents_rows(conn, old)
+                # A document indexed again (updated by text or file) drops its own earlier segments.
+                own = repo.segment_seqs(conn, "document_id = ?", (document.id,))
+                if own and store is not None:
+                    store.delete(own)
+                repo.delete_segment_rows(conn, own)
                 seqs = repo.insert_segments(conn, segments)
                 if store is not None and vectors is not None and len(seqs):
                     store.add(seqs, vectors, [document.id] * len(seqs))
@@ -195,6 +203,118 @@ class KnowledgeStore:
 
         return await self._call(run)
 
+    async def requeue_document(self, document: Document, name: str, source: str, batch: str) -> Document:
+        def run() -> Document:
+            repo.requeue_document(self._conn, document.id, name, source, batch)
+            found = repo.get_document(self._conn, document.id)
+            assert found is not None
+            return found
+
+        return await self._call(run)
+
+    async def set_document_flags(self, document_ids: Sequence[str], **flags: bool) -> None:
+        await self._call(lambda: repo.set_document_flags(self._conn, document_ids, **flags))
+
+    async def hidden_documents(self, dataset_id: str) -> set[str]:
+        return await self._call(lambda: repo.hidden_documents(self._conn, dataset_id))
+
+    async def rename_document(self, document: Document, name: str) -> Document:
+        def run() -> Document:
+            repo.rename_document(self._conn, document.id, name)
+            found = repo.get_document(self._conn, document.id)
+            assert found is not None
+            return found
+
+        return await self._call(run)
+
+    async def edit_metadata(self, dataset_id: str, edit: MetadataEdit[T]) -> T:
+        """Run ``edit(dataset, documents)`` and store what it changed, in one transaction on the store's
+        thread, so concurrent edits of a dataset's metadata cannot lose one another. ``edit`` returns
+        ``(dataset to save or None, {document id: its whole metadata}, result)``; what it raises
+        propagates and nothing is written."""
+
+        def run() -> T:
+            conn = self._conn
+            with transaction(conn):
+                dataset = repo.get_dataset(conn, dataset_id)
+                if dataset is None:
+                    raise LookupError(dataset_id)
+                documents, _ = repo.list_documents(conn, dataset_id)
+                changed, metadata, result = edit(dataset, documents)
+                if changed is not None:
+                    conn.execute(
+                        "UPDATE kb_datasets SET settings = ?, updated_at = ? WHERE id = ?",
+                        (json.dumps(changed.settings_dict()), repo.now(), dataset_id),
+                    )
+                repo.set_document_metadata(conn, metadata)
+            return result
+
+        return await self._call(run)
+
+    # --- segment edits --------------------------------------------------------------------------------
+
+    async def get_segment(self, segment_id: str) -> Segment | None:
+        return await self._call(lambda: repo.get_segment(self._conn, segment_id))
+
+    async def next_segment_position(self, document_id: str) -> int:
+        return await self._call(lambda: repo.next_segment_position(self._conn, document_id))
+
+    async def add_segments(
+        self, dataset: Dataset, segments: Sequence[Segment], vectors: Vectors | None
+    ) -> list[Segment]:
+        """Store new segments of one document (and their vectors) and update its counts."""
+
+        def run() -> list[Segment]:
+            conn = self._conn
+            store = self._vector_store(dataset)
+            with transaction(conn):
+                seqs = repo.insert_segments(conn, segments)
+                if store is not None and vectors is not None and seqs:
+                    store.add(seqs, vectors, [s.document_id for s in segments])
+                for document_id in {s.document_id for s in segments}:
+                    repo.refresh_document_counts(conn, document_id)
+            self._invalidate_keywords()
+            stored = repo.segments_by_seq(conn, seqs)
+            return [stored[q] for q in seqs]
+
+        return await self._call(run)
+
+    async def update_segment(self, dataset: Dataset, segment: Segment, vector: Vectors | None) -> Segment:
+        """Write a segment's new text (``segment.seq`` names the row) and its new vector."""
+
+        def run() -> Segment:
+            conn = self._conn
+            store = self._vector_store(dataset)
+            with transaction(conn):
+                repo.update_segment_row(conn, segment)
+                if store is not None and vector is not None:
+                    store.delete([segment.seq])
+                    store.add([segment.seq], vector, [segment.document_id])
+                repo.refresh_document_counts(conn, segment.document_id)
+            self._invalidate_keywords()
+            found = repo.get_segment(conn, segment.id)
+            assert found is not None
+            return found
+
+        return await self._call(run)
+
+    async def delete_segment(self, dataset: Dataset, segment: Segment) -> None:
+        def run() -> None:
+            conn = self._conn
+            store = self._vector_store(dataset)
+            with transaction(conn):
+                if store is not None:
+                    store.delete([segment.seq])
+                repo.delete_segment_rows(conn, [segment.seq])
+                repo.refresh_document_counts(conn, segment.document_id)
+            self._invalidate_keywords()
+
+        await self._call(run)
+
+    def _invalidate_keywords(self) -> None:
+        assert self._keyword is not None
+        self._keyword.invalidate()
+
     # --- segments and search --------------------------------------------------------------------------
 
     async def list_segments(self, document_id: str) -> list[Segment]:
@@ -226,6 +346,35 @@ class KnowledgeStore:
 
     async def count_hits(self, seqs: Sequence[int]) -> None:
         await self._call(lambda: repo.count_hits(self._conn, seqs))
+
+    # --- tags -----------------------------------------------------------------------------------------
+
+    async def list_tags(self) -> list[Tag]:
+        return await self._call(lambda: repo.list_tags(self._conn))
+
+    async def get_tag(self, tag_id: str) -> Tag | None:
+        return await self._call(lambda: repo.get_tag(self._conn, tag_id))
+
+    async def tag_named(self, name: str) -> Tag | None:
+        return await self._call(lambda: repo.tag_named(self._conn, name))
+
+    async def create_tag(self, name: str) -> Tag:
+        return await self._call(lambda: repo.insert_tag(self._conn, name))
+
+    async def rename_tag(self, tag_id: str, name: str) -> None:
+        await self._call(lambda: repo.rename_tag(self._conn, tag_id, name))
+
+    async def delete_tag(self, tag_id: str) -> None:
+        await self._call(lambda: repo.delete_tag(self._conn, tag_id))
+
+    async def bind_tags(self, tag_ids: Sequence[str], dataset_id: str, *, bound: bool) -> None:
+        await self._call(lambda: repo.bind_tags(self._conn, tag_ids, dataset_id, bound=bound))
+
+    async def tags_of_datasets(self, dataset_ids: Sequence[str]) -> dict[str, list[Tag]]:
+        return await self._call(lambda: repo.tags_of_datasets(self._conn, dataset_ids))
+
+    async def datasets_with_tags(self, tag_ids: Sequence[str]) -> set[str]:
+        return await self._call(lambda: repo.datasets_with_tags(self._conn, tag_ids))
 
     # --- dataset API keys -----------------------------------------------------------------------------
 

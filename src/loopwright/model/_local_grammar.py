@@ -48,6 +48,7 @@ def react_grammar(
     *,
     prefix: str = "Thought: ",
     observation: str | None = None,
+    answer_schema: dict[str, Any] | None = None,
 ) -> str:
     """The grammar for one reply. The thought opens with the decision — "Tool needed: <tool>." or
     "Tool needed: none." — so the model makes its choice first, in words it can weigh against the
@@ -56,12 +57,18 @@ def react_grammar(
     ``observation``: the short result of the tool just called, if any. Deciding to answer after it,
     the thought is then fixed to the prompt examples' "The observation <it> answers the question."
     A tiny model left to write that thought freely goes on past it ("… and gives a final answer of
-    402." after the calculator said 391) and then copies its own invention into the answer."""
+    402." after the calculator said 391) and then copies its own invention into the answer.
+
+    ``answer_schema``: the JSON Schema the final answer follows (structured output); the answer is
+    then a JSON value generated from it instead of a string, so it always parses."""
     # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
     converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
     )
     allowed = _allowed(tools, tool_choice)
+    answer = "answer"
+    if answer_schema is not None:
+        answer = converter.visit(_input_schema(answer_schema), "answer-value")
     branches: list[str] = []
     for index, tool in enumerate(allowed):
         input_rule = converter.visit(_input_schema(tool.parameters), f"tool-{index}-input")
@@ -72,9 +79,9 @@ def react_grammar(
         action = _literal(json.dumps("Final Answer") + _INPUT_KEY)
         if observation_fits(observation):
             thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
-            branches.append(f"{_literal(thought)} {action} answer")
+            branches.append(f"{_literal(thought)} {action} {answer}")
         else:
-            branches.append(f"{_literal(FINAL_DECISION)} rest {action} answer")
+            branches.append(f"{_literal(FINAL_DECISION)} rest {action} {answer}")
     head = (
         f"root ::= {_literal(prefix)} ( " + " | ".join(branches) + ' ) "}"\n'
         f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} {_literal(_TO_ACTION)}\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from loopwright.errors import ModelError as ModelError
 from loopwright.model.entities import (
@@ -73,6 +73,8 @@ class ReactTurn:
 
     tools: Sequence[ToolSchema]
     observation: str | None = None
+    # structured output: the JSON Schema the Final Answer's input must follow (None: a string)
+    output_schema: dict[str, Any] | None = None
 
 
 @runtime_checkable

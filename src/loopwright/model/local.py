@@ -234,6 +234,7 @@ class LocalModel:
             observation=turn.observation if turn is not None and self.react_continue else None,
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
+            output_schema=turn.output_schema if turn is not None else None,
         )
         if turn is not None and turn.tools and turn.observation is None and messages:
             # The turn asks the user's question (the last message): the choice of a tool is
@@ -262,6 +263,7 @@ class _Request:
     prefix: str
     neutral_prompt: str | None = None  # the prompt with the question replaced, for calibration
     observation: str | None = None  # the result of the tool just called, if the prompt ends with one
+    output_schema: dict[str, Any] | None = None  # structured output: the final answer's JSON Schema
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -275,7 +277,11 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
             options.append(("none", request.prefix + FINAL_DECISION))
         choice = choose(llama, request.prompt, options, request.neutral_prompt)
     grammar = react_grammar(
-        request.react_tools, choice, prefix=request.prefix, observation=request.observation
+        request.react_tools,
+        choice,
+        prefix=request.prefix,
+        observation=request.observation,
+        answer_schema=request.output_schema,
     )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 

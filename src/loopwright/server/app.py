@@ -21,16 +21,23 @@ from loopwright.config import Settings
 from loopwright.server import (
     errors,
     routes_agent_log,
+    routes_annotations,
     routes_app,
+    routes_approvals,
+    routes_audio,
     routes_chat,
     routes_conversations,
+    routes_dataset_edits,
+    routes_dataset_tags,
     routes_datasets,
     routes_end_users,
     routes_file_previews,
     routes_files,
     routes_health,
+    routes_plugin_icons,
     routes_tool_files,
     routes_unsupported,
+    routes_web,
 )
 from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
@@ -67,6 +74,7 @@ def create_app(
             await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
         except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
             log.exception("the database did not answer at start-up; the worker lease is retried on first use")
+        runtime.approval_timer.start()  # runs paused for approvals whose time is up are resumed, denied
         yield
         await runtime.shutdown()  # stopped runs are saved before the process ends
 
@@ -88,15 +96,27 @@ def create_app(
     app.include_router(routes_app.router)
     app.include_router(routes_files.router)
     app.include_router(routes_tool_files.router)
+    app.include_router(routes_plugin_icons.router)
     app.include_router(routes_file_previews.router)
+    app.include_router(routes_dataset_tags.router)  # before the dataset routes: /datasets/tags is no id
     app.include_router(routes_datasets.router)
     app.include_router(routes_unsupported.router)
     app.include_router(routes_end_users.router)
+    app.include_router(routes_annotations.router)
+    app.include_router(routes_approvals.router)
+    routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
+    app.include_router(routes_audio.router)
+    app.include_router(routes_dataset_edits.router)
     token = runtime.settings.metrics_token
     if token is not None:  # Prometheus /metrics: off unless a token is set (prometheus_client only then)
         from loopwright.server import metrics
 
         metrics.install(app, runtime, token.get_secret_value())
+    admin_token = runtime.settings.admin_token
+    if admin_token is not None:  # the admin API and console: off unless a token is set (/console: 404)
+        from loopwright.server import console
+
+        console.install(app, runtime, admin_token.get_secret_value())
     if tracing_enabled():  # OpenTelemetry: on when an OTLP endpoint is set (the standard OTEL_* variables)
         from opentelemetry import trace
 

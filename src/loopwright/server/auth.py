@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from loopwright.app import datasets
+from loopwright.app.availability import check_access
 from loopwright.app.lookup import KeyedApp
 from loopwright.server.errors import ApiError
 from loopwright.server.state import ServerState, get_state
@@ -31,10 +32,12 @@ def bearer_token(request: Request) -> str:
 
 
 async def current_app(request: Request, state: Annotated[ServerState, Depends(get_state)]) -> AuthedApp:
-    """FastAPI dependency: the app of the request's API key, or 401."""
+    """FastAPI dependency: the app of the request's API key, or 401; 403 (Dify's texts) when the app
+    is disabled or its Service API is off."""
     app = await state.lookup.app_for_key(bearer_token(request))
     if app is None:
         raise unauthorized("Access token is invalid")
+    await check_access(state.lookup, app.id)
     return app
 
 

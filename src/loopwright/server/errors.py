@@ -17,8 +17,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopwright.app import speech
+from loopwright.app.dataset_edits import InvalidActionError
 from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
-from loopwright.app.errors import AppUnavailableError, ProviderNotInitializedError
+from loopwright.app.errors import AppForbiddenError, AppUnavailableError, ProviderNotInitializedError
 from loopwright.app.limits import AppInvokeQuotaExceededError
 from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
 
@@ -42,9 +44,16 @@ _HTTP_CODES = {
 # behind its generic one; ours say what happened).
 ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (DatasetExistsError, 409, "dataset_name_duplicate"),
+    (speech.NoAudioUploadedError, 400, "no_audio_uploaded"),
+    (speech.AudioTooLargeError, 413, "audio_too_large"),
+    (speech.UnsupportedAudioTypeError, 415, "unsupported_audio_type"),
+    (speech.NoSpeechModelError, 400, "provider_not_support_speech_to_text"),
+    (speech.NoVoiceModelError, 400, "provider_not_support_text_to_speech"),
     (AppInvokeQuotaExceededError, 429, "too_many_requests"),
     (DocumentIndexingError, 400, "document_indexing"),
+    (InvalidActionError, 400, "invalid_action"),
     (AppUnavailableError, 400, "app_unavailable"),
+    (AppForbiddenError, 403, "forbidden"),
     (ProviderNotInitializedError, 400, "provider_not_initialize"),
     (NotFoundError, 404, "not_found"),
     (UserInputError, 400, "invalid_param"),

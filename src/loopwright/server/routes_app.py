@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 
 from loopwright import __version__
 from loopwright.app.availability import current_config
-from loopwright.app.config import AppConfig, FileUpload, InputField
+from loopwright.app.config import AppConfig, FileUpload, InputField, TextToSpeech
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.state import ServerState, get_state
 
@@ -51,7 +51,7 @@ def file_upload_body(fu: FileUpload) -> dict[str, Any]:
     return {
         "enabled": fu.enabled,
         "allowed_file_types": list(fu.allowed_types),
-        "allowed_file_extensions": [],
+        "allowed_file_extensions": list(fu.allowed_file_extensions),
         "allowed_file_upload_methods": list(fu.transfer_methods),
         "number_limits": fu.number_limits,
         "image": {
@@ -63,18 +63,34 @@ def file_upload_body(fu: FileUpload) -> dict[str, Any]:
     }
 
 
+def moderation_body(config: AppConfig) -> dict[str, Any]:
+    """Dify's ``sensitive_word_avoidance``: on or off and the first rule's type; the rules themselves
+    (keywords, patterns, endpoints) are not shown to clients."""
+    if not config.moderation:
+        return dict(_NO_MODERATION)
+    return {"enabled": True, "type": config.moderation[0].type, "configs": []}
+
+
+def text_to_speech_body(tts: TextToSpeech) -> dict[str, Any]:
+    """Dify's ``text_to_speech`` object: its default (no ``autoPlay``) while the feature is off."""
+    body: dict[str, Any] = {"enabled": tts.enabled, "voice": tts.voice, "language": tts.language}
+    if tts.enabled:
+        body["autoPlay"] = tts.autoPlay
+    return body
+
+
 def parameters_body(config: AppConfig) -> dict[str, Any]:
     return {
         "opening_statement": config.opening_statement,
         "suggested_questions": list(config.suggested_questions),
         "suggested_questions_after_answer": {"enabled": config.suggested_questions_after_answer},
-        "speech_to_text": dict(_DISABLED),
-        "text_to_speech": dict(_DISABLED),
+        "speech_to_text": {"enabled": config.speech_to_text.enabled},
+        "text_to_speech": text_to_speech_body(config.text_to_speech),
         # Citations are sent whenever the app retrieves from a knowledge base.
         "retriever_resource": {"enabled": any(t.get("type") == "knowledge" for t in config.toolsets)},
-        "annotation_reply": dict(_DISABLED),
+        "annotation_reply": {"enabled": bool(config.annotation_reply and config.annotation_reply.enabled)},
         "more_like_this": dict(_DISABLED),
-        "sensitive_word_avoidance": dict(_NO_MODERATION),
+        "sensitive_word_avoidance": moderation_body(config),
         "user_input_form": [form_entry(f) for f in config.user_input_form],
         "file_upload": file_upload_body(config.file_upload),
         "system_parameters": dict(SYSTEM_PARAMETERS),
@@ -109,10 +125,11 @@ async def index() -> dict[str, str]:
 
 
 @router.get("/v1/meta")
-async def meta(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
-    """Dify's tool icons by tool name; loopwright's tools have no icons."""
-    del app
-    return {"tool_icons": {}}
+async def meta(
+    app: Annotated[AuthedApp, Depends(current_app)], state: Annotated[ServerState, Depends(get_state)]
+) -> dict[str, Any]:
+    """Dify's tool icons by tool name: the icons of the app's plugin tools (built-in tools have none)."""
+    return {"tool_icons": await state.tool_icons(app.id)}
 
 
 @router.get("/v1/site")

@@ -89,6 +89,8 @@ def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
     if outcome.error is not None:
         code, status, message = error_fields(outcome.error)
         raise ApiError(status, code, message)
+    if outcome.approval is not None:  # paused: what it waits for (POST …/approvals resumes it)
+        return {**outcome.approval.payload(), "mode": "agent-chat", "answer": ""}
     end = outcome.end
     if end is None:
         raise ApiError(500, "internal_server_error", "the run ended without an answer")

@@ -3,6 +3,7 @@ here, done by :mod:`loopwright.app.conversations`, answered in Dify's shapes."""
 
 from __future__ import annotations
 
+import uuid
 from functools import partial
 from typing import Annotated, Any, Literal
 
@@ -107,6 +108,14 @@ def message_body(m: MessageView) -> dict[str, Any]:
     }
 
 
+def uuid_param(name: str, value: str) -> str:
+    """A query parameter Dify reads as a UUID: anything else is its 400."""
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise invalid_param(f"{name} is not a valid UUID") from None
+
+
 @router.get("/v1/conversations")
 async def list_conversations(
     app: Annotated[AuthedApp, Depends(current_app)],
@@ -117,8 +126,16 @@ async def list_conversations(
     sort_by: Literal["created_at", "-created_at", "updated_at", "-updated_at"] = "-updated_at",
 ) -> dict[str, Any]:
     who = user_or_default(user)
+    last_id = uuid_param("last_id", last_id) if last_id else None
     page = await conversations.conversation_page(
-        state.db, state.lookup, app.id, who, limit=limit, last_id=last_id or None, sort_by=sort_by
+        state.db,
+        state.lookup,
+        app.id,
+        who,
+        limit=limit,
+        last_id=last_id or None,
+        sort_by=sort_by,
+        tool_files=state.files,
     )
     return {
         "limit": page.limit,
@@ -252,6 +269,8 @@ async def list_messages(
         raise invalid_param("conversation_id is required")
     if not conversation_id:
         return {"limit": limit, "has_more": False, "data": []}  # Dify's answer to an empty id
+    conversation_id = uuid_param("conversation_id", conversation_id)
+    first_id = uuid_param("first_id", first_id) if first_id else None
     page = await conversations.message_page(
         state.db,
         state.lookup,

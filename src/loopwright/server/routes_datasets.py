@@ -11,12 +11,14 @@ one beside its database unless another was given); keys are made with ``loopwrig
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from loopwright.app import datasets
+from loopwright.app import dataset_tags, datasets
+from loopwright.app.dataset_metadata import BUILT_IN_FIELDS
 from loopwright.app.datasets import (
     MAX_FILE_BYTES,
     Dataset,
@@ -26,6 +28,7 @@ from loopwright.app.datasets import (
     NewDataset,
     Queued,
     Segment,
+    Tag,
 )
 from loopwright.server.auth import dataset_key
 from loopwright.server.bodies import json_body
@@ -50,19 +53,19 @@ Knowledge = Annotated[KnowledgeBase, Depends(get_knowledge)]
 Authed = Annotated[str, Depends(dataset_key)]
 
 
-async def _dataset(kb: KnowledgeBase, dataset_id: str) -> Dataset:
+async def find_dataset(kb: KnowledgeBase, dataset_id: str) -> Dataset:
     return await datasets.get_dataset(kb, dataset_id)
 
 
 # --- bodies -------------------------------------------------------------------------------------------
 
 
-def dataset_body(d: Dataset) -> dict[str, Any]:
+def dataset_body(d: Dataset, tags: Sequence[Tag] = ()) -> dict[str, Any]:
     provider = "openai" if d.embedding.startswith("openai:") else ("loopwright" if d.has_vectors else None)
     return {
         "id": d.id,
         "name": d.name,
-        "description": d.description or None,
+        "description": d.description,  # "" when empty, as Dify
         "provider": "vendor",
         "permission": "only_me",
         "data_source_type": "upload_file" if d.document_count else None,
@@ -78,8 +81,28 @@ def dataset_body(d: Dataset) -> dict[str, Any]:
         "embedding_model_provider": provider,
         "embedding_available": True,
         "retrieval_model_dict": d.retrieval.to_dict(),
-        "tags": [],
+        "tags": [{"id": t.id, "name": t.name, "type": "knowledge"} for t in tags],
         "doc_form": d.doc_form,
+        # the rest of Dify's dataset fields, as a workspace without those features has them
+        "author_name": None,
+        "external_knowledge_info": {
+            "external_knowledge_id": None,
+            "external_knowledge_api_id": None,
+            "external_knowledge_api_name": None,
+            "external_knowledge_api_endpoint": None,
+        },
+        "external_retrieval_model": None,
+        "doc_metadata": [{"id": f.id, "name": f.name, "type": f.type} for f in d.metadata_fields],
+        "built_in_field_enabled": d.built_in_field_enabled,
+        "pipeline_id": None,
+        "runtime_mode": "general",
+        "chunk_structure": None,
+        "icon_info": {"icon_type": None, "icon": None, "icon_background": None, "icon_url": None},
+        "is_published": False,
+        "total_documents": d.document_count,
+        "total_available_documents": d.document_count,
+        "enable_api": True,
+        "is_multimodal": False,
     }
 
 
@@ -89,12 +112,14 @@ def _embedding_model(spec: str) -> str | None:
     return spec.split(":", 1)[1] if spec.startswith("openai:") else None
 
 
-def document_body(d: Document, doc_form: str) -> dict[str, Any]:
+def document_body(d: Document, dataset: Dataset) -> dict[str, Any]:
+    doc_form = dataset.doc_form
     return {
         "id": d.id,
         "position": d.position,
         "data_source_type": "upload_file",
-        "data_source_info": {"upload_file_id": d.id} if d.source != "text" else None,
+        "data_source_info": {"upload_file_id": d.id},  # Dify keeps a text as an upload too
+        "data_source_detail_dict": {"upload_file": {"id": d.id, "name": d.name, "extension": _extension(d)}},
         "dataset_process_rule_id": None,
         "name": d.name,
         "created_from": "api",
@@ -103,16 +128,51 @@ def document_body(d: Document, doc_form: str) -> dict[str, Any]:
         "tokens": d.tokens,
         "indexing_status": _STATUS[d.status],
         "error": d.error,
-        "enabled": True,
+        "enabled": d.enabled,
         "disabled_at": None,
         "disabled_by": None,
-        "archived": False,
-        "display_status": _DISPLAY[d.status],
+        "archived": d.archived,
+        "display_status": display_status(d),
         "word_count": d.word_count,
         "hit_count": 0,
         "doc_form": doc_form,
-        "doc_metadata": [{"name": k, "value": v} for k, v in d.metadata.items()],
+        "doc_metadata": metadata_details(d, dataset),
+        "summary_index_status": None,
+        "need_summary": False,
     }
+
+
+def _extension(d: Document) -> str:
+    """The extension Dify's upload of the document would have (``txt`` for a text)."""
+    if d.source == "text":
+        return "txt"
+    return d.name.rpartition(".")[2].lower() if "." in d.name else ""
+
+
+def display_status(d: Document) -> str:
+    """Dify's ``display_status``: archived and disabled before the indexing status."""
+    if d.archived:
+        return "archived"
+    if not d.enabled and d.status == "completed":
+        return "disabled"
+    return _DISPLAY[d.status]
+
+
+def metadata_details(d: Document, dataset: Dataset) -> list[dict[str, Any]]:
+    """Dify's ``doc_metadata_details``: ``{id, name, type, value}`` of each value the document has (a
+    built-in field's id is ``built-in``; a value of no field, from the CLI, is a string)."""
+    fields = {f.name: (f.id, f.type) for f in dataset.metadata_fields}
+    built_in = dict(BUILT_IN_FIELDS) if dataset.built_in_field_enabled else {}
+    out = []
+    for name, value in d.metadata.items():
+        if name in fields:
+            field_id, type_ = fields[name]
+        elif name in built_in:
+            field_id, type_ = "built-in", built_in[name]
+        else:
+            field_id, type_ = None, "string"
+        out.append({"id": field_id, "name": name, "type": type_, "value": value})
+    return out
 
 
 def segment_body(s: Segment, hit_count: int | None = None) -> dict[str, Any]:
@@ -147,10 +207,20 @@ def record_body(hit: Hit, document_source: str = "upload_file") -> dict[str, Any
     return {
         "segment": {
             **segment_body(s, s.hit_count + 1),
-            "document": {"id": s.document_id, "data_source_type": document_source, "name": hit.document_name},
+            "sign_content": s.content,  # Dify signs image URLs in it; loopwright segments hold none
+            "document": {
+                "id": s.document_id,
+                "data_source_type": document_source,
+                "name": hit.document_name,
+                "doc_type": None,
+                "doc_metadata": hit.document_metadata or None,
+            },
         },
+        "child_chunks": [],
         "score": hit.score,
         "tsne_position": None,
+        "files": [],
+        "summary": None,
     }
 
 
@@ -195,11 +265,17 @@ async def create_dataset(
 
 @router.get("/datasets")
 async def list_datasets(
-    kb: Knowledge, _: Authed, keyword: str | None = None, page: int = 1, limit: int = 20
+    kb: Knowledge,
+    _: Authed,
+    keyword: str | None = None,
+    page: int = 1,
+    limit: int = 20,
+    tag_ids: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
-    found = await datasets.dataset_page(kb, keyword, page, limit)
+    found = await datasets.dataset_page(kb, keyword, page, limit, tag_ids or ())
+    tags = await dataset_tags.tags_by_dataset(kb, found.datasets)
     return {
-        "data": [dataset_body(d) for d in found.datasets],
+        "data": [dataset_body(d, tags.get(d.id, ())) for d in found.datasets],
         "has_more": found.has_more,
         "limit": limit,
         "total": found.total,
@@ -216,7 +292,8 @@ class UpdateDataset(BaseModel):
 @router.get("/datasets/{dataset_id}")
 async def get_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
     """Dify's dataset detail (what ``KnowledgeBaseClient.get_dataset`` reads)."""
-    return dataset_body(await _dataset(kb, dataset_id))
+    dataset = await find_dataset(kb, dataset_id)
+    return dataset_body(dataset, await dataset_tags.dataset_tags(kb, dataset))
 
 
 @router.patch("/datasets/{dataset_id}")
@@ -230,7 +307,7 @@ async def update_dataset(
     updated = await datasets.update_dataset(
         kb, dataset_id, name=body.name, description=body.description, retrieval_model=body.retrieval_model
     )
-    return dataset_body(updated)
+    return dataset_body(updated, await dataset_tags.dataset_tags(kb, updated))
 
 
 @router.delete("/datasets/{dataset_id}", status_code=204)
@@ -242,10 +319,10 @@ async def delete_dataset(dataset_id: str, kb: Knowledge, _: Authed) -> Response:
 # --- documents ----------------------------------------------------------------------------------------
 
 
-def _queued(queued: Queued, dataset: Dataset, tasks: BackgroundTasks) -> dict[str, Any]:
+def queued_body(queued: Queued, dataset: Dataset, tasks: BackgroundTasks) -> dict[str, Any]:
     """Index after the answer (as Dify), and answer with the queued document and its batch."""
     tasks.add_task(queued.index)
-    return {"document": document_body(queued.document, dataset.doc_form), "batch": queued.document.batch}
+    return {"document": document_body(queued.document, dataset), "batch": queued.document.batch}
 
 
 class CreateByText(BaseModel):
@@ -269,13 +346,13 @@ async def create_by_text(
     _: Authed,
     body: Annotated[CreateByText, Depends(json_body(CreateByText))],
 ) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     if not body.name.strip():
         raise invalid_param("name is required")
     queued = await datasets.queue_document(
         kb, dataset, body.name, text=body.text, process_rule=body.process_rule
     )
-    return _queued(queued, dataset, tasks)
+    return queued_body(queued, dataset, tasks)
 
 
 @router.post("/datasets/{dataset_id}/document/create-by-file")
@@ -288,7 +365,7 @@ async def create_by_file(
     file: Annotated[UploadFile | None, File()] = None,
     data: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     if file is None:
         raise ApiError(400, "no_file_uploaded", "Please upload your file.")
     if not file.filename:
@@ -309,7 +386,7 @@ async def create_by_file(
     queued = await datasets.queue_document(
         kb, dataset, name, data=content, kind=kind, process_rule=args.get("process_rule")
     )
-    return _queued(queued, dataset, tasks)
+    return queued_body(queued, dataset, tasks)
 
 
 @router.get("/datasets/{dataset_id}/documents")
@@ -324,11 +401,11 @@ async def list_documents(
 ) -> dict[str, Any]:
     """A page of the dataset's documents; ``status`` keeps those of that Dify display status
     (``queuing``, ``indexing``, ``available``, ``error``, …)."""
-    dataset = await _dataset(kb, dataset_id)
-    keep = (lambda d: _DISPLAY[d.status] == status) if status else None
+    dataset = await find_dataset(kb, dataset_id)
+    keep = (lambda d: display_status(d) == status) if status else None
     documents, total = await datasets.list_documents(kb, dataset, keyword, page, limit, keep)
     return {
-        "data": [document_body(d, dataset.doc_form) for d in documents],
+        "data": [document_body(d, dataset) for d in documents],
         "has_more": page * limit < total,
         "limit": limit,
         "total": total,
@@ -339,8 +416,8 @@ async def list_documents(
 @router.get("/datasets/{dataset_id}/documents/{document_id}")
 async def get_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
     """One document of the dataset, in the list's shape."""
-    dataset = await _dataset(kb, dataset_id)
-    return document_body(await datasets.get_document(kb, dataset, document_id), dataset.doc_form)
+    dataset = await find_dataset(kb, dataset_id)
+    return document_body(await datasets.get_document(kb, dataset, document_id), dataset)
 
 
 @router.get("/datasets/{dataset_id}/documents/{document_id}/segments")
@@ -354,7 +431,7 @@ async def list_segments(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> dict[str, Any]:
     """A page of a document's segments in order (Dify's shape; ``keyword`` filters by content)."""
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     segments = await datasets.document_segments(kb, dataset, document_id, keyword)
     shown = segments[(page - 1) * limit : page * limit]
     return {
@@ -369,7 +446,7 @@ async def list_segments(
 
 @router.get("/datasets/{dataset_id}/documents/{batch}/indexing-status")
 async def indexing_status(dataset_id: str, batch: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     found = await datasets.batch_documents(kb, dataset, batch)
     return {
         "data": [
@@ -394,7 +471,7 @@ async def indexing_status(dataset_id: str, batch: str, kb: Knowledge, _: Authed)
 
 @router.delete("/datasets/{dataset_id}/documents/{document_id}", status_code=204)
 async def delete_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> Response:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     await datasets.delete_document(kb, dataset, document_id)
     return Response(status_code=204)
 
@@ -413,6 +490,6 @@ class RetrieveBody(BaseModel):
 async def retrieve(
     dataset_id: str, kb: Knowledge, _: Authed, body: Annotated[RetrieveBody, Depends(json_body(RetrieveBody))]
 ) -> dict[str, Any]:
-    dataset = await _dataset(kb, dataset_id)
+    dataset = await find_dataset(kb, dataset_id)
     hits = await datasets.retrieve(kb, dataset, body.query, body.retrieval_model)
     return {"query": {"content": body.query}, "records": [record_body(h) for h in hits]}

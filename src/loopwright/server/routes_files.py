@@ -31,6 +31,7 @@ from loopwright.app.uploads import (
     display_name,
     effective_mime_type,
     extension_of,
+    preview_url,
     store_upload,
     type_allowed,
 )
@@ -252,7 +253,10 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
             return
 
 
-def upload_body(upload: StoredUpload) -> dict[str, Any]:
+def upload_body(upload: StoredUpload, app_id: str = "", source_url: str | None = None) -> dict[str, Any]:
+    """Dify's ``file_fields``: the upload, its signed preview URL as ``source_url``, the app as the
+    tenant; the fields of features loopwright has not (image previews of the console, conversations,
+    storage keys) are null."""
     return {
         "id": upload.id,
         "name": upload.name,
@@ -261,6 +265,13 @@ def upload_body(upload: StoredUpload) -> dict[str, Any]:
         "mime_type": upload.mime_type,
         "created_by": upload.created_by,
         "created_at": upload.created_at,
+        "preview_url": None,
+        "source_url": source_url,
+        "original_url": None,
+        "user_id": upload.created_by,
+        "tenant_id": app_id or None,
+        "conversation_id": None,
+        "file_key": None,
     }
 
 
@@ -310,4 +321,5 @@ async def _record(state: ServerState, app: AuthedApp, got: Received, directory: 
         size=got.size,
         mime_type=got.mime_type,
     )
-    return JSONResponse(upload_body(stored), status_code=201)
+    source_url = preview_url(await state.files(), stored.id)
+    return JSONResponse(upload_body(stored, app.id, source_url), status_code=201)

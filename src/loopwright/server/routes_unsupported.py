@@ -1,7 +1,6 @@
 """Dify's answers for Service API routes an agent-chat app does not serve, so a client that probes
 them gets what Dify would send (not a 404): the completion and workflow routes (400 ``app_unavailable``
-/ ``not_workflow_app``), and the audio routes when the app has no speech features (400
-``invalid_param``, Dify's "not enabled" texts). The key is checked first, as everywhere.
+/ ``not_workflow_app``). The key is checked first, as everywhere.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.errors import ApiError, invalid_param
+from loopwright.server.errors import ApiError
 
 router = APIRouter()
 
@@ -40,13 +39,3 @@ async def completion(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
 @router.get("/v1/workflows/logs")
 async def workflow(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
     raise not_workflow_app()
-
-
-@router.post("/v1/audio-to-text")
-async def audio_to_text(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
-    raise invalid_param("Speech to text is not enabled")
-
-
-@router.post("/v1/text-to-audio")
-async def text_to_audio(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
-    raise invalid_param("TTS is not enabled")

@@ -22,10 +22,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     Numeric,
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -121,6 +123,10 @@ class App(Base):
     mode: Mapped[str] = mapped_column(String(32), nullable=False, default="agent-chat")
     description: Mapped[str] = mapped_column(Text, nullable=False, default="")
     icon: Mapped[str | None] = mapped_column(String(255))
+    # Dify's access switches: ``status`` other than "normal" (``loopwright app disable``) or
+    # ``enable_api`` off (``app disable --api``) make the Service API answer 403.
+    status: Mapped[str] = mapped_column(String(32), nullable=False, default="normal", server_default="normal")
+    enable_api: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
     created_at: Mapped[datetime] = _created()
 
 
@@ -314,3 +320,97 @@ class StopRequest(Base):
     app_id: Mapped[str] = mapped_column(String(36), nullable=False)
     user: Mapped[str] = mapped_column(String(255), nullable=False)
     created_at: Mapped[datetime] = _created()
+
+
+class MessageAnnotation(Base):
+    """A question and the answer an app gives to it without its model (Dify's ``message_annotations``):
+    written by hand, or from a message (``message_id``). The question's embedding is kept with the model
+    spec that made it, filled when annotation reply first needs it (``app.annotations``)."""
+
+    __tablename__ = "message_annotations"
+    __table_args__ = (Index("ix_message_annotations_app_created", "app_id", "created_at"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    conversation_id: Mapped[str | None] = mapped_column(String(36))
+    message_id: Mapped[str | None] = mapped_column(String(36))
+    question: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    hit_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    account_id: Mapped[str | None] = mapped_column(String(255))  # who wrote it (no accounts here: a label)
+    embedding_spec: Mapped[str | None] = mapped_column(String(255))
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, little-endian
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class AppAnnotationSetting(Base):
+    """An app's annotation reply as set over the Service API (wins over its configuration's)."""
+
+    __tablename__ = "app_annotation_settings"
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(
+        ForeignKey("apps.id", ondelete="CASCADE"), nullable=False, unique=True
+    )
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    score_threshold: Mapped[float] = mapped_column(Float, nullable=False, default=0.9)
+    embedding: Mapped[str] = mapped_column(String(255), nullable=False, default="minilm")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class AppAnnotationHitHistory(Base):
+    """A query answered by an annotation (Dify's ``app_annotation_hit_histories``)."""
+
+    __tablename__ = "app_annotation_hit_histories"
+    __table_args__ = (Index("ix_app_annotation_hit_histories_annotation", "annotation_id"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    annotation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    source: Mapped[str] = mapped_column(String(32), nullable=False, default="api")
+    question: Mapped[str] = mapped_column(Text, nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    score: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    annotation_question: Mapped[str] = mapped_column(Text, nullable=False)
+    annotation_content: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class AnnotationJob(Base):
+    """An annotation-reply enable or disable job, whose status clients poll (Dify keeps these in Redis)."""
+
+    __tablename__ = "annotation_jobs"
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="waiting")
+    error: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class PendingApproval(Base):
+    """A run paused until a person decides on its tool calls (agent.approvals): what resuming it
+    needs, kept so that a server restart does not lose it. The row is deleted when the run resumes
+    (a paused run resumes once); a later pause of the same message adds a new one."""
+
+    __tablename__ = "pending_approvals"
+
+    task_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    app_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    user: Mapped[str] = mapped_column(String(255), nullable=False)  # the Service API user who asked
+    end_user_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    config_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    calls: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the calls waiting for a decision
+    run_state: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the agent's interruption
+    stream_state: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the message's thought rows
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+    __table_args__ = (Index("ix_pending_approvals_expires_at", "expires_at"),)

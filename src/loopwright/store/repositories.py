@@ -44,6 +44,7 @@ __all__ = [
     "Page",
     "add_config_version",
     "add_upload_file",
+    "config_version",
     "create_api_key",
     "create_app",
     "delete_conversation",
@@ -66,6 +67,7 @@ __all__ = [
     "new_message_file",
     "new_thought",
     "rename_conversation",
+    "set_app_access",
     "set_feedback",
     "stop_request_upsert",
     "storable",
@@ -121,6 +123,12 @@ async def latest_config(session: AsyncSession, app_id: str) -> AppConfig | None:
     return await session.scalar(stmt)
 
 
+async def config_version(session: AsyncSession, app_id: str, version: int) -> AppConfig | None:
+    """One configuration version of an app, by its number."""
+    stmt = select(AppConfig).where(AppConfig.app_id == app_id, AppConfig.version == version)
+    return await session.scalar(stmt)
+
+
 async def create_api_key(session: AsyncSession, app_id: str) -> ApiKey:
     """A new key ``app-`` + 24 URL-safe characters."""
     key = ApiKey(app_id=app_id, token=API_KEY_PREFIX + secrets.token_urlsafe(18))
@@ -153,6 +161,22 @@ async def list_api_keys(session: AsyncSession, app_id: str | None = None) -> lis
     if app_id is not None:
         stmt = stmt.where(ApiKey.app_id == app_id)
     return list(await session.scalars(stmt))
+
+
+async def set_app_access(
+    session: AsyncSession, app_id: str, *, status: str | None = None, enable_api: bool | None = None
+) -> App | None:
+    """Set an app's ``status`` (``normal`` serves; anything else is Dify's "abnormal") and/or its
+    ``enable_api`` switch; the app, or ``None`` when there is none."""
+    app = await session.get(App, app_id)
+    if app is None:
+        return None
+    if status is not None:
+        app.status = status
+    if enable_api is not None:
+        app.enable_api = enable_api
+    await session.flush()
+    return app
 
 
 async def revoke_api_key(session: AsyncSession, key: str) -> bool:
@@ -353,8 +377,9 @@ def message_result(
     metadata: str | None = None,
 ) -> dict[str, Any]:
     """The column values that record a message's outcome (only those given): answer, usage (tokens,
-    price, currency, latency), status (``normal`` | ``error`` | ``stopped``), error text, metadata."""
-    if status is not None and status not in ("normal", "error", "stopped"):
+    price, currency, latency), status (``normal`` | ``error`` | ``stopped`` | ``waiting``: paused for
+    approvals), error text, metadata."""
+    if status is not None and status not in ("normal", "error", "stopped", "waiting"):
         raise ValueError(f"invalid message status: {status!r}")
     values: dict[str, Any] = {}
     if answer is not None:

@@ -263,6 +263,8 @@ class Tool:
     timeout: float | None = None
     cache_ttl: float | None = None
     label: str = ""
+    # A call waits for a person's approval before it runs (agent.approvals)
+    requires_approval: bool = False
     # The invoke function validates and coerces its own arguments (``@tool`` does, with pydantic), so
     # the engine's Dify-style casting is skipped.
     validates_arguments: bool = False

@@ -114,6 +114,7 @@ class ToolEngine:
     ) -> None:
         self.tools: dict[str, Tool] = {}
         self.schemas: list[ToolSchema] = []
+        self.approval_names: frozenset[str] = frozenset()
         self.set_tools(tools)
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
@@ -131,6 +132,8 @@ class ToolEngine:
             table[t.name] = t
         self.tools = table
         self.schemas = [t.schema for t in table.values()]
+        # the tools whose calls wait for a person's approval (agent.approvals)
+        self.approval_names = frozenset(t.name for t in table.values() if t.requires_approval)
 
     async def invoke(
         self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None

@@ -39,6 +39,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     cache_ttl: float | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -50,14 +51,23 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     cache_ttl: float | None = None,
+    requires_approval: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
     model sees, the docstring's first paragraph the description, and its parameter section (Google,
     NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext``
-    receives the call's context. Sync functions run in a worker thread, never on the event loop."""
+    receives the call's context. Sync functions run in a worker thread, never on the event loop.
+    ``requires_approval``: a call waits for a person's approval (agent.approvals)."""
 
     def build(f: Callable[..., Any]) -> Tool:
-        return function_tool(f, name=name, description=description, timeout=timeout, cache_ttl=cache_ttl)
+        return function_tool(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            cache_ttl=cache_ttl,
+            requires_approval=requires_approval,
+        )
 
     return build(fn) if fn is not None else build
 
@@ -69,6 +79,7 @@ def function_tool(
     description: str | None = None,
     timeout: float | None = None,
     cache_ttl: float | None = None,
+    requires_approval: bool = False,
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
@@ -105,6 +116,7 @@ def function_tool(
         invoke=invoke,
         timeout=timeout,
         cache_ttl=cache_ttl,
+        requires_approval=requires_approval,
         validates_arguments=True,
     )
 

@@ -53,10 +53,15 @@ class Operation:
     body_media_type: str | None = None
     body_required: bool = False
     operation_id: str | None = None
+    # ``x-requires-approval: true`` on the operation: a call waits for a person's approval
+    requires_approval: bool = False
 
     @property
     def url_template(self) -> str:
         return self.server_url.rstrip("/") + "/" + self.path.lstrip("/")
+
+
+APPROVAL_EXTENSION = "x-requires-approval"
 
 
 def extract_operations(
@@ -154,6 +159,7 @@ def _operation(
         media,
         body_required,
         str(op["operationId"]) if op.get("operationId") else None,
+        op.get(APPROVAL_EXTENSION) is True,
     )
 
 

@@ -136,6 +136,7 @@ def operation_tool(op: Operation, settings: CallSettings) -> Tool:
         parameters=op.parameters,
         invoke=invoke,
         label=f"{op.method} {op.path}",
+        requires_approval=op.requires_approval,
         # Our own timeouts (connect 10 s, read 60 s) decide; the engine's cap sits just above them.
         timeout=_overall_timeout(settings.timeout),
     )

@@ -1,0 +1,185 @@
+// The chat page: conversations on the side, the exchange in the middle, the composer at the bottom.
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { ServiceClient } from "../shared/api";
+import { Menu } from "../shared/icons";
+import { AgentLogDialog } from "./AgentLog";
+import { Composer } from "./Composer";
+import { formFields, formProblem, initialValues } from "./form";
+import { InputForm } from "./InputForm";
+import { Markdown } from "./Markdown";
+import { Message, type MessageActions } from "./Message";
+import { Sidebar } from "./Sidebar";
+import { finalAnswer, type FileView, type MessageView } from "./state";
+import { ThemeToggle } from "./theme";
+import { requestFile, type Attachment } from "./uploads";
+import { useChat } from "./useChat";
+
+export interface AppSettings {
+  name: string;
+  parameters: Record<string, unknown>;
+}
+
+interface FileUpload {
+  enabled?: boolean;
+  allowed_file_types?: string[];
+  number_limits?: number;
+}
+
+export function ChatApp({ client, appId, settings }: { client: ServiceClient; appId: string; settings: AppSettings }) {
+  const p = settings.parameters;
+  const suggestionsOn = (p.suggested_questions_after_answer as { enabled?: boolean } | undefined)?.enabled === true;
+  const chat = useChat(client, appId, suggestionsOn);
+  const fields = useMemo(() => formFields(p.user_input_form), [p]);
+  const [inputs, setInputs] = useState<Record<string, unknown>>(() => initialValues(fields));
+  const [logFor, setLogFor] = useState<string | null>(null);
+  const [menuOpen, setMenuOpen] = useState(false);
+  const bottom = useRef<HTMLDivElement>(null);
+  const fileUpload = (p.file_upload ?? {}) as FileUpload;
+  const uploadTypes = fileUpload.enabled ? (fileUpload.allowed_file_types ?? []) : null;
+  const conversation = chat.conversations.find((c) => c.id === chat.currentId);
+  const isNew = chat.currentId === null && chat.messages.length === 0;
+  const opening = isNew ? String(p.opening_statement ?? "") : (conversation?.introduction ?? "");
+  const starters = isNew && Array.isArray(p.suggested_questions) ? (p.suggested_questions as string[]) : [];
+
+  useEffect(() => {
+    bottom.current?.scrollIntoView({ block: "end" });
+  }, [chat.messages]);
+
+  // Esc stops the answer wherever the focus is.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === "Escape" && chat.running && logFor === null) void chat.stop();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [chat, logFor]);
+
+  const sendText = useCallback(
+    (text: string, attachments: Attachment[] = []): boolean => {
+      const values = chat.currentId === null ? inputs : (conversation?.inputs ?? inputs);
+      const problem = chat.currentId === null ? formProblem(fields, values) : null;
+      if (problem !== null) {
+        chat.setNotice(problem);
+        return false;
+      }
+      const previews: FileView[] = attachments.map((a) => ({
+        id: a.uploaded?.id ?? a.localId,
+        type: a.type,
+        url: a.previewUrl ?? "",
+        name: a.name,
+        mimeType: a.uploaded?.mime_type ?? "",
+        belongsTo: "user",
+      }));
+      void chat.send({ query: text, inputs: values, files: attachments.map(requestFile), previews });
+      return true;
+    },
+    [chat, conversation, fields, inputs],
+  );
+
+  const last = chat.messages[chat.messages.length - 1];
+  const actions = (m: MessageView): MessageActions => ({
+    onCopy: (x) => void copy(finalAnswer(x) || x.answer),
+    onRegenerate: m === last && !chat.running ? (x) => sendText(x.query) : null,
+    onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
+    onAgentLog: (x) => x.id !== null && setLogFor(x.id),
+    onOpenSteps: (x) => void chat.loadTimes(x),
+  });
+
+  return (
+    <div class={`chat-page ${menuOpen ? "menu-open" : ""}`}>
+      <header class="topbar">
+        <button type="button" class="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(!menuOpen)}>
+          <Menu />
+        </button>
+        <h1>{settings.name}</h1>
+        <ThemeToggle />
+      </header>
+      <Sidebar
+        conversations={chat.conversations}
+        currentId={chat.currentId}
+        onOpen={(id) => {
+          setMenuOpen(false);
+          void chat.open(id);
+        }}
+        onRename={(id, name) => void chat.rename(id, name)}
+        onDelete={(id) => void chat.remove(id)}
+        onMore={chat.moreConversations ? () => void chat.loadMoreConversations() : null}
+      />
+      <main class="conversation-view">
+        <div class="messages" aria-live="polite">
+          {opening && <Markdown text={opening} class="opening" />}
+          {starters.length > 0 && (
+            <div class="suggestions starters">
+              {starters.map((q) => (
+                <button type="button" key={q} class="chip" onClick={() => sendText(q)}>
+                  {q}
+                </button>
+              ))}
+            </div>
+          )}
+          {fields.length > 0 && (
+            <InputForm
+              fields={fields}
+              values={chat.currentId === null ? inputs : (conversation?.inputs ?? inputs)}
+              onChange={setInputs}
+              client={client}
+              onError={chat.setNotice}
+              readOnly={chat.currentId !== null}
+            />
+          )}
+          {chat.loading && <p class="muted">Loading…</p>}
+          {chat.earlierMessages && !chat.loading && (
+            <button type="button" class="link earlier" onClick={() => void chat.loadEarlier()}>
+              Show earlier messages
+            </button>
+          )}
+          {chat.messages.map((m) => (
+            <Message key={m.localId} m={m} actions={actions(m)} />
+          ))}
+          {chat.suggested.length > 0 && !chat.running && (
+            <div class="suggestions follow-ups">
+              {chat.suggested.map((q) => (
+                <button type="button" key={q} class="chip" onClick={() => sendText(q)}>
+                  {q}
+                </button>
+              ))}
+            </div>
+          )}
+          <div ref={bottom} />
+        </div>
+        {chat.notice && (
+          <div class="notice" role="alert">
+            <span>{chat.notice}</span>
+            <button type="button" class="icon" aria-label="Dismiss" onClick={() => chat.setNotice(null)}>
+              ×
+            </button>
+          </div>
+        )}
+        <Composer
+          client={client}
+          running={chat.running}
+          uploadTypes={uploadTypes}
+          maxFiles={fileUpload.number_limits ?? 3}
+          onSend={sendText}
+          onStop={() => void chat.stop()}
+        />
+      </main>
+      {logFor !== null && <AgentLogDialog client={client} messageId={logFor} onClose={() => setLogFor(null)} />}
+    </div>
+  );
+}
+
+async function copy(text: string): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (plain http): copy through a selected, hidden text area.
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.className = "offscreen";
+    document.body.appendChild(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+}

@@ -1,0 +1,105 @@
+// Where the user writes: Enter sends, Shift+Enter makes a new line, Esc stops the answer; files are
+// uploaded as soon as they are picked, with previews.
+import { useRef, useState } from "preact/hooks";
+import type { ServiceClient } from "../shared/api";
+import { Clip } from "../shared/icons";
+import { acceptFor, startUpload, type Attachment } from "./uploads";
+
+export interface ComposerProps {
+  client: ServiceClient;
+  running: boolean;
+  uploadTypes: string[] | null; // null: the app takes no files
+  maxFiles: number;
+  onSend: (text: string, attachments: Attachment[]) => boolean; // false: not sent (text kept)
+  onStop: () => void;
+}
+
+export function Composer({ client, running, uploadTypes, maxFiles, onSend, onStop }: ComposerProps) {
+  const [text, setText] = useState("");
+  const [attachments, setAttachments] = useState<Attachment[]>([]);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const uploading = attachments.some((a) => a.state === "uploading");
+
+  const send = () => {
+    if (running || uploading || text.trim() === "") return;
+    const ready = attachments.filter((a) => a.state === "ready");
+    if (onSend(text.trim(), ready)) {
+      setText("");
+      setAttachments([]);
+    }
+  };
+  const pick = (files: FileList | null) => {
+    for (const file of Array.from(files ?? []).slice(0, Math.max(0, maxFiles - attachments.length))) {
+      const a = startUpload(client, file, (done) =>
+        setAttachments((all) => all.map((x) => (x.localId === done.localId ? done : x))),
+      );
+      setAttachments((all) => [...all, a]);
+    }
+    if (fileInput.current) fileInput.current.value = "";
+  };
+
+  return (
+    <div class="composer">
+      {attachments.length > 0 && (
+        <ul class="attachments">
+          {attachments.map((a) => (
+            <li key={a.localId} class={`attachment ${a.state}`} title={a.error ?? a.name}>
+              {a.previewUrl ? <img src={a.previewUrl} alt={a.name} /> : <span class="file-name">{a.name}</span>}
+              <span class="attachment-state">{a.state === "uploading" ? "uploading…" : a.state === "failed" ? a.error : ""}</span>
+              <button
+                type="button"
+                class="icon remove"
+                aria-label={`Remove ${a.name}`}
+                onClick={() => {
+                  if (a.previewUrl) URL.revokeObjectURL(a.previewUrl); // not sent: its preview is not shown again
+                  setAttachments((all) => all.filter((x) => x.localId !== a.localId));
+                }}
+              >
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <div class="composer-row">
+        {uploadTypes !== null && (
+          <>
+            <input ref={fileInput} type="file" class="hidden" accept={acceptFor(uploadTypes)} multiple={maxFiles > 1} aria-label="Attach files" onChange={(e) => pick((e.target as HTMLInputElement).files)} />
+            <button type="button" class="icon attach" title="Attach a file" disabled={attachments.length >= maxFiles} onClick={() => fileInput.current?.click()}>
+              <Clip />
+            </button>
+          </>
+        )}
+        <textarea
+          class="message-input"
+          rows={1}
+          placeholder="Message…"
+          title="Enter sends, Shift+Enter starts a new line, Esc stops the answer"
+          aria-label="Message"
+          value={text}
+          onInput={(e) => {
+            const el = e.target as HTMLTextAreaElement;
+            setText(el.value);
+            el.style.height = "auto";
+            el.style.height = `${Math.min(el.scrollHeight, 240)}px`;
+          }}
+          onKeyDown={(e) => {
+            if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+              e.preventDefault();
+              send();
+            } // Esc (stop) is handled for the whole page (ChatApp)
+          }}
+        />
+        {running ? (
+          <button type="button" class="stop" onClick={onStop} title="Stop (Esc)">
+            Stop
+          </button>
+        ) : (
+          <button type="button" class="send" onClick={send} disabled={uploading || text.trim() === ""}>
+            Send
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,230 @@
+// One exchange: the user's message, then the agent's rounds (thought and tool calls, live while it
+// runs, folded away when it ends), the answer, files, citations and the message's actions.
+import { useState } from "preact/hooks";
+import { Download, ThumbDown, ThumbUp } from "../shared/icons";
+import { Markdown } from "./Markdown";
+import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
+
+const FOLD_AT = 1200; // characters of a tool output shown before "Show all"
+
+export interface MessageActions {
+  onCopy: (m: MessageView) => void;
+  onRegenerate: ((m: MessageView) => void) | null;
+  onFeedback: (m: MessageView, rating: "like" | "dislike" | null, content?: string) => void;
+  onAgentLog: (m: MessageView) => void;
+  onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
+}
+
+export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
+  const running = isRunning(m);
+  const shownSteps = steps(m);
+  const answer = finalAnswer(m);
+  const toolCount = shownSteps.reduce((n, r) => n + r.tools.length, 0);
+  return (
+    <article class={`exchange status-${m.status}`} data-message-id={m.id ?? ""}>
+      <div class="user-turn">
+        {m.userFiles.length > 0 && <Files files={m.userFiles} />}
+        <div class="bubble user-bubble">{m.query}</div>
+      </div>
+      <div class="agent-turn">
+        {shownSteps.length > 0 && (
+          <details
+            class="steps"
+            open={running}
+            onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && !running && actions.onOpenSteps(m)}
+          >
+            <summary>
+              {running ? "Working" : "Worked"} · {plural(shownSteps.length, "round")} · {plural(toolCount, "tool call")}
+            </summary>
+            {shownSteps.map((r) => (
+              <Round key={r.id ?? `p${r.position}`} round={r} running={running} />
+            ))}
+          </details>
+        )}
+        {answer !== "" && <Markdown text={answer} class="answer" />}
+        {running && answer === "" && <div class="typing" aria-label="The assistant is working">…</div>}
+        {m.files.length > 0 && <Files files={m.files} />}
+        {m.citations.length > 0 && <Citations citations={m.citations} />}
+        {m.status === "error" && <p class="error-text" role="alert">{m.error}</p>}
+        {m.status === "stopped" && <p class="muted">Stopped.</p>}
+        {m.status === "interrupted" && (
+          <p class="muted">The connection dropped while this answer was written; it is shown as saved so far.</p>
+        )}
+        {!running && m.status !== "interrupted" && <Toolbar m={m} actions={actions} />}
+      </div>
+    </article>
+  );
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function Round({ round, running }: { round: RoundView; running: boolean }) {
+  return (
+    <section class="round">
+      {round.text !== "" && <Markdown text={round.text} class="thought" />}
+      {round.tools.map((t) => (
+        <ToolCall key={t.key} call={t} running={running} />
+      ))}
+    </section>
+  );
+}
+
+function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
+  const [all, setAll] = useState(false);
+  const pending = call.output === null;
+  const state = pending ? (running ? "running" : "no output") : call.error ? "failed" : "done";
+  const output = call.output ?? "";
+  const folded = !all && output.length > FOLD_AT;
+  return (
+    <details class={`tool-call ${pending && running ? "running" : ""} ${call.error ? "failed" : ""}`}>
+      <summary>
+        <span class="tool-label">{call.label}</span>
+        {call.label !== call.name && <code class="tool-name">{call.name}</code>}
+        <span class="tool-state">
+          {state}
+          {call.seconds !== null && ` · ${call.seconds.toFixed(1)} s`}
+        </span>
+      </summary>
+      <div class="tool-io">
+        <h4>Arguments</h4>
+        <pre class="tool-input">{JSON.stringify(call.input, null, 2)}</pre>
+        <h4>Output</h4>
+        <pre class="tool-output">{pending ? (running ? "running…" : "—") : folded ? `${output.slice(0, FOLD_AT)}…` : output}</pre>
+        {folded && (
+          <button type="button" class="link" onClick={() => setAll(true)}>
+            Show all {output.length.toLocaleString()} characters
+          </button>
+        )}
+      </div>
+    </details>
+  );
+}
+
+/** Only links that cannot run script: this origin's paths, http(s), and the page's own blob: previews. */
+export function safeUrl(url: string): string | undefined {
+  if (url.startsWith("/") && !url.startsWith("//")) return url;
+  try {
+    const parsed = new URL(url, window.location.href);
+    return ["http:", "https:", "blob:"].includes(parsed.protocol) ? parsed.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function Files({ files }: { files: FileView[] }) {
+  return (
+    <div class="files">
+      {files.map((f) => ({ ...f, url: safeUrl(f.url) ?? "" })).filter((f) => f.url !== "").map((f) =>
+        f.type === "image" ? (
+          <a key={f.id} href={f.url} target="_blank" rel="noopener noreferrer" class="file-image">
+            <img src={f.url} alt={f.name} loading="lazy" />
+          </a>
+        ) : (
+          <a key={f.id} href={f.url} download={f.name} class="file-chip" rel="noopener noreferrer">
+            <Download /> {f.name}
+          </a>
+        ),
+      )}
+    </div>
+  );
+}
+
+function Citations({ citations }: { citations: Citation[] }) {
+  return (
+    <details class="citations">
+      <summary>Sources · {citations.length}</summary>
+      <ol>
+        {citations.map((c) => (
+          <li key={c.position}>
+            <div class="citation-head">
+              <strong>{c.documentName || "document"}</strong>
+              {c.datasetName && <span class="muted"> · {c.datasetName}</span>}
+              {c.score !== null && <span class="muted"> · score {c.score.toFixed(2)}</span>}
+            </div>
+            <blockquote>{c.content}</blockquote>
+          </li>
+        ))}
+      </ol>
+    </details>
+  );
+}
+
+function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
+  const [commenting, setCommenting] = useState<"like" | "dislike" | null>(null);
+  const [copied, setCopied] = useState(false);
+  const [comment, setComment] = useState("");
+  const rate = (rating: "like" | "dislike") => {
+    const next = m.feedback === rating ? null : rating;
+    actions.onFeedback(m, next);
+    setCommenting(next);
+  };
+  return (
+    <div class="toolbar">
+      <button
+        type="button"
+        class="icon"
+        title="Copy the answer"
+        onClick={() => {
+          actions.onCopy(m);
+          setCopied(true);
+          setTimeout(() => setCopied(false), 1500);
+        }}
+      >
+        {copied ? "Copied" : "Copy"}
+      </button>
+      {actions.onRegenerate && (
+        <button type="button" class="icon" title="Ask again" onClick={() => actions.onRegenerate?.(m)}>
+          Regenerate
+        </button>
+      )}
+      <button
+        type="button"
+        class={`icon like ${m.feedback === "like" ? "on" : ""}`}
+        aria-pressed={m.feedback === "like"}
+        title="Good answer"
+        aria-label="Like"
+        disabled={m.id === null}
+        onClick={() => rate("like")}
+      >
+        <ThumbUp />
+      </button>
+      <button
+        type="button"
+        class={`icon dislike ${m.feedback === "dislike" ? "on" : ""}`}
+        aria-pressed={m.feedback === "dislike"}
+        title="Bad answer"
+        aria-label="Dislike"
+        disabled={m.id === null}
+        onClick={() => rate("dislike")}
+      >
+        <ThumbDown />
+      </button>
+      <button type="button" class="icon" title="Rounds, tool calls, times and tokens" disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
+        Agent log
+      </button>
+      {m.totalTokens !== null && <span class="muted usage">{m.totalTokens} tokens</span>}
+      {commenting !== null && (
+        <form
+          class="feedback-comment"
+          onSubmit={(e) => {
+            e.preventDefault();
+            actions.onFeedback(m, commenting, comment.trim());
+            setCommenting(null);
+            setComment("");
+          }}
+        >
+          <input
+            type="text"
+            placeholder={commenting === "like" ? "What was good? (optional)" : "What was wrong? (optional)"}
+            value={comment}
+            onInput={(e) => setComment((e.target as HTMLInputElement).value)}
+            aria-label="Feedback comment"
+          />
+          <button type="submit">Send</button>
+        </form>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,59 @@
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import "../shared/theme.css";
+import "./chat.css";
+import { ServiceClient } from "../shared/api";
+import { ChatApp, type AppSettings } from "./ChatApp";
+import { readCredentials, forgetKey } from "./credentials";
+import { applyStoredTheme } from "./theme";
+
+applyStoredTheme();
+
+function Boot() {
+  const [credentials] = useState(() => readCredentials(window.location, window.history, sessionStorage, localStorage));
+  const [client] = useState(() => (credentials ? new ServiceClient(credentials.key, credentials.user) : null));
+  const [settings, setSettings] = useState<AppSettings | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (client === null) return;
+    Promise.all([client.info(), client.parameters()]).then(
+      ([info, parameters]) => {
+        document.title = `${info.name} · loopwright`;
+        setSettings({ name: info.name, parameters });
+      },
+      (e: unknown) => {
+        if (credentials && e instanceof Error && "status" in e && (e as { status: number }).status === 401) {
+          forgetKey(credentials.appId, sessionStorage);
+        }
+        setError(e instanceof Error ? e.message : String(e));
+      },
+    );
+  }, [client, credentials]);
+
+  if (credentials === null || client === null) {
+    return (
+      <main class="centered">
+        <h1>Chat</h1>
+        <p>
+          Open this page with a share link: <code>/chat/&lt;app id&gt;#key=&lt;app key&gt;</code>. Whoever runs the
+          server makes one with <code>loopwright key create --app &lt;app id&gt;</code>.
+        </p>
+      </main>
+    );
+  }
+  if (error !== null) {
+    return (
+      <main class="centered">
+        <h1>Chat</h1>
+        <p class="error-text" role="alert">
+          {error}
+        </p>
+      </main>
+    );
+  }
+  if (settings === null) return <main class="centered muted">Loading…</main>;
+  return <ChatApp client={client} appId={credentials.appId} settings={settings} />;
+}
+
+render(<Boot />, document.getElementById("root")!);

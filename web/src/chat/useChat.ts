@@ -1,0 +1,410 @@
+// The chat's state and what changes it: the conversation shown, its messages, sending and streaming an
+// answer, stopping it, and picking an answer up again after a reload or a dropped connection.
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import type { Conversation, ServiceClient } from "../shared/api";
+import { ApiError } from "../shared/errors";
+import { readDifyStream } from "../shared/sse";
+import { clearPending, loadPending, savePending } from "./pending";
+import {
+  applyEvent,
+  isRunning,
+  messageFromHistory,
+  needsLoggedTimes,
+  newMessage,
+  withLoggedTimes,
+  type FileView,
+  type MessageView,
+} from "./state";
+
+export interface SendRequest {
+  query: string;
+  inputs: Record<string, unknown>;
+  files: Record<string, string>[];
+  previews: FileView[];
+}
+
+/** How far a stream got: the message's view and the last event id seen. */
+interface Progress {
+  m: MessageView;
+  lastEventId: string | null;
+}
+
+const CURRENT_SLOT = (appId: string) => `loopwright.chat.current:${appId}`;
+const HISTORY_POLL_MS = 2000;
+const HISTORY_POLL_STABLE = 1; // polls without a change before a saved answer counts as final
+const HISTORY_POLL_LIMIT = 150; // 5 minutes
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function useChat(client: ServiceClient, appId: string, suggestionsOn: boolean) {
+  const [conversations, setConversations] = useState<Conversation[]>([]);
+  const [currentId, setCurrentId] = useState<string | null>(null);
+  const [messages, setMessages] = useState<MessageView[]>([]);
+  const [suggested, setSuggested] = useState<string[]>([]);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const abortRef = useRef<AbortController | null>(null);
+  const stopping = useRef(new Set<string>()); // local ids of messages the user stopped
+  const currentRef = useRef<string | null>(null);
+  currentRef.current = currentId;
+
+  // The conversation shown, kept for this tab: a reload opens it again.
+  const shownBefore = useRef(sessionStorage.getItem(CURRENT_SLOT(appId))); // read before the effect below
+  useEffect(() => {
+    if (currentId === null) sessionStorage.removeItem(CURRENT_SLOT(appId));
+    else sessionStorage.setItem(CURRENT_SLOT(appId), currentId);
+  }, [appId, currentId]);
+
+  const [moreConversations, setMoreConversations] = useState(false);
+  const [earlierMessages, setEarlierMessages] = useState(false);
+
+  const refreshConversations = useCallback(async () => {
+    try {
+      const page = await client.conversations();
+      setConversations(page.data);
+      setMoreConversations(page.has_more);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client]);
+
+  /** The next page of the conversation list (after the last one shown). */
+  const loadMoreConversations = useCallback(async () => {
+    const last = conversations[conversations.length - 1];
+    if (last === undefined) return;
+    try {
+      const page = await client.conversations(last.id);
+      setConversations((cs) => [...cs, ...page.data.filter((c) => !cs.some((x) => x.id === c.id))]);
+      setMoreConversations(page.has_more);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, conversations]);
+
+  /** The newest page of a conversation's messages (oldest first); says whether older ones exist. */
+  const loadHistory = useCallback(
+    async (conversationId: string): Promise<MessageView[]> => {
+      const page = await client.messages(conversationId);
+      setEarlierMessages(page.has_more);
+      return page.data.map(messageFromHistory);
+    },
+    [client],
+  );
+
+  /** The page of messages before the first one shown. */
+  const loadEarlier = useCallback(async () => {
+    const first = messages[0];
+    if (currentId === null || first?.id == null) return;
+    try {
+      const page = await client.messages(currentId, first.id);
+      setEarlierMessages(page.has_more);
+      setMessages((ms) => [...page.data.map(messageFromHistory), ...ms]);
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, currentId, messages]);
+
+  /** Replace one message (by its local id) in the list. */
+  const put = useCallback((m: MessageView) => {
+    setMessages((ms) => ms.map((x) => (x.localId === m.localId ? m : x)));
+  }, []);
+
+  const fetchSuggestions = useCallback(
+    async (m: MessageView) => {
+      if (!suggestionsOn || m.id === null || m.status !== "done") return;
+      try {
+        setSuggested(await client.suggested(m.id));
+      } catch {
+        setSuggested([]); // suggestions are a nicety: no error shown
+      }
+    },
+    [client, suggestionsOn],
+  );
+
+  /** The tool calls' times as the server measured them (the page's own clock sees them only as the
+   * events arrive, and a message from the history has none). */
+  const loadTimes = useCallback(
+    async (m: MessageView) => {
+      if (!needsLoggedTimes(m) || m.id === null) return;
+      try {
+        const log = await client.agentLog(m.id);
+        setMessages((ms) => ms.map((x) => (x.localId === m.localId ? withLoggedTimes(x, log.iterations) : x)));
+      } catch {
+        // the times measured by the page (or none) stay
+      }
+    },
+    [client],
+  );
+
+  /** Streams `body` (a response's event stream) into `progress.m`, keeping `progress` up to date as
+   * events arrive — so that when the stream breaks, the caller knows how far it got. */
+  const follow = useCallback(
+    async (body: ReadableStream<Uint8Array>, progress: Progress): Promise<void> => {
+      let saved = 0;
+      let switched = false; // the user opened another conversation meanwhile
+      await readDifyStream(body, (event, id) => {
+        const before = progress.m;
+        const m = applyEvent(stopping.current.has(before.localId) ? { ...before, stopRequested: true } : before, event, Date.now());
+        progress.m = m;
+        progress.lastEventId = id ?? progress.lastEventId;
+        put(m);
+        if (m.conversationId !== null && currentRef.current === null && !switched) {
+          // A new conversation got its id: it is the one shown (unless the user went elsewhere).
+          currentRef.current = m.conversationId;
+          setCurrentId(m.conversationId);
+        }
+        switched = switched || (currentRef.current !== null && currentRef.current !== m.conversationId);
+        if (m.conversationId !== null && isRunning(m) && Date.now() - saved > 250) {
+          saved = Date.now();
+          savePending(sessionStorage, appId, {
+            conversationId: m.conversationId,
+            taskId: m.taskId,
+            lastEventId: progress.lastEventId,
+            view: m,
+          });
+        }
+      });
+    },
+    [appId, put],
+  );
+
+  /** After a drop or a reload: re-attach to the run where the server offers it, else reload the
+   * message from the history until it stops changing. */
+  const recover = useCallback(
+    async (from: MessageView, lastEventId: string | null) => {
+      let m = from;
+      if (m.taskId !== null) {
+        try {
+          const response = await client.reattach(m.taskId, lastEventId);
+          if (response?.body) {
+            const progress: Progress = { m: { ...m, status: "streaming" }, lastEventId };
+            try {
+              await follow(response.body, progress);
+            } finally {
+              m = progress.m; // as far as it got, also when this stream broke too
+            }
+            if (!isRunning(m)) {
+              clearPending(sessionStorage, appId);
+              void fetchSuggestions(m);
+              void loadTimes(m);
+              return;
+            }
+          }
+        } catch {
+          // fall back to the history
+        }
+      }
+      if (m.conversationId === null) {
+        put({ ...m, status: "interrupted" });
+        clearPending(sessionStorage, appId);
+        return;
+      }
+      // The server goes on with the run; its answer is saved when the run ends. Poll the history until
+      // the message has an answer (or an error) that no longer changes.
+      let stable = 0;
+      let last = "";
+      for (let polls = 0; polls < HISTORY_POLL_LIMIT; polls += 1) {
+        try {
+          const history = await loadHistory(m.conversationId);
+          if (currentRef.current !== m.conversationId) break;
+          const again = history.find((h) => h.id === m.id);
+          const seen = JSON.stringify(again ? { ...again, localId: "" } : null); // local ids are new each load
+          stable = seen === last ? stable + 1 : 0;
+          last = seen;
+          const finished = again !== undefined && (again.status === "error" || (again.answer !== "" && stable >= HISTORY_POLL_STABLE));
+          const shown = again !== undefined && again.answer !== "" ? again : m; // what streamed so far, until saved
+          setMessages([
+            ...history.filter((h) => h.id !== m.id),
+            finished ? shown : { ...shown, localId: m.localId, status: "interrupted" },
+          ]);
+          if (finished) break;
+          setNotice(null);
+        } catch (e) {
+          setNotice(errorText(e));
+          if (!(e instanceof ApiError && e.status === 0)) break; // offline: keep trying
+        }
+        await new Promise((r) => setTimeout(r, HISTORY_POLL_MS));
+      }
+      clearPending(sessionStorage, appId);
+      setMessages((ms) => ms.map((x) => (x.status === "interrupted" ? { ...x, status: "done" } : x)));
+    },
+    [appId, client, fetchSuggestions, follow, loadHistory, loadTimes, put],
+  );
+
+  const send = useCallback(
+    async (request: SendRequest) => {
+      setSuggested([]);
+      setNotice(null);
+      const progress: Progress = { m: newMessage(request.query, request.previews), lastEventId: null };
+      setMessages((ms) => [...ms, progress.m]);
+      const abort = new AbortController();
+      abortRef.current = abort;
+      let m: MessageView;
+      try {
+        const response = await client.send(
+          { query: request.query, inputs: request.inputs, files: request.files, conversation_id: currentRef.current ?? "" },
+          abort.signal,
+        );
+        if (!response.body) throw new ApiError(0, "network", "no body");
+        await follow(response.body, progress);
+        m = progress.m;
+      } catch (e) {
+        m = progress.m; // as far as the stream got
+        if (e instanceof ApiError && e.status !== 0) {
+          m = { ...m, status: "error", error: e.message };
+          put(m);
+          return;
+        }
+        if (abort.signal.aborted) {
+          m = { ...m, status: "stopped" };
+          put(m);
+          return;
+        }
+        m = { ...m, status: "interrupted" };
+      } finally {
+        abortRef.current = null;
+      }
+      if (isRunning(m) || m.status === "interrupted") {
+        put({ ...m, status: "interrupted" });
+        await recover(m, progress.lastEventId); // the stream ended without message_end: the connection dropped
+      } else {
+        clearPending(sessionStorage, appId);
+        void fetchSuggestions(m);
+        void loadTimes(m);
+      }
+      void refreshConversations();
+    },
+    [appId, client, fetchSuggestions, follow, loadTimes, put, recover, refreshConversations],
+  );
+
+  const stop = useCallback(async () => {
+    const running = messages.find(isRunning);
+    if (running === undefined) return;
+    stopping.current.add(running.localId);
+    put({ ...running, stopRequested: true });
+    if (running.taskId === null) {
+      abortRef.current?.abort(); // nothing started on the server yet that a stop could name
+      return;
+    }
+    try {
+      await client.stop(running.taskId); // the stream then ends with message_end
+    } catch (e) {
+      setNotice(errorText(e));
+    }
+  }, [client, messages, put]);
+
+  const open = useCallback(
+    async (conversationId: string | null) => {
+      setSuggested([]);
+      setNotice(null);
+      setCurrentId(conversationId);
+      currentRef.current = conversationId;
+      if (conversationId === null) {
+        setMessages([]);
+        setEarlierMessages(false);
+        return;
+      }
+      setLoading(true);
+      try {
+        setMessages(await loadHistory(conversationId));
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) {
+          setCurrentId(null); // deleted meanwhile: start a new one instead
+          currentRef.current = null;
+        }
+        setNotice(errorText(e));
+      } finally {
+        setLoading(false);
+      }
+    },
+    [loadHistory],
+  );
+
+  const rename = useCallback(
+    async (conversationId: string, name: string) => {
+      try {
+        await client.rename(conversationId, name);
+        await refreshConversations();
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [client, refreshConversations],
+  );
+
+  const remove = useCallback(
+    async (conversationId: string) => {
+      try {
+        await client.deleteConversation(conversationId);
+        if (currentRef.current === conversationId) await open(null);
+        await refreshConversations();
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [client, open, refreshConversations],
+  );
+
+  const setFeedback = useCallback(
+    async (m: MessageView, rating: "like" | "dislike" | null, content = "") => {
+      if (m.id === null) return;
+      try {
+        await client.feedback(m.id, rating, content);
+        setMessages((ms) => ms.map((x) => (x.localId === m.localId ? { ...x, feedback: rating } : x)));
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [client],
+  );
+
+  // First load: the conversation list, and an answer that a reload interrupted.
+  const started = useRef(false);
+  useEffect(() => {
+    if (started.current) return;
+    started.current = true;
+    void refreshConversations();
+    const pending = loadPending(sessionStorage, appId);
+    if (pending === null) {
+      if (shownBefore.current !== null) void open(shownBefore.current);
+      return;
+    }
+    setCurrentId(pending.conversationId);
+    currentRef.current = pending.conversationId;
+    void (async () => {
+      try {
+        const history = await loadHistory(pending.conversationId);
+        const before = history.filter((h) => h.id !== pending.view.id);
+        setMessages([...before, { ...pending.view, status: "interrupted" }]);
+        await recover({ ...pending.view, status: "interrupted" }, pending.lastEventId);
+      } catch (e) {
+        clearPending(sessionStorage, appId);
+        setNotice(errorText(e));
+      }
+    })();
+  }, [appId, loadHistory, open, recover, refreshConversations]);
+
+  return {
+    conversations,
+    currentId,
+    messages,
+    suggested,
+    notice,
+    loading,
+    running: messages.some(isRunning),
+    setNotice,
+    send,
+    stop,
+    open,
+    rename,
+    remove,
+    setFeedback,
+    loadTimes,
+    moreConversations,
+    loadMoreConversations,
+    earlierMessages,
+    loadEarlier,
+  };
+}

@@ -1,0 +1,166 @@
+// The app list, and a new app: made from the editor's fields, or imported from a loopwright app YAML
+// or a Dify DSL export (read first, so its warnings are seen before anything is stored).
+import { useState } from "preact/hooks";
+import type { AdminClient, ImportResult } from "./api";
+import { AppEditor } from "./Editor";
+import { DEFAULT_CONFIG, draftOf, href } from "./logic";
+import { ErrorLine, Section, message, useLoad } from "./ui";
+
+export function AppList({ client }: { client: AdminClient }) {
+  const apps = useLoad(() => client.apps(), [client]);
+  return (
+    <>
+      <div class="page-head">
+        <h1>Apps</h1>
+        <a class="button primary" href={href({ page: "new-app" })}>
+          New app
+        </a>
+      </div>
+      <ErrorLine error={apps.error} />
+      {apps.data && apps.data.length === 0 && <p class="muted">No apps yet: make one, or import a Dify DSL file.</p>}
+      {apps.data && apps.data.length > 0 && (
+        <table class="list" aria-label="Apps">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Model</th>
+              <th>Strategy</th>
+              <th>Tools</th>
+              <th>Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {apps.data.map((a) => (
+              <tr key={a.id}>
+                <td>
+                  <a href={href({ page: "app", id: a.id, tab: "settings" })}>{a.name}</a>
+                </td>
+                <td>
+                  <code>{a.model}</code>
+                </td>
+                <td>{a.strategy}</td>
+                <td>{a.tools}</td>
+                <td class="muted">{a.created_at.replace("T", " ")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+export function NewApp({ client }: { client: AdminClient }) {
+  const [mode, setMode] = useState<"form" | "import">("form");
+  return (
+    <>
+      <div class="page-head">
+        <h1>New app</h1>
+        <div class="segmented" role="tablist">
+          <button role="tab" aria-selected={mode === "form"} class={mode === "form" ? "on" : ""} onClick={() => setMode("form")}>
+            Set up
+          </button>
+          <button role="tab" aria-selected={mode === "import"} class={mode === "import" ? "on" : ""} onClick={() => setMode("import")}>
+            Import a file
+          </button>
+        </div>
+      </div>
+      {mode === "form" ? (
+        <AppEditor
+          client={client}
+          initial={draftOf("", "", DEFAULT_CONFIG)}
+          saveLabel="Create app"
+          onSave={async (name, description, config) => {
+            const made = await client.createApp(name, description, config);
+            window.location.hash = href({ page: "app", id: made.id, tab: "keys" });
+          }}
+        />
+      ) : (
+        <ImportApp client={client} />
+      )}
+    </>
+  );
+}
+
+function ImportApp({ client }: { client: AdminClient }) {
+  const [text, setText] = useState("");
+  const [fileName, setFileName] = useState("");
+  const [name, setName] = useState("");
+  const [preview, setPreview] = useState<ImportResult | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const read = async (dryRun: boolean) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await client.importApp(text, dryRun, name);
+      if (dryRun) setPreview(result);
+      else if (result.id) window.location.hash = href({ page: "app", id: result.id, tab: "settings" });
+    } catch (e) {
+      setError(message(e));
+      setPreview(null);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Section title="Import a Dify DSL export or a loopwright app YAML">
+      <div class="stack">
+        <label>
+          File
+          <input
+            type="file"
+            name="dsl"
+            accept=".yml,.yaml,text/yaml"
+            onChange={async (e) => {
+              const file = e.currentTarget.files?.[0];
+              if (!file) return;
+              setFileName(file.name);
+              setText(await file.text());
+              setPreview(null);
+            }}
+          />
+        </label>
+        <label>
+          …or paste it
+          <textarea rows={8} name="dsl-text" value={text} onInput={(e) => { setText(e.currentTarget.value); setPreview(null); }} />
+        </label>
+        <label>
+          Name (optional: the file's)
+          <input type="text" name="import-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        </label>
+        <div class="row">
+          <button type="button" disabled={busy || !text.trim()} onClick={() => read(true)}>
+            Read {fileName || "it"}
+          </button>
+          <button type="button" class="primary" disabled={busy || preview === null} onClick={() => read(false)}>
+            Import as a new app
+          </button>
+        </div>
+        <ErrorLine error={error} />
+        {preview && (
+          <div class="import-preview" aria-label="Import preview">
+            <p>
+              <strong>{preview.name}</strong> · model <code>{preview.config.model}</code> · {preview.config.strategy} ·{" "}
+              {preview.config.tools.length} tool(s)
+            </p>
+            {preview.warnings.length === 0 ? (
+              <p class="ok-text">Everything in the file was imported.</p>
+            ) : (
+              <>
+                <p>Not everything could be imported:</p>
+                <ul class="warnings">
+                  {preview.warnings.map((w) => (
+                    <li key={w}>{w}</li>
+                  ))}
+                </ul>
+              </>
+            )}
+          </div>
+        )}
+      </div>
+    </Section>
+  );
+}

@@ -1,0 +1,317 @@
+// An app's settings as a form: model (with a test connection), strategy, instruction with its
+// {{variables}}, the input form, tools (built-ins, knowledge bases, other toolsets), limits, opening
+// statement and suggested questions. Saving an existing app makes a new configuration version.
+import { useState } from "preact/hooks";
+import type { AdminClient, AppConfig, InputField, ModelCheck } from "./api";
+import { configOf, missingFields, newField, variablesOf, withAppTool, type Draft } from "./logic";
+import { ErrorLine, Section, message, useLoad } from "./ui";
+
+const FIELD_TYPES = ["text-input", "paragraph", "select", "number", "checkbox", "file", "file-list"];
+
+export function AppEditor({
+  client,
+  appId,
+  initial,
+  saveLabel,
+  onSave,
+}: {
+  client: AdminClient;
+  appId?: string; // none for a new app
+  initial: Draft;
+  saveLabel: string;
+  onSave: (name: string, description: string, config: Partial<AppConfig>) => Promise<void>;
+}) {
+  const [draft, setDraft] = useState<Draft>(initial);
+  const [error, setError] = useState<string | null>(null);
+  const [saving, setSaving] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const set = (changes: Partial<Draft>) => {
+    setDraft((d) => ({ ...d, ...changes }));
+    setSaved(false);
+  };
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    if (!draft.name.trim()) {
+      setError("Give the app a name.");
+      return;
+    }
+    setSaving(true);
+    try {
+      await onSave(draft.name, draft.description, configOf(draft));
+      setSaved(true);
+    } catch (err) {
+      setError(message(err));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  return (
+    <form class="editor" onSubmit={save} aria-label="App settings">
+      <Section title="App">
+        <div class="grid2">
+          <label>
+            Name
+            <input type="text" name="name" value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} />
+          </label>
+          <label>
+            Description
+            <input type="text" name="description" value={draft.description} onInput={(e) => set({ description: e.currentTarget.value })} />
+          </label>
+        </div>
+      </Section>
+      <ModelSection client={client} draft={draft} set={set} />
+      <InstructionSection draft={draft} set={set} />
+      <ToolsSection client={client} appId={appId} draft={draft} set={set} />
+      <Section title="Limits">
+        <div class="grid3">
+          <label>
+            Most tool rounds
+            <input type="number" min={0} max={99} name="max_iterations" value={draft.maxIterations} onInput={(e) => set({ maxIterations: e.currentTarget.value })} />
+          </label>
+          <label>
+            Messages at once (empty: no limit)
+            <input type="number" min={1} name="max_active_requests" value={draft.maxActiveRequests} onInput={(e) => set({ maxActiveRequests: e.currentTarget.value })} />
+          </label>
+          <label>
+            History messages (empty: as the context fits)
+            <input type="number" min={0} name="history_message_limit" value={draft.historyLimit} onInput={(e) => set({ historyLimit: e.currentTarget.value })} />
+          </label>
+        </div>
+      </Section>
+      <Section title="Conversation start">
+        <label>
+          Opening statement
+          <textarea rows={2} name="opening_statement" value={draft.openingStatement} onInput={(e) => set({ openingStatement: e.currentTarget.value })} />
+        </label>
+        <label>
+          Suggested questions (one per line)
+          <textarea rows={3} name="suggested_questions" value={draft.suggestedQuestions} onInput={(e) => set({ suggestedQuestions: e.currentTarget.value })} />
+        </label>
+      </Section>
+      <div class="save-bar">
+        <button type="submit" class="primary" disabled={saving}>
+          {saving ? "Saving…" : saveLabel}
+        </button>
+        {saved && <span class="ok-text">Saved.</span>}
+        <ErrorLine error={error} />
+      </div>
+    </form>
+  );
+}
+
+type Setter = (changes: Partial<Draft>) => void;
+
+function ModelSection({ client, draft, set }: { client: AdminClient; draft: Draft; set: Setter }) {
+  const [check, setCheck] = useState<ModelCheck | null>(null);
+  const [testing, setTesting] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const test = async () => {
+    setTesting(true);
+    setCheck(null);
+    setError(null);
+    try {
+      setCheck(await client.testModel(draft.model.trim()));
+    } catch (e) {
+      setError(message(e));
+    } finally {
+      setTesting(false);
+    }
+  };
+  return (
+    <Section title="Model">
+      <div class="grid2">
+        <label>
+          Model spec
+          <span class="with-button">
+            <input
+              type="text"
+              name="model"
+              placeholder="local, openai:gpt-4o-mini, openai-compatible:NAME"
+              value={draft.model}
+              onInput={(e) => {
+                set({ model: e.currentTarget.value });
+                setCheck(null);
+              }}
+            />
+            <button type="button" onClick={test} disabled={testing || !draft.model.trim()}>
+              {testing ? "Testing…" : "Test connection"}
+            </button>
+          </span>
+        </label>
+        <label>
+          Strategy
+          <select name="strategy" value={draft.strategy} onChange={(e) => set({ strategy: e.currentTarget.value })}>
+            <option value="auto">auto (function calling when the model can)</option>
+            <option value="function-calling">function calling</option>
+            <option value="react">ReAct</option>
+          </select>
+        </label>
+      </div>
+      {check && (
+        <p class={check.ok ? "ok-text" : "error-text"} role="status" aria-label="Connection test">
+          {check.ok
+            ? `Connected: the model answered "${check.reply.trim()}" in ${(check.latency ?? 0).toFixed(2)} s.`
+            : `Not working: ${check.error}`}
+        </p>
+      )}
+      <ErrorLine error={error} />
+    </Section>
+  );
+}
+
+function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
+  const variables = variablesOf(draft.instruction);
+  const missing = missingFields(draft.instruction, draft.form);
+  const setField = (i: number, changes: Partial<InputField>) =>
+    set({ form: draft.form.map((f, j) => (j === i ? { ...f, ...changes } : f)) });
+  return (
+    <Section title="Instruction and input form">
+      <label>
+        <span>
+          Instruction (<code>{"{{variable}}"}</code> takes a value of the input form)
+        </span>
+        <textarea rows={6} name="instruction" value={draft.instruction} onInput={(e) => set({ instruction: e.currentTarget.value })} />
+      </label>
+      {variables.length > 0 && (
+        <p class="muted">
+          Variables: {variables.map((v) => <code key={v} class="chip">{v}</code>)}
+        </p>
+      )}
+      {missing.map((v) => (
+        <p key={v} class="warn-text">
+          <code>{`{{${v}}}`}</code> has no field in the form.{" "}
+          <button type="button" class="link" onClick={() => set({ form: [...draft.form, newField(v)] })}>
+            Add a field for it
+          </button>
+        </p>
+      ))}
+      <table class="list form-fields" aria-label="Input form">
+        <thead>
+          <tr>
+            <th>Variable</th>
+            <th>Label</th>
+            <th>Type</th>
+            <th>Options (select)</th>
+            <th>Required</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {draft.form.map((f, i) => (
+            <tr key={i}>
+              <td>
+                <input type="text" aria-label="Variable" value={f.variable} onInput={(e) => setField(i, { variable: e.currentTarget.value })} />
+              </td>
+              <td>
+                <input type="text" aria-label="Label" value={f.label} onInput={(e) => setField(i, { label: e.currentTarget.value })} />
+              </td>
+              <td>
+                <select aria-label="Type" value={f.type} onChange={(e) => setField(i, { type: e.currentTarget.value })}>
+                  {FIELD_TYPES.map((t) => (
+                    <option key={t} value={t}>
+                      {t}
+                    </option>
+                  ))}
+                </select>
+              </td>
+              <td>
+                <input
+                  type="text"
+                  aria-label="Options"
+                  disabled={f.type !== "select"}
+                  placeholder="a, b, c"
+                  value={f.options.join(", ")}
+                  onInput={(e) => setField(i, { options: e.currentTarget.value.split(",").map((o) => o.trim()) })}
+                />
+              </td>
+              <td>
+                <input type="checkbox" aria-label="Required" checked={f.required} onChange={(e) => setField(i, { required: e.currentTarget.checked })} />
+              </td>
+              <td>
+                <button type="button" class="icon" title="Remove the field" onClick={() => set({ form: draft.form.filter((_, j) => j !== i) })}>
+                  ✕
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <button type="button" onClick={() => set({ form: [...draft.form, newField()] })}>
+        Add a field
+      </button>
+    </Section>
+  );
+}
+
+function ToolsSection({ client, appId, draft, set }: { client: AdminClient; appId?: string; draft: Draft; set: Setter }) {
+  const tools = useLoad(() => client.tools(), [client]);
+  const datasets = useLoad(() => client.datasets(), [client]);
+  const apps = useLoad(() => client.apps(), [client]);
+  const otherApps = (apps.data ?? []).filter((a) => a.id !== appId);
+  const toggle = (list: string[], item: string, on: boolean) => (on ? [...list, item] : list.filter((x) => x !== item));
+  return (
+    <Section title="Tools">
+      <ErrorLine error={tools.error ?? datasets.error} />
+      <fieldset>
+        <legend>Built-in tools</legend>
+        <div class="checks">
+          {(tools.data ?? []).map((t) => (
+            <label key={t.name} class="check" title={t.description}>
+              <input type="checkbox" name={`tool-${t.name}`} checked={draft.tools.includes(t.name)} onChange={(e) => set({ tools: toggle(draft.tools, t.name, e.currentTarget.checked) })} />
+              {t.label}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <fieldset>
+        <legend>Knowledge bases (one retriever tool each)</legend>
+        {datasets.data && datasets.data.length === 0 && <p class="muted">No knowledge bases yet.</p>}
+        <div class="checks">
+          {(datasets.data ?? []).map((d) => (
+            <label key={d.id} class="check">
+              <input
+                type="checkbox"
+                name={`dataset-${d.name}`}
+                checked={draft.knowledge.includes(d.id) || draft.knowledge.includes(d.name)}
+                onChange={(e) => set({ knowledge: toggle(draft.knowledge.filter((x) => x !== d.name), d.id, e.currentTarget.checked) })}
+              />
+              {d.name}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <fieldset>
+        <legend>Other apps (each one tool: its query and input form as the parameters)</legend>
+        {apps.data && otherApps.length === 0 && <p class="muted">No other apps.</p>}
+        <div class="checks">
+          {otherApps.map((a) => (
+            <label key={a.id} class="check">
+              <input
+                type="checkbox"
+                name={`app-${a.name}`}
+                checked={draft.appTools.some((t) => t.app_id === a.id)}
+                onChange={(e) => set({ appTools: withAppTool(draft.appTools, a.id, e.currentTarget.checked) })}
+              />
+              {a.name}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <label>
+        Other toolsets: OpenAPI specs (with their auth), MCP servers — a JSON list (see docs/tools.md; an app's
+        page also imports an OpenAPI spec and lists its operations)
+        <textarea
+          rows={4}
+          name="toolsets"
+          class="mono"
+          placeholder='[{"type": "openapi", "spec": "https://api.example.com/openapi.json", "auth_type": "api_key_header", "api_key_env": "EXAMPLE_KEY"}, {"type": "mcp", "transport": "streamable-http", "url": "http://127.0.0.1:8000/mcp"}]'
+          value={draft.otherToolsets}
+          onInput={(e) => set({ otherToolsets: e.currentTarget.value })}
+        />
+      </label>
+    </Section>
+  );
+}

@@ -1,0 +1,165 @@
+// An app's logs: usage per day, its conversations (every end user's), and a conversation's messages
+// with their agent logs (rounds, tool calls, times, tokens), feedback and the prompts the model received.
+import { useState } from "preact/hooks";
+import type { AdminClient, MessageLog, ModelCallView } from "./api";
+import { asText, when } from "./logic";
+import { Action, ErrorLine, Section, useLoad } from "./ui";
+
+export function Logs({ client, appId }: { client: AdminClient; appId: string }) {
+  const [page, setPage] = useState(1);
+  const [open, setOpen] = useState<string | null>(null);
+  const usage = useLoad(() => client.usage(appId, 30), [client, appId]);
+  const conversations = useLoad(() => client.conversations(appId, page), [client, appId, page]);
+  return (
+    <>
+      <Section title="Usage, last 30 days" aside={<button type="button" onClick={() => { usage.reload(); conversations.reload(); }}>Refresh</button>}>
+        <ErrorLine error={usage.error} />
+        {usage.data && (
+          <p class="stats" aria-label="Usage">
+            <span><strong>{usage.data.messages}</strong> messages</span>
+            <span><strong>{usage.data.message_tokens + usage.data.answer_tokens}</strong> tokens</span>
+            <span><strong>{usage.data.total_price}</strong> USD</span>
+            <span><strong>{usage.data.errors}</strong> errors</span>
+          </p>
+        )}
+        {usage.data && usage.data.days.length > 0 && (
+          <table class="list compact">
+            <thead>
+              <tr>
+                <th>Day</th><th>Messages</th><th>Conversations</th><th>Users</th><th>Tokens</th><th>Price</th><th>Errors</th><th>Mean latency</th>
+              </tr>
+            </thead>
+            <tbody>
+              {usage.data.days.map((d) => (
+                <tr key={d.day}>
+                  <td>{d.day}</td><td>{d.messages}</td><td>{d.conversations}</td><td>{d.end_users}</td>
+                  <td>{d.message_tokens + d.answer_tokens}</td><td>{d.total_price}</td><td>{d.errors}</td><td>{d.latency.toFixed(2)} s</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Section>
+      <Section title="Conversations">
+        <ErrorLine error={conversations.error} />
+        {conversations.data && conversations.data.total === 0 && <p class="muted">No conversations yet.</p>}
+        {conversations.data && conversations.data.data.length > 0 && (
+          <table class="list" aria-label="Conversations">
+            <thead>
+              <tr><th>Name</th><th>User</th><th>Messages</th><th>Updated</th></tr>
+            </thead>
+            <tbody>
+              {conversations.data.data.map((c) => (
+                <tr key={c.id} class={open === c.id ? "selected" : ""}>
+                  <td>
+                    <button type="button" class="link" onClick={() => setOpen(open === c.id ? null : c.id)}>
+                      {c.name}
+                    </button>
+                    {c.deleted && <span class="chip">deleted</span>}
+                  </td>
+                  <td><code>{c.user}</code></td>
+                  <td>{c.messages}</td>
+                  <td class="muted">{when(c.updated_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {conversations.data && (page > 1 || conversations.data.has_more) && (
+          <p class="row">
+            <button type="button" disabled={page === 1} onClick={() => setPage(page - 1)}>Newer</button>
+            <button type="button" disabled={!conversations.data.has_more} onClick={() => setPage(page + 1)}>Older</button>
+          </p>
+        )}
+      </Section>
+      {open && <Conversation key={open} client={client} appId={appId} conversationId={open} />}
+    </>
+  );
+}
+
+function Conversation({ client, appId, conversationId }: { client: AdminClient; appId: string; conversationId: string }) {
+  const found = useLoad(() => client.conversation(appId, conversationId), [client, appId, conversationId]);
+  if (found.error) return <ErrorLine error={found.error} />;
+  if (!found.data) return <p class="muted">Loading…</p>;
+  return (
+    <Section title={`“${found.data.conversation.name}” with ${found.data.conversation.user}`}>
+      <ol class="log-messages" aria-label="Messages">
+        {found.data.messages.map((m) => (
+          <MessageEntry key={m.id} client={client} message={m} />
+        ))}
+      </ol>
+    </Section>
+  );
+}
+
+function MessageEntry({ client, message }: { client: AdminClient; message: MessageLog }) {
+  const [prompts, setPrompts] = useState<ModelCallView[] | null>(null);
+  const log = message.agent_log;
+  return (
+    <li class="log-message">
+      <p class="query"><strong>User:</strong> {message.query}</p>
+      <p class={message.status === "error" ? "error-text" : "answer"}>
+        <strong>Answer:</strong> {message.status === "error" ? message.error : message.answer}
+      </p>
+      <p class="muted small">
+        {when(message.created_at)} · {message.status} · {message.message_tokens}+{message.answer_tokens} tokens · {message.total_price} {message.currency} ·{" "}
+        {message.latency.toFixed(2)} s · {log.meta.agent_mode} · {log.meta.iterations} round(s)
+        {message.feedback.map((f, i) => (
+          <span key={i} class={`chip ${f.rating}`}>{f.rating === "like" ? "👍" : "👎"} {f.content ?? ""}</span>
+        ))}
+      </p>
+      <details class="agent-log">
+        <summary>Agent log</summary>
+        <ol>
+          {log.iterations.map((it, i) => (
+            <li key={i}>
+              <p class="muted small">Round {i + 1} · {it.tokens} tokens</p>
+              {it.thought && <p class="thought">{it.thought}</p>}
+              {it.tool_calls.map((c, j) => (
+                <div key={j} class={`tool-call ${c.status}`}>
+                  <p><code>{c.tool_name}</code> · {Number(c.time_cost || 0).toFixed(3)} s {c.error && <span class="error-text">{c.error}</span>}</p>
+                  <pre class="code-block">{asText(c.tool_input)}</pre>
+                  <pre class="code-block">{asText(c.tool_output)}</pre>
+                </div>
+              ))}
+            </li>
+          ))}
+        </ol>
+      </details>
+      <div>
+        {prompts === null ? (
+          <Action action={async () => setPrompts(await client.prompts(message.id))} kind="small">
+            Prompts the model received
+          </Action>
+        ) : (
+          <Prompts calls={prompts} />
+        )}
+      </div>
+    </li>
+  );
+}
+
+function Prompts({ calls }: { calls: ModelCallView[] }) {
+  return (
+    <div class="prompts" aria-label="Prompts">
+      {calls.map((call, i) => (
+        <details key={i} open={i === 0}>
+          <summary>
+            Call {i + 1} to <code>{call.model}</code> · {call.messages.length} messages
+            {call.tools.length > 0 && ` · tools: ${call.tools.map((t) => t.name).join(", ")}`}
+            {call.react_tools && ` · ReAct actions: ${call.react_tools.join(", ")}`}
+          </summary>
+          {call.messages.map((m, j) => (
+            <div key={j} class={`prompt-message ${m.role}`}>
+              <span class="role">{m.role}{m.name ? ` (${m.name})` : ""}</span>
+              <pre>{asText(m.content)}</pre>
+              {m.tool_calls && m.tool_calls.length > 0 && (
+                <pre class="muted">{m.tool_calls.map((c) => `→ ${c.name}(${c.arguments})`).join("\n")}</pre>
+              )}
+            </div>
+          ))}
+        </details>
+      ))}
+    </div>
+  );
+}
