@@ -24,7 +24,7 @@ def _id(example: CodeExample) -> str:
 
 def test_the_docs_have_python_examples() -> None:
     files = {example.path.name for example in EXAMPLES}
-    assert {"README.md"} <= files
+    assert {"README.md", "quickstart.md", "tools.md", "knowledge.md", "http-api.md"} <= files
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=_id)
