@@ -153,6 +153,8 @@ async def one_stream(port: int, key: str, user: str, streams: Counter) -> dict[s
             now = time.perf_counter()
             *frames, buffer = buffer.split(b"\n\n")
             for frame in frames:
+                if frame.startswith(b"id: "):  # the event's number (resumable streams)
+                    frame = frame[frame.index(b"\n") + 1 :]
                 if not frame.startswith(b"data: "):
                     continue
                 arrivals.append(now)

@@ -1,6 +1,7 @@
 """The one SSE reader of the tests: Dify's frames (``data: {json}`` and ``event: ping``) as dicts.
 
-A ping is ``{"event": "ping"}``; anything else in a stream fails the test.
+A ping is ``{"event": "ping"}``; an event's number (``id: N``) is left out here (``numbered`` keeps
+it); anything else in a stream fails the test.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def event_of(line: str) -> dict[str, Any] | None:
         return event
     if line == "event: ping":
         return dict(PING)
+    if line.startswith("id: ") and line[4:].isdigit():
+        return None
     raise AssertionError(f"unexpected SSE line: {line!r}")
 
 
@@ -44,3 +47,20 @@ async def aiter_sse(lines: AsyncIterable[str], *, pings: bool = True) -> Any:
         event = event_of(line)
         if event is not None and (pings or event != PING):
             yield event
+
+
+def numbered(body: str | bytes) -> list[tuple[int | None, dict[str, Any]]]:
+    """Every frame of a whole body as ``(id, event)``, pings included (their id is None)."""
+    text = body.decode() if isinstance(body, bytes) else body
+    out: list[tuple[int | None, dict[str, Any]]] = []
+    for block in text.split("\n\n"):
+        seq: int | None = None
+        event: dict[str, Any] | None = None
+        for line in block.split("\n"):
+            if line.startswith("id: "):
+                seq = int(line[4:])
+            else:
+                event = event_of(line) or event
+        if event is not None:
+            out.append((seq, event))
+    return out

@@ -178,7 +178,7 @@ def test_unknown_tool_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> Non
     path = script(tmp_path, CALCULATOR_SCRIPT, features=FC)
     result = runner.invoke(app, ["run", "hi", "--tool", "calculator,telepathy"], env=scripted(path))
     assert result.exit_code == 2
-    assert "error: unknown tool 'telepathy'; available: calculator, current_time" in result.stderr
+    assert "error: unknown tool 'telepathy'; available: asr, calculator, current_time" in result.stderr
     assert load_scripted_model(path).requests == []
 
 

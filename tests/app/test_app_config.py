@@ -32,8 +32,12 @@ def test_dify_export_maps_model_prompt_tools_form_and_settings() -> None:
 
 
 def test_dify_export_reports_what_it_cannot_map() -> None:
-    warnings = "\n".join(import_dify_dsl(DSL).warnings)
-    assert "'google_search'" in warnings  # a tool with no equivalent
+    report = import_dify_dsl(DSL)
+    warnings = "\n".join(report.warnings)
+    assert [(t.tool, t.became) for t in report.tools] == [
+        ("current_time", "built-in current_time"),
+        ("google_search", "Dify plugin langgenius/google (provider google)"),  # kept, as a plugin
+    ]
     assert "annotation reply is on; the export carries no annotations" in warnings
     assert "knowledge bases" in warnings
     assert "external_data_tool" in warnings

@@ -131,3 +131,30 @@ async def test_opening_a_lease_sweeps_what_a_dead_process_left(db: Database) -> 
     finally:
         await fresh.aclose()
         await runtime.shutdown()
+
+
+async def test_a_live_workers_run_whose_end_was_not_saved_is_marked_a_few_beats_later(db: Database) -> None:
+    app_id = await new_app(db, CONFIG)
+    clock = Clock()
+    runtime = runtime_for(db, ScriptedModel([Reply.text("done"), Reply.text("again")], features=FC))
+    runtime.lease = WorkerLease(db, interval=3600, clock=clock, running=runtime.runs.running)
+    end = [e async for e in (await runtime.start(ask(app_id, "hi"))).events()][-1]
+    await db.writer.settled(end.head.conversation_id)
+    async with db.transaction() as s:  # its result was lost (the database was down when it ended)
+        await s.execute(
+            update(Message)
+            .where(Message.id == end.head.message_id)
+            .values(status="running", worker_id=runtime.lease.id)
+        )
+    assert await runtime.lease.beat() == 0  # too recent: it might be a run that is just starting
+    assert (await message_row(db, end.head.message_id)).status == "running"
+    clock.now += timedelta(hours=4)  # three beats (of an hour here) later
+    assert await runtime.lease.beat() == 1
+    row = await message_row(db, end.head.message_id)
+    assert row.status == "error" and row.error is not None and row.error.startswith("interrupted:")
+    # a run going on in this worker is never marked, however old
+    run = await runtime.start(ask(app_id, "again"))
+    clock.now += timedelta(hours=1)
+    assert await runtime.lease.beat() == 0
+    [e async for e in run.events()]
+    await runtime.shutdown()

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from loopwright import AgentMaxIterationError
+from loopwright.app.run_events import Replayed
 from loopwright.app.runs import PING
 from loopwright.app.wire_events import AgentMessage, ErrorEvent, EventHead, MessageReplace
 from loopwright.errors import NotFoundError, UserInputError
@@ -17,29 +18,37 @@ from loopwright.server.sse import FrameEncoder
 HEAD = EventHead("task", "msg", "conv", 1700000000)
 
 
+def data(frame: str) -> object:
+    """The JSON of a numbered frame (``id: N`` then ``data: …``)."""
+    id_line, data_line = frame.removesuffix("\n\n").split("\n")
+    assert id_line.startswith("id: ") and data_line.startswith("data: ")
+    return json.loads(data_line[6:])
+
+
 @pytest.mark.parametrize("text", ["plain", 'quo"te, back\\slash', "line\nbreak\ttab", "é😀", "\x00\x1f", ""])
 def test_a_delta_frame_is_exactly_the_compact_json_dump_of_its_event(text: str) -> None:
     event = AgentMessage(HEAD, text)
     # Dify's frames: compact JSON, non-ASCII kept as is
     expected = f"data: {json.dumps(event.payload(), ensure_ascii=False, separators=(',', ':'))}\n\n"
     encoder = FrameEncoder()
-    assert encoder.encode(event) == expected
-    assert encoder.encode(event) == expected  # from the cached prefix
-    assert json.loads(encoder.encode(event)[6:])["answer"] == text
+    assert encoder.encode(event) == f"id: 1\n{expected}"
+    assert encoder.encode(event) == f"id: 2\n{expected}"  # from the cached prefix
+    assert data(encoder.encode(event)) == event.payload()
 
 
 def test_a_new_message_gets_its_own_prefix() -> None:
     encoder = FrameEncoder()
     encoder.encode(AgentMessage(HEAD, "a"))
     other = EventHead("task2", "msg2", "conv2", 1)
-    assert json.loads(encoder.encode(AgentMessage(other, "b"))[6:])["message_id"] == "msg2"
+    assert data(encoder.encode(AgentMessage(other, "b"))) == AgentMessage(other, "b").payload()
 
 
 def test_ping_and_other_events() -> None:
     encoder = FrameEncoder()
     assert encoder.encode(PING) == "event: ping\n\n"
     frame = encoder.encode(MessageReplace(HEAD, "safe answer", "moderation"))
-    assert json.loads(frame[6:]) == {
+    assert frame.startswith("id: 1\n")  # a ping has no number
+    assert data(frame) == {
         "event": "message_replace",
         "conversation_id": "conv",
         "message_id": "msg",
@@ -52,7 +61,7 @@ def test_ping_and_other_events() -> None:
 
 def test_an_error_frame_has_difys_fields_and_no_task_id() -> None:
     frame = FrameEncoder().encode(ErrorEvent(HEAD, UserInputError("bad input")))
-    assert json.loads(frame[6:]) == {
+    assert data(frame) == {
         "event": "error",
         "conversation_id": "conv",
         "message_id": "msg",
@@ -61,6 +70,15 @@ def test_an_error_frame_has_difys_fields_and_no_task_id() -> None:
         "message": "bad input",
         "status": 400,
     }
+
+
+def test_a_replayed_event_is_the_frame_first_sent() -> None:
+    live = FrameEncoder()
+    events = [AgentMessage(HEAD, "a\u00e9"), MessageReplace(HEAD, "x", "y"), AgentMessage(HEAD, "b")]
+    sent = [live.encode(e) for e in events]
+    replay = FrameEncoder()
+    items = ["a\u00e9", MessageReplace(HEAD, "x", "y").payload(), "b"]
+    assert [replay.replayed(HEAD, Replayed(i + 1, item)) for i, item in enumerate(items)] == sent
 
 
 def test_the_error_table() -> None:

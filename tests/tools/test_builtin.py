@@ -35,7 +35,19 @@ async def now_in(timezone: str | None) -> str:
 
 def test_builtin_tools_names() -> None:
     tools = builtin_tools()
-    assert [t.name for t in tools] == ["calculator", "current_time", "web_fetch"]
+    assert [t.name for t in tools] == [
+        "calculator",
+        "current_time",
+        "web_fetch",
+        "weekday",
+        "timezone_conversion",
+        "localtime_to_timestamp",
+        "timestamp_to_localtime",
+        "webscraper",
+        "tts",
+        "asr",
+        "simple_code",
+    ]
     assert all(isinstance(t, Tool) and t.description for t in tools)
     assert builtin_tools()[0] is not tools[0]  # fresh instances
 

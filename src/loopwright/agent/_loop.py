@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ from loopwright.agent.events import (
 from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.output import OutputSpec, output_note
 from loopwright.agent.prompts import ScratchpadStep
+from loopwright.agent.tool_selection import ToolChoiceRequest, ToolSelector
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactTurn
 from loopwright.model.entities import (
@@ -47,6 +49,8 @@ from loopwright.model.entities import (
 from loopwright.model.settings import ModelSettings
 from loopwright.tools.base import ToolContext, ToolOutput
 from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
+
+log = logging.getLogger("loopwright.agent")
 
 # ReactDecodingModel.stream_react, bound to its model
 StreamReact = Callable[..., AsyncGenerator[LLMChunk, None]]
@@ -75,6 +79,7 @@ class LoopSettings:
     approval_names: frozenset[str] = frozenset()
     # a paused run's snapshot: (state, time so far) → JSON data; set by the Agent
     snapshot: Callable[[RunState, float], dict[str, Any]] | None = None
+    selector: ToolSelector | None = None  # chooses the tools of each round (agent.tool_selection)
 
 
 @dataclass(slots=True)
@@ -191,8 +196,12 @@ async def run_loop(
         state.round = rnd
         # The last round, or the one after a repeated call, offers no tools: the model must answer.
         last = rnd == cap or state.repeated is not None
-        yield RoundStarted(rnd)
-        req = strategy.request(state, () if last else tools)
+        offered: tuple[str, ...] | None = None
+        round_tools: Sequence[ToolSchema] = tools
+        if settings.selector is not None and not last and tools:
+            round_tools, offered = await _select_tools(settings.selector, tools, state)
+        yield RoundStarted(rnd, offered)
+        req = strategy.request(state, () if last else round_tools)
         reply: RoundReply | None = None
         started = clock()
         chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
@@ -209,16 +218,11 @@ async def run_loop(
         usage = _timed(reply.usage, clock() - started)
         state.usage = state.usage.plus(usage)
         step = _settle(strategy, state, reply, last, settings)
-        if step is _Step.RETRY:
-            yield RoundFinished(rnd, reply.text, [], usage)
-            continue
-        if step is _Step.ANSWER:
-            for event in _finish(state, reply, usage, clock):
+        if step is not _Step.TOOLS:
+            for event in _round_end(step, state, reply, usage, settings):
                 yield event
-            return
-        if settings.approval_names and _awaiting(settings.approval_names, reply.calls):
-            for event in _interrupt(state, reply, usage, settings):
-                yield event
+            if step is _Step.RETRY:
+                continue
             return
         if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
             call = reply.calls[0]
@@ -241,6 +245,18 @@ class _Step(enum.Enum):
     RETRY = "retry"  # an unreadable reply, sent back to the model with a note
     ANSWER = "answer"  # the run ends with this reply's answer
     TOOLS = "tools"  # the reply's tool calls run
+    PAUSE = "pause"  # the run waits for a person's approval of the reply's tool calls
+
+
+def _round_end(
+    step: _Step, state: RunState, reply: RoundReply, usage: Usage, settings: LoopSettings
+) -> Iterable[AgentEvent]:
+    """The events of a round whose tool calls do not run now (``step`` is not TOOLS)."""
+    if step is _Step.RETRY:
+        return [RoundFinished(state.round, reply.text, [], usage)]
+    if step is _Step.ANSWER:
+        return _finish(state, reply, usage, settings.clock)
+    return _interrupt(state, reply, usage, settings)
 
 
 def _settle(
@@ -264,6 +280,8 @@ def _settle(
     state.malformed_streak = 0
     if settings.guard is not None:
         _hold_repeats(settings.guard, state, reply.calls)
+    if settings.approval_names and _awaiting(settings.approval_names, reply.calls):
+        return _Step.PAUSE
     return _Step.TOOLS
 
 
@@ -340,6 +358,37 @@ async def _resume_round(
     reply = RoundReply(pending.text, pending.calls, pending.usage)
     strategy.record(state, reply)
     yield RoundFinished(state.round, pending.text, pending.calls, pending.usage)
+
+
+async def _select_tools(
+    selector: ToolSelector, tools: Sequence[ToolSchema], state: RunState
+) -> tuple[Sequence[ToolSchema], tuple[str, ...] | None]:
+    """The round's tools as the selector chose them (in the agent's order), and their names; every tool
+    when it chooses none or fails (selection must never end a run)."""
+    used = {c.name for c in state.calls} | _used_in(state.history)
+    request = ToolChoiceRequest(tools, state.query, _texts(state.history), frozenset(used), state.round)
+    try:
+        names = await selector.select(request)
+    except Exception as exc:
+        log.warning("tool selection failed, offering every tool: %s", exc)
+        return tools, None
+    if names is None:
+        return tools, None
+    wanted = set(names)
+    chosen = [t for t in tools if t.name in wanted]
+    return chosen, tuple(t.name for t in chosen)
+
+
+def _used_in(history: Sequence[PromptMessage]) -> set[str]:
+    return {call.name for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls}
+
+
+def _texts(history: Sequence[PromptMessage]) -> list[str]:
+    return [
+        m.content
+        for m in history
+        if isinstance(m, UserMessage | AssistantMessage) and isinstance(m.content, str)
+    ]
 
 
 def _timed(usage: Usage | None, elapsed: float) -> Usage:

@@ -18,6 +18,7 @@ from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.output import OutputSpec, output_spec
 from loopwright.agent.prompts import fill_inputs
+from loopwright.agent.tool_selection import ToolSelector
 from loopwright.model.base import Model, ReactDecodingModel
 from loopwright.model.entities import (
     ContentPart,
@@ -68,6 +69,8 @@ class Agent:
     callbacks: Sequence[object] = ()
     # Wraps or replaces every tool call (Dify's tool_invoke_hook; see tools.engine.ToolHook)
     tool_hook: ToolHook | None = None
+    # Chooses the tools each round offers, out of many (agent.tool_selection; e.g. tools.ranking)
+    tool_selector: ToolSelector | None = None
     # What result.metrics times are measured with (seconds); a test may pass a fake clock
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
     # Structured output (agent.output): a pydantic model, dataclass, TypedDict or raw JSON Schema;
@@ -208,6 +211,7 @@ class Agent:
             output_budget=self.output_time_budget,
             approval_names=frozenset(self.approval_required),
             snapshot=lambda s, elapsed: dump_state(s, elapsed, guard.memory() if guard else []),
+            selector=self.tool_selector,
         )
         events = run_loop(self.model, strategy, self._tool_engine, state, settings)
         if not (self.callbacks or callbacks):

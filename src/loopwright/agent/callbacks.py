@@ -251,7 +251,10 @@ class LoggingCallback(AgentCallback):
         self.log.info("agent_stop")
 
     def on_round_start(self, event: RoundStarted) -> None:
-        self.log.info("round_start round=%d", event.round)
+        if event.offered is None:
+            self.log.info("round_start round=%d", event.round)
+        else:
+            self.log.info("round_start round=%d offered=%s", event.round, ",".join(event.offered))
 
     def on_round_end(self, event: RoundFinished) -> None:
         usage = event.usage

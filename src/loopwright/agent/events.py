@@ -69,6 +69,8 @@ class AgentResult:
 @dataclass(slots=True)
 class RoundStarted:
     round: int
+    # the tools this round offers when a tool selector chose them (None: every tool; the last round: none)
+    offered: tuple[str, ...] | None = None
     type: Literal["round_started"] = field(default="round_started", init=False)
 
 

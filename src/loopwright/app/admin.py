@@ -27,6 +27,9 @@ from loopwright.app.config import (
     load_app_yaml,
 )
 from loopwright.app.dify_export import export_dify_dsl
+from loopwright.app.dify_tools import ImportOptions
+from loopwright.app.readiness import Readiness, ReadinessChecks
+from loopwright.app.readiness import check_app as check_readiness
 from loopwright.app.tool_allowlist import check_config, check_sources
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
@@ -50,11 +53,12 @@ class ToolsetStorageError(UserInputError):
     """The app cannot take the toolset: its configuration would be invalid."""
 
 
-def read_app_file(text: str) -> ImportReport:
-    """An app definition from a file's text: a Dify DSL export (with a warning for each part that
-    could not be mapped) or loopwright's own app YAML (no warnings)."""
+def read_app_file(text: str, options: ImportOptions | None = None) -> ImportReport:
+    """An app definition from a file's text: a Dify DSL export (with what each tool became and a
+    warning for each part that could not be mapped; ``options`` for its MCP servers, workflow apps and
+    API specs) or loopwright's own app YAML (no warnings)."""
     if "model_config:" in text and "\napp:" in f"\n{text}":
-        return import_dify_dsl(text)
+        return import_dify_dsl(text, options)
     name, config = load_app_yaml(text)
     return ImportReport(name, config)
 
@@ -100,6 +104,33 @@ async def create_app(
     async with _session(database_url, db) as session:
         app, _ = await repo.create_app(session, name.strip(), config.model_dump(), description=description)
         return app.id
+
+
+async def app_readiness(app_id: str, *, database_url: str | None = None) -> list[Readiness]:
+    """Whether every tool of the app's current configuration is ready (see :mod:`app.readiness`);
+    :class:`AppNotFoundError` when there is no such app."""
+    from loopwright.config import load_settings
+    from loopwright.tools.builtin import builtin_tools
+    from loopwright.tools.net import network_policy
+
+    async with _session(database_url) as session:
+        await _require_app(session, app_id)
+        latest = await repo.latest_config(session, app_id)
+        config = AppConfig.model_validate(dict(latest.config) if latest is not None else {})
+        known = {a.id for a in await repo.list_apps(session)}
+    settings = load_settings()
+    policy = network_policy(settings.tool_allow_hosts)
+
+    async def app_exists(other: str) -> bool:
+        return other in known
+
+    checks = ReadinessChecks(
+        builtin_tools(policy),
+        policy,
+        app_exists,
+        audio_configured=bool(settings.openai_base_url or settings.openai_api_key),
+    )
+    return await check_readiness(config, checks)
 
 
 async def create_api_key(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> str:

@@ -25,6 +25,15 @@ _DIFY_TOOLS = {
     "current_time": ("time", "time", "current_time", "Current Time"),
     "calculator": ("langgenius/maths/maths", "maths", "eval_expression", "Evaluate Expression"),
     "web_fetch": ("webscraper", "webscraper", "webscraper", "Web Scraper"),
+    # Dify's core built-ins, which loopwright runs under their Dify names
+    "weekday": ("time", "time", "weekday", "Weekday Calculator"),
+    "timezone_conversion": ("time", "time", "timezone_conversion", "Timezone Conversion"),
+    "localtime_to_timestamp": ("time", "time", "localtime_to_timestamp", "Localtime to Timestamp"),
+    "timestamp_to_localtime": ("time", "time", "timestamp_to_localtime", "Timestamp to Localtime"),
+    "webscraper": ("webscraper", "webscraper", "webscraper", "Web Scraper"),
+    "tts": ("audio", "audio", "tts", "Text To Speech"),
+    "asr": ("audio", "audio", "asr", "Speech To Text"),
+    "simple_code": ("code", "code", "simple_code", "Code Interpreter"),
 }
 _STRATEGIES = {"function-calling": "function_call", "react": "react", "auto": "function_call"}
 _OPENAI = "langgenius/openai/openai"
@@ -43,7 +52,10 @@ def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> D
     """``config`` as the YAML of a Dify agent-chat app export."""
     warnings: list[str] = []
     tools = [t for t in (_tool(tool, warnings) for tool in config.tools) if t]
-    datasets = _toolsets(config.toolsets, warnings)
+    tools += [
+        t for entry in config.toolsets if entry.get("type") == "dify_plugin" for t in _plugin_tools(entry)
+    ]
+    datasets = _toolsets([e for e in config.toolsets if e.get("type") != "dify_plugin"], warnings)
     document = {
         "app": {
             "description": description,
@@ -149,6 +161,24 @@ def _tool(tool: ToolConfig, warnings: list[str]) -> dict[str, Any] | None:
         "tool_name": tool_name,
         "tool_parameters": dict(tool.form_values),
     }
+
+
+def _plugin_tools(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Dify plugin's tools as Dify lists them: ``author/name/provider`` with their presets."""
+    provider_id = f"{entry['plugin']}/{entry['provider']}"
+    presets = entry.get("parameters") or {}
+    return [
+        {
+            "enabled": True,
+            "provider_id": provider_id,
+            "provider_name": provider_id,
+            "provider_type": "builtin",
+            "tool_label": name,
+            "tool_name": name,
+            "tool_parameters": dict(presets.get(name) or {}),
+        }
+        for name in entry.get("tools") or []
+    ]
 
 
 def _toolsets(toolsets: list[dict[str, Any]], warnings: list[str]) -> list[str]:

@@ -19,12 +19,15 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
+from loopwright.app.run_events import EventJournal
+from loopwright.app.wire_events import EventHead
 from loopwright.store import repositories as repo
+from loopwright.store import streams
 from loopwright.store.db import Database
-from loopwright.store.models import utcnow
+from loopwright.store.models import RunStream, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +45,16 @@ class WorkerLease:
         interval: float = HEARTBEAT_INTERVAL,
         stale_after: float | None = None,
         clock: Callable[[], datetime] = utcnow,
+        journal: EventJournal | None = None,
+        running: Callable[[], Collection[tuple[str, str]]] = tuple,
     ) -> None:
         self.id = str(uuid.uuid4())
         self._db = db
         self._interval = interval
         self._stale_after = timedelta(seconds=stale_after if stale_after is not None else 3 * interval)
         self._clock = clock
+        self._journal = journal  # its streams: a dead process's are ended, old ones purged
+        self._running = running  # (task id, message id) of the runs this process has now
         self._task: asyncio.Task[None] | None = None
         self._opening: asyncio.Lock = asyncio.Lock()
 
@@ -74,6 +81,21 @@ class WorkerLease:
                 w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
             ]
             marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
+            # read after the queued writes landed (the transaction began with them): a run that ended
+            # since and is not yet saved gets its result written after this; one that is starting
+            # may not be registered yet, so only runs older than a few beats count as lost
+            running = list(self._running())
+            settled = now - self._stale_after
+            marked += await repo.interrupt_lost(session, self.id, [m for _, m in running], settled)
+            ended: list[str] = []
+            if self._journal is not None:
+                tasks = [t for t, _ in running]
+                ended = await streams.interrupt_streams(
+                    session, interrupted_event, now, worker_id=self.id, running=tasks, started_before=settled
+                )
+                await streams.purge_streams(session, now - self._journal.retention)
+        if ended and self._journal is not None:
+            self._journal.wake(ended)
         if marked:
             log.warning("marked %d message(s) interrupted: their server process had stopped", marked)
         return marked
@@ -109,3 +131,14 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # it exists, under another user
     return True
+
+
+def interrupted_event(stream: RunStream) -> dict[str, object]:
+    """The ``error`` event that ends the stream of a run whose process died."""
+    head = EventHead(stream.task_id, stream.message_id, stream.conversation_id, stream.message_created_at)
+    return {
+        **head.fields("error", task=False),
+        "code": "internal_server_error",
+        "message": repo.INTERRUPTED_ERROR,
+        "status": 500,
+    }

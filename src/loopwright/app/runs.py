@@ -15,8 +15,9 @@ the run writes directly only while the queue is empty. The sink decides the enco
 writes SSE frames); nothing here knows HTTP.
 
 Pings: one ticker per registry queues :data:`PING` for each run that has been silent for the ping
-interval — rather than a timeout around every read of every stream. With several worker processes the
-same ticker also takes the stops that other workers posted for this one's runs (:mod:`app.stops`).
+interval — rather than a timeout around every read of every stream. Stops asked of another process
+reach this one through the relay (:mod:`app.relay`): pushed on PostgreSQL; on SQLite with several
+workers the same ticker looks for them.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from loopwright.app.stops import StopBoard
+from loopwright.app.relay import Relay
+from loopwright.app.run_events import RunRecord
 from loopwright.app.wire_events import ErrorEvent, EventHead, MessageEnd, ToolApprovalRequired, WireEvent
 from loopwright.model.entities import Usage
 from loopwright.tools.base import ToolOutput
@@ -90,6 +92,7 @@ class Run:
     task: asyncio.Task[None] | None = None
     last_event: float = 0.0  # loop time of the last event sent or queued (pings included)
     sink: EventSink | None = None  # set while the run may write to its reader itself
+    record: RunRecord | None = None  # where its events are kept for a re-attach (app.run_events)
     _outcome: asyncio.Future[RunOutcome] | None = None
 
     @property
@@ -150,11 +153,14 @@ class Run:
 class RunRegistry:
     """The in-process executor: the runs of one process, each an asyncio task."""
 
-    def __init__(self, ping_interval: float = 10.0, board: StopBoard | None = None) -> None:
+    def __init__(self, ping_interval: float = 10.0, relay: Relay | None = None) -> None:
         self._runs: dict[str, Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ping_interval = ping_interval
-        self._board = board
+        self._relay = relay
+        self._stop_poll = relay.stop_poll_interval if relay is not None else None
+        if relay is not None:
+            relay.on_stop = self._stop_local
         self._ticker: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -162,6 +168,10 @@ class RunRegistry:
 
     def get(self, task_id: str) -> Run | None:
         return self._runs.get(task_id)
+
+    def running(self) -> list[tuple[str, str]]:
+        """The task and message ids of the runs going on."""
+        return [(run.task_id, run.head.message_id) for run in self._runs.values()]
 
     def start(self, run: Run, events: AsyncGenerator[WireEvent, None]) -> Run:
         """Register ``run`` and start consuming ``events`` into it."""
@@ -181,10 +191,13 @@ class RunRegistry:
         loop = asyncio.get_running_loop()
         queue = run.queue
         keep = run.keep_events
+        record = run.record if keep else None
         try:
             async for event in events:
                 if not keep:
                     continue
+                if record is not None:
+                    record.add(event)  # numbered as its reader gets it: the SSE id
                 sink = run.sink
                 if sink is not None and sink.ready() and queue.empty():
                     await _write(run, sink, event)
@@ -193,20 +206,25 @@ class RunRegistry:
                 run.last_event = loop.time()
         except Exception as exc:  # the pipeline reports its own errors; this is a failure around it
             log.exception("run %s failed", run.task_id)
-            queue.put_nowait(ErrorEvent(run.head, exc))
+            error = ErrorEvent(run.head, exc)
+            if record is not None:
+                record.add(error)
+            queue.put_nowait(error)
             run.finish(RunOutcome("error", "", exc))
         finally:
             with contextlib.suppress(Exception):
                 await events.aclose()
             queue.put_nowait(None)
+            if run.record is not None:
+                run.record.end()
             self._runs.pop(run.task_id, None)
             run.finish(RunOutcome("stopped", ""))  # only if the pipeline never got to record one
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
         every = self._ping_interval / TICKS_PER_INTERVAL
-        if self._board is not None:
-            every = min(every, self._board.interval)
+        if self._stop_poll is not None:
+            every = min(every, self._stop_poll)
         while self._runs:
             await asyncio.sleep(every)
             now = loop.time()
@@ -214,26 +232,23 @@ class RunRegistry:
                 if run.keep_events and now - run.last_event >= self._ping_interval:
                     run.queue.put_nowait(PING)
                     run.last_event = now
-            if self._board is not None:
+            if self._stop_poll is not None:
                 await self._take_stops()
 
     async def _take_stops(self) -> None:
-        assert self._board is not None
+        assert self._relay is not None
         try:
-            requests = await self._board.take(list(self._runs))
+            await self._relay.take_stops(list(self._runs))
         except Exception as exc:  # the database is busy or gone: try again next tick
             log.warning("could not read stop requests: %s", exc)
-            return
-        for request in requests:
-            self._stop_local(request.task_id, request.app_id, request.user)
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop the run if it belongs to this app and user; whether it was here to stop. With several
         workers, a run that is not here is asked of the others."""
         if self._stop_local(task_id, app_id, user):
             return True
-        if self._board is not None:
-            self._board.request(task_id, app_id, user)
+        if self._relay is not None:
+            self._relay.request_stop(task_id, app_id, user)
         return False
 
     def _stop_local(self, task_id: str, app_id: str, user: str) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -49,9 +49,10 @@ from loopwright.app.message_writes import MessageWrites
 from loopwright.app.messages import MessageRequest
 from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
+from loopwright.app.relay import Relay
+from loopwright.app.run_events import EventJournal, Replayed
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.speech import Speech
-from loopwright.app.stops import StopBoard
 from loopwright.app.tool_allowlist import check_config
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.app.uploads import UploadLimits, upload_limits
@@ -70,6 +71,7 @@ from loopwright.tools.net import NetworkPolicy, network_policy
 if TYPE_CHECKING:
     from loopwright.knowledge.kb import KnowledgeBase
     from loopwright.tools.dify_plugins import DifyPlugins
+    from loopwright.tools.ranking import ToolRanker
 
 log = logging.getLogger("loopwright.app")
 
@@ -109,9 +111,14 @@ class AppRuntime:
         self.tools = list(tools)
         self.upload_dir = upload_dir  # None: see ``upload_limits``
         self.upload_max_bytes = upload_max_bytes
-        self.runs = RunRegistry(ping_interval, StopBoard(db) if workers > 1 else None)
+        self.ping_interval = ping_interval
+        # Every run's events, kept for a re-attach from any worker (app.run_events)
+        self.journal = EventJournal(db)
+        # New events and stops between the processes serving the database (app.relay)
+        self.relay = Relay(db, self.journal, workers=workers)
+        self.runs = RunRegistry(ping_interval, self.relay)
         # This process's heartbeat: its running messages are told apart from a dead process's
-        self.lease = WorkerLease(db)
+        self.lease = WorkerLease(db, journal=self.journal, running=self.runs.running)
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
@@ -146,10 +153,13 @@ class AppRuntime:
     def with_builtin_tools(cls, db: Database, settings: Settings | None = None, **options: Any) -> AppRuntime:
         """A runtime whose apps choose from the built-in tools, behind the settings' network policy
         (what ``loopwright serve`` and ``loopwright app ask`` run); ``options`` as the constructor's."""
-        from loopwright.tools.builtin import builtin_tools
+        from loopwright.tools.builtin import AudioEndpoint, builtin_tools
 
         settings = settings or load_settings()
-        tools = builtin_tools(network_policy(settings.tool_allow_hosts))
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        base = settings.openai_base_url or ("https://api.openai.com/v1" if key else None)
+        audio = AudioEndpoint(base, key)
+        tools = builtin_tools(network_policy(settings.tool_allow_hosts), audio=audio)
         return cls(db, settings, tools=tools, **options)
 
     # --- the entry point --------------------------------------------------------------------------
@@ -162,13 +172,13 @@ class AppRuntime:
             self.db, self.lookup, request, upload_dir=uploads, file_policy=policy
         )
         agent = await self.agent(message.version, request.app_id)
-        if not self.lease.opened:
-            await self.lease.open()  # registers this process and sweeps what dead ones left
+        await self.open()
         counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
         messages.start(message, self.lease.id)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
+        run.record = self.journal.open(message.head, request.app_id, request.user, self.lease.id)
         join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
         speak = self._auto_play(message.version.config, request)
         events = messages.run_events(message, agent, run, self.guards, join_rounds=join_rounds, speak=speak)
@@ -188,6 +198,13 @@ class AppRuntime:
             )
         return run
 
+    async def open(self) -> None:
+        """Register this process (sweeping what dead ones left) and listen to the others; the first
+        run does it if the server's start-up could not."""
+        self.relay.start()
+        if not self.lease.opened:
+            await self.lease.open()
+
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""
         await self.runs.wait_idle()
@@ -200,9 +217,24 @@ class AppRuntime:
         config = message.version.config
         return wanted and (config.generate_conversation_names or self.settings.dify_strict)
 
+    async def follow(
+        self, task_id: str, app_id: str, user: str, after: int = 0
+    ) -> tuple[EventHead, AsyncIterator[list[Replayed]]]:
+        """Re-attach to the stream of a message of this app and user, whichever process runs it (or
+        ran it, within the retention period): the leading fields of its events and its events
+        numbered above ``after``, then live until it ends (``EventJournal.follow``). Raises
+        ``NotFoundError`` for a task that is not this user's, never was, or expired."""
+        self.relay.start()
+        if self.runs.get(task_id) is not None:
+            await self.db.writer.flush()  # its stream's row, queued when it started
+        head = await self.journal.head_of(task_id, app_id, user)
+        return head, self.journal.follow(task_id, after, self.ping_interval)
+
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
-        """Stop a running message of this app and user; whether this process had it. A message
-        paused for approvals is ended as stopped (in the background: see ``stop_paused``)."""
+        """Stop a running message of this app and user, whichever process runs it; whether this
+        process had it. A message paused for approvals is ended as stopped (in the background: see
+        ``stop_paused``)."""
+        self.relay.start()
         if self.runs.stop(task_id, app_id, user):
             return True
         task = asyncio.ensure_future(self.stop_paused(task_id, app_id, user))
@@ -303,6 +335,7 @@ class AppRuntime:
             writes,
         )
         run = Run(head, row.app_id, row.user, keep_events=streaming)
+        run.record = self.journal.open(head, row.app_id, row.user, self.lease.id)
         self.runs.start(run, messages.run_events(message, agent, run, resume=resume))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
@@ -460,6 +493,7 @@ class AppRuntime:
         """Stop every run and wait for them to save, then close what the agents hold open (MCP
         sessions, the knowledge store) and drain the database writer."""
         await self.runs.shutdown(grace)
+        await self.journal.settled()
         await self.aclose()
         await self.db.writer.close()
 
@@ -471,6 +505,7 @@ class AppRuntime:
             task.cancel()
         await self.approval_timer.aclose()
         await self.lease.aclose()
+        await self.relay.aclose()
         await self.annotations.aclose()
         await self.toolsets.aclose()
         if self._plugins is not None:
@@ -520,6 +555,7 @@ def build_agent(
         callbacks=load_callbacks(config.callbacks) if config.callbacks else (),
         output_type=config.output_schema,
         approval_required=config.approval.tools,
+        tool_selector=_tool_ranker(config),
     )
 
 
@@ -534,6 +570,18 @@ def _with_evidence_note(config: AppConfig) -> str:
     if not (config.evidence.required and any(t.get("type") == "knowledge" for t in config.toolsets)):
         return config.instruction
     return f"{config.instruction}\n\n{EVIDENCE_NOTE}" if config.instruction else EVIDENCE_NOTE
+
+
+def _tool_ranker(config: AppConfig) -> ToolRanker | None:
+    """The app's tool ranking (it ranks only when the app offers more tools than its threshold)."""
+    ranking = config.tool_ranking
+    if not ranking.enabled:
+        return None
+    from loopwright.tools.ranking import ToolRanker
+
+    small = config.model == "local" or config.model.startswith("local:")  # the embedded model
+    threshold = ranking.threshold or (3 if small else 16)
+    return ToolRanker(threshold=threshold, top_k=ranking.top_k or min(threshold, 3 if small else 6))
 
 
 class _LazyFiles:

@@ -1,7 +1,8 @@
 """The tool sources an app configuration may name in ``toolsets``, and their checking.
 
 An app's ``toolsets`` are plain mappings with a ``type``; each is validated by its source model
-(``OpenAPISource``, ``MCPSource``, :class:`AppToolSource`, :class:`KnowledgeSource`), imported only
+(``OpenAPISource``, ``MCPSource``, :class:`AppToolSource`, :class:`KnowledgeSource`,
+:class:`~loopwright.tools.dify_plugins.source.DifyPluginSource`), imported only
 when an app uses that kind, since the OpenAPI and MCP stacks take about a second to import.
 ``loopwright.app.config`` checks them when a configuration is loaded; ``loopwright.app.toolsets``
 builds them when an app runs.
@@ -15,6 +16,9 @@ from typing import Any, Literal
 import pydantic
 
 SOURCE_TYPES = ("openapi", "mcp", "app", "knowledge", "dify_plugin")
+# Any source but a Dify plugin (which names its tools itself) may offer only some of its tools:
+# ``tools: [names]`` beside its own fields.
+SELECTION_KEY = "tools"
 
 
 class AppToolSource(pydantic.BaseModel):
@@ -40,6 +44,17 @@ class KnowledgeSource(pydantic.BaseModel):
     score_threshold: float | None = pydantic.Field(None, ge=0, le=1)
 
 
+def split_selection(entry: Mapping[str, Any]) -> tuple[dict[str, Any], list[str] | None]:
+    """``(the source's own fields, the tools it offers or None for all)`` of a toolset entry."""
+    fields = dict(entry)
+    if fields.get("type") == "dify_plugin" or SELECTION_KEY not in fields:
+        return fields, None
+    chosen = fields.pop(SELECTION_KEY)
+    if not isinstance(chosen, list) or not all(isinstance(n, str) for n in chosen):
+        raise ValueError(f"{SELECTION_KEY} must be a list of tool names")
+    return fields, chosen
+
+
 def source_model(kind: object) -> type[pydantic.BaseModel]:
     """The model that validates a toolset of this ``type``."""
     if kind == "openapi":
@@ -63,5 +78,6 @@ def source_model(kind: object) -> type[pydantic.BaseModel]:
 
 def check_source(entry: Mapping[str, Any]) -> dict[str, Any]:
     """``entry`` as given (secrets stay as written), once its source model accepts it."""
-    source_model(entry.get("type")).model_validate(dict(entry))
+    fields, _ = split_selection(entry)
+    source_model(fields.get("type")).model_validate(fields)
     return dict(entry)

@@ -13,7 +13,12 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopwright.app.toolset_sources import AppToolSource, KnowledgeSource, source_model
+from loopwright.app.toolset_sources import (
+    AppToolSource,
+    KnowledgeSource,
+    source_model,
+    split_selection,
+)
 from loopwright.tools.app_tool import AppRunner, app_tool
 from loopwright.tools.base import Tool, ToolLike, ToolParameter
 from loopwright.tools.dify_plugins.toolset import DifyPluginToolset
@@ -25,6 +30,8 @@ if TYPE_CHECKING:
     from loopwright.tools.net import NetworkPolicy
 
 log = logging.getLogger("loopwright.app")
+
+"""``tools(source)`` → the tools of an installed Dify plugin (the plugin host)."""
 
 AppInfo = Callable[[str], Awaitable[tuple[str, str, "Sequence[InputField]"] | None]]
 """``info(app_id)`` → ``(name, description, input form)`` of an app, or None when it doesn't exist."""
@@ -82,8 +89,17 @@ class ToolsetPool:
         self._built.clear()
 
     async def _build(self, entry: Mapping[str, Any]) -> ToolLike:
-        source = source_model(entry.get("type")).model_validate(dict(entry))
-        if entry.get("type") == "dify_plugin":
+        fields, selection = split_selection(entry)
+        built = await self._build_source(fields)
+        if selection is None:
+            return built
+        from loopwright.tools.selection import SelectedTools
+
+        return SelectedTools(built, selection)
+
+    async def _build_source(self, fields: Mapping[str, Any]) -> ToolLike:
+        source = source_model(fields.get("type")).model_validate(dict(fields))
+        if fields.get("type") == "dify_plugin":
             if self._plugins is None:
                 raise ValueError("Dify plugins are not available here")
             plugins = await self._plugins()

@@ -24,7 +24,19 @@ if TYPE_CHECKING:
 
 # The built-in tools' names for the help text, which must not import the tools (half the start-up
 # time of a command); tests/test_cli.py keeps this in step with loopwright.tools.builtin.
-BUILTIN_TOOL_NAMES = ("calculator", "current_time", "web_fetch")
+BUILTIN_TOOL_NAMES = (
+    "calculator",
+    "current_time",
+    "web_fetch",
+    "weekday",
+    "timezone_conversion",
+    "localtime_to_timestamp",
+    "timestamp_to_localtime",
+    "webscraper",
+    "tts",
+    "asr",
+    "simple_code",
+)
 
 
 class StrategyChoice(StrEnum):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from loopwright.app.config import ImportReport
+    from loopwright.app.dify_tools import ImportOptions
     from loopwright.app.messages import MessageRequest
 
 apps = typer.Typer(help="Create, list, show, ask, export and delete agent-chat apps.", no_args_is_help=True)
@@ -40,8 +43,24 @@ def create_app(
         Path | None,
         typer.Option("--install-plugins", help="Install the .difypkg files of this folder first."),
     ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option("--mcp", help="Dify import: the MCP server of a provider, NAME=URL (repeatable)."),
+    ] = None,
+    mcp_config: Annotated[
+        Path | None,
+        typer.Option("--mcp-config", help="Dify import: a YAML mapping of provider name → MCP toolset."),
+    ] = None,
+    map_workflow: Annotated[
+        list[str] | None,
+        typer.Option("--map-workflow", help="Dify import: a workflow tool's app, ID=APP (repeatable)."),
+    ] = None,
+    api_spec: Annotated[
+        list[str] | None,
+        typer.Option("--api-spec", help="Dify import: a custom API tool's OpenAPI spec, NAME=SPEC."),
+    ] = None,
 ) -> None:
-    """Create an app; prints its id."""
+    """Create an app; prints its id. A Dify export's tools are reported one by one."""
     from loopwright.app import admin
     from loopwright.app.config import ConfigImportError, ImportReport
     from loopwright.cli._common import reported_errors
@@ -53,7 +72,11 @@ def create_app(
 
     with reported_errors():
         if from_yaml is not None:
-            report = admin.read_app_file(from_yaml.read_text(encoding="utf-8"))
+            text = from_yaml.read_text(encoding="utf-8")
+            options = _import_options(mcp, mcp_config, map_workflow, api_spec)
+            report = admin.read_app_file(text, options)
+            if report.tools and interactive():
+                report = _ask_for_mcp_servers(text, report, options)
         elif not name:
             raise ConfigImportError("give the app a name (or --from-yaml FILE)")
         else:
@@ -61,9 +84,99 @@ def create_app(
                 model=model, tools=tool or [], instruction=instruction, strategy=strategy
             )
             report = ImportReport(name, config)
+        for t in report.tools:
+            if t.kept:
+                typer.secho(f"tool {t.tool} ({t.provider_type} {t.provider}) → {t.became}", err=True)
         for warning in report.warnings:
             typer.secho(f"warning: {warning}", fg="yellow", err=True)
         typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+
+
+def interactive() -> bool:
+    """Whether a person is at the terminal to answer questions."""
+    return sys.stdin.isatty()
+
+
+def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{option} takes NAME=VALUE, not {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _import_options(
+    mcp: list[str] | None, mcp_config: Path | None, workflows: list[str] | None, specs: list[str] | None
+) -> ImportOptions:
+    import yaml
+
+    from loopwright.app.dify_tools import ImportOptions
+
+    servers: dict[str, dict[str, object]] = {}
+    if mcp_config is not None:
+        loaded = yaml.safe_load(mcp_config.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
+            raise ValueError(f"{mcp_config}: expected a mapping of provider name → MCP toolset")
+        servers.update({str(k): {"type": "mcp", **v} for k, v in loaded.items()})
+    for name, url in _pairs(mcp, "--mcp").items():
+        servers[name] = _mcp_entry(url)
+    return ImportOptions(servers, _pairs(workflows, "--map-workflow"), _pairs(specs, "--api-spec"))
+
+
+def _mcp_entry(url: str) -> dict[str, object]:
+    if url.startswith(("http://", "https://")):
+        return {"type": "mcp", "transport": "streamable-http", "url": url}
+    import shlex
+
+    command, *args = shlex.split(url)  # a command line: a stdio server
+    return {"type": "mcp", "transport": "stdio", "command": command, "args": args}
+
+
+def _ask_for_mcp_servers(text: str, report: ImportReport, options: ImportOptions) -> ImportReport:
+    """Ask, at a terminal, for the MCP server of each MCP provider the options did not name."""
+    from dataclasses import replace
+
+    from loopwright.app import admin
+
+    missing = sorted({t.provider for t in report.tools if t.provider_type == "mcp" and not t.kept})
+    servers = dict(options.mcp_servers)
+    for provider in missing:
+        url = typer.prompt(
+            f"MCP server for {provider!r} (an http(s) URL or a command; empty: leave its tools out)",
+            default="",
+            show_default=False,
+        ).strip()
+        if url:
+            servers[provider] = _mcp_entry(url)
+    if len(servers) == len(options.mcp_servers):
+        return report
+    return admin.read_app_file(text, replace(options, mcp_servers=servers))
+
+
+@apps.command("check")
+def check_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
+    """Say whether every tool of the app is ready: built-ins configured, Dify plugins installed, MCP
+    servers reachable, OpenAPI specs loading with their keys set, apps and knowledge bases present.
+    Exits 1 when one is not."""
+    from loopwright.app.admin import AppNotFoundError
+    from loopwright.app.admin import app_readiness as check
+
+    try:
+        rows = asyncio.run(check(app_id))
+    except AppNotFoundError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    if json_out:
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
+    else:
+        _table(["", "tool", "state"], [["ok" if r.ready else "NOT READY", r.what, r.detail] for r in rows])
+    if not all(r.ready for r in rows):
+        raise typer.Exit(1)
 
 
 @apps.command("ask")

@@ -35,6 +35,7 @@ from loopwright.server import (
     routes_files,
     routes_health,
     routes_plugin_icons,
+    routes_run_events,
     routes_tool_files,
     routes_unsupported,
     routes_web,
@@ -71,7 +72,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
-            await runtime.lease.open()  # marks what a killed predecessor left running as interrupted
+            await runtime.open()  # marks what a killed predecessor left running as interrupted
         except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
             log.exception("the database did not answer at start-up; the worker lease is retried on first use")
         runtime.approval_timer.start()  # runs paused for approvals whose time is up are resumed, denied
@@ -88,8 +89,10 @@ def create_app(
     )
     app.state.db = db
     app.state.loopwright = runtime
+    runtime.journal.describe_error = errors.error_fields  # stored error events as the client saw them
     errors.install(app)
     app.include_router(routes_chat.router)
+    app.include_router(routes_run_events.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)
     app.include_router(routes_health.router)

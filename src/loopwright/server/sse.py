@@ -1,8 +1,11 @@
 """Server-Sent Events: Dify's wire events rendered as frames, and a run's events written to a response.
 
 :class:`FrameEncoder` is the one place that renders a wire event as an SSE frame (``data: {json}``, as
-Dify writes it: compact JSON — no space after ``,`` or ``:`` — with ``ensure_ascii=False``); an
-``error`` event's code, status and message come from the error table (``server.errors``).
+Dify writes it: compact JSON — no space after ``,`` or ``:`` — with ``ensure_ascii=False``), preceded
+by the event's number (``id: N``, 1 for a run's first event; pings have none): a client that lost the
+connection re-attaches after the last number it saw (``GET /v1/chat-messages/{task_id}/events``,
+``app.run_events``). An ``error`` event's code, status and message come from the error table
+(``server.errors``).
 ``agent_message`` events — nearly every event of a stream — are rendered from a JSON prefix made once
 per message: dumping each one whole cost more than everything else the server does for it.
 
@@ -13,11 +16,12 @@ connection takes writes without waiting, the run writes to it from its own task 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from json.encoder import encode_basestring
 
 from starlette.types import Send
 
+from loopwright.app.run_events import Replayed
 from loopwright.app.runs import Ping, Run
 from loopwright.app.wire_events import AgentMessage, ErrorEvent, EventHead, WireEvent
 from loopwright.server.errors import error_fields
@@ -35,27 +39,42 @@ def frame(payload: object) -> str:
 
 
 class FrameEncoder:
-    """Renders the wire events of a stream (one encoder per response)."""
+    """Renders the wire events of a stream (one encoder per response), numbering them from 1 in the
+    order they are rendered: the order in which the run recorded them (``app.runs``)."""
 
-    __slots__ = ("_head", "_prefix")
+    __slots__ = ("_head", "_prefix", "seq")
 
     def __init__(self) -> None:
         self._head: EventHead | None = None
         self._prefix = ""
+        self.seq = 0  # the number of the last event rendered
+
+    def _delta_prefix(self, head: EventHead) -> str:
+        if head is not self._head:
+            self._head = head
+            # json.dumps of the payload with "answer" last, cut before the answer's value
+            self._prefix = frame(AgentMessage(head, "").payload())[:-_DELTA_TAIL]
+        return self._prefix
 
     def encode(self, event: WireEvent | Ping) -> str:
         if type(event) is AgentMessage:
-            if event.head is not self._head:
-                self._head = event.head
-                # json.dumps of the payload with "answer" last, cut before the answer's value
-                self._prefix = frame(AgentMessage(event.head, "").payload())[:-_DELTA_TAIL]
-            return f"{self._prefix}{encode_basestring(event.answer)}}}\n\n"
-        if isinstance(event, ErrorEvent):
-            code, status, message = error_fields(event.error)
-            return frame(event.payload_with(code, status, message))
+            prefix = self._prefix if event.head is self._head else self._delta_prefix(event.head)
+            self.seq = seq = self.seq + 1
+            return f"id: {seq}\n{prefix}{encode_basestring(event.answer)}}}\n\n"
         if isinstance(event, Ping):
             return PING_FRAME
-        return frame(event.payload())
+        self.seq = seq = self.seq + 1
+        if isinstance(event, ErrorEvent):
+            code, status, message = error_fields(event.error)
+            return f"id: {seq}\n{frame(event.payload_with(code, status, message))}"
+        return f"id: {seq}\n{frame(event.payload())}"
+
+    def replayed(self, head: EventHead, event: Replayed) -> str:
+        """A stored event (``app.run_events``) as the frame it was first sent as."""
+        item = event.item
+        if isinstance(item, str):
+            return f"id: {event.seq}\n{self._delta_prefix(head)}{encode_basestring(item)}}}\n\n"
+        return f"id: {event.seq}\n{frame(item)}"
 
 
 class SseSink:
@@ -83,3 +102,19 @@ async def stream_to(run: Run, send: Send, writable: Callable[[], bool] | None) -
     """Send the run's events as SSE frames until it ends (the caller sends the response's start and
     end). Cancelling this (a client that went away) leaves the run going."""
     await run.pump(SseSink(send, writable))
+
+
+async def replay_to(
+    head: EventHead, events: AsyncIterator[list[Replayed]], send: Send, _writable: Callable[[], bool] | None
+) -> None:
+    """Send a followed stream's events (``AppRuntime.follow``) as SSE frames until it ends; an empty
+    batch (a quiet stream) is a ping."""
+    encoder = FrameEncoder()
+    try:
+        async for batch in events:
+            text = "".join([encoder.replayed(head, e) for e in batch]) if batch else PING_FRAME
+            await send({"type": "http.response.body", "body": text.encode(), "more_body": True})
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from loopwright.paths import default_db_path, sqlite_path_of_url
@@ -32,6 +32,7 @@ __all__ = ["Database", "resolve_url"]
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATION_LOCK_KEY = 0x6C77_6D69_6772  # "lwmigr": the advisory lock held while migrating (PostgreSQL)
 
 
 def resolve_url(url: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -71,7 +72,10 @@ class Database:
     def __init__(self, url: str | None = None, *, echo: bool = False) -> None:
         self.url = resolve_url(url)
         _make_sqlite_folder(self.url)
-        self.engine: AsyncEngine = create_async_engine(self.url, echo=echo)
+        # A server database that restarted leaves the pool's connections dead: each is checked
+        # when taken (one round trip), so the first requests after a restart do not fail on them.
+        ping = not self.url.startswith("sqlite")
+        self.engine: AsyncEngine = create_async_engine(self.url, echo=echo, pool_pre_ping=ping)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessionmaker: async_sessionmaker[AsyncSession] = async_sessionmaker(
@@ -97,8 +101,11 @@ class Database:
             await conn.run_sync(Base.metadata.create_all)
 
     async def migrate(self, revision: str = "head") -> None:
-        """Run the Alembic migrations up to ``revision`` on this database."""
+        """Run the Alembic migrations up to ``revision`` on this database. On PostgreSQL, workers that
+        start together migrate one after the other (a transaction-scoped advisory lock)."""
         async with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
             await conn.run_sync(_upgrade, revision)
 
     async def close(self) -> None:

@@ -44,6 +44,8 @@ __all__ = [
     "MessageAgentThought",
     "MessageFeedback",
     "MessageFile",
+    "RunEvent",
+    "RunStream",
     "UploadFile",
     "new_id",
     "utcnow",
@@ -310,15 +312,41 @@ class Worker(Base):
     pid: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
-class StopRequest(Base):
-    """A stop asked of a run that another server worker is running (``loopwright serve --workers``):
-    the worker that has the run polls for these, stops it and deletes the row."""
+class RunStream(Base):
+    """The event stream of one run (``task_id``), kept so that a client can re-attach to it from any
+    worker and replay it for a while after it ended (``app.run_events``). ``user`` is the end user's
+    own id in the app (Dify's ``user``): only that user of that app may read it. The message's ids and
+    creation time rebuild the leading fields of its events."""
 
-    __tablename__ = "stop_requests"
+    __tablename__ = "run_streams"
 
     task_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     app_id: Mapped[str] = mapped_column(String(36), nullable=False)
     user: Mapped[str] = mapped_column(String(255), nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_created_at: Mapped[int] = mapped_column(Integer, nullable=False)  # unix seconds, as events
+    worker_id: Mapped[str | None] = mapped_column(String(36))  # the process running it (app.recovery)
+    started_at: Mapped[datetime] = _created()
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)  # None: still running
+    # a stop asked by a worker that does not run it, where no notification reaches the others (SQLite)
+    stop_user: Mapped[str | None] = mapped_column(String(255))
+
+
+class RunEvent(Base):
+    """Consecutive events of a run stream, written together (token deltas are batched): the events
+    numbered ``first_seq`` to ``last_seq``, as a JSON list (``app.run_events`` says what an item is).
+    ``final``: the run ended with this chunk (it may hold no event)."""
+
+    __tablename__ = "run_events"
+
+    task_id: Mapped[str] = mapped_column(
+        ForeignKey("run_streams.task_id", ondelete="CASCADE"), primary_key=True
+    )
+    first_seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    last_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    items: Mapped[str] = mapped_column(Text, nullable=False)
+    final: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     created_at: Mapped[datetime] = _created()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
@@ -32,13 +32,11 @@ from loopwright.store.models import (
     MessageAgentThought,
     MessageFeedback,
     MessageFile,
-    StopRequest,
     UploadFile,
     Worker,
     new_id,
     utcnow,
 )
-from loopwright.store.writer import WriteFn
 
 __all__ = [
     "Page",
@@ -69,9 +67,7 @@ __all__ = [
     "rename_conversation",
     "set_app_access",
     "set_feedback",
-    "stop_request_upsert",
     "storable",
-    "take_stop_requests",
     "thought_values",
     "thoughts_of_messages",
 ]
@@ -563,31 +559,6 @@ def _newer(
     return or_(time > anchor_time, and_(time == anchor_time, row_id > anchor_id))
 
 
-# --- stop requests between worker processes -------------------------------------------------------
-
-
-def stop_request_upsert(task_id: str, app_id: str, user: str) -> WriteFn:
-    """A write (for the write-behind writer) that asks whichever worker runs ``task_id`` to stop it;
-    a repeated stop of one task is one row."""
-    values = {"task_id": task_id, "app_id": app_id, "user": user, "created_at": utcnow()}
-
-    async def upsert(session: AsyncSession) -> None:
-        await session.merge(StopRequest(**values))
-
-    return upsert
-
-
-async def take_stop_requests(
-    session: AsyncSession, task_ids: Collection[str], forget_after: timedelta
-) -> list[StopRequest]:
-    """The stop requests for these runs, removed (with those older than ``forget_after``)."""
-    rows = list(await session.scalars(select(StopRequest).where(StopRequest.task_id.in_(task_ids))))
-    stale = StopRequest.created_at < utcnow() - forget_after
-    taken = [r.task_id for r in rows]
-    await session.execute(delete(StopRequest).where(StopRequest.task_id.in_(taken) | stale))
-    return rows
-
-
 async def count_apps(session: AsyncSession) -> int:
     """How many apps the database holds."""
     return int(await session.scalar(select(func.count()).select_from(App)) or 0)
@@ -622,6 +593,31 @@ async def workers_on(session: AsyncSession, host: str) -> list[Worker]:
 
 async def remove_worker(session: AsyncSession, worker_id: str) -> None:
     await session.execute(delete(Worker).where(Worker.id == worker_id))
+
+
+LOST_ERROR = "interrupted: the answer could not be saved (the database was unavailable when the run ended)"
+
+
+async def interrupt_lost(
+    session: AsyncSession, worker_id: str, running: Collection[str], created_before: datetime
+) -> int:
+    """Mark ``error`` (with :data:`LOST_ERROR`) the messages still stored as running in this live
+    worker that it no longer runs: their result could not be written (the database was down). Only
+    messages created before ``created_before``: one that is just starting may not be registered yet.
+    Returns how many were marked."""
+    lost = (
+        (Message.status == RUNNING)
+        & (Message.worker_id == worker_id)
+        & Message.id.not_in(list(running))
+        & (Message.created_at < created_before)
+    )
+    result = await session.execute(
+        update(Message)
+        .where(lost)
+        .values(status="error", error=LOST_ERROR, worker_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
 async def interrupt_orphans(session: AsyncSession, alive_since: datetime, dead: Collection[str] = ()) -> int:

@@ -1,15 +1,47 @@
-"""Built-in tools that need no configuration."""
+"""Built-in tools that need no configuration, and Dify's core built-ins (``time``, ``webscraper``,
+``audio``, ``code``) under their Dify names."""
 
 from loopwright.tools.base import Tool
+from loopwright.tools.builtin.audio import AudioEndpoint, asr_tool, tts_tool
 from loopwright.tools.builtin.calculator import calculator_tool
+from loopwright.tools.builtin.code import code_tool
 from loopwright.tools.builtin.current_time import current_time_tool
+from loopwright.tools.builtin.time_tools import time_tools
 from loopwright.tools.builtin.web_fetch import web_fetch_tool
+from loopwright.tools.builtin.webscraper import webscraper_tool
 from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy
+from loopwright.tools.sandbox import Sandbox
 
 
-def builtin_tools(policy: NetworkPolicy = DEFAULT_POLICY) -> list[Tool]:
-    """All built-in tools, fresh instances; ``policy`` is the network allow-list ``web_fetch`` uses."""
-    return [calculator_tool(), current_time_tool(), web_fetch_tool(policy)]
+def builtin_tools(
+    policy: NetworkPolicy = DEFAULT_POLICY,
+    *,
+    audio: AudioEndpoint | None = None,
+    sandbox: Sandbox | None = None,
+) -> list[Tool]:
+    """All built-in tools, fresh instances; ``policy`` is the network allow-list ``web_fetch``,
+    ``webscraper`` and ``asr`` use, ``audio`` the speech endpoint of ``tts``/``asr``, ``sandbox`` where
+    ``simple_code`` runs code."""
+    endpoint = audio or AudioEndpoint()
+    return [
+        calculator_tool(),
+        current_time_tool(),
+        web_fetch_tool(policy),
+        *time_tools(),
+        webscraper_tool(policy),
+        tts_tool(endpoint),
+        asr_tool(endpoint, policy),
+        code_tool(sandbox),
+    ]
 
 
-__all__ = ["builtin_tools", "calculator_tool", "current_time_tool", "web_fetch_tool"]
+__all__ = [
+    "AudioEndpoint",
+    "builtin_tools",
+    "calculator_tool",
+    "code_tool",
+    "current_time_tool",
+    "time_tools",
+    "web_fetch_tool",
+    "webscraper_tool",
+]

@@ -90,10 +90,12 @@ def web_fetch_tool(
     )
 
 
-async def fetch(url: str, policy: NetworkPolicy, *, max_bytes: int, timeouts: httpx.Timeout) -> Page:
+async def fetch(
+    url: str, policy: NetworkPolicy, *, max_bytes: int, timeouts: httpx.Timeout, user_agent: str = USER_AGENT
+) -> Page:
     """GET ``url`` (redirects followed, each hop guarded), reading at most ``max_bytes`` of text."""
     _check_scheme(url)
-    headers = {"User-Agent": USER_AGENT, "Accept": ACCEPT}
+    headers = {"User-Agent": user_agent, "Accept": ACCEPT}
     try:
         async with (
             guarded_client(policy, timeout=timeouts, headers=headers) as client,

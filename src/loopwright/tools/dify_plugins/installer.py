@@ -122,6 +122,10 @@ class PluginStore:
         folder = self._folder(plugin_id)
         return self._load(folder) if folder is not None else None
 
+    def has(self, plugin_id: str) -> bool:
+        """Whether a plugin of this id is installed (its install record is there; nothing is read)."""
+        return self._folder(plugin_id) is not None
+
     def require(self, plugin_id: str) -> InstalledPlugin:
         plugin = self.get(plugin_id)
         if plugin is None:

@@ -1,0 +1,186 @@
+"""A soak: ``--streams`` clients (1,000 by default) keep streaming from one ``loopwright serve`` worker
+(SQLite file) for ``--minutes`` (10), each dropping its stream at a random point half of the time and
+re-attaching (``GET /v1/chat-messages/{task_id}/events`` with ``Last-Event-ID``) for the rest.
+
+Reports: messages, errors (non-200, a stream without message_end, ids not 1…n once each across the
+drop and the re-attach), messages not stored as answered at the end, the server's RSS at minute 2
+and at the end (the goal: within 10 %), and events received.
+
+Run: .venv/bin/python bench/bench_soak.py [--streams 1000] [--minutes 10] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+EXE = Path(sys.executable).with_name("loopwright")
+ANSWER = "soak " * 100  # 100 chunks of 5 characters at 20 a second: 5 s per answer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def frames(buffer: str) -> tuple[list[tuple[int, dict[str, object]]], str]:
+    *whole, rest = buffer.split("\n\n")
+    out = []
+    for frame in whole:
+        seq, data = None, None
+        for line in frame.split("\n"):
+            if line.startswith("id: "):
+                seq = int(line[4:])
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+        if seq is not None and data is not None:
+            out.append((seq, data))
+    return out, rest
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.messages = self.errors = self.events = self.reattached = 0
+        self.samples: list[str] = []
+
+    def error(self, what: str) -> None:
+        self.errors += 1
+        if len(self.samples) < 10:
+            self.samples.append(what)
+
+
+async def read(response: httpx.Response, seen: list[int], stop_after: int | None, task: list[str]) -> bool:
+    """Read numbered events into ``seen`` until message_end (True) or ``stop_after`` of them; the
+    task id goes into ``task``."""
+    buffer = ""
+    async for text in response.aiter_text():
+        got, buffer = frames(buffer + text)
+        for seq, event in got:
+            seen.append(seq)
+            if not task and "task_id" in event:
+                task.append(str(event["task_id"]))
+            if event["event"] in ("message_end", "error"):
+                return event["event"] == "message_end"
+            if stop_after is not None and len(seen) >= stop_after:
+                return False
+    return False
+
+
+async def client(
+    http: httpx.AsyncClient, headers: dict[str, str], rng: random.Random, deadline: float, tally: Tally
+) -> None:
+    body = {"query": "Soak.", "user": "soak", "response_mode": "streaming", "inputs": {}}
+    while time.monotonic() < deadline:
+        seen: list[int] = []
+        drop = rng.randint(1, 90) if rng.random() < 0.5 else None
+        try:
+            async with http.stream("POST", "/v1/chat-messages", json=body, headers=headers) as r:
+                if r.status_code != 200:
+                    tally.error(f"POST {r.status_code}")
+                    continue
+                task: list[str] = []
+                ended = await read(r, seen, drop, task)
+            if not ended and task:
+                # re-attach after the last event seen
+                tally.reattached += 1
+                url = f"/v1/chat-messages/{task[0]}/events?user=soak"
+                async with http.stream("GET", url, headers={**headers, "Last-Event-ID": str(seen[-1])}) as r2:
+                    ended = r2.status_code == 200 and await read(r2, seen, None, task)
+            tally.messages += 1
+            tally.events += len(seen)
+            if not ended:
+                tally.error("no message_end")
+            elif seen != list(range(1, len(seen) + 1)):
+                tally.error("ids not 1..n once each")
+        except (httpx.HTTPError, OSError) as exc:
+            tally.error(type(exc).__name__)
+
+
+def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    """``loopwright serve`` on ``port``, once it has printed its ready line."""
+    command = [str(EXE), "serve", "--port", str(port)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert server.stdout is not None
+    server.stdout.readline()
+    return server
+
+
+async def main(streams: int, minutes: float, seed: int) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="loopwright-soak-"))
+    script = tmp / "script.json"
+    script.write_text(json.dumps({"replies": [ANSWER] * 1_000_000, "chunk_size": 5, "delay": 0.05}))
+    env = {**os.environ, "LOOPWRIGHT_DB": str(tmp / "soak.db")}
+    env.pop("DATABASE_URL", None)
+
+    def cli(*args: str) -> str:
+        return subprocess.run(
+            [str(EXE), *args], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    app_id = cli("app", "create", "soak", "--model", f"scripted:{script}")
+    headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
+    port = free_port()
+    server = start_server(env, port)
+    tally = Tally()
+    rng = random.Random(seed)
+    started = time.monotonic()
+    deadline = started + minutes * 60
+    limits = httpx.Limits(max_connections=streams * 2, max_keepalive_connections=streams)
+    rss: dict[str, float] = {}
+
+    async def sample() -> None:
+        await asyncio.sleep(min(120, minutes * 60 / 5))
+        rss["minute 2"] = rss_mb(server.pid)
+
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits) as http:
+            sampler = asyncio.create_task(sample())
+            await asyncio.gather(
+                *(client(http, headers, random.Random(rng.random()), deadline, tally) for _ in range(streams))
+            )
+            await sampler
+        rss["end"] = rss_mb(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    with sqlite3.connect(tmp / "soak.db") as conn:
+        by_status = dict(conn.execute("SELECT status, count(*) FROM messages GROUP BY status").fetchall())
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(
+        f"streams: {streams}  minutes: {minutes}  messages: {tally.messages}  re-attached: {tally.reattached}"
+    )
+    print(f"events: {tally.events}  errors: {tally.errors}  stored by status: {by_status}")
+    print(f"server RSS: minute 2 {rss.get('minute 2', 0):.0f} MB, end {rss.get('end', 0):.0f} MB")
+    for s in tally.samples:
+        print("  ", s)
+    return 1 if tally.errors or set(by_status) - {"normal"} else 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    sys.exit(asyncio.run(main(args.streams, args.minutes, args.seed)))
