@@ -15,7 +15,7 @@ import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = list(find_examples(str(ROOT / "README.md")))
+EXAMPLES = list(find_examples(str(ROOT / "README.md"), str(ROOT / "docs")))
 
 
 def _id(example: CodeExample) -> str:
@@ -24,7 +24,7 @@ def _id(example: CodeExample) -> str:
 
 def test_the_docs_have_python_examples() -> None:
     files = {example.path.name for example in EXAMPLES}
-    assert {"README.md"} <= files
+    assert {"README.md", "quickstart.md", "tools.md", "knowledge.md", "http-api.md"} <= files
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=_id)
