@@ -130,3 +130,16 @@ async def test_migrate_matches_create_all(tmp_path: Path) -> None:
     finally:
         await created.close()
         await migrated.close()
+
+
+def test_alembic_prints_to_the_stdout_in_use_now() -> None:
+    """Alembic's own default is the sys.stdout of its import, which a test runner may have closed
+    since ("I/O operation on closed file" from ``command.check``)."""
+    import contextlib
+    import io
+
+    from loopwright.store.db import alembic_config
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert alembic_config().stdout is buffer

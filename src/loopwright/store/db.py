@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -117,7 +118,9 @@ def alembic_config(connection: Connection | None = None) -> Any:
     """An Alembic ``Config`` for loopwright's migrations, optionally bound to an open connection."""
     from alembic.config import Config
 
-    cfg = Config()
+    # Alembic's default ``stdout`` is the sys.stdout of when alembic.config was imported; pass the one
+    # in use now (under a test runner or a redirect the import-time stream may be closed since).
+    cfg = Config(stdout=sys.stdout)
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     if connection is not None:
         cfg.attributes["connection"] = connection
