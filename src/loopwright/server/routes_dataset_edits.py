@@ -9,18 +9,24 @@ batch), and ``PATCH …/documents/status/{action}``. Dataset API keys, Dify's bo
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, UploadFile
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from loopwright.app import dataset_edits, dataset_metadata, datasets
-from loopwright.app.datasets import MAX_FILE_BYTES, MetadataField
+from loopwright.app import dataset_edits, dataset_metadata
+from loopwright.app.datasets import MetadataField
 from loopwright.server.bodies import json_body
-from loopwright.server.errors import ApiError, invalid_param
-from loopwright.server.routes_datasets import Authed, Knowledge, find_dataset, queued_body, segment_body
+from loopwright.server.routes_datasets import (
+    Authed,
+    Knowledge,
+    data_object,
+    find_dataset,
+    queued_body,
+    read_document_file,
+    segment_body,
+)
 
 router = APIRouter(prefix="/v1")
 
@@ -67,18 +73,12 @@ async def update_by_file(
 ) -> dict[str, Any]:
     """Give a document a new file (optional, as in Dify: ``data`` alone renames it)."""
     dataset = await find_dataset(kb, dataset_id)
-    args = _data_object(data)
-    content, kind, name = None, "text", args.get("name")
+    args = data_object(data)
+    content: bytes | None = None
+    kind, name = "text", args.get("name")
     if file is not None:
-        if not file.filename:
-            raise ApiError(400, "filename_not_exists_error", "The specified filename does not exist.")
-        found_kind = datasets.document_kind(file.filename, file.content_type)
-        if found_kind is None:
-            raise ApiError(415, "unsupported_file_type", "File type not allowed.")
-        content = await file.read(MAX_FILE_BYTES + 1)
-        if len(content) > MAX_FILE_BYTES:
-            raise ApiError(413, "file_too_large", "File size exceeded. The limit is 15 MB.")
-        kind, name = found_kind, name or file.filename
+        content, kind = await read_document_file(file)
+        name = name or file.filename
     queued = await dataset_edits.update_document(
         kb,
         dataset,
@@ -89,16 +89,6 @@ async def update_by_file(
         process_rule=args.get("process_rule"),
     )
     return queued_body(queued, dataset, tasks)
-
-
-def _data_object(data: str | None) -> dict[str, Any]:
-    try:
-        args = json.loads(data) if data else {}
-    except json.JSONDecodeError:
-        raise invalid_param("data must be a JSON object") from None
-    if not isinstance(args, dict):
-        raise invalid_param("data must be a JSON object")
-    return args
 
 
 # --- segments -----------------------------------------------------------------------------------------

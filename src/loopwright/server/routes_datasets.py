@@ -242,24 +242,52 @@ class CreateDataset(BaseModel):
     chunk_overlap: int | None = Field(default=None, ge=0)
     doc_form: str = "text_model"
 
+    def new_dataset(self) -> NewDataset:
+        """The dataset this body asks for (the Knowledge API's and the console's)."""
+        return NewDataset(
+            name=self.name,
+            description=self.description,
+            indexing_technique=self.indexing_technique,
+            embedding_model=self.embedding_model,
+            retrieval_model=self.retrieval_model,
+            embedding=self.embedding,
+            vector_store=self.vector_store,
+            chunk_tokens=self.chunk_tokens,
+            chunk_overlap=self.chunk_overlap,
+            doc_form=self.doc_form,
+        )
+
+
+def data_object(data: str | None) -> dict[str, Any]:
+    """The ``data`` form field of a document upload: a JSON object (absent: empty)."""
+    try:
+        args = json.loads(data) if data else {}
+    except json.JSONDecodeError:
+        raise invalid_param("data must be a JSON object") from None
+    if not isinstance(args, dict):
+        raise invalid_param("data must be a JSON object")
+    return args
+
+
+async def read_document_file(file: UploadFile) -> tuple[bytes, str]:
+    """An uploaded document's content and kind, with Dify's refusals: no file name, a type that is
+    not taken, more than 15 MB (read no further than one byte past the limit)."""
+    if not file.filename:
+        raise ApiError(400, "filename_not_exists_error", "The specified filename does not exist.")
+    kind = datasets.document_kind(file.filename, file.content_type)
+    if kind is None:
+        raise ApiError(415, "unsupported_file_type", "File type not allowed.")
+    content = await file.read(MAX_FILE_BYTES + 1)
+    if len(content) > MAX_FILE_BYTES:
+        raise ApiError(413, "file_too_large", "File size exceeded. The limit is 15 MB.")
+    return content, kind
+
 
 @router.post("/datasets")
 async def create_dataset(
     kb: Knowledge, _: Authed, body: Annotated[CreateDataset, Depends(json_body(CreateDataset))]
 ) -> dict[str, Any]:
-    new = NewDataset(
-        name=body.name,
-        description=body.description,
-        indexing_technique=body.indexing_technique,
-        embedding_model=body.embedding_model,
-        retrieval_model=body.retrieval_model,
-        embedding=body.embedding,
-        vector_store=body.vector_store,
-        chunk_tokens=body.chunk_tokens,
-        chunk_overlap=body.chunk_overlap,
-        doc_form=body.doc_form,
-    )
-    dataset = await datasets.create_dataset(kb, new)
+    dataset = await datasets.create_dataset(kb, body.new_dataset())
     return dataset_body(dataset)
 
 
@@ -370,18 +398,8 @@ async def create_by_file(
         raise ApiError(400, "no_file_uploaded", "Please upload your file.")
     if not file.filename:
         raise ApiError(400, "filename_not_exists_error", "The specified filename does not exist.")
-    try:
-        args = json.loads(data) if data else {}
-    except json.JSONDecodeError:
-        raise invalid_param("data must be a JSON object") from None
-    if not isinstance(args, dict):
-        raise invalid_param("data must be a JSON object")
-    kind = datasets.document_kind(file.filename, file.content_type)
-    if kind is None:
-        raise ApiError(415, "unsupported_file_type", "File type not allowed.")
-    content = await file.read(MAX_FILE_BYTES + 1)
-    if len(content) > MAX_FILE_BYTES:
-        raise ApiError(413, "file_too_large", "File size exceeded. The limit is 15 MB.")
+    args = data_object(data)
+    content, kind = await read_document_file(file)
     name = str(args.get("name") or file.filename)
     queued = await datasets.queue_document(
         kb, dataset, name, data=content, kind=kind, process_rule=args.get("process_rule")

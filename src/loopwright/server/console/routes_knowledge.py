@@ -11,7 +11,6 @@ from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, U
 from pydantic import BaseModel, Field
 
 from loopwright.app import datasets
-from loopwright.app.datasets import MAX_FILE_BYTES, NewDataset
 from loopwright.server.bodies import json_body
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import ApiError
@@ -20,6 +19,7 @@ from loopwright.server.routes_datasets import (
     Knowledge,
     dataset_body,
     document_body,
+    read_document_file,
     segment_body,
 )
 
@@ -36,19 +36,7 @@ async def list_datasets(kb: Knowledge, keyword: str | None = None) -> dict[str, 
 async def create_dataset(
     kb: Knowledge, body: Annotated[CreateDataset, Depends(json_body(CreateDataset))]
 ) -> dict[str, Any]:
-    new = NewDataset(
-        name=body.name,
-        description=body.description,
-        indexing_technique=body.indexing_technique,
-        embedding_model=body.embedding_model,
-        retrieval_model=body.retrieval_model,
-        embedding=body.embedding,
-        vector_store=body.vector_store,
-        chunk_tokens=body.chunk_tokens,
-        chunk_overlap=body.chunk_overlap,
-        doc_form=body.doc_form,
-    )
-    return dataset_body(await datasets.create_dataset(kb, new))
+    return dataset_body(await datasets.create_dataset(kb, body.new_dataset()))
 
 
 @router.post("/dataset-keys", status_code=201)
@@ -104,12 +92,7 @@ async def upload_document(
     dataset = await datasets.get_dataset(kb, dataset_id)
     if file is None or not file.filename:
         raise ApiError(400, "no_file_uploaded", "Please upload your file.")
-    kind = datasets.document_kind(file.filename, file.content_type)
-    if kind is None:
-        raise ApiError(415, "unsupported_file_type", "File type not allowed.")
-    content = await file.read(MAX_FILE_BYTES + 1)
-    if len(content) > MAX_FILE_BYTES:
-        raise ApiError(413, "file_too_large", "File size exceeded. The limit is 15 MB.")
+    content, kind = await read_document_file(file)
     queued = await datasets.queue_document(kb, dataset, name or file.filename, data=content, kind=kind)
     tasks.add_task(queued.index)
     return {"document": _document(queued.document, dataset), "batch": queued.document.batch}
