@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sys
 import tempfile
@@ -32,6 +33,12 @@ from loopwright.config import Settings  # noqa: E402
 from loopwright.store.db import Database  # noqa: E402
 from loopwright.store.models import Message  # noqa: E402
 from loopwright.testing import ScriptedModel  # noqa: E402
+
+
+def rss_mib() -> float:
+    """This process's resident memory (Linux)."""
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 async def one(runtime: AppRuntime, app_id: str, i: int, fails: bool) -> str | None:
@@ -73,6 +80,9 @@ async def main(runs: int, concurrency: int, seed: int) -> int:
             problems += [p for p in results if p]
             for runtime, *_ in slots:
                 await runtime.aclose()
+            done = first + len(batch)
+            if done % 1000 < concurrency:
+                print(f"  {done} runs, {time.perf_counter() - started:.0f} s, RSS {rss_mib():.0f} MiB", flush=True)
         await db.writer.flush()
         async with db.sessionmaker() as s:
             stored = await s.scalar(

@@ -259,10 +259,21 @@ async def test_empty_script_raises_on_first_call() -> None:
 async def test_reply_error_raises_the_exception_while_streaming() -> None:
     boom = ConnectionError("provider down")
     model = ScriptedModel([Reply.error(boom), "recovered"])
-    with pytest.raises(ConnectionError) as info:
+    with pytest.raises(ConnectionError, match="provider down") as info:
         await collect(model)
-    assert info.value is boom
+    assert info.value.__traceback__ is not None
     assert text_of(await collect(model)) == "recovered"
+
+
+async def test_a_scripted_error_keeps_no_traceback_of_the_runs_that_raised_it() -> None:
+    # Raising the script's own instance would chain every run's frames (and their messages) onto it
+    # for as long as the script lives: a long test or bench held gigabytes that way.
+    boom = ConnectionError("provider down")
+    model = ScriptedModel([Reply.error(boom)], cycle=True)
+    for _ in range(3):
+        with pytest.raises(ConnectionError):
+            await collect(model)
+    assert boom.__traceback__ is None
 
 
 # --- timing -----------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -158,7 +159,7 @@ class ScriptedModel:
         messages: Sequence[PromptMessage],
     ) -> AsyncGenerator[LLMChunk, None]:
         if reply.raises is not None:
-            raise reply.raises
+            raise _fresh(reply.raises)
         text = _cut_at_stop(reply.content, stop)
         size = self.chunk_size
         for i in range(0, len(text), size):
@@ -211,3 +212,13 @@ def _default_usage(messages: Sequence[PromptMessage], text: str, calls: tuple[Ca
     prompt = sum(len(m.content) if isinstance(m.content, str) else 16 for m in messages) // 4 + 1
     completion = len(text) // 4 + 8 * len(calls) + 1
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+def _fresh(error: BaseException) -> BaseException:
+    """A copy of a scripted error to raise: raising the script's own instance would leave on it the
+    traceback of every run that raised it — frames holding those runs' messages, kept alive as long
+    as the script is."""
+    try:
+        return copy.copy(error)
+    except Exception:  # an exception type that cannot be copied is raised as it is
+        return error
