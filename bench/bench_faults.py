@@ -82,7 +82,10 @@ async def main(runs: int, concurrency: int, seed: int) -> int:
                 await runtime.aclose()
             done = first + len(batch)
             if done % 1000 < concurrency:
-                print(f"  {done} runs, {time.perf_counter() - started:.0f} s, RSS {rss_mib():.0f} MiB", flush=True)
+                print(
+                    f"  {done} runs, {time.perf_counter() - started:.0f} s, RSS {rss_mib():.0f} MiB",
+                    flush=True,
+                )
         await db.writer.flush()
         async with db.sessionmaker() as s:
             stored = await s.scalar(

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import datetime, timedelta
+from pathlib import Path
 
+import pytest
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 
+from loopwright.app import recovery
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.wire_events import MessageEnd
+from loopwright.store import db as store_db
 from loopwright.store.db import Database
 from loopwright.store.models import Message, MessageAgentThought, Worker, utcnow
 from loopwright.testing import Reply, ScriptedModel
@@ -158,3 +164,60 @@ async def test_a_live_workers_run_whose_end_was_not_saved_is_marked_a_few_beats_
     assert await runtime.lease.beat() == 0
     [e async for e in run.events()]
     await runtime.shutdown()
+
+
+async def test_a_lease_opens_when_the_database_was_busy_past_its_timeout_at_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under heavy write load SQLite can hold its lock past the busy timeout; registering this process
+    # is tried again rather than failing the run that opened the lease.
+    monkeypatch.setattr(store_db, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(recovery, "OPEN_RETRY_DELAY", 0.0)
+    path = tmp_path / "busy.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    await db.create_all()
+    other_writer = sqlite3.connect(path, isolation_level=None)
+    other_writer.execute("BEGIN IMMEDIATE")
+    tries: list[int] = []
+    beat = WorkerLease.beat
+
+    async def beat_then_release(lease: WorkerLease) -> int:
+        tries.append(1)
+        try:
+            return await beat(lease)
+        finally:
+            if other_writer.in_transaction:
+                other_writer.execute("ROLLBACK")  # the other writer lets go after the first try
+
+    monkeypatch.setattr(WorkerLease, "beat", beat_then_release)
+    lease = WorkerLease(db)
+    try:
+        await lease.open()
+        assert len(tries) == 2
+        async with db.transaction() as s:
+            assert await s.get(Worker, lease.id) is not None
+    finally:
+        await lease.aclose()
+        other_writer.close()
+        await db.close()
+
+
+async def test_a_lease_gives_up_after_its_tries_with_the_databases_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_db, "SQLITE_BUSY_TIMEOUT_MS", 20)
+    monkeypatch.setattr(recovery, "OPEN_RETRY_DELAY", 0.0)
+    path = tmp_path / "locked.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    await db.create_all()
+    other_writer = sqlite3.connect(path, isolation_level=None)
+    other_writer.execute("BEGIN IMMEDIATE")
+    lease = WorkerLease(db)
+    try:
+        with pytest.raises(OperationalError, match="locked"):
+            await lease.open()
+        assert not lease.opened
+    finally:
+        other_writer.execute("ROLLBACK")
+        other_writer.close()
+        await db.close()

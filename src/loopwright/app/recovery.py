@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
+from sqlalchemy.exc import OperationalError
+
 from loopwright.app.run_events import EventJournal
 from loopwright.app.wire_events import EventHead
 from loopwright.store import repositories as repo
@@ -32,6 +34,8 @@ from loopwright.store.models import RunStream, utcnow
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL = 15.0  # seconds
+OPEN_ATTEMPTS = 4  # tries to register this process before its first run gives up
+OPEN_RETRY_DELAY = 0.1  # seconds before the second try, doubling after
 
 
 class WorkerLease:
@@ -67,8 +71,22 @@ class WorkerLease:
         async with self._opening:
             if self._task is not None:
                 return
-            await self.beat()
+            await self._first_beat()
             self._task = asyncio.get_running_loop().create_task(self._beat_forever())
+
+    async def _first_beat(self) -> None:
+        # The row must exist before this process runs anything (a running message of a worker without
+        # a row is an orphan). Under heavy write load SQLite can keep its lock past the busy timeout;
+        # a few tries ride that out instead of failing the run that opened the lease.
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                await self.beat()
+                return
+            except OperationalError:
+                if attempt == OPEN_ATTEMPTS - 1:
+                    raise
+                log.warning("worker registration failed (database busy); trying again")
+                await asyncio.sleep(OPEN_RETRY_DELAY * 2**attempt)
 
     async def beat(self) -> int:
         """Renew this process's heartbeat and mark the running messages of dead ones interrupted;
