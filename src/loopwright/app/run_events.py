@@ -16,7 +16,8 @@ the streams:
 - a stream nobody follows is written every ``quiet_interval`` (250 ms): its events are only kept for a
   client that may come back, so fewer, larger rows do (the cost of the journal is mostly per row). A
   client that re-attaches makes it followed, which writes what it has at once;
-- a run's last chunk is ``final``, written as soon as the run ends.
+- a run's last chunk is ``final``, written as a followed stream's when the run ends (runs that end
+  together share a write).
 
 Who follows what: followers in this process are known; a follower in another process asks for its
 stream by a notification (``FOLLOWS_CHANNEL``, PostgreSQL). On SQLite with several workers nothing
@@ -114,8 +115,8 @@ class RunRecord:
             self._journal.pending(self)
 
     def end(self) -> None:
-        """The run has ended: its last chunk, final, is written now (with what other followed runs
-        added)."""
+        """The run has ended: its last chunk, final, is written with the followed streams' next write
+        (at once if the journal was idle for ``interval``: runs that end together share one write)."""
         if not self.ended:
             self.ended = True
             self._journal.ended(self)
@@ -225,11 +226,11 @@ class EventJournal:
             self._soon_timer = loop.call_later(wait, self._flush_soon)
 
     def ended(self, record: RunRecord) -> None:
-        """Write ``record``'s final chunk now (with what the other followed runs added)."""
+        """Write ``record``'s final chunk with the next write of followed streams."""
         self._records.pop(record.task_id, None)
         self._later.pop(record.task_id, None)
         self._soon[record.task_id] = record
-        self._flush_soon()
+        self._schedule_soon()
 
     def mark_followed(self, task_id: str) -> None:
         """Someone follows ``task_id``: if it runs here, it is written with the short interval from
