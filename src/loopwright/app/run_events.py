@@ -265,6 +265,7 @@ class EventJournal:
         if self._later_timer is not None:
             self._later_timer.cancel()
             self._later_timer = None
+        self._last_soon = self._now()
         records = {**self._later, **self._soon}
         self._soon, self._later = {}, {}
         return self._write(records.values())
@@ -288,6 +289,11 @@ class EventJournal:
     async def settled(self) -> None:
         """Wait until everything recorded so far is written (tests, shutdown)."""
         self.flush()
+        if self._writes:
+            await asyncio.wait(set(self._writes))
+
+    async def committed(self) -> None:
+        """Wait until the writes already made have landed (none is started: see :meth:`settled`)."""
         if self._writes:
             await asyncio.wait(set(self._writes))
 
