@@ -31,7 +31,10 @@ and message already chosen: ``describe_error``).
 final chunk. The stored chunks are the source of truth: a follower reads them when it starts, and
 after that takes the chunks it hears of live — handed over in memory in this process once their write
 committed, and carried in the ``NOTIFY`` payload itself from another process on PostgreSQL
-(``app.relay``), so a live event costs the follower no read. Every event carries its number and a
+(``app.relay``), so a live event costs the follower no read. Only followed streams' chunks and last
+chunks are notified: a follower elsewhere asks for its stream before its first read, so a chunk
+written before the writer heard the request is either in that read or revealed as a gap by the next
+chunk it hears (the last one at the latest). Every event carries its number and a
 follower keeps the number of the last one it gave out, so each event is given exactly once, in order,
 whichever way it came: a chunk heard twice is skipped, a gap (a notification lost, a chunk too large
 for one) or a quiet ``recheck_interval`` makes it read the stored chunks again. On SQLite followers
@@ -272,16 +275,21 @@ class EventJournal:
 
     def _write(self, records: Iterable[RunRecord]) -> asyncio.Future[None] | None:
         chunks = []
+        announced = []  # told to other processes: followed streams' chunks, and last chunks
         for record in records:
             items, record.items = record.items, []
             if not items and not record.ended:
                 continue
             last = record.seq
-            chunks.append(Chunk(record.task_id, last - len(items) + 1, last, items, record.ended))
+            chunk = Chunk(record.task_id, last - len(items) + 1, last, items, record.ended)
+            chunks.append(chunk)
+            if record.followed or record.ended:
+                announced.append(chunk)
         if not chunks:
             return None
         origin = self.origin if self.notified else None
-        done = self.db.writer.submit(streams.write_chunks(chunks, utcnow(), origin=origin))
+        write = streams.write_chunks(chunks, utcnow(), origin=origin, announced=announced)
+        done = self.db.writer.submit(write)
         done.add_done_callback(lambda fut: self._written(fut, chunks))
         self._writes.add(done)
         return done

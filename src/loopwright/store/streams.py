@@ -126,10 +126,23 @@ def parse_notification(payload: str, origin: str, wanted: Container[str]) -> lis
     return out
 
 
-def write_chunks(chunks: Sequence[Chunk], now: datetime, *, origin: str | None = None) -> WriteFn:
+def write_chunks(
+    chunks: Sequence[Chunk],
+    now: datetime,
+    *,
+    origin: str | None = None,
+    announced: Sequence[Chunk] | None = None,
+) -> WriteFn:
     """A write that stores event chunks, marks the streams whose final chunk is among them as ended,
-    and tells listeners (PostgreSQL, when ``origin`` — the writing process's id — is given)."""
+    and tells listeners of the ``announced`` ones (default: all) on PostgreSQL, when ``origin`` — the
+    writing process's id — is given."""
     texts = [_dumps(c.items) for c in chunks]
+    if announced is None or len(announced) == len(chunks):
+        told, told_texts = chunks, texts
+    else:
+        wanted = {id(c) for c in announced}
+        pairs = [(c, t) for c, t in zip(chunks, texts, strict=True) if id(c) in wanted]
+        told, told_texts = [c for c, _ in pairs], [t for _, t in pairs]
     rows = [
         {
             "task_id": c.task_id,
@@ -151,8 +164,8 @@ def write_chunks(chunks: Sequence[Chunk], now: datetime, *, origin: str | None =
             await session.execute(
                 update(RunStream).where(RunStream.task_id.in_(ended)).values(ended_at=now, stop_user=None)
             )
-        if notifies(session):
-            await _notify(session, EVENTS_CHANNEL, notification(origin or "", chunks, texts))
+        if notifies(session) and origin is not None and told:
+            await _notify(session, EVENTS_CHANNEL, notification(origin, told, told_texts))
 
     return write
 
