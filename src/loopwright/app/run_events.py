@@ -8,7 +8,7 @@ runs added in chunks, one row per run per write, all runs' rows in one write of 
 (``store.streams``), throttled so that the write rate stays bounded whatever the number and speed of
 the streams:
 
-- a stream that someone follows is written with a **leading-edge throttle** of ``interval`` (20 ms by
+- a stream that someone follows is written with a **leading-edge throttle** of ``interval`` (10 ms by
   default): an event that finds the journal idle for ``interval`` is written at once (on the next turn
   of the event loop, with whatever else that turn added); later ones wait for the end of the interval.
   A sparse event is thus relayed with next to no delay, and a busy journal writes at most
@@ -66,7 +66,7 @@ from loopwright.store.writer import Insert
 
 log = logging.getLogger("loopwright.app")
 
-FLUSH_INTERVAL = 0.02  # seconds: at most one write of followed streams per interval (leading edge)
+FLUSH_INTERVAL = 0.01  # seconds: at most one write of followed streams per interval (leading edge)
 QUIET_INTERVAL = 0.25  # seconds: how long the events of a stream nobody follows wait to be written
 POLL_INTERVAL = 0.2  # seconds between reads of a followed stream where nothing notifies (SQLite)
 RECHECK_INTERVAL = 5.0  # seconds: a follower re-reads even without news (a notification lost)
