@@ -16,7 +16,7 @@ from loopwright.app.run_events import EventJournal, Replayed, RunRecord
 from loopwright.app.wire_events import AgentMessage, EventHead, MessageEnd
 from loopwright.store import streams
 from loopwright.store.db import Database
-from loopwright.store.models import RunEvent
+from loopwright.store.models import RunEvent, utcnow
 from loopwright.store.streams import Chunk
 from tests.store.test_postgres import _reset, pg_empty, pg_url
 
@@ -314,3 +314,25 @@ async def test_a_follower_in_another_process_hears_chunks_with_their_events(pg_e
     assert [r.item for r in got[:40]] == [str(i) for i in range(1, 41)]
     assert dropped and reads.count >= 2  # the first read, and the gap the lost notification left
     assert reads.count < 10  # most chunks came in notifications
+
+
+async def test_a_follower_ahead_of_the_store_learns_that_the_stream_ended(database: Database) -> None:
+    """A client saw events 1–5 live, but its worker died with only 1–2 stored: the sweep's final chunk
+    (numbered 3) ends the re-attached stream instead of leaving it waiting."""
+    journal = EventJournal(database, interval=LONG, quiet_interval=LONG)
+    record = opened(journal)
+    record.add(delta("a"))
+    record.add(delta("b"))
+    await journal.settled()
+    async with database.transaction() as s:
+        ended = await streams.interrupt_streams(s, lambda _s: {"event": "error"}, utcnow())
+    assert ended == [HEAD.task_id]
+    got: list[Replayed] = []
+    async with asyncio.timeout(30):
+        async for batch in journal.follow(HEAD.task_id, 5, ping_interval=LONG):
+            got.extend(batch)
+    assert got == []
+    async with asyncio.timeout(30):
+        async for batch in journal.follow(HEAD.task_id, 1, ping_interval=LONG):
+            got.extend(batch)
+    assert [(r.seq, r.item) for r in got] == [(2, "b"), (3, {"event": "error"})]
