@@ -11,7 +11,9 @@ Prints, on one line each:
 - the database writes: chunk rows and chunk writes (transactions that wrote chunks: one per distinct
   ``created_at``) per second, over the time the streams ran;
 - the two servers' CPU (user + system) per event relayed, µs — A records and writes, B relays;
-- that every follower got every event once, in order (the SSE ids), and the same events as the client.
+- that every follower got every event once, in order (the SSE ids), and the same events as the client;
+- how many re-attaches came too early (404: the stream's row is written behind the run's first
+  events) and were retried 20 ms later.
 
 The client is a minimal HTTP/1.1 reader on asyncio streams (as in ``bench_server.py``), so that what
 is measured is the servers, not the client's parsing. Set ``PYTHONPATH`` to the ``src`` of the tree to
@@ -64,6 +66,11 @@ class Stream:
         self.names: dict[int, bytes] = {}
         self.task_id = ""
         self.known = asyncio.Event()
+        self.retries = 0  # re-attaches answered 404: too early
+
+
+class NotYet(Exception):
+    """A 404: the stream's row is written behind the run's first events, and was not there yet."""
 
 
 async def read_sse(port: int, request: bytes, into: Stream) -> None:
@@ -73,6 +80,8 @@ async def read_sse(port: int, request: bytes, into: Stream) -> None:
     try:
         writer.write(request)
         status = await reader.readline()
+        if b" 404 " in status:
+            raise NotYet
         if b" 200 " not in status:
             raise RuntimeError(f"HTTP {status.decode().strip()}")
         while (await reader.readline()) not in (b"\r\n", b""):
@@ -118,7 +127,13 @@ async def one(ports: list[int], key: str) -> tuple[Stream, Stream]:
         f"GET /v1/chat-messages/{direct.task_id}/events?user=relay HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: Bearer {key}\r\n\r\n"
     ).encode()
-    await read_sse(ports[1], get, relayed)
+    for _ in range(100):
+        try:
+            await read_sse(ports[1], get, relayed)
+            break
+        except NotYet:
+            relayed.retries += 1
+            await asyncio.sleep(0.02)
     await reader
     return direct, relayed
 
@@ -209,6 +224,9 @@ async def main(streams: int, url: str) -> None:
         f"B (relays) {cpu[1] / max(events, 1) * 1e6:.1f} µs/event"
     )
     print(f"followers that got every event once, in order, as sent live: {whole} of {streams}")
+    retried = sum(relayed.retries for _, relayed in results)
+    if retried:
+        print(f"re-attaches answered 404 because the stream's row was not written yet, retried: {retried}")
 
 
 if __name__ == "__main__":
