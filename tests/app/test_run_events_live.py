@@ -336,3 +336,26 @@ async def test_a_follower_ahead_of_the_store_learns_that_the_stream_ended(databa
         async for batch in journal.follow(HEAD.task_id, 1, ping_interval=LONG):
             got.extend(batch)
     assert [(r.seq, r.item) for r in got] == [(2, "b"), (3, {"event": "error"})]
+
+
+async def test_a_follower_that_does_not_keep_up_holds_a_bounded_number_of_chunks(database: Database) -> None:
+    journal = EventJournal(database, interval=LONG, quiet_interval=LONG, recheck_interval=LONG)
+    record = opened(journal)
+    await database.writer.flush()
+    events = journal.follow(HEAD.task_id, 0, ping_interval=LONG)
+    record.add(delta("0"))
+    await journal.settled()
+    first = await asyncio.wait_for(anext(events), 30)  # the reader takes one batch, then stalls
+    assert [r.seq for r in first] == [1]
+    for i in range(1, 600):
+        record.add(delta(str(i)))
+        await journal.settled()  # a chunk each, handed to the stalled follower
+    [follower] = journal._followers[HEAD.task_id]
+    assert len(follower.heard) <= 256 and follower.reread
+    record.end()
+    await journal.settled()
+    got = list(first)
+    async with asyncio.timeout(30):
+        async for batch in events:
+            got.extend(batch)
+    assert [r.item for r in got] == [str(i) for i in range(600)]

@@ -70,6 +70,7 @@ FLUSH_INTERVAL = 0.01  # seconds: at most one write of followed streams per inte
 QUIET_INTERVAL = 0.25  # seconds: how long the events of a stream nobody follows wait to be written
 POLL_INTERVAL = 0.2  # seconds between reads of a followed stream where nothing notifies (SQLite)
 RECHECK_INTERVAL = 5.0  # seconds: a follower re-reads even without news (a notification lost)
+MAX_HEARD = 256  # chunks a follower holds for its reader; more: they are dropped and read again
 RETENTION = timedelta(hours=1)  # how long a stream that ended can be replayed
 INTERNAL_MESSAGE = "Internal Server Error, please contact support."
 OFF_MESSAGE = (
@@ -322,7 +323,11 @@ class EventJournal:
             return
         for chunk in chunks:
             for follower in followers.get(chunk.task_id, ()):
-                follower.heard.append(chunk)
+                if len(follower.heard) < MAX_HEARD:
+                    follower.heard.append(chunk)
+                else:  # a reader that does not keep up: it reads the store instead of holding more
+                    follower.heard.clear()
+                    follower.reread = True
                 follower.news.set()
 
     def heard_notification(self, payload: str) -> None:
