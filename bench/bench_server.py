@@ -23,7 +23,12 @@ and what is measured is the server.
 them (``LOOPWRIGHT_METRICS_TOKEN`` set, /metrics scraped once at the end): the cost of the metrics is
 the difference in server CPU per event between the two.
 
-Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [--metrics] [N ...]   (default: 100 500 1000)
+``--journal-off`` serves with ``LOOPWRIGHT_RESUMABLE_STREAMS=false`` (no event journal: the cost of
+the journal is the difference in server CPU per event and memory per stream with and without it).
+Set ``PYTHONPATH`` to the ``src`` of the tree to measure (the server inherits it).
+
+Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [--metrics] [--journal-off] [N ...]
+(default sizes: 100 500 1000)
 """
 
 from __future__ import annotations
@@ -235,6 +240,9 @@ def main() -> None:
     parser.add_argument(
         "--metrics", action="store_true", help="run the sizes twice: Prometheus metrics off, then on"
     )
+    parser.add_argument(
+        "--journal-off", action="store_true", help="serve with LOOPWRIGHT_RESUMABLE_STREAMS=false"
+    )
     args = parser.parse_args()
     largest = max(args.sizes)
     if args.burst:
@@ -244,6 +252,7 @@ def main() -> None:
     mode = "burst" if args.burst else f"ramp at {args.rate:g}/s"
     mode += ", function calling" if args.function_calling else ", ReAct"
     mode += f", {args.workers} worker{'s' if args.workers > 1 else ''}"
+    mode += ", stream journal off" if args.journal_off else ", stream journal on"
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}; "
         f"{mode}; answers of {chunks} chunks at {1 / CHUNK_DELAY:g}/s; "
@@ -265,6 +274,8 @@ def main() -> None:
         )
         env = {**os.environ, "LOOPWRIGHT_DB": str(Path(tmp) / "bench.db")}
         env.pop("DATABASE_URL", None)
+        if args.journal_off:
+            env["LOOPWRIGHT_RESUMABLE_STREAMS"] = "false"
         app_id = cli("app", "create", "bench", "--model", f"scripted:{script}", env=env)
         key = cli("key", "create", "--app", app_id, env=env)
         # --metrics: the same sizes against a server without and then with Prometheus metrics.

@@ -60,10 +60,11 @@ TOML_KEYS: dict[str, str] = {
     "admin_token": "LOOPWRIGHT_ADMIN_TOKEN",
     "dify_strict": "LOOPWRIGHT_DIFY_STRICT",
     "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
+    "resumable_streams": "LOOPWRIGHT_RESUMABLE_STREAMS",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
-_BOOL_KEYS = ("dify_strict",)
+_BOOL_KEYS = ("dify_strict", "resumable_streams")
 TOOL_SOURCE_KINDS = (
     "builtin",
     "openapi",
@@ -114,6 +115,9 @@ class Settings(BaseSettings):
     # The tool sources apps may use (loopwright.app.tool_allowlist: "builtin:calculator",
     # "openapi:api.example.com", "mcp:npx", "app:*", …); empty: any.
     tool_sources: tuple[str, ...] = ()
+    # Every stream's events kept for a re-attach (loopwright.app.run_events); false: none (one worker
+    # whose clients never re-attach), GET /v1/chat-messages/{task_id}/events answers 404.
+    resumable_streams: bool = True
 
     @classmethod
     def settings_customise_sources(

@@ -3,12 +3,15 @@
 A run lives in the process that started it, but any process may be asked to stop it or to follow
 its stream. On PostgreSQL each process keeps one ``LISTEN`` connection (``store.notify``): a stop
 that reaches a process without the run is a ``NOTIFY`` that the process running it hears at once —
-nothing polls — and new run events wake the followers of those streams (``app.run_events``). Several
-``loopwright serve`` processes, on several hosts, can thus share one PostgreSQL.
+nothing polls —, new run events reach the followers of those streams in the notification itself, and
+a follower's request for a stream makes the process running it write that stream with the short
+interval (``app.run_events``). Several ``loopwright serve`` processes, on several hosts, can thus
+share one PostgreSQL.
 
 SQLite has no notifications, and its processes are on one host (``loopwright serve --workers N``):
 there a stop is marked on the stream's row and the process running it looks for marks on its runs
-every :data:`STOP_POLL_INTERVAL` while it has runs (only with several workers), and followers poll.
+every :data:`STOP_POLL_INTERVAL` while it has runs (only with several workers), followers poll, and
+with several workers every stream is written with the short interval (nobody could ask for it).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Relay:
         self.stop_poll_interval: float | None = None
         if not self.notified and workers > 1:
             self.stop_poll_interval = STOP_POLL_INTERVAL
+            journal.follow_all = True  # a follower in another process cannot say it follows
         self.on_stop: StopHandler = lambda _t, _a, _u: False  # the executor's local stop
         self._listener: Listener | None = None
 
@@ -49,7 +53,11 @@ class Relay:
         if self.notified and self._listener is None:
             self._listener = Listener(
                 self.db.url,
-                {streams.EVENTS_CHANNEL: self._events, streams.STOPS_CHANNEL: self._stop},
+                {
+                    streams.EVENTS_CHANNEL: self.journal.heard_notification,
+                    streams.FOLLOWS_CHANNEL: self.journal.mark_followed,
+                    streams.STOPS_CHANNEL: self._stop,
+                },
                 on_reconnect=self.journal.wake_all,
             )
             self._listener.start()
@@ -72,9 +80,6 @@ class Relay:
             marked = await streams.take_stops(session, task_ids)
         for task_id, app_id, user in marked:
             self.on_stop(task_id, app_id, user)
-
-    def _events(self, payload: str) -> None:
-        self.journal.wake(payload.split(","))
 
     def _stop(self, payload: str) -> None:
         stop = json.loads(payload)

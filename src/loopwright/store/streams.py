@@ -1,17 +1,23 @@
 """Run streams in the database: their rows, their event chunks, and the notifications that tell
-other processes about new chunks and stops (``app.run_events``).
+other processes about new chunks, followers and stops (``app.run_events``, ``app.relay``).
 
-On PostgreSQL every write of chunks also sends ``NOTIFY`` on :data:`EVENTS_CHANNEL` (the task ids,
-comma-separated) in the same transaction, so a listener hears of them only once they are committed;
-a stop asked of a run in another process is a ``NOTIFY`` on :data:`STOPS_CHANNEL`. SQLite has no
-notifications: the chunks are polled, and a stop is written on the stream's row (``stop_user``) for
-the process running it to find.
+On PostgreSQL every write of chunks also sends ``NOTIFY`` on :data:`EVENTS_CHANNEL` in the same
+transaction, so a listener hears of them only once they are committed. The notification carries the
+chunks themselves (:func:`notification`), so that a follower in another process needs no read for a
+live event: the writing process's id, then per chunk ``task_id first_seq last_seq final items`` (the
+items as stored, a JSON list), separated by ``\x1e`` (which JSON never holds unescaped); a chunk too
+large for PostgreSQL's 8,000 bytes goes without its items (the follower reads it). A listener splits a
+payload and parses only the chunks of streams it follows. A follower in another process asks for its
+stream with a ``NOTIFY`` on :data:`FOLLOWS_CHANNEL` (the task id); a stop asked of a run in another
+process is a ``NOTIFY`` on :data:`STOPS_CHANNEL`. SQLite has no notifications: the chunks are polled,
+and a stop is written on the stream's row (``stop_user``) for the process running it to find.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,20 +29,47 @@ from loopwright.store.writer import WriteFn
 
 __all__ = [
     "EVENTS_CHANNEL",
+    "FOLLOWS_CHANNEL",
     "STOPS_CHANNEL",
+    "Chunk",
+    "Item",
     "chunks_after",
     "get_stream",
     "interrupt_streams",
+    "notification",
     "notifies",
+    "parse_notification",
     "purge_streams",
+    "request_follow",
     "request_stop",
     "take_stops",
     "write_chunks",
 ]
 
 EVENTS_CHANNEL = "loopwright_run_events"
+FOLLOWS_CHANNEL = "loopwright_follows"
 STOPS_CHANNEL = "loopwright_stops"
 MAX_NOTIFY_PAYLOAD = 7900  # PostgreSQL's limit is 8000 bytes
+SEPARATOR = "\x1e"  # between the parts of a notification; JSON escapes it inside strings
+
+Item = str | dict[str, Any]  # an agent_message delta's text, or another event's payload
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Consecutive events of one stream, numbered ``first_seq`` to ``last_seq`` (an empty final chunk
+    has ``last_seq = first_seq - 1``); ``items`` None: heard of without its events (too large for a
+    notification), read them."""
+
+    task_id: str
+    first_seq: int
+    last_seq: int
+    items: list[Item] | None
+    final: bool
+
+
+_RUN_EVENTS = RunEvent.metadata.tables[RunEvent.__tablename__]
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def notifies(session: AsyncSession) -> bool:
@@ -50,28 +83,78 @@ async def _notify(session: AsyncSession, channel: str, payloads: Sequence[str]) 
         await session.execute(select(func.pg_notify(channel, payload)))
 
 
-def _joined(task_ids: Collection[str]) -> list[str]:
-    """Task ids joined with commas, in payloads under PostgreSQL's size limit."""
+def _size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def notification(origin: str, chunks: Sequence[Chunk], texts: Sequence[str]) -> list[str]:
+    """The payloads telling other processes of ``chunks`` (their items as stored: ``texts``), each
+    under PostgreSQL's size limit (see the module's docstring)."""
     out: list[str] = []
-    current: list[str] = []
-    size = 0
-    for task_id in task_ids:
-        if current and size + len(task_id) + 1 > MAX_NOTIFY_PAYLOAD:
-            out.append(",".join(current))
-            current, size = [], 0
-        current.append(task_id)
-        size += len(task_id) + 1
-    if current:
-        out.append(",".join(current))
+    current = [origin]
+    size = _size(origin)
+    for chunk, text in zip(chunks, texts, strict=True):
+        head = f"{chunk.task_id} {chunk.first_seq} {chunk.last_seq} {int(chunk.final)}"
+        record = f"{head} {text}"
+        length = _size(record)
+        if length + len(origin) + 1 > MAX_NOTIFY_PAYLOAD:
+            record, length = head, _size(head)  # too large: the follower reads it
+        if len(current) > 1 and size + length + 1 > MAX_NOTIFY_PAYLOAD:
+            out.append(SEPARATOR.join(current))
+            current, size = [origin], _size(origin)
+        current.append(record)
+        size += length + 1
+    if len(current) > 1:
+        out.append(SEPARATOR.join(current))
     return out
 
 
-def write_chunks(chunks: Sequence[Mapping[str, Any]], now: datetime) -> WriteFn:
-    """A write that stores event chunks (``run_events`` rows without ``created_at``), marks the
-    streams whose final chunk is among them as ended, and tells listeners (PostgreSQL)."""
-    rows = [{**c, "created_at": now} for c in chunks]
-    ended = [c["task_id"] for c in chunks if c["final"]]
-    task_ids = list(dict.fromkeys(c["task_id"] for c in chunks))
+def parse_notification(payload: str, origin: str, wanted: Container[str]) -> list[Chunk]:
+    """The chunks of the streams in ``wanted`` that a notification tells of, unless it is
+    ``origin``'s own (see :func:`notification`)."""
+    parts = payload.split(SEPARATOR)
+    if len(parts) < 2 or parts[0] == origin:
+        return []
+    out = []
+    for record in parts[1:]:
+        task_id, _, rest = record.partition(" ")
+        if task_id not in wanted:
+            continue
+        fields = rest.split(" ", 3)
+        items = json.loads(fields[3]) if len(fields) > 3 else None
+        out.append(Chunk(task_id, int(fields[0]), int(fields[1]), items, fields[2] == "1"))
+    return out
+
+
+def write_chunks(
+    chunks: Sequence[Chunk],
+    now: datetime,
+    *,
+    origin: str | None = None,
+    announced: Sequence[Chunk] | None = None,
+) -> WriteFn:
+    """A write that stores event chunks, marks the streams whose final chunk is among them as ended,
+    and tells listeners of the ``announced`` ones (default: all) on PostgreSQL, when ``origin`` — the
+    writing process's id — is given."""
+    texts = [_dumps(c.items) for c in chunks]
+    if announced is None or len(announced) == len(chunks):
+        told, told_texts = chunks, texts
+    else:
+        wanted = {id(c) for c in announced}
+        pairs = [(c, t) for c, t in zip(chunks, texts, strict=True) if id(c) in wanted]
+        told, told_texts = [c for c, _ in pairs], [t for _, t in pairs]
+    rows = [
+        {
+            "task_id": c.task_id,
+            "first_seq": c.first_seq,
+            "last_seq": c.last_seq,
+            "items": text,
+            "final": c.final,
+            "created_at": now,
+        }
+        for c, text in zip(chunks, texts, strict=True)
+    ]
+    ended = [c.task_id for c in chunks if c.final]
 
     async def write(session: AsyncSession) -> None:
         # A chunk already there (a stream the sweep ended while its worker was only slow) is skipped,
@@ -81,21 +164,22 @@ def write_chunks(chunks: Sequence[Mapping[str, Any]], now: datetime) -> WriteFn:
             await session.execute(
                 update(RunStream).where(RunStream.task_id.in_(ended)).values(ended_at=now, stop_user=None)
             )
-        if notifies(session):
-            await _notify(session, EVENTS_CHANNEL, _joined(task_ids))
+        if notifies(session) and origin is not None and told:
+            await _notify(session, EVENTS_CHANNEL, notification(origin, told, told_texts))
 
     return write
 
 
 def _insert_new(session: AsyncSession) -> Any:
-    """``INSERT … ON CONFLICT DO NOTHING`` into ``run_events`` for this database's dialect."""
+    """``INSERT … ON CONFLICT DO NOTHING`` into ``run_events`` for this database's dialect (on the
+    table, not the ORM class: the ORM's bulk insert costs more per row than the row itself)."""
     if notifies(session):
         from sqlalchemy.dialects import postgresql
 
-        return postgresql.insert(RunEvent).on_conflict_do_nothing()
+        return postgresql.insert(_RUN_EVENTS).on_conflict_do_nothing()
     from sqlalchemy.dialects import sqlite
 
-    return sqlite.insert(RunEvent).on_conflict_do_nothing()
+    return sqlite.insert(_RUN_EVENTS).on_conflict_do_nothing()
 
 
 async def get_stream(session: AsyncSession, task_id: str) -> RunStream | None:
@@ -103,11 +187,15 @@ async def get_stream(session: AsyncSession, task_id: str) -> RunStream | None:
 
 
 async def chunks_after(session: AsyncSession, task_id: str, after: int) -> list[RunEvent]:
-    """The chunks of a stream holding events numbered above ``after`` (or its final chunk, which may
-    hold none: it starts above ``after``), in order."""
+    """The chunks of a stream holding events numbered above ``after``, and its final chunk (which may
+    hold none, or only events at or below ``after``: a client that saw events never stored before its
+    worker died learns that the stream ended), in order."""
     query = (
         select(RunEvent)
-        .where(RunEvent.task_id == task_id, (RunEvent.last_seq > after) | (RunEvent.first_seq > after))
+        .where(
+            RunEvent.task_id == task_id,
+            (RunEvent.last_seq > after) | (RunEvent.first_seq > after) | RunEvent.final,
+        )
         .order_by(RunEvent.first_seq)
     )
     return list(await session.scalars(query))
@@ -143,14 +231,11 @@ async def interrupt_streams(
         .group_by(RunEvent.task_id)
     )
     last = {task_id: seq for task_id, seq in (await session.execute(latest)).all()}
-    rows = []
+    chunks = []
     for stream in orphans:
         seq = int(last.get(stream.task_id) or 0) + 1
-        item = json.dumps([final_item(stream)], ensure_ascii=False, separators=(",", ":"))
-        rows.append(
-            {"task_id": stream.task_id, "first_seq": seq, "last_seq": seq, "items": item, "final": True}
-        )
-    await write_chunks(rows, now)(session)
+        chunks.append(Chunk(stream.task_id, seq, seq, [dict(final_item(stream))], True))
+    await write_chunks(chunks, now, origin="sweep")(session)
     return ids
 
 
@@ -160,6 +245,16 @@ async def purge_streams(session: AsyncSession, ended_before: datetime) -> int:
     await session.execute(delete(RunEvent).where(RunEvent.task_id.in_(old)))
     result = await session.execute(delete(RunStream).where(RunStream.ended_at < ended_before))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def request_follow(task_id: str) -> WriteFn:
+    """A write telling the process that runs ``task_id`` that someone follows it (PostgreSQL)."""
+
+    async def write(session: AsyncSession) -> None:
+        if notifies(session):
+            await _notify(session, FOLLOWS_CHANNEL, [task_id])
+
+    return write
 
 
 def request_stop(task_id: str, app_id: str, user: str) -> WriteFn:
