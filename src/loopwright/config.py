@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pydantic
 from pydantic import SecretStr, StrictStr
@@ -60,6 +60,7 @@ TOML_KEYS: dict[str, str] = {
     "admin_token": "LOOPWRIGHT_ADMIN_TOKEN",
     "dify_strict": "LOOPWRIGHT_DIFY_STRICT",
     "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
+    "executor": "LOOPWRIGHT_EXECUTOR",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
@@ -114,6 +115,9 @@ class Settings(BaseSettings):
     # The tool sources apps may use (loopwright.app.tool_allowlist: "builtin:calculator",
     # "openapi:api.example.com", "mcp:npx", "app:*", …); empty: any.
     tool_sources: tuple[str, ...] = ()
+    # How runs are executed: "in-process" (asyncio tasks), or "durable" (DBOS workflows that another
+    # worker takes up after a crash; the ``durable`` extra): docs/reliability.md#durable-executor
+    executor: Literal["in-process", "durable"] = "in-process"
 
     @classmethod
     def settings_customise_sources(

@@ -41,7 +41,7 @@ from loopwright.app.approvals import (
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.chat_files import ChatFiles
 from loopwright.app.config import AppConfig, InputField
-from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.guards import Guards
 from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
@@ -62,13 +62,14 @@ from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
 from loopwright.store import approvals as pending
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
-from loopwright.store.models import App, PendingApproval, unix_seconds, utcnow
+from loopwright.store.models import App, PendingApproval, RunStream, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
 from loopwright.tools.net import NetworkPolicy, network_policy
 
 if TYPE_CHECKING:
+    from loopwright.app.durable import DurableExecutor
     from loopwright.knowledge.kb import KnowledgeBase
     from loopwright.tools.dify_plugins import DifyPlugins
     from loopwright.tools.ranking import ToolRanker
@@ -119,6 +120,8 @@ class AppRuntime:
         self.runs = RunRegistry(ping_interval, self.relay)
         # This process's heartbeat: its running messages are told apart from a dead process's
         self.lease = WorkerLease(db, journal=self.journal, running=self.runs.running)
+        # The durable executor (app.durable), opened with the runtime when the settings choose it
+        self.durable: DurableExecutor | None = None
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
@@ -173,6 +176,8 @@ class AppRuntime:
         )
         agent = await self.agent(message.version, request.app_id)
         await self.open()
+        if request.task_id is not None:
+            await self._check_new(request.task_id)
         counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
         messages.start(message, self.lease.id)
         run = Run(
@@ -181,12 +186,20 @@ class AppRuntime:
         run.record = self.journal.open(message.head, request.app_id, request.user, self.lease.id)
         join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
         speak = self._auto_play(message.version.config, request)
-        events = messages.run_events(message, agent, run, self.guards, join_rounds=join_rounds, speak=speak)
+        durable = self.durable
+        steps = durable.gate(run).bind if durable is not None else None
+        events = messages.run_events(
+            message, agent, run, self.guards, join_rounds=join_rounds, speak=speak, steps=steps
+        )
         noted = CURRENT_MESSAGE.set(message.head.message_id)  # the run's task keeps it (prompt_log)
         try:
             self.runs.start(run, events)
         finally:
             CURRENT_MESSAGE.reset(noted)
+        if durable is not None:
+            from loopwright.app.durable import run_spec
+
+            await durable.begin(run, run_spec(message))
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -199,11 +212,24 @@ class AppRuntime:
         return run
 
     async def open(self) -> None:
-        """Register this process (sweeping what dead ones left) and listen to the others; the first
-        run does it if the server's start-up could not."""
+        """Register this process (sweeping what dead ones left, or taking their durable runs up) and
+        listen to the others; the first run does it if the server's start-up could not."""
         self.relay.start()
+        if self.durable is None and self.settings.executor == "durable":
+            from loopwright.app.executors import open_durable
+
+            self.durable = open_durable(self)  # before the lease: its first beat takes runs over
         if not self.lease.opened:
             await self.lease.open()
+
+    async def _check_new(self, task_id: str) -> None:
+        """Refuse a run id that was used already (a retried request: the first one runs)."""
+        if self.durable is not None and await self.durable.exists(task_id):
+            raise RunExistsError(task_id)
+        await self.db.writer.flush()  # a stream row still queued counts
+        async with self.db.sessionmaker() as session:
+            if await session.get(RunStream, task_id) is not None:
+                raise RunExistsError(task_id)
 
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""
@@ -336,7 +362,14 @@ class AppRuntime:
         )
         run = Run(head, row.app_id, row.user, keep_events=streaming)
         run.record = self.journal.open(head, row.app_id, row.user, self.lease.id)
-        self.runs.start(run, messages.run_events(message, agent, run, resume=resume))
+        durable = self.durable
+        steps = durable.gate(run).bind if durable is not None else None
+        self.runs.start(run, messages.run_events(message, agent, run, resume=resume, steps=steps))
+        if durable is not None:  # a workflow of its own: the paused one has ended
+            from loopwright.app.durable import run_spec
+
+            round_ = resume.interruption.state["round"]
+            await durable.begin(run, run_spec(message, resume), f"{row.task_id}:{round_}")
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
         return run
@@ -504,6 +537,9 @@ class AppRuntime:
         for task in list(self._naming):
             task.cancel()
         await self.approval_timer.aclose()
+        if self.durable is not None:
+            await self.durable.aclose()
+            self.durable = None
         await self.lease.aclose()
         await self.relay.aclose()
         await self.annotations.aclose()

@@ -1,0 +1,446 @@
+"""The durable executor: every run a DBOS Transact workflow that a live worker takes up after a crash.
+
+One run is one workflow, its id the run's task id (a request retried with the same id finds it and
+starts nothing). The workflow is a loop of steps; each step hands back the run's state at its next
+step boundary (``agent.durability``: before each model call, after a reply that asks for tools, after
+each tool call, before a non-idempotent tool call) and DBOS records it before the run goes on:
+
+    workflow(spec):  checkpoint = None
+                     until checkpoint is an end:  checkpoint = step(spec, checkpoint)
+
+In the process that runs it, a step only waits for the run's next boundary: the run goes on in memory
+(the agent loop is not run again from a snapshot) and a step costs one recorded output. After a crash,
+DBOS runs the workflow again on a live worker: the recorded steps return their checkpoints without
+running, and the first step not recorded finds no run in its process, so it takes the run up from the
+last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``): the
+stream goes on under the same task id, numbered after its last stored event, and the message's row
+ends answered. A finished tool call is never run again; one that was running is (at least once),
+unless its tool is not idempotent (agent.durability).
+
+The free DBOS recovers only its own executor's workflows, at launch. The takeover
+(:meth:`DurableExecutor.take_over`) does it for dead workers: at every heartbeat (app.recovery), under a
+PostgreSQL advisory lock that serializes the workers' sweeps, the worker finds the workers whose lease
+is stale (or whose process on this host is gone), hands their pending workflows back to DBOS's queue
+(``DBOS._recover_pending_workflows``: idempotent, the first live worker to dequeue one runs it), and
+claims their messages and streams so that no sweep marks them interrupted meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Collection
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from dbos import DBOS, SetWorkflowID
+from sqlalchemy import delete, func, make_url, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright._threads import run_sync
+from loopwright.agent import Agent
+from loopwright.agent.approvals import ApprovalDecision, Interruption
+from loopwright.agent.durability import StepLog
+from loopwright.app import messages
+from loopwright.app.approvals import Resumption
+from loopwright.app.chat_files import ChatFiles
+from loopwright.app.guards import Guards
+from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.message_writes import MessageWrites
+from loopwright.app.recovery import WorkerLease
+from loopwright.app.run_events import EventJournal, RunRecord
+from loopwright.app.runs import Run, RunRegistry
+from loopwright.app.wire import DifyStream
+from loopwright.app.wire_events import EventHead
+from loopwright.config import ConfigError, Settings
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import Conversation, Message, MessageAgentThought, RunEvent, RunStream, Worker
+
+log = logging.getLogger("loopwright.app")
+
+WORKFLOW = "loopwright.run"
+STEP = "loopwright.step"
+TAKEOVER_LOCK = 0x6C6F6F70  # the advisory lock of the workers' sweeps ("loop")
+ADOPTED_BEATS = 4  # heartbeats a run handed back to DBOS counts as the taker's until a worker takes it up
+SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
+URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
+
+_executor: DurableExecutor | None = None
+
+
+def _current() -> DurableExecutor:
+    if _executor is None:
+        raise RuntimeError("a durable run's step ran in a process whose durable executor is not open")
+    return _executor
+
+
+@DBOS.step(name=STEP)
+async def _advance(spec: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    return await _current().advance(spec, checkpoint)
+
+
+@DBOS.workflow(name=WORKFLOW)
+async def _run_workflow(spec: dict[str, Any]) -> str:
+    checkpoint: dict[str, Any] | None = None
+    try:
+        while True:
+            checkpoint = await _advance(spec, checkpoint)
+            if "end" in checkpoint:
+                return str(checkpoint["end"])
+    except BaseException as exc:  # the run must not wait for a step that will never come
+        _current().abandon(spec["task_id"], exc)
+        raise
+
+
+class Runtime(Protocol):
+    """What the executor uses of the app runtime (app.runtime.AppRuntime)."""
+
+    db: Database
+    lease: WorkerLease
+    journal: EventJournal
+    runs: RunRegistry
+    guards: Guards
+    lookup: AppLookup
+
+    @property
+    def settings(self) -> Settings: ...
+
+    async def agent(self, version: ConfigVersion, app_id: str = "") -> Agent: ...
+
+
+class DurableRunError(RuntimeError):
+    """A durable run's steps could not be recorded (its workflow failed)."""
+
+
+class StepGate:
+    """One run's step boundaries, between its agent loop (a :class:`StepLog`) and its workflow's steps:
+    the loop hands over each checkpoint and waits until the workflow's next step lets it go on."""
+
+    def __init__(self, stored: Callable[[], Awaitable[None]]) -> None:
+        self._stored = stored  # waits until the run's events so far are in the journal
+        self._checkpoints: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._go = asyncio.Event()
+        self._turn = asyncio.Lock()  # a round's parallel tool calls reach boundaries one at a time
+        self._failed: BaseException | None = None
+        self._stream: DifyStream | None = None
+
+    def bind(self, stream: DifyStream) -> StepLog:
+        """The step log of the run whose events go through ``stream`` (messages.run_events)."""
+        self._stream = stream
+        return self
+
+    async def step(self, snapshot: dict[str, Any]) -> None:
+        async with self._turn:
+            self._check()
+            await self._stored()  # the events of the steps before are kept before the step is
+            assert self._stream is not None
+            self._go.clear()
+            self._checkpoints.put_nowait({"agent": snapshot, "stream": self._stream.saved()})
+            await self._go.wait()
+            self._check()
+
+    def _check(self) -> None:
+        if self._failed is not None:
+            raise DurableRunError("the run's steps could not be recorded") from self._failed
+
+    def release(self) -> None:
+        """The checkpoint handed over is recorded: the run goes on."""
+        self._go.set()
+
+    def end(self, status: str) -> None:
+        self._checkpoints.put_nowait({"end": status})
+
+    def fail(self, exc: BaseException) -> None:
+        self._failed = exc
+        self._go.set()
+
+    async def next(self) -> dict[str, Any]:
+        """The run's next checkpoint, or its end."""
+        return await self._checkpoints.get()
+
+
+class DurableExecutor:
+    """The durable executor of one process (see the module's docstring): DBOS launched on the
+    runtime's database, this worker's lease id as its executor id."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.gates: dict[str, StepGate] = {}  # the durable runs of this process, by task id
+        self._adopted: dict[str, tuple[str, int]] = {}  # task id → (message id, heartbeats left)
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    def launch(self) -> None:
+        """Start DBOS (from the event loop's thread: recovered workflows run on this loop) and hook
+        the takeover into this worker's heartbeat."""
+        global _executor
+        _executor = self
+        runtime = self.runtime
+        config: Any = {
+            "name": "loopwright",
+            "system_database_url": os.environ.get(URL_ENV) or system_database_url(runtime.db.url),
+            "dbos_system_schema": os.environ.get(SCHEMA_ENV) or "dbos",
+            "executor_id": runtime.lease.id,
+            "log_level": "WARNING",
+        }
+        DBOS(config=config)
+        DBOS.launch()
+        runtime.lease.takeover = self.take_over
+
+    async def aclose(self) -> None:
+        """Shut DBOS down (the runs of this process have ended and been saved by then)."""
+        global _executor
+        await run_sync(DBOS.destroy)
+        _executor = None
+
+    # --- starting -----------------------------------------------------------------------------------
+
+    def gate(self, run: Run) -> StepGate:
+        """A new run's step gate (its events stored at each boundary, when it keeps them)."""
+        gate = StepGate(self._stored_for(run))
+        self.gates[run.task_id] = gate
+        return gate
+
+    async def begin(self, run: Run, spec: dict[str, Any], workflow_id: str | None = None) -> None:
+        """Start the run's workflow (``run`` is started already, waiting at its first boundary)."""
+        gate = self.gates[run.task_id]
+        if run.task is not None:
+            run.task.add_done_callback(lambda _: gate.end(_status(run)))
+        try:
+            with SetWorkflowID(workflow_id or run.task_id):
+                await DBOS.start_workflow_async(_run_workflow, spec)
+        except BaseException as exc:
+            self.gates.pop(run.task_id, None)
+            gate.fail(exc)
+            raise
+
+    async def exists(self, workflow_id: str) -> bool:
+        """Whether a run was started under this id (a retried request)."""
+        return await DBOS.get_workflow_status_async(workflow_id) is not None
+
+    def abandon(self, task_id: str, exc: BaseException) -> None:
+        gate = self.gates.pop(task_id, None)
+        if gate is not None:
+            gate.fail(exc)
+
+    def _stored_for(self, run: Run) -> Callable[[], Awaitable[None]]:
+        journal = self.runtime.journal
+
+        async def stored() -> None:
+            if run.record is not None and run.keep_events:
+                written = journal.flush()
+                if written is not None:
+                    await written
+
+        return stored
+
+    # --- steps --------------------------------------------------------------------------------------
+
+    async def advance(self, spec: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+        """One step of a run's workflow: let the run go on from ``checkpoint`` (it is recorded) and
+        return its next one — taking the run up here when this process does not have it."""
+        task_id = spec["task_id"]
+        gate = self.gates.get(task_id)
+        if gate is None:
+            taken = await self._take_up(spec, checkpoint)
+            if isinstance(taken, dict):
+                return taken
+            gate = taken
+        elif checkpoint is not None:
+            gate.release()
+        out = await gate.next()
+        if "end" in out:
+            self.gates.pop(task_id, None)
+        return out
+
+    async def _take_up(
+        self, spec: dict[str, Any], checkpoint: dict[str, Any] | None
+    ) -> StepGate | dict[str, Any]:
+        """Go on with a run another process left, from its last checkpoint; or, when it had ended
+        already (its end not yet recorded) or never reached a checkpoint, the end to record."""
+        runtime = self.runtime
+        task_id, message_id = spec["task_id"], spec["message_id"]
+        resume = _resumption(spec, checkpoint)
+        async with runtime.db.transaction() as session:
+            status = await session.scalar(select(Message.status).where(Message.id == message_id))
+            if status != repo.RUNNING:  # it ended (and was saved) before its end was recorded
+                return {"end": status or "error"}
+            if resume is None:  # killed before its first step was kept: as the in-process executor
+                await _interrupt(session, message_id, task_id)
+                return {"end": "error"}
+            end_user_id = await session.scalar(
+                select(Conversation.end_user_id).where(Conversation.id == spec["conversation_id"])
+            )
+            # its thought rows are written again from the checkpoint (some may have been ahead of it)
+            await session.execute(
+                delete(MessageAgentThought).where(MessageAgentThought.message_id == message_id)
+            )
+            last_seq = await session.scalar(
+                select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id)
+            )
+            await session.execute(
+                update(RunStream).where(RunStream.task_id == task_id).values(worker_id=runtime.lease.id)
+            )
+        self._adopted.pop(task_id, None)
+        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), int(last_seq or 0))
+        gate = self.gate(run)
+        events = messages.run_events(
+            message,
+            agent,
+            run,
+            runtime.guards,
+            resume,
+            join_rounds=runtime.settings.dify_strict,
+            steps=gate.bind,
+        )
+        runtime.runs.start(run, events)
+        assert run.task is not None
+        run.task.add_done_callback(lambda _: gate.end(_status(run)))
+        log.warning("took up durable run %s from its last recorded step", task_id)
+        return gate
+
+    async def _rebuild(self, spec: dict[str, Any], end_user_id: str, last_seq: int) -> tuple[Run, Any, Any]:
+        """The run, message and agent of a run taken up (its rows exist: they are updated)."""
+        runtime = self.runtime
+        version = await runtime.lookup.config(spec["config_id"])
+        if version is None:
+            raise DurableRunError(f"configuration {spec['config_id']} is missing")
+        agent = await runtime.agent(version, spec["app_id"])
+        head = EventHead(spec["task_id"], spec["message_id"], spec["conversation_id"], spec["created_at"])
+        writes = MessageWrites(runtime.db, head.conversation_id, head.message_id)
+        writes.resumed((), end_user_id, runtime.lease.id)
+        streaming = bool(spec["streaming"])
+        request = messages.MessageRequest(
+            spec["app_id"],
+            spec["user"],
+            spec["query"],
+            conversation_id=head.conversation_id,
+            response_mode="streaming" if streaming else "blocking",
+        )
+        created = datetime.fromtimestamp(head.created_at, UTC).replace(tzinfo=None)
+        message = messages.Message(
+            head, created, request, version, {}, [], ChatFiles([], []), False, end_user_id, writes
+        )
+        run = Run(head, spec["app_id"], spec["user"], keep_events=streaming)
+        run.record = RunRecord(runtime.journal, head.task_id)
+        run.record.seq = last_seq  # numbered on from the last stored event
+        return run, message, agent
+
+    # --- takeover -----------------------------------------------------------------------------------
+
+    async def take_over(
+        self, session: AsyncSession, alive_since: datetime, gone: Collection[str]
+    ) -> list[tuple[str, str]]:
+        """Hand the pending workflows of dead workers back to DBOS and claim their messages and
+        streams (in the heartbeat's transaction, before its sweep); returns the runs this worker
+        counts as its own meanwhile (task id, message id)."""
+        if self.runtime.db.engine.dialect.name == "postgresql":
+            await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": TAKEOVER_LOCK})
+        me = self.runtime.lease.id
+        stale = await session.scalars(
+            select(Worker.id).where(Worker.heartbeat_at < alive_since, Worker.id != me)
+        )
+        dead = sorted({*gone, *stale})
+        if dead:
+            handles = await run_sync(DBOS._recover_pending_workflows, dead)
+            task_ids = {h.workflow_id.partition(":")[0] for h in handles}
+            if task_ids:
+                await self._claim(session, task_ids)
+        self._adopted = {t: (m, beats - 1) for t, (m, beats) in self._adopted.items() if beats > 1}
+        return [(t, m) for t, (m, _) in self._adopted.items()]
+
+    async def _claim(self, session: AsyncSession, task_ids: Collection[str]) -> None:
+        me = self.runtime.lease.id
+        rows = (
+            await session.execute(
+                select(RunStream.task_id, RunStream.message_id).where(RunStream.task_id.in_(list(task_ids)))
+            )
+        ).all()
+        message_ids = [m for _, m in rows]
+        await session.execute(
+            update(Message)
+            .where(Message.id.in_(message_ids), Message.status == repo.RUNNING)
+            .values(worker_id=me)
+            .execution_options(synchronize_session=False)
+        )
+        await session.execute(
+            update(RunStream)
+            .where(RunStream.task_id.in_(list(task_ids)), RunStream.ended_at.is_(None))
+            .values(worker_id=me)
+            .execution_options(synchronize_session=False)
+        )
+        for task_id, message_id in rows:
+            self._adopted[task_id] = (message_id, ADOPTED_BEATS + 1)
+        log.warning("handed %d durable run(s) of dead workers back to be taken up", len(rows))
+
+
+def run_spec(message: messages.Message, resume: Resumption | None = None) -> dict[str, Any]:
+    """What a worker needs to take a run up (the workflow's input): its ids and, for a message resumed
+    after approvals, what it resumed with."""
+    head, request = message.head, message.request
+    spec: dict[str, Any] = {
+        "task_id": head.task_id,
+        "message_id": head.message_id,
+        "conversation_id": head.conversation_id,
+        "created_at": head.created_at,
+        "app_id": request.app_id,
+        "user": request.user,
+        "query": request.query,
+        "config_id": message.version.id,
+        "streaming": request.response_mode == "streaming",
+    }
+    if resume is not None:
+        spec["resume"] = {
+            "state": resume.interruption.state,
+            "decisions": [[d.call_id, d.approved, d.reason, d.arguments] for d in resume.decisions],
+            "stream": resume.stream_state,
+        }
+    return spec
+
+
+def system_database_url(url: str) -> str:
+    """DBOS's system database beside the app's: the same PostgreSQL database (its own schema), or a
+    SQLite file next to the app's."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return f"sqlite:///{parsed.database}.dbos"
+    raise ConfigError(f"the durable executor runs on PostgreSQL or a SQLite file, not {parsed.drivername}")
+
+
+def _resumption(spec: dict[str, Any], checkpoint: dict[str, Any] | None) -> Resumption | None:
+    if checkpoint is not None:
+        return Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
+    resumed = spec.get("resume")
+    if resumed is None:
+        return None
+    decisions = [ApprovalDecision(c, bool(a), r, args) for c, a, r, args in resumed["decisions"]]
+    return Resumption(Interruption([], resumed["state"]), decisions, resumed["stream"])
+
+
+async def _interrupt(session: AsyncSession, message_id: str, task_id: str) -> None:
+    """Mark a run that never reached a checkpoint interrupted; its stream is left to the sweep (it
+    names no worker now: the next sweep ends it with the ``interrupted`` error)."""
+    await session.execute(
+        update(Message)
+        .where(Message.id == message_id)
+        .values(status="error", error=repo.INTERRUPTED_ERROR, worker_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    await session.execute(
+        update(RunStream)
+        .where(RunStream.task_id == task_id)
+        .values(worker_id=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _status(run: Run) -> str:
+    """How a run that has ended ended (stopped when it never got to record it)."""
+    fut = run._outcome
+    if fut is None or not fut.done() or fut.cancelled():
+        return "stopped"
+    return fut.result().status
