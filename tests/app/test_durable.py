@@ -1,0 +1,107 @@
+"""The durable executor in one process (app.durable): a run is a DBOS workflow whose steps are the
+agent's step boundaries; it answers as the in-process executor does, a retried id starts nothing, and
+a run taken up from a checkpoint goes on from there. On SQLite and on PostgreSQL
+(``LOOPWRIGHT_TEST_POSTGRES_URL``); the kill -9 of a real server is in tests/reliability."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+
+pytest.importorskip("dbos")
+
+from dbos import DBOS  # noqa: E402
+
+from loopwright.app.errors import RunExistsError  # noqa: E402
+from loopwright.app.runtime import AppRuntime  # noqa: E402
+from loopwright.app.wire_events import AgentThought, MessageEnd  # noqa: E402
+from loopwright.config import Settings  # noqa: E402
+from loopwright.store.db import Database  # noqa: E402
+from loopwright.store.models import Message, MessageAgentThought  # noqa: E402
+from loopwright.testing import Reply, ScriptedModel  # noqa: E402
+from tests.app.test_messages import CONFIG, FC, add, ask, new_app  # noqa: E402
+
+URL_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def durable_db(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Database]:
+    """An empty database (the app's tables made) and a DBOS schema of this test's own."""
+    schema = f"dbos_test_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("LOOPWRIGHT_DBOS_SCHEMA", schema)
+    if request.param == "sqlite":
+        database = Database(f"sqlite+aiosqlite:///{tmp_path / 'durable.db'}")
+    else:
+        url = os.environ.get(URL_ENV)
+        if not url:
+            pytest.skip(f"{URL_ENV} is not set: no PostgreSQL server")
+        database = Database(url)
+        async with database.engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    await database.create_all()
+    yield database
+    if database.engine.dialect.name == "postgresql":
+        async with database.engine.begin() as conn:
+            await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    await database.close()
+
+
+def durable_runtime(db: Database, model: ScriptedModel) -> AppRuntime:
+    return AppRuntime(db, Settings(executor="durable"), tools=[add], models={"scripted": model})
+
+
+async def test_a_durable_run_answers_and_records_its_steps(durable_db: Database) -> None:
+    db = durable_db
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")], features=FC
+    )
+    runtime = durable_runtime(db, model)
+    try:
+        run = await runtime.start(ask(app_id, "What is 2 + 3?"))
+        events = [e async for e in run.events()]
+        outcome = await run.outcome()
+        assert isinstance(events[-1], MessageEnd) and outcome.status == "normal"
+        assert outcome.answer == "It is 5."
+        assert any(isinstance(e, AgentThought) and e.observation for e in events)
+        handle = await DBOS.retrieve_workflow_async(run.task_id)
+        assert await handle.get_result() == "normal"
+        steps = await DBOS.list_workflow_steps_async(run.task_id)
+        # boundaries: before the model call of round 1, after its reply asked for the tool, before the
+        # model call of round 2; then the end
+        assert [s["function_name"] for s in steps] == ["loopwright.step"] * 4
+        assert steps[-1]["output"] == {"end": "normal"}
+        async with db.transaction() as s:
+            row = await s.get(Message, run.head.message_id)
+            thoughts = list(
+                await s.scalars(select(MessageAgentThought).where(MessageAgentThought.message_id == row.id))
+            )  # type: ignore[union-attr]
+        assert row is not None and (row.status, row.answer, row.worker_id) == ("normal", "It is 5.", None)
+        assert len(thoughts) == 2
+    finally:
+        await runtime.shutdown()
+
+
+async def test_a_retried_id_starts_no_second_run(durable_db: Database) -> None:
+    db = durable_db
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("Once."), Reply.text("Twice!")], features=FC)
+    runtime = durable_runtime(db, model)
+    task_id = str(uuid.uuid4())
+    try:
+        run = await runtime.start(ask(app_id, "hi", task_id=task_id))
+        assert run.task_id == task_id
+        await run.outcome()
+        with pytest.raises(RunExistsError):
+            await runtime.start(ask(app_id, "hi", task_id=task_id))
+        assert model.remaining == 1  # the model was asked once
+    finally:
+        await runtime.shutdown()
