@@ -75,9 +75,12 @@ async def test_a_durable_run_answers_and_records_its_steps(durable_db: Database)
         handle = await DBOS.retrieve_workflow_async(run.task_id)
         assert await handle.get_result() == "normal"
         steps = await DBOS.list_workflow_steps_async(run.task_id)
-        # boundaries: before the model call of round 1, after its reply asked for the tool, before the
-        # model call of round 2; then the end
-        assert [s["function_name"] for s in steps] == ["loopwright.step"] * 4
+        # boundaries: before the model call of round 1 (the workflow's input), after its reply asked for
+        # the tool, before the model call of round 2; then the end
+        assert [s["function_name"] for s in steps] == ["loopwright.step"] * 3
+        status = await DBOS.get_workflow_status_async(run.task_id)
+        assert status is not None and status.input is not None
+        assert status.input["args"][0]["first"]["n"] == 1
         assert steps[-1]["output"] == {"end": "normal"}
         async with db.transaction() as s:
             row = await s.get(Message, run.head.message_id)

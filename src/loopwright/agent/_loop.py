@@ -364,6 +364,8 @@ async def _resume_round(
     pending.awaiting = set()  # decided: a durable snapshot from here on runs the calls as they are
     if settings.steps is None:
         state.pending = None
+    else:  # durable: the decisions are kept before the calls run
+        await settings.steps.step(_snapshot(state, settings))
     async with aclosing(_run_calls(engine, pending.calls, state, settings)) as call_events:
         async for event in call_events:
             yield event

@@ -40,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright._threads import run_sync
 from loopwright.agent import Agent
-from loopwright.agent.approvals import ApprovalDecision, Interruption
+from loopwright.agent.approvals import Interruption
 from loopwright.agent.durability import StepLog
 from loopwright.app import messages
 from loopwright.app.approvals import Resumption
@@ -77,13 +77,13 @@ def _current() -> DurableExecutor:
 
 
 @DBOS.step(name=STEP)
-async def _advance(spec: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+async def _advance(spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
     return await _current().advance(spec, checkpoint)
 
 
 @DBOS.workflow(name=WORKFLOW)
 async def _run_workflow(spec: dict[str, Any]) -> str:
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] = spec["first"]  # the run's first boundary starts its workflow
     try:
         while True:
             checkpoint = await _advance(spec, checkpoint)
@@ -116,15 +116,25 @@ class DurableRunError(RuntimeError):
 
 class StepGate:
     """One run's step boundaries, between its agent loop (a :class:`StepLog`) and its workflow's steps:
-    the loop hands over each checkpoint and waits until the workflow's next step lets it go on."""
+    the loop hands over each checkpoint (numbered) and waits until the workflow's next step says it is
+    recorded. The first one starts the workflow (``start``), with the checkpoint as its input; a run
+    taken up starts at the checkpoint it was taken up from (``taken_at``)."""
 
-    def __init__(self, stored: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        stored: Callable[[], Awaitable[None]],
+        start: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        taken_at: int = 0,
+    ) -> None:
         self._stored = stored  # waits until the run's events so far are in the journal
+        self._start = start
         self._checkpoints: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._go = asyncio.Event()
         self._turn = asyncio.Lock()  # a round's parallel tool calls reach boundaries one at a time
         self._failed: BaseException | None = None
         self._stream: DifyStream | None = None
+        self.count = taken_at  # the number of the last checkpoint handed over
+        self._released = taken_at  # the number of the last checkpoint recorded
 
     def bind(self, stream: DifyStream) -> StepLog:
         """The step log of the run whose events go through ``stream`` (messages.run_events)."""
@@ -136,17 +146,26 @@ class StepGate:
             self._check()
             await self._stored()  # the events of the steps before are kept before the step is
             assert self._stream is not None
-            self._go.clear()
-            self._checkpoints.put_nowait({"agent": snapshot, "stream": self._stream.saved()})
-            await self._go.wait()
-            self._check()
+            self.count += 1
+            checkpoint = {"n": self.count, "agent": snapshot, "stream": self._stream.saved()}
+            start, self._start = self._start, None
+            if start is not None:
+                await start(checkpoint)  # recorded as the workflow's input
+                self._released = self.count
+            else:
+                self._checkpoints.put_nowait(checkpoint)
+            while self._released < self.count:
+                self._go.clear()
+                await self._go.wait()
+                self._check()
 
     def _check(self) -> None:
         if self._failed is not None:
             raise DurableRunError("the run's steps could not be recorded") from self._failed
 
-    def release(self) -> None:
-        """The checkpoint handed over is recorded: the run goes on."""
+    def release(self, n: int) -> None:
+        """Checkpoint ``n`` is recorded: the run goes on past it."""
+        self._released = max(self._released, n)
         self._go.set()
 
     def end(self, status: str) -> None:
@@ -197,24 +216,29 @@ class DurableExecutor:
 
     # --- starting -----------------------------------------------------------------------------------
 
-    def gate(self, run: Run) -> StepGate:
-        """A new run's step gate (its events stored at each boundary, when it keeps them)."""
-        gate = StepGate(self._stored_for(run))
+    def gate(self, run: Run, spec: dict[str, Any], workflow_id: str | None = None) -> StepGate:
+        """A new run's step gate: its first boundary starts its workflow (``workflow_id``, by default
+        the task id); a run that ends before any boundary (an answer without the agent) has none."""
+
+        async def start(first: dict[str, Any]) -> None:
+            with SetWorkflowID(workflow_id or run.task_id):
+                await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
+
+        gate = StepGate(self._stored_for(run), start)
         self.gates[run.task_id] = gate
         return gate
 
-    async def begin(self, run: Run, spec: dict[str, Any], workflow_id: str | None = None) -> None:
-        """Start the run's workflow (``run`` is started already, waiting at its first boundary)."""
+    def watch(self, run: Run) -> None:
+        """Tell the run's workflow when the run (started) has ended and been saved."""
         gate = self.gates[run.task_id]
-        if run.task is not None:
-            run.task.add_done_callback(lambda _: gate.end(_status(run)))
-        try:
-            with SetWorkflowID(workflow_id or run.task_id):
-                await DBOS.start_workflow_async(_run_workflow, spec)
-        except BaseException as exc:
-            self.gates.pop(run.task_id, None)
-            gate.fail(exc)
-            raise
+        assert run.task is not None
+
+        def ended(_: object) -> None:
+            gate.end(_status(run))
+            if gate.count == 0:  # it never started a workflow
+                self.gates.pop(run.task_id, None)
+
+        run.task.add_done_callback(ended)
 
     async def exists(self, workflow_id: str) -> bool:
         """Whether a run was started under this id (a retried request)."""
@@ -238,7 +262,7 @@ class DurableExecutor:
 
     # --- steps --------------------------------------------------------------------------------------
 
-    async def advance(self, spec: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    async def advance(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
         """One step of a run's workflow: let the run go on from ``checkpoint`` (it is recorded) and
         return its next one — taking the run up here when this process does not have it."""
         task_id = spec["task_id"]
@@ -248,28 +272,23 @@ class DurableExecutor:
             if isinstance(taken, dict):
                 return taken
             gate = taken
-        elif checkpoint is not None:
-            gate.release()
+        else:
+            gate.release(checkpoint["n"])
         out = await gate.next()
         if "end" in out:
             self.gates.pop(task_id, None)
         return out
 
-    async def _take_up(
-        self, spec: dict[str, Any], checkpoint: dict[str, Any] | None
-    ) -> StepGate | dict[str, Any]:
+    async def _take_up(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> StepGate | dict[str, Any]:
         """Go on with a run another process left, from its last checkpoint; or, when it had ended
-        already (its end not yet recorded) or never reached a checkpoint, the end to record."""
+        already (its end not yet recorded), the end to record."""
         runtime = self.runtime
         task_id, message_id = spec["task_id"], spec["message_id"]
-        resume = _resumption(spec, checkpoint)
+        resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
         async with runtime.db.transaction() as session:
             status = await session.scalar(select(Message.status).where(Message.id == message_id))
             if status != repo.RUNNING:  # it ended (and was saved) before its end was recorded
                 return {"end": status or "error"}
-            if resume is None:  # killed before its first step was kept: as the in-process executor
-                await _interrupt(session, message_id, task_id)
-                return {"end": "error"}
             end_user_id = await session.scalar(
                 select(Conversation.end_user_id).where(Conversation.id == spec["conversation_id"])
             )
@@ -285,7 +304,8 @@ class DurableExecutor:
             )
         self._adopted.pop(task_id, None)
         run, message, agent = await self._rebuild(spec, str(end_user_id or ""), int(last_seq or 0))
-        gate = self.gate(run)
+        gate = StepGate(self._stored_for(run), taken_at=checkpoint["n"])
+        self.gates[task_id] = gate
         events = messages.run_events(
             message,
             agent,
@@ -296,8 +316,7 @@ class DurableExecutor:
             steps=gate.bind,
         )
         runtime.runs.start(run, events)
-        assert run.task is not None
-        run.task.add_done_callback(lambda _: gate.end(_status(run)))
+        self.watch(run)
         log.warning("took up durable run %s from its last recorded step", task_id)
         return gate
 
@@ -376,9 +395,8 @@ class DurableExecutor:
         log.warning("handed %d durable run(s) of dead workers back to be taken up", len(rows))
 
 
-def run_spec(message: messages.Message, resume: Resumption | None = None) -> dict[str, Any]:
-    """What a worker needs to take a run up (the workflow's input): its ids and, for a message resumed
-    after approvals, what it resumed with."""
+def run_spec(message: messages.Message) -> dict[str, Any]:
+    """What a worker needs to take a run up (the workflow's input, with its first checkpoint)."""
     head, request = message.head, message.request
     spec: dict[str, Any] = {
         "task_id": head.task_id,
@@ -391,12 +409,6 @@ def run_spec(message: messages.Message, resume: Resumption | None = None) -> dic
         "config_id": message.version.id,
         "streaming": request.response_mode == "streaming",
     }
-    if resume is not None:
-        spec["resume"] = {
-            "state": resume.interruption.state,
-            "decisions": [[d.call_id, d.approved, d.reason, d.arguments] for d in resume.decisions],
-            "stream": resume.stream_state,
-        }
     return spec
 
 
@@ -409,33 +421,6 @@ def system_database_url(url: str) -> str:
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         return f"sqlite:///{parsed.database}.dbos"
     raise ConfigError(f"the durable executor runs on PostgreSQL or a SQLite file, not {parsed.drivername}")
-
-
-def _resumption(spec: dict[str, Any], checkpoint: dict[str, Any] | None) -> Resumption | None:
-    if checkpoint is not None:
-        return Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
-    resumed = spec.get("resume")
-    if resumed is None:
-        return None
-    decisions = [ApprovalDecision(c, bool(a), r, args) for c, a, r, args in resumed["decisions"]]
-    return Resumption(Interruption([], resumed["state"]), decisions, resumed["stream"])
-
-
-async def _interrupt(session: AsyncSession, message_id: str, task_id: str) -> None:
-    """Mark a run that never reached a checkpoint interrupted; its stream is left to the sweep (it
-    names no worker now: the next sweep ends it with the ``interrupted`` error)."""
-    await session.execute(
-        update(Message)
-        .where(Message.id == message_id)
-        .values(status="error", error=repo.INTERRUPTED_ERROR, worker_id=None)
-        .execution_options(synchronize_session=False)
-    )
-    await session.execute(
-        update(RunStream)
-        .where(RunStream.task_id == task_id)
-        .values(worker_id=None)
-        .execution_options(synchronize_session=False)
-    )
 
 
 def _status(run: Run) -> str:

@@ -187,7 +187,11 @@ class AppRuntime:
         join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
         speak = self._auto_play(message.version.config, request)
         durable = self.durable
-        steps = durable.gate(run).bind if durable is not None else None
+        steps = None
+        if durable is not None:
+            from loopwright.app.durable import run_spec
+
+            steps = durable.gate(run, run_spec(message)).bind
         events = messages.run_events(
             message, agent, run, self.guards, join_rounds=join_rounds, speak=speak, steps=steps
         )
@@ -197,9 +201,7 @@ class AppRuntime:
         finally:
             CURRENT_MESSAGE.reset(noted)
         if durable is not None:
-            from loopwright.app.durable import run_spec
-
-            await durable.begin(run, run_spec(message))
+            durable.watch(run)
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -363,13 +365,15 @@ class AppRuntime:
         run = Run(head, row.app_id, row.user, keep_events=streaming)
         run.record = self.journal.open(head, row.app_id, row.user, self.lease.id)
         durable = self.durable
-        steps = durable.gate(run).bind if durable is not None else None
-        self.runs.start(run, messages.run_events(message, agent, run, resume=resume, steps=steps))
+        steps = None
         if durable is not None:  # a workflow of its own: the paused one has ended
             from loopwright.app.durable import run_spec
 
-            round_ = resume.interruption.state["round"]
-            await durable.begin(run, run_spec(message, resume), f"{row.task_id}:{round_}")
+            workflow_id = f"{row.task_id}:{resume.interruption.state['round']}"
+            steps = durable.gate(run, run_spec(message), workflow_id).bind
+        self.runs.start(run, messages.run_events(message, agent, run, resume=resume, steps=steps))
+        if durable is not None:
+            durable.watch(run)
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
         return run
