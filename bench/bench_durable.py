@@ -110,9 +110,8 @@ async def main() -> None:
     print(f"in-process  {summary(in_process)}")
     print(f"durable     {summary(durable)}")
     print(f"added per run:  mean {added * 1000:.2f} ms, p50 {added_p50 * 1000:.2f} ms")
-    print(
-        f"added per step: mean {added / STEPS_PER_RUN * 1000:.2f} ms, p50 {added_p50 / STEPS_PER_RUN * 1000:.2f} ms"
-    )
+    per_step, per_step_p50 = added / STEPS_PER_RUN * 1000, added_p50 / STEPS_PER_RUN * 1000
+    print(f"added per step: mean {per_step:.2f} ms, p50 {per_step_p50:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ pytest.importorskip("dbos")
 
 from dbos import DBOS  # noqa: E402
 
+from loopwright.app.approvals import ApprovalsRequest, Decision  # noqa: E402
+from loopwright.app.config import ApprovalSettings  # noqa: E402
 from loopwright.app.errors import RunExistsError  # noqa: E402
 from loopwright.app.runtime import AppRuntime  # noqa: E402
 from loopwright.app.wire_events import AgentThought, MessageEnd  # noqa: E402
@@ -106,5 +108,38 @@ async def test_a_retried_id_starts_no_second_run(durable_db: Database) -> None:
         with pytest.raises(RunExistsError):
             await runtime.start(ask(app_id, "hi", task_id=task_id))
         assert model.remaining == 1  # the model was asked once
+    finally:
+        await runtime.shutdown()
+
+
+async def test_a_durable_run_that_waits_for_approval_ends_its_workflow_and_resumes_in_another(
+    durable_db: Database,
+) -> None:
+    db = durable_db
+    config = CONFIG.model_copy(update={"approval": ApprovalSettings(tools=["add"])})
+    app_id = await new_app(db, config)
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}, "call_1"), text="Adding."), Reply.text("It is 5.")],
+        features=FC,
+    )
+    runtime = durable_runtime(db, model)
+    try:
+        run = await runtime.start(ask(app_id, "What is 2 + 3?"))
+        paused = await run.outcome()
+        assert paused.status == "waiting"
+        # the paused run's workflow has ended with it: the pending_approvals row is what waits
+        assert await (await DBOS.retrieve_workflow_async(run.task_id)).get_result() == "waiting"
+        decision = ApprovalsRequest(run.task_id, app_id, "alice", [Decision("call_1", "approve")])
+        resumed = await runtime.resume(decision)
+        outcome = await resumed.outcome()
+        assert (outcome.status, outcome.answer) == ("normal", "It is 5.")
+        workflow = await DBOS.retrieve_workflow_async(f"{run.task_id}:1")
+        assert await workflow.get_result() == "normal"
+        steps = await DBOS.list_workflow_steps_async(f"{run.task_id}:1")
+        # its input: the decided round before its call runs; then before round 2's model call; the end
+        assert len(steps) == 2 and steps[-1]["output"] == {"end": "normal"}
+        async with db.transaction() as s:
+            row = await s.get(Message, run.head.message_id)
+        assert row is not None and (row.status, row.answer) == ("normal", "It is 5.")
     finally:
         await runtime.shutdown()

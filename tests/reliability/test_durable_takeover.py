@@ -291,3 +291,11 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
     assert again.status_code == 200
     assert [(s, e) for s, e in numbered(again.text) if s is not None] == replayed
     assert len(history_after["data"]) == 1
+
+
+def test_a_durable_run_waiting_for_approval_survives_kill_9(env: dict[str, str], tmp_path: Path) -> None:
+    """The paused run's workflow has ended with it; its ``pending_approvals`` row is what survives, and
+    the decision sent to a new worker resumes it (a workflow of its own) to its answer."""
+    from tests.reliability.test_approvals_restart import test_a_paused_run_resumes_after_a_server_restart
+
+    test_a_paused_run_resumes_after_a_server_restart(env, tmp_path, signal.SIGKILL)

@@ -31,6 +31,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -211,8 +212,10 @@ class DurableExecutor:
     async def aclose(self) -> None:
         """Shut DBOS down (the runs of this process have ended and been saved by then)."""
         global _executor
-        await run_sync(DBOS.destroy)
+        await run_sync(DBOS.destroy, workflow_completion_timeout_sec=5)
         _executor = None
+        # DBOS made its thread pool this loop's default executor, and has just shut it down
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
 
     # --- starting -----------------------------------------------------------------------------------
 
@@ -254,9 +257,7 @@ class DurableExecutor:
 
         async def stored() -> None:
             if run.record is not None and run.keep_events:
-                written = journal.flush()
-                if written is not None:
-                    await written
+                await journal.settled()  # what is pending and what is being written
 
         return stored
 
