@@ -364,10 +364,15 @@ class DurableExecutor:
         )
         dead = sorted({*gone, *stale})
         if dead:
-            handles = await run_sync(DBOS._recover_pending_workflows, dead)
-            task_ids = {h.workflow_id.partition(":")[0] for h in handles}
+            pending = await DBOS.list_workflows_async(
+                status="PENDING", executor_id=dead, name=WORKFLOW, load_input=False, load_output=False
+            )
+            # claimed first: the rows stay locked until this transaction commits, so the worker that
+            # takes a run up (maybe within the second) writes its own claim after this one
+            task_ids = {w.workflow_id.partition(":")[0] for w in pending}
             if task_ids:
                 await self._claim(session, task_ids)
+            await run_sync(DBOS._recover_pending_workflows, dead)
         self._adopted = {t: (m, beats - 1) for t, (m, beats) in self._adopted.items() if beats > 1}
         return [(t, m) for t, (m, _) in self._adopted.items()]
 
