@@ -206,7 +206,12 @@ class DurableExecutor:
             "log_level": "WARNING",
         }
         DBOS(config=config)
-        DBOS.launch()
+        try:
+            DBOS.launch()
+        except BaseException:  # the database is down: the next attempt starts over
+            DBOS.destroy()
+            _executor = None
+            raise
         runtime.lease.takeover = self.take_over
 
     async def aclose(self) -> None:
