@@ -299,3 +299,65 @@ def test_a_durable_run_waiting_for_approval_survives_kill_9(env: dict[str, str],
     from tests.reliability.test_approvals_restart import test_a_paused_run_resumes_after_a_server_restart
 
     test_a_paused_run_resumes_after_a_server_restart(env, tmp_path, signal.SIGKILL)
+
+
+def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Killed while the model streams its answer: the other worker makes that model call again (at
+    least once) and the message ends answered; the re-attached client gets every event once, in order."""
+    script = tmp_path / "script.json"
+    long_answer = "counting " * 400  # 20 s at one chunk per 50 ms: it is cut long before its end
+    replies = [{"text": "Adding.", "tool_calls": [["calculator", {"expression": "2+3"}]]}, long_answer]
+    script.write_text(json.dumps({"replies": replies, "features": FEATURES, "chunk_size": 4, "delay": 0.05}))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([str(EXE), *args], env=env, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    app_id = cli("app", "create", "counter", "--model", f"scripted:{script}", "--tool", "calculator")
+    headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
+    url = env["DATABASE_URL"]
+    port_a, port_b = free_port(), free_port()
+    body = {"query": "Add, then count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
+    with serve(env, port_b, headers), serve(env, port_a, headers) as worker_a:
+        seen: list[tuple[int, Any]] = []
+        with httpx.stream(
+            "POST", f"http://127.0.0.1:{port_a}/v1/chat-messages", json=body, headers=headers, timeout=30
+        ) as r:
+            buffer = ""
+            for chunk in r.iter_text():
+                buffer += chunk
+                *frames, buffer = buffer.split("\n\n")
+                seen.extend((s, e) for f in frames for s, e in numbered(f + "\n\n") if s is not None)
+                observed = [
+                    i for i, (_, e) in enumerate(seen) if e["event"] == "agent_thought" and e["observation"]
+                ]
+                if observed and len(seen) - observed[0] > 10:
+                    break  # ten events into the answer the client stops reading; the run goes on
+        task_id, last_seen = seen[0][1]["task_id"], seen[-1][0]
+        _wait_for(lambda: asyncio.run(_stored_seq(url, task_id)) >= last_seen, "the journal")
+        script.write_text(json.dumps({"replies": ["Five. Done counting."], "features": FEATURES}))
+        worker_a.send_signal(signal.SIGKILL)
+        worker_a.wait(timeout=30)
+        events_url = f"http://127.0.0.1:{port_b}/v1/chat-messages/{task_id}/events"
+        rest = httpx.get(
+            events_url,
+            params={"user": "alice"},
+            headers={**headers, "Last-Event-ID": str(last_seen)},
+            timeout=120,
+        )
+        whole = httpx.get(events_url, params={"user": "alice"}, headers=headers, timeout=30)
+        params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
+        history = httpx.get(
+            f"http://127.0.0.1:{port_b}/v1/messages", params=params, headers=headers, timeout=30
+        )
+    tail = [(s, e) for s, e in numbered(rest.text) if s is not None]
+    replayed = [(s, e) for s, e in numbered(whole.text) if s is not None]
+    assert [s for s, _ in tail] == list(range(last_seen + 1, last_seen + 1 + len(tail)))
+    assert tail[-1][1]["event"] == "message_end" and all(e["event"] != "error" for _, e in tail)
+    assert [s for s, _ in replayed] == list(range(1, len(replayed) + 1))
+    assert replayed[: len(seen)] == seen and replayed[len(seen) :] == tail
+    [message] = history.json()["data"]
+    assert (message["status"], message["answer"]) == ("normal", "Five. Done counting.")
+    assert json.loads(message["agent_thoughts"][0]["observation"]) == {"calculator": "5"}
