@@ -4,6 +4,8 @@ retried blocking one a 409 — whichever executor runs it (the durable one: test
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from tests.server.conftest import NewApp
@@ -39,3 +41,17 @@ async def test_a_key_must_be_1_to_255_characters(client: httpx.AsyncClient, new_
     for key in (" ", "k" * 256):
         r = await client.post("/v1/chat-messages", json=BODY, headers={**app.headers, "Idempotency-Key": key})
         assert r.status_code == 400 and r.json()["code"] == "invalid_param"
+
+
+async def test_two_requests_at_once_with_one_key_make_one_run(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(["Hello once.", "Hello twice."], delay=0.01)
+    headers = {**app.headers, "Idempotency-Key": "greeting-2"}
+    first, second = await asyncio.gather(
+        client.post("/v1/chat-messages", json=BODY, headers=headers),
+        client.post("/v1/chat-messages", json=BODY, headers=headers),
+    )
+    streams = [[(s, e) for s, e in numbered(r.text) if s is not None] for r in (first, second)]
+    assert streams[0] == streams[1] and streams[0][-1][1]["event"] == "message_end"
+    assert "".join(e["answer"] for _, e in streams[0] if e["event"] == "agent_message") == "Hello once."

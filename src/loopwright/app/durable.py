@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from dbos import DBOS, SetWorkflowID
+from dbos._core import WorkflowHandleAsyncTask  # the handle of a workflow this call started
 from sqlalchemy import delete, func, make_url, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -230,7 +231,9 @@ class DurableExecutor:
 
         async def start(first: dict[str, Any]) -> None:
             with SetWorkflowID(workflow_id or run.task_id):
-                await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
+                handle = await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
+            if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
+                raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
 
         gate = StepGate(self._stored_for(run), start)
         self.gates[run.task_id] = gate

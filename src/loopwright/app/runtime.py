@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
+from sqlalchemy.exc import IntegrityError
 
 from loopwright._threads import run_sync
 from loopwright.agent import Agent
@@ -50,7 +51,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.relay import Relay
-from loopwright.app.run_events import EventJournal, Replayed
+from loopwright.app.run_events import EventJournal, Replayed, RunRecord
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.speech import Speech
 from loopwright.app.tool_allowlist import check_config
@@ -176,14 +177,20 @@ class AppRuntime:
         )
         agent = await self.agent(message.version, request.app_id)
         await self.open()
-        if request.task_id is not None:
-            await self._check_new(request.task_id)
         counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
+        claimed = None
+        if request.task_id is not None:
+            try:
+                claimed = await self._claim(message.head, request)
+            except BaseException:
+                if counted:
+                    self.active.leave(request.app_id)
+                raise
         messages.start(message, self.lease.id)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        run.record = self.journal.open(message.head, request.app_id, request.user, self.lease.id)
+        run.record = claimed or self.journal.open(message.head, request.app_id, request.user, self.lease.id)
         join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
         speak = self._auto_play(message.version.config, request)
         durable = self.durable
@@ -224,14 +231,28 @@ class AppRuntime:
         if not self.lease.opened:
             await self.lease.open()
 
-    async def _check_new(self, task_id: str) -> None:
-        """Refuse a run id that was used already (a retried request: the first one runs)."""
-        if self.durable is not None and await self.durable.exists(task_id):
-            raise RunExistsError(task_id)
-        await self.db.writer.flush()  # a stream row still queued counts
-        async with self.db.sessionmaker() as session:
-            if await session.get(RunStream, task_id) is not None:
-                raise RunExistsError(task_id)
+    async def _claim(self, head: EventHead, request: MessageRequest) -> RunRecord:
+        """The stream of a run whose id the caller chose, its row written now: a request retried with
+        the same id (at once, or on another worker) finds it and is refused with RunExistsError; with
+        the durable executor, so is one whose run's workflow outlived the stream's retention."""
+        if self.durable is not None and await self.durable.exists(head.task_id):
+            raise RunExistsError(head.task_id)
+        row = RunStream(
+            task_id=head.task_id,
+            app_id=request.app_id,
+            user=request.user,
+            message_id=head.message_id,
+            conversation_id=head.conversation_id,
+            message_created_at=head.created_at,
+            worker_id=self.lease.id,
+            started_at=utcnow(),
+        )
+        try:
+            async with self.db.transaction() as session:
+                session.add(row)
+        except IntegrityError:
+            raise RunExistsError(head.task_id) from None
+        return RunRecord(self.journal, head.task_id)
 
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""
