@@ -147,8 +147,16 @@ async def _stored_seq(url: str, task_id: str) -> int:
     return int(found or 0)
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+@pytest.fixture(params=["postgresql", "sqlite"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Two workers' environment: PostgreSQL (a DBOS schema of the test's own), or SQLite files (the
+    workers of one host)."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("LOOPWRIGHT_DB",)}
+    environ["LOOPWRIGHT_EXECUTOR"] = "durable"
+    if request.param == "sqlite":
+        environ["DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'durable.db'}"
+        yield environ
+        return
     url = os.environ.get(URL_ENV)
     if not url:
         if os.environ.get("CI"):
@@ -156,8 +164,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
         pytest.skip(f"{URL_ENV} is not set: no PostgreSQL server (`bash scripts/ci-postgres` prints a URL)")
     schema = f"dbos_kill_{uuid.uuid4().hex[:10]}"
     asyncio.run(_reset(url, schema))
-    environ = {k: v for k, v in os.environ.items() if k not in ("LOOPWRIGHT_DB",)}
-    environ |= {"DATABASE_URL": url, "LOOPWRIGHT_EXECUTOR": "durable", "LOOPWRIGHT_DBOS_SCHEMA": schema}
+    environ |= {"DATABASE_URL": url, "LOOPWRIGHT_DBOS_SCHEMA": schema}
     yield environ
     asyncio.run(_reset(url, schema, drop_only=True))
 
