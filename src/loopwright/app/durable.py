@@ -439,7 +439,4 @@ def system_database_url(url: str) -> str:
 
 def _status(run: Run) -> str:
     """How a run that has ended ended (stopped when it never got to record it)."""
-    fut = run._outcome
-    if fut is None or not fut.done() or fut.cancelled():
-        return "stopped"
-    return fut.result().status
+    return run.ended_as() or "stopped"
