@@ -68,6 +68,7 @@ TAKEOVER_LOCK = 0x6C6F6F70  # the advisory lock of the workers' sweeps ("loop")
 ADOPTED_BEATS = 4  # heartbeats a run handed back to DBOS counts as the taker's until a worker takes it up
 SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
 URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
+MAX_THREADS = 32
 
 _executor: DurableExecutor | None = None
 
@@ -205,6 +206,8 @@ class DurableExecutor:
             "dbos_system_schema": os.environ.get(SCHEMA_ENV) or "dbos",
             "executor_id": runtime.lease.id,
             "log_level": "WARNING",
+            # its thread pool (each step's two database calls; also this loop's default executor)
+            "max_executor_threads": MAX_THREADS,
         }
         DBOS(config=config)
         try:
