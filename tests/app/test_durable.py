@@ -5,6 +5,7 @@ a run taken up from a checkpoint goes on from there. On SQLite and on PostgreSQL
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -17,8 +18,9 @@ pytest.importorskip("dbos")
 
 from dbos import DBOS  # noqa: E402
 
+from loopwright import tool  # noqa: E402
 from loopwright.app.approvals import ApprovalsRequest, Decision  # noqa: E402
-from loopwright.app.config import ApprovalSettings  # noqa: E402
+from loopwright.app.config import AppConfig, ApprovalSettings, ToolConfig  # noqa: E402
 from loopwright.app.errors import RunExistsError  # noqa: E402
 from loopwright.app.runtime import AppRuntime  # noqa: E402
 from loopwright.app.wire_events import AgentThought, MessageEnd  # noqa: E402
@@ -141,5 +143,40 @@ async def test_a_durable_run_that_waits_for_approval_ends_its_workflow_and_resum
         async with db.transaction() as s:
             row = await s.get(Message, run.head.message_id)
         assert row is not None and (row.status, row.answer) == ("normal", "It is 5.")
+    finally:
+        await runtime.shutdown()
+
+
+async def test_concurrent_durable_runs_with_parallel_calls_all_end_answered(durable_db: Database) -> None:
+    db = durable_db
+    calls: list[str] = []
+
+    @tool
+    async def fetch(key: str) -> str:
+        """Fetch a value."""
+        calls.append(key)
+        await asyncio.sleep(0)
+        return key.upper()
+
+    @tool(idempotent=False)
+    async def send(key: str) -> str:
+        """Send a value."""
+        calls.append(f"send:{key}")
+        return "sent"
+
+    config = AppConfig(model="scripted", tools=[ToolConfig(name="fetch"), ToolConfig(name="send")])
+    app_id = await new_app(db, config)
+    round_ = Reply.tool_calls(("fetch", {"key": "a"}), ("fetch", {"key": "b"}), ("send", {"key": "c"}))
+    model = ScriptedModel([round_, Reply.text("Done.")] * 8, features=[*FC, "multi-tool-call"])
+    runtime = AppRuntime(db, Settings(executor="durable"), tools=[fetch, send], models={"scripted": model})
+    try:
+        runs = [await runtime.start(ask(app_id, f"go {i}", user=f"user{i}")) for i in range(8)]
+        outcomes = await asyncio.gather(*(r.outcome() for r in runs))
+        assert [o.status for o in outcomes] == ["normal"] * 8
+        for run in runs:
+            assert await (await DBOS.retrieve_workflow_async(run.task_id)).get_result() == "normal"
+        # each tool round ran each of its three calls once (the script's rounds go to whichever run asks)
+        assert calls.count("a") == calls.count("b") == calls.count("send:c") >= 1
+        assert not runtime.durable or not runtime.durable.gates  # every gate let go
     finally:
         await runtime.shutdown()
