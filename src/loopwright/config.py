@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pydantic
 from pydantic import SecretStr, StrictStr
@@ -61,6 +61,7 @@ TOML_KEYS: dict[str, str] = {
     "dify_strict": "LOOPWRIGHT_DIFY_STRICT",
     "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
     "resumable_streams": "LOOPWRIGHT_RESUMABLE_STREAMS",
+    "executor": "LOOPWRIGHT_EXECUTOR",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
@@ -118,6 +119,9 @@ class Settings(BaseSettings):
     # Every stream's events kept for a re-attach (loopwright.app.run_events); false: none (one worker
     # whose clients never re-attach), GET /v1/chat-messages/{task_id}/events answers 404.
     resumable_streams: bool = True
+    # How runs are executed: "in-process" (asyncio tasks), or "durable" (DBOS workflows that another
+    # worker takes up after a crash; the ``durable`` extra): docs/reliability.md#durable-executor
+    executor: Literal["in-process", "durable"] = "in-process"
 
     @classmethod
     def settings_customise_sources(

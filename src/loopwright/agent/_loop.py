@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.approvals import ApprovalDecision, Interruption, PendingCall, denial_observation
+from loopwright.agent.durability import INTERRUPTED_OBSERVATION, StepLog
 from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
     AgentEvent,
@@ -80,6 +81,7 @@ class LoopSettings:
     # a paused run's snapshot: (state, time so far) → JSON data; set by the Agent
     snapshot: Callable[[RunState, float], dict[str, Any]] | None = None
     selector: ToolSelector | None = None  # chooses the tools of each round (agent.tool_selection)
+    steps: StepLog | None = None  # durable execution: where step boundaries go (agent.durability)
 
 
 @dataclass(slots=True)
@@ -120,6 +122,7 @@ class PendingRound:
     calls: list[ToolCallRecord]
     usage: Usage
     awaiting: set[str]
+    started: set[str] = field(default_factory=set)  # durable runs: non-idempotent calls that started
 
 
 @dataclass(slots=True)
@@ -187,12 +190,15 @@ async def run_loop(
     state.started_at = clock()
     stream_react = settings.stream_react
     cap = min(settings.max_iterations, 99) + 1
+    state.started_at -= state.cache.pop("elapsed", 0.0)  # a resumed run: its time so far
+    steps = settings.steps
     if state.pending is not None:  # a resumed run: the round that waited for decisions goes first
-        state.started_at -= state.cache.pop("elapsed", 0.0)
         async with aclosing(_resume_round(engine, strategy, state, settings)) as resumed:
             async for event in resumed:
                 yield event
     for rnd in range(state.round + 1, cap + 1):
+        if steps is not None:  # durable: the rounds so far are kept before the model is called
+            await steps.step(_snapshot(state, settings))
         state.round = rnd
         # The last round, or the one after a repeated call, offers no tools: the model must answer.
         last = rnd == cap or state.repeated is not None
@@ -224,13 +230,13 @@ async def run_loop(
             if step is _Step.RETRY:
                 continue
             return
-        if len(reply.calls) == 1 and reply.calls[0].observation is None:  # the common case, inline
+        if len(reply.calls) == 1 and reply.calls[0].observation is None and steps is None:  # inline
             call = reply.calls[0]
             yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
             await _invoke(engine, call, settings.tool_context)
             yield _finished_event(rnd, call, state)
         else:
-            async with aclosing(_run_calls(engine, reply.calls, state, settings)) as call_events:
+            async with aclosing(_round_calls(engine, reply, usage, state, settings)) as call_events:
                 async for event in call_events:
                     yield event
         state.calls.extend(reply.calls)
@@ -338,11 +344,15 @@ async def _resume_round(
     engine: ToolEngine, strategy: Strategy, state: RunState, settings: LoopSettings
 ) -> AsyncGenerator[AgentEvent, None]:
     """The paused round, decided: approved calls run (with edited arguments when given), denied ones
-    (and those left without a decision) get the denial as their observation."""
+    (and those left without a decision) get the denial as their observation. A durable run's round
+    taken up after a crash (agent.durability) runs the calls that had not finished; a non-idempotent
+    one that had started gets :data:`INTERRUPTED_OBSERVATION`."""
     pending = state.pending
     assert pending is not None
-    state.pending = None
     for call in pending.calls:
+        if call.observation is None and call.id in pending.started:
+            call.observation = INTERRUPTED_OBSERVATION
+            call.meta = ToolInvokeMeta(0.0, "interrupted", {})
         if call.id not in pending.awaiting:
             continue
         decision = state.decisions.get(call.id) or ApprovalDecision.deny(call.id, "no decision was given")
@@ -351,13 +361,36 @@ async def _resume_round(
             call.meta = ToolInvokeMeta(0.0, "denied", {})
         elif decision.arguments is not None:
             call.arguments, call.raw_arguments = dict(decision.arguments), None
+    pending.awaiting = set()  # decided: a durable snapshot from here on runs the calls as they are
+    if settings.steps is None:
+        state.pending = None
+    else:  # durable: the decisions are kept before the calls run
+        await settings.steps.step(_snapshot(state, settings))
     async with aclosing(_run_calls(engine, pending.calls, state, settings)) as call_events:
         async for event in call_events:
             yield event
+    state.pending = None
     state.calls.extend(pending.calls)
     reply = RoundReply(pending.text, pending.calls, pending.usage)
     strategy.record(state, reply)
     yield RoundFinished(state.round, pending.text, pending.calls, pending.usage)
+
+
+async def _round_calls(
+    engine: ToolEngine, reply: RoundReply, usage: Usage, state: RunState, settings: LoopSettings
+) -> AsyncGenerator[AgentEvent, None]:
+    """A round's calls (``_run_calls``); a durable run keeps the reply before they run, as a round
+    waiting for them (agent.durability)."""
+    steps = settings.steps
+    if steps is not None:
+        state.pending = PendingRound(reply.text, reply.calls, usage, set())
+        await steps.step(_snapshot(state, settings))
+    try:
+        async with aclosing(_run_calls(engine, reply.calls, state, settings)) as call_events:
+            async for event in call_events:
+                yield event
+    finally:
+        state.pending = None
 
 
 async def _select_tools(
@@ -510,11 +543,21 @@ async def _run_calls(
         return
     queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
     gate = asyncio.Semaphore(max(1, settings.max_parallel_tools))
+    steps = settings.steps
+    unfinished = len(todo)
 
     async def one(call: ToolCallRecord) -> None:
+        nonlocal unfinished
         async with gate:
             queue.put_nowait(ToolCallStarted(rnd, call.id, call.name, call.arguments))
+            if steps is not None and call.name in engine.unsafe_names:  # durable: never run twice
+                assert state.pending is not None
+                state.pending.started.add(call.id)
+                await steps.step(_snapshot(state, settings))
             await _invoke(engine, call, settings.tool_context)
+            unfinished -= 1
+            if steps is not None and unfinished:  # durable: the round's last is kept by the next round
+                await steps.step(_snapshot(state, settings))
             queue.put_nowait(_finished_event(rnd, call, state))
 
     tasks = [asyncio.create_task(one(c)) for c in todo]
@@ -525,6 +568,12 @@ async def _run_calls(
         for t in tasks:
             t.cancel()  # a consumer that stops listening (a stopped run) stops the tools too
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _snapshot(state: RunState, settings: LoopSettings) -> dict[str, Any]:
+    """The run's state at a durable step boundary (agent.durability)."""
+    assert settings.snapshot is not None, "a durable run makes snapshots"
+    return settings.snapshot(state, settings.clock() - state.started_at)
 
 
 async def _invoke(engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext) -> None:

@@ -1,4 +1,5 @@
-"""A paused run's state as plain JSON data, and back (see agent.approvals).
+"""A paused run's state as plain JSON data, and back (see agent.approvals; a durable run's step
+boundaries use it too: agent.durability).
 
 Kept: the prompt so far (instruction, history, the user's message, this turn's messages, the ReAct
 scratchpad), the counters the loop's limits read, the usage, a summary of the calls made (for the
@@ -36,7 +37,6 @@ _PARTS: dict[str, type[Any]] = {"text": TextPart, "image": ImagePart, "file": Fi
 
 def dump_state(state: RunState, elapsed: float, guard: list[tuple[str, str]]) -> dict[str, Any]:
     pending = state.pending
-    assert pending is not None, "only a run waiting for decisions is saved"
     return {
         "version": SNAPSHOT_VERSION,
         "instruction": state.instruction,
@@ -54,10 +54,13 @@ def dump_state(state: RunState, elapsed: float, guard: list[tuple[str, str]]) ->
         "calls": [_call_summary(c) for c in state.calls],
         "guard": [list(s) for s in guard],
         "output_attempts": state.output_attempts,
-        "pending": {
+        "pending": None
+        if pending is None  # a durable run between rounds (agent.durability)
+        else {
             "text": pending.text,
             "usage": dump_usage(pending.usage),
             "awaiting": sorted(pending.awaiting),
+            "started": sorted(pending.started),
             "calls": [_pending_call(c) for c in pending.calls],
         },
     }
@@ -91,6 +94,8 @@ def load_state(data: dict[str, Any]) -> tuple[RunState, float, list[tuple[str, s
         for c in data["calls"]
     ]
     p = data["pending"]
+    if p is None:
+        return state, float(data["elapsed"]), [(a, b) for a, b in data["guard"]]
     state.pending = PendingRound(
         p["text"],
         [
@@ -99,6 +104,7 @@ def load_state(data: dict[str, Any]) -> tuple[RunState, float, list[tuple[str, s
         ],
         load_usage(p["usage"]),
         set(p["awaiting"]),
+        set(p.get("started", ())),
     )
     for c, raw in zip(state.pending.calls, p["calls"], strict=True):
         if raw["observation"] is not None:

@@ -15,6 +15,7 @@ from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.agent._snapshot import dump_state, load_state
 from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
+from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.output import OutputSpec, output_spec
 from loopwright.agent.prompts import fill_inputs
@@ -129,10 +130,12 @@ class Agent:
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
+        steps: StepLog | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
         ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools;
-        ``callbacks`` are told of this run's events after the agent's own (see agent.callbacks).
+        ``callbacks`` are told of this run's events after the agent's own (see agent.callbacks);
+        ``steps`` records its step boundaries (durable execution: agent.durability).
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
@@ -150,7 +153,7 @@ class Agent:
             history=[m for m in history or () if not isinstance(m, SystemMessage)],
             output=output,
         )
-        return self._events(strategy, state, context, callbacks, query)
+        return self._events(strategy, state, context, callbacks, query, steps)
 
     async def resume(
         self,
@@ -175,15 +178,17 @@ class Agent:
         *,
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
+        steps: StepLog | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """The events of a resumed run, as ``stream``'s: the paused round's tool calls first."""
+        """The events of a resumed run, as ``stream``'s: the paused round's tool calls first. A durable
+        run's snapshot (agent.durability) is taken up the same way, without ``decisions``."""
         strategy = self._get_strategy()
         state, elapsed, guard = load_state(interruption.state)
         state.output = self._output_spec()
         state.decisions = {d.call_id: d for d in decisions}
         state.cache["elapsed"] = elapsed
         state.cache["guard"] = guard
-        return self._events(strategy, state, context, callbacks, state.query)
+        return self._events(strategy, state, context, callbacks, state.query, steps)
 
     def _events(
         self,
@@ -192,6 +197,7 @@ class Agent:
         context: ToolContext | None,
         callbacks: Sequence[object],
         query: str,
+        steps: StepLog | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         guard = RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None
         if guard is not None and "guard" in state.cache:
@@ -212,6 +218,7 @@ class Agent:
             approval_names=frozenset(self.approval_required),
             snapshot=lambda s, elapsed: dump_state(s, elapsed, guard.memory() if guard else []),
             selector=self.tool_selector,
+            steps=steps,
         )
         events = run_loop(self.model, strategy, self._tool_engine, state, settings)
         if not (self.callbacks or callbacks):

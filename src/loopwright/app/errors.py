@@ -11,6 +11,7 @@ __all__ = [
     "AppUnavailableError",
     "ConversationNotFoundError",
     "ProviderNotInitializedError",
+    "RunExistsError",
 ]
 
 APP_UNAVAILABLE = "App unavailable, please check your app configurations."
@@ -45,3 +46,11 @@ API_DISABLED = "The app's API service has been disabled."
 class AppForbiddenError(UserInputError):
     """The app may not be used through the Service API: deleted, disabled, or its API turned off
     (Dify's 403 ``forbidden``, with the message saying which)."""
+
+
+class RunExistsError(UserInputError):
+    """A run was started under this id already (a request retried with its ``Idempotency-Key``)."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"a message was sent with this Idempotency-Key already (task {task_id})")
+        self.task_id = task_id

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright.agent import Agent, RoundFinished
+from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent
 from loopwright.app.approvals import Resumption, pending_values
 from loopwright.app.chat_files import ChatFiles, resolve_chat_files
@@ -74,6 +75,7 @@ class MessageRequest:
     response_mode: ResponseMode = "streaming"
     call_depth: int = 0  # how deep in apps calling apps as tools this message is
     auto_generate_name: bool = False  # Dify's flag: name a new conversation with the model (app.naming)
+    task_id: str | None = None  # the run's id when the caller chose it (a retried request: one run)
 
 
 @dataclass(slots=True)
@@ -135,7 +137,7 @@ async def prepare(
         files = ChatFiles([*input_parts, *files.parts], files.rows)
     now = utcnow()
     head = EventHead(
-        task_id=str(uuid.uuid4()),
+        task_id=request.task_id or str(uuid.uuid4()),
         message_id=new_id(),
         conversation_id=request.conversation_id or new_id(),
         created_at=unix_seconds(now),
@@ -203,6 +205,8 @@ class RunStopped(Exception):
 
 
 Speaker = Callable[[str], Awaitable[AsyncGenerator[bytes, None]]]  # text → its speech, as it comes
+# A durable run's step log, given the stream the run's events go through (app.durable)
+DurableSteps = Callable[[DifyStream], StepLog]
 
 
 def stream_extras(config: AppConfig) -> StreamExtras:
@@ -227,6 +231,7 @@ async def run_events(
     *,
     join_rounds: bool = False,
     speak: Speaker | None = None,
+    steps: DurableSteps | None = None,
 ) -> AsyncGenerator[WireEvent, None]:
     """Run the agent for a started message and yield Dify's wire events; record the outcome on ``run``
     once everything is written. With ``guards`` (``app.guards``): input moderation, annotation reply
@@ -239,7 +244,7 @@ async def run_events(
     Setting the run's stop event (``app.runs.stop``) cancels the model stream and any tool call in
     flight at once (Dify only stops at its next publish); what was done is saved with status
     ``stopped`` and ``message_end`` follows. Closing the generator does the same without the final
-    event."""
+    event. With ``steps`` the agent's step boundaries are recorded (the durable executor, app.durable)."""
     stream = DifyStream(
         message.head,
         agent.strategy_kind,
@@ -254,7 +259,7 @@ async def run_events(
     approval: ToolApprovalRequired | None = None
     output = guards.output_guard(message.version.config, message.request.app_id) if guards else None
     stop = run.stop_event
-    body = _wire_events(message, agent, run, guards, stream, output, resume)
+    body = _wire_events(message, agent, run, guards, stream, output, resume, steps(stream) if steps else None)
     try:
         async for wire in body:
             if type(wire) is ToolApprovalRequired:
@@ -321,6 +326,7 @@ async def _wire_events(
     stream: DifyStream,
     output: OutputGuard | None,
     resume: Resumption | None,
+    steps: StepLog | None = None,
 ) -> AsyncGenerator[WireEvent, None]:
     """The run's wire events, its rows queued as it goes; raises :class:`RunStopped` when the run's
     stop event is set and ``OutputFlagged`` when output moderation flags the answer."""
@@ -330,10 +336,11 @@ async def _wire_events(
             for wire in direct_answer(stream, prelude):
                 yield wire
             return
-        source = _agent_events(message, agent, prelude)
+        source = _agent_events(message, agent, prelude, steps)
     else:
         stream.restore(resume.stream_state)
-        source = agent.resume_stream(resume.interruption, resume.decisions, context=_tool_context(message))
+        context = _tool_context(message)
+        source = agent.resume_stream(resume.interruption, resume.decisions, context=context, steps=steps)
     writes = message.writes
     try:
         async for event in source:
@@ -373,7 +380,9 @@ async def _prelude(message: Message, guards: Guards | None) -> Prelude:
     )
 
 
-def _agent_events(message: Message, agent: Agent, prelude: Prelude) -> AsyncGenerator[AgentEvent, None]:
+def _agent_events(
+    message: Message, agent: Agent, prelude: Prelude, steps: StepLog | None
+) -> AsyncGenerator[AgentEvent, None]:
     """The agent's run on the prelude's inputs and query, with the conversation's history fitted."""
     config = message.version.config
     history = fit_history(
@@ -385,6 +394,7 @@ def _agent_events(message: Message, agent: Agent, prelude: Prelude) -> AsyncGene
         inputs=prelude.inputs,
         files=message.files.parts or None,
         context=_tool_context(message),
+        steps=steps,
     )
 
 

@@ -19,10 +19,11 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.app.run_events import EventJournal
 from loopwright.app.wire_events import EventHead
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 HEARTBEAT_INTERVAL = 15.0  # seconds
 OPEN_ATTEMPTS = 4  # tries to register this process before its first run gives up
 OPEN_RETRY_DELAY = 0.1  # seconds before the second try, doubling after
+# The durable executor's takeover (app.durable): (session, alive since, dead workers on this host) →
+# the runs it handed on that this worker counts as its own meanwhile (task id, message id)
+Takeover = Callable[[AsyncSession, datetime, Collection[str]], Awaitable[Collection[tuple[str, str]]]]
 
 
 class WorkerLease:
@@ -61,6 +65,7 @@ class WorkerLease:
         self._running = running  # (task id, message id) of the runs this process has now
         self._task: asyncio.Task[None] | None = None
         self._opening: asyncio.Lock = asyncio.Lock()
+        self.takeover: Takeover | None = None  # runs dead workers left are taken up, not marked
 
     @property
     def opened(self) -> bool:
@@ -98,11 +103,12 @@ class WorkerLease:
             gone = [
                 w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
             ]
+            adopted = await self.takeover(session, now - self._stale_after, gone) if self.takeover else ()
             marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
             # read after the queued writes landed (the transaction began with them): a run that ended
             # since and is not yet saved gets its result written after this; one that is starting
             # may not be registered yet, so only runs older than a few beats count as lost
-            running = list(self._running())
+            running = [*self._running(), *adopted]
             settled = now - self._stale_after
             marked += await repo.interrupt_lost(session, self.id, [m for _, m in running], settled)
             ended: list[str] = []

@@ -102,6 +102,13 @@ class Run:
     def done(self) -> bool:
         return self.task is not None and self.task.done()
 
+    def ended_as(self) -> Status | None:
+        """The status the run ended with, once it has been saved (None before)."""
+        fut = self._outcome
+        if fut is None or not fut.done() or fut.cancelled():
+            return None
+        return fut.result().status
+
     def finish(self, outcome: RunOutcome) -> None:
         """Record how the run ended (the message pipeline calls this once it is saved)."""
         fut = self._future()

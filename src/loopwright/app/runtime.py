@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
+from sqlalchemy.exc import IntegrityError
 
 from loopwright._threads import run_sync
 from loopwright.agent import Agent
@@ -41,7 +42,7 @@ from loopwright.app.approvals import (
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.chat_files import ChatFiles
 from loopwright.app.config import AppConfig, InputField
-from loopwright.app.errors import ProviderNotInitializedError
+from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.guards import Guards
 from loopwright.app.limits import ActiveRequests
 from loopwright.app.lookup import AppLookup, ConfigVersion
@@ -50,7 +51,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.relay import Relay
-from loopwright.app.run_events import EventJournal, Replayed
+from loopwright.app.run_events import EventJournal, Replayed, RunRecord
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.speech import Speech
 from loopwright.app.tool_allowlist import check_config
@@ -62,13 +63,14 @@ from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
 from loopwright.store import approvals as pending
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
-from loopwright.store.models import App, PendingApproval, unix_seconds, utcnow
+from loopwright.store.models import App, PendingApproval, RunStream, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
 from loopwright.tools.net import NetworkPolicy, network_policy
 
 if TYPE_CHECKING:
+    from loopwright.app.durable import DurableExecutor
     from loopwright.knowledge.kb import KnowledgeBase
     from loopwright.tools.dify_plugins import DifyPlugins
     from loopwright.tools.ranking import ToolRanker
@@ -119,6 +121,8 @@ class AppRuntime:
         self.runs = RunRegistry(ping_interval, self.relay)
         # This process's heartbeat: its running messages are told apart from a dead process's
         self.lease = WorkerLease(db, journal=self.journal, running=self.runs.running)
+        # The durable executor (app.durable), opened with the runtime when the settings choose it
+        self.durable: DurableExecutor | None = None
         self.lookup = AppLookup(db)
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.naming)
@@ -174,19 +178,37 @@ class AppRuntime:
         agent = await self.agent(message.version, request.app_id)
         await self.open()
         counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
+        claimed = None
+        if request.task_id is not None:
+            try:
+                claimed = await self._claim(message.head, request)
+            except BaseException:
+                if counted:
+                    self.active.leave(request.app_id)
+                raise
         messages.start(message, self.lease.id)
         run = Run(
             message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
         )
-        run.record = self.journal.open(message.head, request.app_id, request.user, self.lease.id)
+        run.record = claimed or self.journal.open(message.head, request.app_id, request.user, self.lease.id)
         join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
         speak = self._auto_play(message.version.config, request)
-        events = messages.run_events(message, agent, run, self.guards, join_rounds=join_rounds, speak=speak)
+        durable = self.durable
+        steps = None
+        if durable is not None:
+            from loopwright.app.durable import run_spec
+
+            steps = durable.gate(run, run_spec(message)).bind
+        events = messages.run_events(
+            message, agent, run, self.guards, join_rounds=join_rounds, speak=speak, steps=steps
+        )
         noted = CURRENT_MESSAGE.set(message.head.message_id)  # the run's task keeps it (prompt_log)
         try:
             self.runs.start(run, events)
         finally:
             CURRENT_MESSAGE.reset(noted)
+        if durable is not None:
+            durable.watch(run)
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
         if run.task is not None and self._names_conversation(message):
@@ -199,11 +221,38 @@ class AppRuntime:
         return run
 
     async def open(self) -> None:
-        """Register this process (sweeping what dead ones left) and listen to the others; the first
-        run does it if the server's start-up could not."""
+        """Register this process (sweeping what dead ones left, or taking their durable runs up) and
+        listen to the others; the first run does it if the server's start-up could not."""
         self.relay.start()
+        if self.durable is None and self.settings.executor == "durable":
+            from loopwright.app.executors import open_durable
+
+            self.durable = open_durable(self)  # before the lease: its first beat takes runs over
         if not self.lease.opened:
             await self.lease.open()
+
+    async def _claim(self, head: EventHead, request: MessageRequest) -> RunRecord:
+        """The stream of a run whose id the caller chose, its row written now: a request retried with
+        the same id (at once, or on another worker) finds it and is refused with RunExistsError; with
+        the durable executor, so is one whose run's workflow outlived the stream's retention."""
+        if self.durable is not None and await self.durable.exists(head.task_id):
+            raise RunExistsError(head.task_id)
+        row = RunStream(
+            task_id=head.task_id,
+            app_id=request.app_id,
+            user=request.user,
+            message_id=head.message_id,
+            conversation_id=head.conversation_id,
+            message_created_at=head.created_at,
+            worker_id=self.lease.id,
+            started_at=utcnow(),
+        )
+        try:
+            async with self.db.transaction() as session:
+                session.add(row)
+        except IntegrityError:
+            raise RunExistsError(head.task_id) from None
+        return RunRecord(self.journal, head.task_id)
 
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""
@@ -336,7 +385,16 @@ class AppRuntime:
         )
         run = Run(head, row.app_id, row.user, keep_events=streaming)
         run.record = self.journal.open(head, row.app_id, row.user, self.lease.id)
-        self.runs.start(run, messages.run_events(message, agent, run, resume=resume))
+        durable = self.durable
+        steps = None
+        if durable is not None:  # a workflow of its own: the paused one has ended
+            from loopwright.app.durable import run_spec
+
+            workflow_id = f"{row.task_id}:{resume.interruption.state['round']}"
+            steps = durable.gate(run, run_spec(message), workflow_id).bind
+        self.runs.start(run, messages.run_events(message, agent, run, resume=resume, steps=steps))
+        if durable is not None:
+            durable.watch(run)
         if counted and run.task is not None:
             run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
         return run
@@ -504,6 +562,9 @@ class AppRuntime:
         for task in list(self._naming):
             task.cancel()
         await self.approval_timer.aclose()
+        if self.durable is not None:
+            await self.durable.aclose()
+            self.durable = None
         await self.lease.aclose()
         await self.relay.aclose()
         await self.annotations.aclose()

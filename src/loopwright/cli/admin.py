@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from dataclasses import asdict
 from enum import StrEnum
@@ -422,8 +423,22 @@ def serve(
     workers: Annotated[
         int, typer.Option(min=1, help="Worker processes (they share stops through the database).")
     ] = 1,
+    executor: Annotated[
+        str | None,
+        typer.Option(help="How runs are executed: in-process (default) or durable (LOOPWRIGHT_EXECUTOR)."),
+    ] = None,
 ) -> None:
     """Serve the Dify-compatible HTTP API (/v1) for every app in the database."""
+    from loopwright.app.executors import check_executor
+    from loopwright.config import ConfigError
     from loopwright.server.app import run_server
 
+    chosen = executor or os.environ.get("LOOPWRIGHT_EXECUTOR")
+    if chosen:
+        try:
+            check_executor(chosen.strip())
+        except ConfigError as e:
+            typer.secho(f"error: {e}", fg="red", err=True)
+            raise typer.Exit(2) from None
+        os.environ["LOOPWRIGHT_EXECUTOR"] = chosen.strip()  # the worker processes read it
     run_server(host=host, port=port, workers=workers)

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 
 from loopwright.app.health import ready_line
 from loopwright.app.runtime import AppRuntime, Database, migrate
-from loopwright.config import Settings
+from loopwright.config import ConfigError, Settings
 from loopwright.server import (
     errors,
     routes_agent_log,
@@ -73,6 +73,8 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
             await runtime.open()  # marks what a killed predecessor left running as interrupted
+        except ConfigError:  # e.g. the durable executor without its extra: no server
+            raise
         except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
             log.exception("the database did not answer at start-up; the worker lease is retried on first use")
         runtime.approval_timer.start()  # runs paused for approvals whose time is up are resumed, denied

@@ -10,10 +10,11 @@ import uuid
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
+from loopwright.app.errors import RunExistsError
 from loopwright.app.messages import MessageRequest
 from loopwright.app.runs import RunOutcome
 from loopwright.app.runtime import AppRuntime
@@ -21,12 +22,15 @@ from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, error_fields, invalid_param
 from loopwright.server.event_stream import EventStream
-from loopwright.server.sse import stream_to
+from loopwright.server.sse import replay_to, stream_to
 from loopwright.server.state import get_state, require_user
 
 router = APIRouter()
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# Task ids of requests sent with an Idempotency-Key: the same key of the same app and user, one run
+IDEMPOTENCY_NAMESPACE = uuid.UUID("6f0d7a52-3b8e-4c5e-9a51-6c6f6f707772")
+MAX_KEY_LENGTH = 255
 
 
 class ChatPayload(BaseModel):
@@ -62,26 +66,47 @@ async def chat_messages(
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[ChatPayload, Depends(json_body(ChatPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> EventStream | JSONResponse:
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
     if not streaming and runtime.settings.dify_strict:
         raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
+    user = require_user(payload.user)
     request = MessageRequest(
         app_id=app.id,
-        user=require_user(payload.user),
+        user=user,
         query=payload.query.replace("\x00", ""),
         inputs=payload.inputs,
         conversation_id=_conversation_id(payload.conversation_id),
         files=payload.files or (),
         response_mode="streaming" if streaming else "blocking",
         auto_generate_name=payload.auto_generate_name,
+        task_id=_task_id(app.id, user, idempotency_key),
     )
-    run = await runtime.start(request)
+    try:
+        run = await runtime.start(request)
+    except RunExistsError as exists:
+        if not streaming:
+            raise ApiError(409, "conflict", str(exists)) from None
+        # a retried request: the stream of the run the first one started, from its first event
+        head, events = await runtime.follow(exists.task_id, app.id, user)
+        return EventStream(partial(replay_to, head, events), headers=SSE_HEADERS)
     if streaming:
         return EventStream(partial(stream_to, run), headers=SSE_HEADERS)
     return JSONResponse(blocking_body(run.task_id, await run.outcome()))
+
+
+def _task_id(app_id: str, user: str, key: str | None) -> str | None:
+    """The task id of a request sent with an ``Idempotency-Key`` (ours: a retry starts no second
+    run), else none (a new one)."""
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > MAX_KEY_LENGTH:
+        raise invalid_param(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters")
+    return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{app_id}\n{user}\n{key}"))
 
 
 def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:

@@ -265,6 +265,8 @@ class Tool:
     label: str = ""
     # A call waits for a person's approval before it runs (agent.approvals)
     requires_approval: bool = False
+    # Running a call twice does no harm (durable runs: a call cut by a crash is run again only then)
+    idempotent: bool = True
     # The invoke function validates and coerces its own arguments (``@tool`` does, with pydantic), so
     # the engine's Dify-style casting is skipped.
     validates_arguments: bool = False

@@ -115,6 +115,7 @@ class ToolEngine:
         self.tools: dict[str, Tool] = {}
         self.schemas: list[ToolSchema] = []
         self.approval_names: frozenset[str] = frozenset()
+        self.unsafe_names: frozenset[str] = frozenset()
         self.set_tools(tools)
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
@@ -134,6 +135,8 @@ class ToolEngine:
         self.schemas = [t.schema for t in table.values()]
         # the tools whose calls wait for a person's approval (agent.approvals)
         self.approval_names = frozenset(t.name for t in table.values() if t.requires_approval)
+        # the tools a call of which must not run twice (durable runs: agent.durability)
+        self.unsafe_names = frozenset(t.name for t in table.values() if not t.idempotent)
 
     async def invoke(
         self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None

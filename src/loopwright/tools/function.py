@@ -40,6 +40,7 @@ def tool(
     timeout: float | None = None,
     cache_ttl: float | None = None,
     requires_approval: bool = False,
+    idempotent: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -52,12 +53,14 @@ def tool(
     timeout: float | None = None,
     cache_ttl: float | None = None,
     requires_approval: bool = False,
+    idempotent: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
     model sees, the docstring's first paragraph the description, and its parameter section (Google,
     NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext``
     receives the call's context. Sync functions run in a worker thread, never on the event loop.
-    ``requires_approval``: a call waits for a person's approval (agent.approvals)."""
+    ``requires_approval``: a call waits for a person's approval (agent.approvals). ``idempotent=False``:
+    a durable run never runs a call of it again after a crash cut it (docs/reliability.md)."""
 
     def build(f: Callable[..., Any]) -> Tool:
         return function_tool(
@@ -67,6 +70,7 @@ def tool(
             timeout=timeout,
             cache_ttl=cache_ttl,
             requires_approval=requires_approval,
+            idempotent=idempotent,
         )
 
     return build(fn) if fn is not None else build
@@ -80,6 +84,7 @@ def function_tool(
     timeout: float | None = None,
     cache_ttl: float | None = None,
     requires_approval: bool = False,
+    idempotent: bool = True,
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
@@ -117,6 +122,7 @@ def function_tool(
         timeout=timeout,
         cache_ttl=cache_ttl,
         requires_approval=requires_approval,
+        idempotent=idempotent,
         validates_arguments=True,
     )
 

@@ -137,6 +137,8 @@ def operation_tool(op: Operation, settings: CallSettings) -> Tool:
         invoke=invoke,
         label=f"{op.method} {op.path}",
         requires_approval=op.requires_approval,
+        # RFC 9110 §9.2.2: POST and PATCH are the methods whose repetition may do something twice
+        idempotent=op.method.upper() not in ("POST", "PATCH"),
         # Our own timeouts (connect 10 s, read 60 s) decide; the engine's cap sits just above them.
         timeout=_overall_timeout(settings.timeout),
     )

@@ -1,0 +1,445 @@
+"""The durable executor: every run a DBOS Transact workflow that a live worker takes up after a crash.
+
+One run is one workflow, its id the run's task id (a request retried with the same id finds it and
+starts nothing). The workflow is a loop of steps; each step hands back the run's state at its next
+step boundary (``agent.durability``: before each model call, after a reply that asks for tools, after
+each tool call, before a non-idempotent tool call) and DBOS records it before the run goes on:
+
+    workflow(spec):  checkpoint = None
+                     until checkpoint is an end:  checkpoint = step(spec, checkpoint)
+
+In the process that runs it, a step only waits for the run's next boundary: the run goes on in memory
+(the agent loop is not run again from a snapshot) and a step costs one recorded output. After a crash,
+DBOS runs the workflow again on a live worker: the recorded steps return their checkpoints without
+running, and the first step not recorded finds no run in its process, so it takes the run up from the
+last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``): the
+stream goes on under the same task id, numbered after its last stored event, and the message's row
+ends answered. A finished tool call is never run again; one that was running is (at least once),
+unless its tool is not idempotent (agent.durability).
+
+The free DBOS recovers only its own executor's workflows, at launch. The takeover
+(:meth:`DurableExecutor.take_over`) does it for dead workers: at every heartbeat (app.recovery), under a
+PostgreSQL advisory lock that serializes the workers' sweeps, the worker finds the workers whose lease
+is stale (or whose process on this host is gone), hands their pending workflows back to DBOS's queue
+(``DBOS._recover_pending_workflows``: idempotent, the first live worker to dequeue one runs it), and
+claims their messages and streams so that no sweep marks them interrupted meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from dbos import DBOS, SetWorkflowID
+from dbos._core import WorkflowHandleAsyncTask  # the handle of a workflow this call started
+from sqlalchemy import delete, func, make_url, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from loopwright._threads import run_sync
+from loopwright.agent import Agent
+from loopwright.agent.approvals import Interruption
+from loopwright.agent.durability import StepLog
+from loopwright.app import messages
+from loopwright.app.approvals import Resumption
+from loopwright.app.chat_files import ChatFiles
+from loopwright.app.guards import Guards
+from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.message_writes import MessageWrites
+from loopwright.app.recovery import WorkerLease
+from loopwright.app.run_events import EventJournal, RunRecord
+from loopwright.app.runs import Run, RunRegistry
+from loopwright.app.wire import DifyStream
+from loopwright.app.wire_events import EventHead
+from loopwright.config import ConfigError, Settings
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import Conversation, Message, MessageAgentThought, RunEvent, RunStream, Worker
+
+log = logging.getLogger("loopwright.app")
+
+WORKFLOW = "loopwright.run"
+STEP = "loopwright.step"
+TAKEOVER_LOCK = 0x6C6F6F70  # the advisory lock of the workers' sweeps ("loop")
+ADOPTED_BEATS = 4  # heartbeats a run handed back to DBOS counts as the taker's until a worker takes it up
+SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
+URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
+MAX_THREADS = 32
+
+_executor: DurableExecutor | None = None
+
+
+def _current() -> DurableExecutor:
+    if _executor is None:
+        raise RuntimeError("a durable run's step ran in a process whose durable executor is not open")
+    return _executor
+
+
+@DBOS.step(name=STEP)
+async def _advance(spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
+    return await _current().advance(spec, checkpoint)
+
+
+@DBOS.workflow(name=WORKFLOW)
+async def _run_workflow(spec: dict[str, Any]) -> str:
+    checkpoint: dict[str, Any] = spec["first"]  # the run's first boundary starts its workflow
+    try:
+        while True:
+            checkpoint = await _advance(spec, checkpoint)
+            if "end" in checkpoint:
+                return str(checkpoint["end"])
+    except BaseException as exc:  # the run must not wait for a step that will never come
+        _current().abandon(spec["task_id"], exc)
+        raise
+
+
+class Runtime(Protocol):
+    """What the executor uses of the app runtime (app.runtime.AppRuntime)."""
+
+    db: Database
+    lease: WorkerLease
+    journal: EventJournal
+    runs: RunRegistry
+    guards: Guards
+    lookup: AppLookup
+
+    @property
+    def settings(self) -> Settings: ...
+
+    async def agent(self, version: ConfigVersion, app_id: str = "") -> Agent: ...
+
+
+class DurableRunError(RuntimeError):
+    """A durable run's steps could not be recorded (its workflow failed)."""
+
+
+class StepGate:
+    """One run's step boundaries, between its agent loop (a :class:`StepLog`) and its workflow's steps:
+    the loop hands over each checkpoint (numbered) and waits until the workflow's next step says it is
+    recorded. The first one starts the workflow (``start``), with the checkpoint as its input; a run
+    taken up starts at the checkpoint it was taken up from (``taken_at``)."""
+
+    def __init__(
+        self,
+        stored: Callable[[], Awaitable[None]],
+        start: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        taken_at: int = 0,
+    ) -> None:
+        self._stored = stored  # waits until the run's events so far are in the journal
+        self._start = start
+        self._checkpoints: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._go = asyncio.Event()
+        self._turn = asyncio.Lock()  # a round's parallel tool calls reach boundaries one at a time
+        self._failed: BaseException | None = None
+        self._stream: DifyStream | None = None
+        self.count = taken_at  # the number of the last checkpoint handed over
+        self._released = taken_at  # the number of the last checkpoint recorded
+
+    def bind(self, stream: DifyStream) -> StepLog:
+        """The step log of the run whose events go through ``stream`` (messages.run_events)."""
+        self._stream = stream
+        return self
+
+    async def step(self, snapshot: dict[str, Any]) -> None:
+        async with self._turn:
+            self._check()
+            await self._stored()  # the events of the steps before are kept before the step is
+            assert self._stream is not None
+            self.count += 1
+            checkpoint = {"n": self.count, "agent": snapshot, "stream": self._stream.saved()}
+            start, self._start = self._start, None
+            if start is not None:
+                await start(checkpoint)  # recorded as the workflow's input
+                self._released = self.count
+            else:
+                self._checkpoints.put_nowait(checkpoint)
+            while self._released < self.count:
+                self._go.clear()
+                await self._go.wait()
+                self._check()
+
+    def _check(self) -> None:
+        if self._failed is not None:
+            raise DurableRunError("the run's steps could not be recorded") from self._failed
+
+    def release(self, n: int) -> None:
+        """Checkpoint ``n`` is recorded: the run goes on past it."""
+        self._released = max(self._released, n)
+        self._go.set()
+
+    def end(self, status: str) -> None:
+        self._checkpoints.put_nowait({"end": status})
+
+    def fail(self, exc: BaseException) -> None:
+        self._failed = exc
+        self._go.set()
+
+    async def next(self) -> dict[str, Any]:
+        """The run's next checkpoint, or its end."""
+        return await self._checkpoints.get()
+
+
+class DurableExecutor:
+    """The durable executor of one process (see the module's docstring): DBOS launched on the
+    runtime's database, this worker's lease id as its executor id."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.gates: dict[str, StepGate] = {}  # the durable runs of this process, by task id
+        self._adopted: dict[str, tuple[str, int]] = {}  # task id → (message id, heartbeats left)
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    def launch(self) -> None:
+        """Start DBOS (from the event loop's thread: recovered workflows run on this loop) and hook
+        the takeover into this worker's heartbeat."""
+        global _executor
+        _executor = self
+        runtime = self.runtime
+        config: Any = {
+            "name": "loopwright",
+            "system_database_url": os.environ.get(URL_ENV) or system_database_url(runtime.db.url),
+            "dbos_system_schema": os.environ.get(SCHEMA_ENV) or "dbos",
+            "executor_id": runtime.lease.id,
+            "log_level": "WARNING",
+            # its thread pool (each step's two database calls; also this loop's default executor)
+            "max_executor_threads": MAX_THREADS,
+        }
+        DBOS(config=config)
+        try:
+            DBOS.launch()
+        except BaseException:  # the database is down: the next attempt starts over
+            DBOS.destroy()
+            _executor = None
+            raise
+        runtime.lease.takeover = self.take_over
+
+    async def aclose(self) -> None:
+        """Shut DBOS down (the runs of this process have ended and been saved by then)."""
+        global _executor
+        await run_sync(DBOS.destroy, workflow_completion_timeout_sec=5)
+        _executor = None
+        # DBOS made its thread pool this loop's default executor, and has just shut it down
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
+
+    # --- starting -----------------------------------------------------------------------------------
+
+    def gate(self, run: Run, spec: dict[str, Any], workflow_id: str | None = None) -> StepGate:
+        """A new run's step gate: its first boundary starts its workflow (``workflow_id``, by default
+        the task id); a run that ends before any boundary (an answer without the agent) has none."""
+
+        async def start(first: dict[str, Any]) -> None:
+            with SetWorkflowID(workflow_id or run.task_id):
+                handle = await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
+            if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
+                raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
+
+        gate = StepGate(self._stored_for(run), start)
+        self.gates[run.task_id] = gate
+        return gate
+
+    def watch(self, run: Run) -> None:
+        """Tell the run's workflow when the run (started) has ended and been saved."""
+        gate = self.gates[run.task_id]
+        assert run.task is not None
+
+        def ended(_: object) -> None:
+            gate.end(_status(run))
+            if gate.count == 0:  # it never started a workflow
+                self.gates.pop(run.task_id, None)
+
+        run.task.add_done_callback(ended)
+
+    async def exists(self, workflow_id: str) -> bool:
+        """Whether a run was started under this id (a retried request)."""
+        return await DBOS.get_workflow_status_async(workflow_id) is not None
+
+    def abandon(self, task_id: str, exc: BaseException) -> None:
+        gate = self.gates.pop(task_id, None)
+        if gate is not None:
+            gate.fail(exc)
+
+    def _stored_for(self, run: Run) -> Callable[[], Awaitable[None]]:
+        journal = self.runtime.journal
+
+        async def stored() -> None:
+            if run.record is not None and run.keep_events:
+                await journal.settled()  # what is pending and what is being written
+
+        return stored
+
+    # --- steps --------------------------------------------------------------------------------------
+
+    async def advance(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
+        """One step of a run's workflow: let the run go on from ``checkpoint`` (it is recorded) and
+        return its next one — taking the run up here when this process does not have it."""
+        task_id = spec["task_id"]
+        gate = self.gates.get(task_id)
+        if gate is None:
+            taken = await self._take_up(spec, checkpoint)
+            if isinstance(taken, dict):
+                return taken
+            gate = taken
+        else:
+            gate.release(checkpoint["n"])
+        out = await gate.next()
+        if "end" in out:
+            self.gates.pop(task_id, None)
+        return out
+
+    async def _take_up(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> StepGate | dict[str, Any]:
+        """Go on with a run another process left, from its last checkpoint; or, when it had ended
+        already (its end not yet recorded), the end to record."""
+        runtime = self.runtime
+        task_id, message_id = spec["task_id"], spec["message_id"]
+        resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
+        async with runtime.db.transaction() as session:
+            status = await session.scalar(select(Message.status).where(Message.id == message_id))
+            if status != repo.RUNNING:  # it ended (and was saved) before its end was recorded
+                return {"end": status or "error"}
+            end_user_id = await session.scalar(
+                select(Conversation.end_user_id).where(Conversation.id == spec["conversation_id"])
+            )
+            # its thought rows are written again from the checkpoint (some may have been ahead of it)
+            await session.execute(
+                delete(MessageAgentThought).where(MessageAgentThought.message_id == message_id)
+            )
+            last_seq = await session.scalar(
+                select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id)
+            )
+            await session.execute(
+                update(RunStream).where(RunStream.task_id == task_id).values(worker_id=runtime.lease.id)
+            )
+        self._adopted.pop(task_id, None)
+        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), int(last_seq or 0))
+        gate = StepGate(self._stored_for(run), taken_at=checkpoint["n"])
+        self.gates[task_id] = gate
+        events = messages.run_events(
+            message,
+            agent,
+            run,
+            runtime.guards,
+            resume,
+            join_rounds=runtime.settings.dify_strict,
+            steps=gate.bind,
+        )
+        runtime.runs.start(run, events)
+        self.watch(run)
+        log.warning("took up durable run %s from its last recorded step", task_id)
+        return gate
+
+    async def _rebuild(self, spec: dict[str, Any], end_user_id: str, last_seq: int) -> tuple[Run, Any, Any]:
+        """The run, message and agent of a run taken up (its rows exist: they are updated)."""
+        runtime = self.runtime
+        version = await runtime.lookup.config(spec["config_id"])
+        if version is None:
+            raise DurableRunError(f"configuration {spec['config_id']} is missing")
+        agent = await runtime.agent(version, spec["app_id"])
+        head = EventHead(spec["task_id"], spec["message_id"], spec["conversation_id"], spec["created_at"])
+        writes = MessageWrites(runtime.db, head.conversation_id, head.message_id)
+        writes.resumed((), end_user_id, runtime.lease.id)
+        streaming = bool(spec["streaming"])
+        request = messages.MessageRequest(
+            spec["app_id"],
+            spec["user"],
+            spec["query"],
+            conversation_id=head.conversation_id,
+            response_mode="streaming" if streaming else "blocking",
+        )
+        created = datetime.fromtimestamp(head.created_at, UTC).replace(tzinfo=None)
+        message = messages.Message(
+            head, created, request, version, {}, [], ChatFiles([], []), False, end_user_id, writes
+        )
+        run = Run(head, spec["app_id"], spec["user"], keep_events=streaming)
+        run.record = RunRecord(runtime.journal, head.task_id)
+        run.record.seq = last_seq  # numbered on from the last stored event
+        return run, message, agent
+
+    # --- takeover -----------------------------------------------------------------------------------
+
+    async def take_over(
+        self, session: AsyncSession, alive_since: datetime, gone: Collection[str]
+    ) -> list[tuple[str, str]]:
+        """Hand the pending workflows of dead workers back to DBOS and claim their messages and
+        streams (in the heartbeat's transaction, before its sweep); returns the runs this worker
+        counts as its own meanwhile (task id, message id)."""
+        if self.runtime.db.engine.dialect.name == "postgresql":
+            await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": TAKEOVER_LOCK})
+        me = self.runtime.lease.id
+        stale = await session.scalars(
+            select(Worker.id).where(Worker.heartbeat_at < alive_since, Worker.id != me)
+        )
+        dead = sorted({*gone, *stale})
+        if dead:
+            pending = await DBOS.list_workflows_async(
+                status="PENDING", executor_id=dead, name=WORKFLOW, load_input=False, load_output=False
+            )
+            # claimed first: the rows stay locked until this transaction commits, so the worker that
+            # takes a run up (maybe within the second) writes its own claim after this one
+            task_ids = {w.workflow_id.partition(":")[0] for w in pending}
+            if task_ids:
+                await self._claim(session, task_ids)
+            await run_sync(DBOS._recover_pending_workflows, dead)
+        self._adopted = {t: (m, beats - 1) for t, (m, beats) in self._adopted.items() if beats > 1}
+        return [(t, m) for t, (m, _) in self._adopted.items()]
+
+    async def _claim(self, session: AsyncSession, task_ids: Collection[str]) -> None:
+        me = self.runtime.lease.id
+        rows = (
+            await session.execute(
+                select(RunStream.task_id, RunStream.message_id).where(RunStream.task_id.in_(list(task_ids)))
+            )
+        ).all()
+        message_ids = [m for _, m in rows]
+        await session.execute(
+            update(Message)
+            .where(Message.id.in_(message_ids), Message.status == repo.RUNNING)
+            .values(worker_id=me)
+            .execution_options(synchronize_session=False)
+        )
+        await session.execute(
+            update(RunStream)
+            .where(RunStream.task_id.in_(list(task_ids)), RunStream.ended_at.is_(None))
+            .values(worker_id=me)
+            .execution_options(synchronize_session=False)
+        )
+        for task_id, message_id in rows:
+            self._adopted[task_id] = (message_id, ADOPTED_BEATS + 1)
+        log.warning("handed %d durable run(s) of dead workers back to be taken up", len(rows))
+
+
+def run_spec(message: messages.Message) -> dict[str, Any]:
+    """What a worker needs to take a run up (the workflow's input, with its first checkpoint)."""
+    head, request = message.head, message.request
+    spec: dict[str, Any] = {
+        "task_id": head.task_id,
+        "message_id": head.message_id,
+        "conversation_id": head.conversation_id,
+        "created_at": head.created_at,
+        "app_id": request.app_id,
+        "user": request.user,
+        "query": request.query,
+        "config_id": message.version.id,
+        "streaming": request.response_mode == "streaming",
+    }
+    return spec
+
+
+def system_database_url(url: str) -> str:
+    """DBOS's system database beside the app's: the same PostgreSQL database (its own schema), or a
+    SQLite file next to the app's."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return f"sqlite:///{parsed.database}.dbos"
+    raise ConfigError(f"the durable executor runs on PostgreSQL or a SQLite file, not {parsed.drivername}")
+
+
+def _status(run: Run) -> str:
+    """How a run that has ended ended (stopped when it never got to record it)."""
+    return run.ended_as() or "stopped"

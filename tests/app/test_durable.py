@@ -1,0 +1,182 @@
+"""The durable executor in one process (app.durable): a run is a DBOS workflow whose steps are the
+agent's step boundaries; it answers as the in-process executor does, a retried id starts nothing, and
+a run taken up from a checkpoint goes on from there. On SQLite and on PostgreSQL
+(``LOOPWRIGHT_TEST_POSTGRES_URL``); the kill -9 of a real server is in tests/reliability."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+
+pytest.importorskip("dbos")
+
+from dbos import DBOS  # noqa: E402
+
+from loopwright import tool  # noqa: E402
+from loopwright.app.approvals import ApprovalsRequest, Decision  # noqa: E402
+from loopwright.app.config import AppConfig, ApprovalSettings, ToolConfig  # noqa: E402
+from loopwright.app.errors import RunExistsError  # noqa: E402
+from loopwright.app.runtime import AppRuntime  # noqa: E402
+from loopwright.app.wire_events import AgentThought, MessageEnd  # noqa: E402
+from loopwright.config import Settings  # noqa: E402
+from loopwright.store.db import Database  # noqa: E402
+from loopwright.store.models import Message, MessageAgentThought  # noqa: E402
+from loopwright.testing import Reply, ScriptedModel  # noqa: E402
+from tests.app.test_messages import CONFIG, FC, add, ask, new_app  # noqa: E402
+
+URL_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def durable_db(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Database]:
+    """An empty database (the app's tables made) and a DBOS schema of this test's own."""
+    schema = f"dbos_test_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("LOOPWRIGHT_DBOS_SCHEMA", schema)
+    if request.param == "sqlite":
+        database = Database(f"sqlite+aiosqlite:///{tmp_path / 'durable.db'}")
+    else:
+        url = os.environ.get(URL_ENV)
+        if not url:
+            pytest.skip(f"{URL_ENV} is not set: no PostgreSQL server")
+        database = Database(url)
+        async with database.engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    await database.create_all()
+    yield database
+    if database.engine.dialect.name == "postgresql":
+        async with database.engine.begin() as conn:
+            await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    await database.close()
+
+
+def durable_runtime(db: Database, model: ScriptedModel) -> AppRuntime:
+    return AppRuntime(db, Settings(executor="durable"), tools=[add], models={"scripted": model})
+
+
+async def test_a_durable_run_answers_and_records_its_steps(durable_db: Database) -> None:
+    db = durable_db
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")], features=FC
+    )
+    runtime = durable_runtime(db, model)
+    try:
+        run = await runtime.start(ask(app_id, "What is 2 + 3?"))
+        events = [e async for e in run.events()]
+        outcome = await run.outcome()
+        assert isinstance(events[-1], MessageEnd) and outcome.status == "normal"
+        assert outcome.answer == "It is 5."
+        assert any(isinstance(e, AgentThought) and e.observation for e in events)
+        handle = await DBOS.retrieve_workflow_async(run.task_id)
+        assert await handle.get_result() == "normal"
+        steps = await DBOS.list_workflow_steps_async(run.task_id)
+        # boundaries: before the model call of round 1 (the workflow's input), after its reply asked for
+        # the tool, before the model call of round 2; then the end
+        assert [s["function_name"] for s in steps] == ["loopwright.step"] * 3
+        status = await DBOS.get_workflow_status_async(run.task_id)
+        assert status is not None and status.input is not None
+        assert status.input["args"][0]["first"]["n"] == 1
+        assert steps[-1]["output"] == {"end": "normal"}
+        async with db.transaction() as s:
+            row = await s.get(Message, run.head.message_id)
+            thoughts = list(
+                await s.scalars(select(MessageAgentThought).where(MessageAgentThought.message_id == row.id))
+            )  # type: ignore[union-attr]
+        assert row is not None and (row.status, row.answer, row.worker_id) == ("normal", "It is 5.", None)
+        assert len(thoughts) == 2
+    finally:
+        await runtime.shutdown()
+
+
+async def test_a_retried_id_starts_no_second_run(durable_db: Database) -> None:
+    db = durable_db
+    app_id = await new_app(db, CONFIG)
+    model = ScriptedModel([Reply.text("Once."), Reply.text("Twice!")], features=FC)
+    runtime = durable_runtime(db, model)
+    task_id = str(uuid.uuid4())
+    try:
+        run = await runtime.start(ask(app_id, "hi", task_id=task_id))
+        assert run.task_id == task_id
+        await run.outcome()
+        with pytest.raises(RunExistsError):
+            await runtime.start(ask(app_id, "hi", task_id=task_id))
+        assert model.remaining == 1  # the model was asked once
+    finally:
+        await runtime.shutdown()
+
+
+async def test_a_durable_run_that_waits_for_approval_ends_its_workflow_and_resumes_in_another(
+    durable_db: Database,
+) -> None:
+    db = durable_db
+    config = CONFIG.model_copy(update={"approval": ApprovalSettings(tools=["add"])})
+    app_id = await new_app(db, config)
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}, "call_1"), text="Adding."), Reply.text("It is 5.")],
+        features=FC,
+    )
+    runtime = durable_runtime(db, model)
+    try:
+        run = await runtime.start(ask(app_id, "What is 2 + 3?"))
+        paused = await run.outcome()
+        assert paused.status == "waiting"
+        # the paused run's workflow has ended with it: the pending_approvals row is what waits
+        assert await (await DBOS.retrieve_workflow_async(run.task_id)).get_result() == "waiting"
+        decision = ApprovalsRequest(run.task_id, app_id, "alice", [Decision("call_1", "approve")])
+        resumed = await runtime.resume(decision)
+        outcome = await resumed.outcome()
+        assert (outcome.status, outcome.answer) == ("normal", "It is 5.")
+        workflow = await DBOS.retrieve_workflow_async(f"{run.task_id}:1")
+        assert await workflow.get_result() == "normal"
+        steps = await DBOS.list_workflow_steps_async(f"{run.task_id}:1")
+        # its input: the decided round before its call runs; then before round 2's model call; the end
+        assert len(steps) == 2 and steps[-1]["output"] == {"end": "normal"}
+        async with db.transaction() as s:
+            row = await s.get(Message, run.head.message_id)
+        assert row is not None and (row.status, row.answer) == ("normal", "It is 5.")
+    finally:
+        await runtime.shutdown()
+
+
+async def test_concurrent_durable_runs_with_parallel_calls_all_end_answered(durable_db: Database) -> None:
+    db = durable_db
+    calls: list[str] = []
+
+    @tool
+    async def fetch(key: str) -> str:
+        """Fetch a value."""
+        calls.append(key)
+        await asyncio.sleep(0)
+        return key.upper()
+
+    @tool(idempotent=False)
+    async def send(key: str) -> str:
+        """Send a value."""
+        calls.append(f"send:{key}")
+        return "sent"
+
+    config = AppConfig(model="scripted", tools=[ToolConfig(name="fetch"), ToolConfig(name="send")])
+    app_id = await new_app(db, config)
+    round_ = Reply.tool_calls(("fetch", {"key": "a"}), ("fetch", {"key": "b"}), ("send", {"key": "c"}))
+    model = ScriptedModel([round_, Reply.text("Done.")] * 8, features=[*FC, "multi-tool-call"])
+    runtime = AppRuntime(db, Settings(executor="durable"), tools=[fetch, send], models={"scripted": model})
+    try:
+        runs = [await runtime.start(ask(app_id, f"go {i}", user=f"user{i}")) for i in range(8)]
+        outcomes = await asyncio.gather(*(r.outcome() for r in runs))
+        assert [o.status for o in outcomes] == ["normal"] * 8
+        for run in runs:
+            assert await (await DBOS.retrieve_workflow_async(run.task_id)).get_result() == "normal"
+        # each tool round ran each of its three calls once (the script's rounds go to whichever run asks)
+        assert calls.count("a") == calls.count("b") == calls.count("send:c") >= 1
+        assert not runtime.durable or not runtime.durable.gates  # every gate let go
+    finally:
+        await runtime.shutdown()
