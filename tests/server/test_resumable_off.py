@@ -63,3 +63,21 @@ async def test_with_resumable_streams_off_streams_work_and_a_reattach_is_refused
     async with db.sessionmaker() as s:
         assert await s.scalar(select(func.count()).select_from(RunStream)) == 0
         assert await s.scalar(select(func.count()).select_from(RunEvent)) == 0
+
+
+async def test_with_resumable_streams_off_a_retried_idempotent_request_is_refused_without_a_second_run(
+    new_app: NewApp, db: Database
+) -> None:
+    app = await new_app(["Hello once.", "Hello twice."], delay=0.01)
+    server = create_app(db, Settings(resumable_streams=False), ping_interval=0.05)
+    headers = {**app.headers, "Idempotency-Key": "order-7"}
+    async with serving(server) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        first = await client.post("/v1/chat-messages", json=BODY, headers=headers)
+        answer = "".join(e["answer"] for _, e in numbered(first.text) if e["event"] == "agent_message")
+        assert answer == "Hello once."
+        again = await client.post("/v1/chat-messages", json=BODY, headers=headers)
+        assert again.status_code == 409 and again.json()["code"] == "conflict"
+        await server.state.loopwright.journal.settled()
+    async with db.sessionmaker() as s:  # the key's row, and no events kept
+        assert await s.scalar(select(func.count()).select_from(RunStream)) == 1
+        assert await s.scalar(select(func.count()).select_from(RunEvent)) == 0

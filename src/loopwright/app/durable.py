@@ -355,8 +355,9 @@ class DurableExecutor:
             head, created, request, version, {}, [], ChatFiles([], []), False, end_user_id, writes
         )
         run = Run(head, spec["app_id"], spec["user"], keep_events=streaming)
-        run.record = RunRecord(runtime.journal, head.task_id)
-        run.record.seq = last_seq  # numbered on from the last stored event
+        if runtime.journal.enabled:
+            run.record = RunRecord(runtime.journal, head.task_id)
+            run.record.seq = last_seq  # numbered on from the last stored event
         return run, message, agent
 
     # --- takeover -----------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ class AppRuntime:
         if not self.lease.opened:
             await self.lease.open()
 
-    async def _claim(self, head: EventHead, request: MessageRequest) -> RunRecord:
+    async def _claim(self, head: EventHead, request: MessageRequest) -> RunRecord | None:
         """The stream of a run whose id the caller chose, its row written now: a request retried with
         the same id (at once, or on another worker) finds it and is refused with RunExistsError; with
         the durable executor, so is one whose run's workflow outlived the stream's retention."""
@@ -252,7 +252,8 @@ class AppRuntime:
                 session.add(row)
         except IntegrityError:
             raise RunExistsError(head.task_id) from None
-        return RunRecord(self.journal, head.task_id)
+        # the row guards against a second run even when no events are kept for a re-attach
+        return RunRecord(self.journal, head.task_id) if self.journal.enabled else None
 
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""

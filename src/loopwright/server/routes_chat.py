@@ -88,7 +88,7 @@ async def chat_messages(
     try:
         run = await runtime.start(request)
     except RunExistsError as exists:
-        if not streaming:
+        if not streaming or not runtime.journal.enabled:  # no stream to give back: say so
             raise ApiError(409, "conflict", str(exists)) from None
         # a retried request: the stream of the run the first one started, from its first event
         head, events = await runtime.follow(exists.task_id, app.id, user)
