@@ -4,7 +4,8 @@ re-attaching (``GET /v1/chat-messages/{task_id}/events`` with ``Last-Event-ID``)
 
 Reports: messages, errors (non-200, a stream without message_end, ids not 1…n once each across the
 drop and the re-attach), messages not stored as answered at the end, the server's RSS at minute 2
-and at the end (the goal: within 10 %), and events received.
+and at the end (the goal: within 10 %), events received, and per two minutes the gap a client saw
+between two deltas beyond the model's own 50 ms (p50, p99: the goal is a stable p99).
 
 Run: .venv/bin/python bench/bench_soak.py [--streams 1000] [--minutes 10] [--seed 1]
 """
@@ -29,6 +30,8 @@ import httpx
 
 EXE = Path(sys.executable).with_name("loopwright")
 ANSWER = "soak " * 100  # 100 chunks of 5 characters at 20 a second: 5 s per answer
+DELAY = 0.05  # the scripted model's delay between chunks (s)
+WINDOW = 120  # seconds per line of the added-gap report
 
 
 def free_port() -> int:
@@ -63,6 +66,12 @@ class Tally:
     def __init__(self) -> None:
         self.messages = self.errors = self.events = self.reattached = 0
         self.samples: list[str] = []
+        self.started = time.monotonic()
+        self.gaps: dict[int, list[float]] = {}  # window of WINDOW seconds → added gaps (s)
+
+    def gap(self, now: float, seconds: float) -> None:
+        """A gap between two deltas of one stream, beyond the model's own delay."""
+        self.gaps.setdefault(int((now - self.started) // WINDOW), []).append(seconds - DELAY)
 
     def error(self, what: str) -> None:
         self.errors += 1
@@ -70,14 +79,22 @@ class Tally:
             self.samples.append(what)
 
 
-async def read(response: httpx.Response, seen: list[int], stop_after: int | None, task: list[str]) -> bool:
+async def read(
+    response: httpx.Response, seen: list[int], stop_after: int | None, task: list[str], tally: Tally
+) -> bool:
     """Read numbered events into ``seen`` until message_end (True) or ``stop_after`` of them; the
-    task id goes into ``task``."""
+    task id goes into ``task``; the gaps between live deltas into ``tally``."""
     buffer = ""
+    last: float | None = None
     async for text in response.aiter_text():
         got, buffer = frames(buffer + text)
+        now = time.monotonic()
         for seq, event in got:
             seen.append(seq)
+            if event["event"] == "agent_message":
+                if last is not None:
+                    tally.gap(now, now - last)
+                last = now
             if not task and "task_id" in event:
                 task.append(str(event["task_id"]))
             if event["event"] in ("message_end", "error"):
@@ -100,13 +117,13 @@ async def client(
                     tally.error(f"POST {r.status_code}")
                     continue
                 task: list[str] = []
-                ended = await read(r, seen, drop, task)
+                ended = await read(r, seen, drop, task, tally)
             if not ended and task:
                 # re-attach after the last event seen
                 tally.reattached += 1
                 url = f"/v1/chat-messages/{task[0]}/events?user=soak"
                 async with http.stream("GET", url, headers={**headers, "Last-Event-ID": str(seen[-1])}) as r2:
-                    ended = r2.status_code == 200 and await read(r2, seen, None, task)
+                    ended = r2.status_code == 200 and await read(r2, seen, None, task, tally)
             tally.messages += 1
             tally.events += len(seen)
             if not ended:
@@ -129,7 +146,7 @@ def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
 async def main(streams: int, minutes: float, seed: int) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="loopwright-soak-"))
     script = tmp / "script.json"
-    script.write_text(json.dumps({"replies": [ANSWER] * 1_000_000, "chunk_size": 5, "delay": 0.05}))
+    script.write_text(json.dumps({"replies": [ANSWER], "cycle": True, "chunk_size": 5, "delay": DELAY}))
     env = {**os.environ, "LOOPWRIGHT_DB": str(tmp / "soak.db")}
     env.pop("DATABASE_URL", None)
 
@@ -172,6 +189,12 @@ async def main(streams: int, minutes: float, seed: int) -> int:
     )
     print(f"events: {tally.events}  errors: {tally.errors}  stored by status: {by_status}")
     print(f"server RSS: minute 2 {rss.get('minute 2', 0):.0f} MB, end {rss.get('end', 0):.0f} MB")
+    for window, gaps in sorted(tally.gaps.items()):
+        gaps.sort()
+        p50, p99 = gaps[len(gaps) // 2], gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+        first = window * WINDOW / 60
+        span = f"{first:.0f}-{first + WINDOW / 60:.0f}"
+        print(f"  minutes {span}: added gap p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")
     for s in tally.samples:
         print("  ", s)
     return 1 if tally.errors or set(by_status) - {"normal"} else 0

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from loopwright import Agent
+from loopwright import config as config_module
 from loopwright.config import (
     OPENAI_API_BASE,
     ConfigError,
@@ -408,3 +409,21 @@ def test_service_api_settings_from_the_environment_and_the_toml_file(tmp_path: P
     assert settings.cors_allow_origins == ("https://c.example",) and settings.dify_strict is True
     defaults = load_settings(env={}, path=empty)
     assert defaults.cors_allow_origins == ("*",) and defaults.dify_strict is False
+
+
+async def test_a_script_files_model_keeps_only_its_first_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a script file may serve a server for days: what it remembers of the requests is bounded
+    monkeypatch.setattr(config_module, "SCRIPT_FILE_RECORD", 3)
+    path = tmp_path / "cycle.json"
+    path.write_text(json.dumps({"replies": ["Hi."], "cycle": True}), encoding="utf-8")
+    agent = Agent(model=build_model(f"scripted:{path}", Settings()))
+    for n in range(5):
+        assert (await agent.run(f"Question {n}")).text == "Hi."
+    model = load_scripted_model(path)
+    assert [content_text(r.messages[-1].content) for r in model.requests] == [
+        "Question 0",
+        "Question 1",
+        "Question 2",
+    ]

@@ -454,6 +454,9 @@ ToolCallSpec = (
 )
 
 
+SCRIPT_FILE_RECORD = 1000  # requests a scripted model of a script file keeps (tests read them)
+
+
 class ScriptReply(pydantic.BaseModel):
     """One reply of a script: text, tool calls (``[name, {arguments}]`` or ``[name, {arguments}, id]``),
     or an error the model call raises (as a ``ModelError``)."""
@@ -502,7 +505,8 @@ class Script(pydantic.BaseModel):
         from loopwright.model.scripted import ScriptedModel
 
         options = self.model_dump(exclude_unset=True, exclude={"replies"})
-        return ScriptedModel([r.to_reply() for r in self.replies], **options)
+        # A script file may serve a process for days (demos, soaks): it keeps its first requests only.
+        return ScriptedModel([r.to_reply() for r in self.replies], record=SCRIPT_FILE_RECORD, **options)
 
 
 class ScriptedModels:
