@@ -57,8 +57,18 @@ from loopwright.app.wire import DifyStream
 from loopwright.app.wire_events import EventHead
 from loopwright.config import ConfigError, Settings
 from loopwright.store import repositories as repo
+from loopwright.store import streams
 from loopwright.store.db import Database
-from loopwright.store.models import Conversation, Message, MessageAgentThought, RunEvent, RunStream, Worker
+from loopwright.store.models import (
+    Conversation,
+    Message,
+    MessageAgentThought,
+    RunEvent,
+    RunStream,
+    Worker,
+    utcnow,
+)
+from loopwright.store.streams import Chunk
 
 log = logging.getLogger("loopwright.app")
 
@@ -70,6 +80,8 @@ SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
 URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
 MAX_THREADS = 32
 
+Carried = list[Any]  # [first seq, items]: the events of a run since its previous step boundary
+
 _executor: DurableExecutor | None = None
 
 
@@ -80,20 +92,29 @@ def _current() -> DurableExecutor:
 
 
 @DBOS.step(name=STEP)
-async def _advance(spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
-    return await _current().advance(spec, checkpoint)
+async def _advance(
+    spec: dict[str, Any], checkpoint: dict[str, Any], carried: list[Carried]
+) -> dict[str, Any]:
+    # only a step's output is recorded: ``carried`` (the events of the steps replayed) costs nothing
+    return await _current().advance(spec, checkpoint, carried)
 
 
 @DBOS.workflow(name=WORKFLOW)
 async def _run_workflow(spec: dict[str, Any]) -> str:
+    executor, task_id = _current(), spec["task_id"]
     checkpoint: dict[str, Any] = spec["first"]  # the run's first boundary starts its workflow
+    carried: list[Carried] = []  # the events of the checkpoints replayed here (a run to take up)
     try:
         while True:
-            checkpoint = await _advance(spec, checkpoint)
+            if task_id not in executor.gates and "events" in checkpoint:
+                carried.append(checkpoint["events"])
+            checkpoint = await _advance(spec, checkpoint, carried)
             if "end" in checkpoint:
                 return str(checkpoint["end"])
+            # recorded: the run goes on now, while DBOS checks the next step (a database read)
+            executor.recorded(task_id, checkpoint["n"])
     except BaseException as exc:  # the run must not wait for a step that will never come
-        _current().abandon(spec["task_id"], exc)
+        executor.abandon(task_id, exc)
         raise
 
 
@@ -125,11 +146,13 @@ class StepGate:
 
     def __init__(
         self,
-        stored: Callable[[], Awaitable[None]],
+        record: RunRecord | None,
         start: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         taken_at: int = 0,
     ) -> None:
-        self._stored = stored  # waits until the run's events so far are in the journal
+        self._record = record  # the run's journal record, which keeps its events since the last boundary
+        if record is not None:
+            record.carry = []
         self._start = start
         self._checkpoints: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._go = asyncio.Event()
@@ -147,10 +170,15 @@ class StepGate:
     async def step(self, snapshot: dict[str, Any]) -> None:
         async with self._turn:
             self._check()
-            await self._stored()  # the events of the steps before are kept before the step is
             assert self._stream is not None
             self.count += 1
             checkpoint = {"n": self.count, "agent": snapshot, "stream": self._stream.saved()}
+            record = self._record
+            if record is not None and record.carry is not None:
+                # the step carries its events: a worker that takes the run up stores those the
+                # journal had not stored yet (the journal's write is not on the run's path)
+                items, record.carry = record.carry, []
+                checkpoint["events"] = [record.seq - len(items) + 1, items]
             start, self._start = self._start, None
             if start is not None:
                 await start(checkpoint)  # recorded as the workflow's input
@@ -238,7 +266,7 @@ class DurableExecutor:
             if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
                 raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
 
-        gate = StepGate(self._stored_for(run), start)
+        gate = StepGate(_kept(run), start)
         self.gates[run.task_id] = gate
         return gate
 
@@ -263,24 +291,23 @@ class DurableExecutor:
         if gate is not None:
             gate.fail(exc)
 
-    def _stored_for(self, run: Run) -> Callable[[], Awaitable[None]]:
-        journal = self.runtime.journal
-
-        async def stored() -> None:
-            if run.record is not None and run.keep_events:
-                await journal.settled()  # what is pending and what is being written
-
-        return stored
+    def recorded(self, task_id: str, n: int) -> None:
+        """Checkpoint ``n`` of ``task_id`` is recorded: if the run is here, it goes on."""
+        gate = self.gates.get(task_id)
+        if gate is not None:
+            gate.release(n)
 
     # --- steps --------------------------------------------------------------------------------------
 
-    async def advance(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
+    async def advance(
+        self, spec: dict[str, Any], checkpoint: dict[str, Any], carried: list[Carried]
+    ) -> dict[str, Any]:
         """One step of a run's workflow: let the run go on from ``checkpoint`` (it is recorded) and
         return its next one — taking the run up here when this process does not have it."""
         task_id = spec["task_id"]
         gate = self.gates.get(task_id)
         if gate is None:
-            taken = await self._take_up(spec, checkpoint)
+            taken = await self._take_up(spec, checkpoint, carried)
             if isinstance(taken, dict):
                 return taken
             gate = taken
@@ -291,9 +318,12 @@ class DurableExecutor:
             self.gates.pop(task_id, None)
         return out
 
-    async def _take_up(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> StepGate | dict[str, Any]:
+    async def _take_up(
+        self, spec: dict[str, Any], checkpoint: dict[str, Any], carried: list[Carried]
+    ) -> StepGate | dict[str, Any]:
         """Go on with a run another process left, from its last checkpoint; or, when it had ended
-        already (its end not yet recorded), the end to record."""
+        already (its end not yet recorded), the end to record. The events its recorded steps carried
+        that the journal lacks (numbered above its last stored one) are stored first."""
         runtime = self.runtime
         task_id, message_id = spec["task_id"], spec["message_id"]
         resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
@@ -308,15 +338,25 @@ class DurableExecutor:
             await session.execute(
                 delete(MessageAgentThought).where(MessageAgentThought.message_id == message_id)
             )
-            last_seq = await session.scalar(
-                select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id)
+            last_seq = int(
+                await session.scalar(select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id))
+                or 0
             )
+            missing = _missing(task_id, carried, last_seq)
+            if missing is not None:
+                journal = runtime.journal
+                origin = journal.origin if journal.notified else None
+                await streams.write_chunks([missing], utcnow(), origin=origin)(session)
+                last_seq = missing.last_seq
             await session.execute(
                 update(RunStream).where(RunStream.task_id == task_id).values(worker_id=runtime.lease.id)
             )
+        if missing is not None:
+            runtime.journal.heard([missing])  # this process's followers
+        carried.clear()
         self._adopted.pop(task_id, None)
-        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), int(last_seq or 0))
-        gate = StepGate(self._stored_for(run), taken_at=checkpoint["n"])
+        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), last_seq)
+        gate = StepGate(_kept(run), taken_at=checkpoint["n"])
         self.gates[task_id] = gate
         events = messages.run_events(
             message,
@@ -439,6 +479,23 @@ def system_database_url(url: str) -> str:
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         return f"sqlite:///{parsed.database}.dbos"
     raise ConfigError(f"the durable executor runs on PostgreSQL or a SQLite file, not {parsed.drivername}")
+
+
+def _kept(run: Run) -> RunRecord | None:
+    """The journal record of a run whose events are kept for a re-attach."""
+    return run.record if run.keep_events else None
+
+
+def _missing(task_id: str, carried: list[Carried], last_seq: int) -> Chunk | None:
+    """The carried events numbered above ``last_seq`` (the last stored one), as one chunk."""
+    first, items = last_seq + 1, list[Any]()
+    for start, events in carried:
+        for i, item in enumerate(events):
+            if start + i == first + len(items):
+                items.append(item)
+    if not items:
+        return None
+    return Chunk(task_id, first, first + len(items) - 1, items, False)
 
 
 def _status(run: Run) -> str:
