@@ -167,7 +167,7 @@ class StepGate:
         self._stream = stream
         return self
 
-    async def step(self, snapshot: dict[str, Any]) -> None:
+    async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
         async with self._turn:
             self._check()
             assert self._stream is not None
@@ -185,6 +185,8 @@ class StepGate:
                 self._released = self.count
             else:
                 self._checkpoints.put_nowait(checkpoint)
+                if not before_effects:  # recorded while the run goes on (agent.durability)
+                    return
             while self._released < self.count:
                 self._go.clear()
                 await self._go.wait()
