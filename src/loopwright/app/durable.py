@@ -28,10 +28,12 @@ claims their messages and streams so that no sweep marks them interrupted meanwh
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -54,7 +56,7 @@ from loopwright.app.recovery import WorkerLease
 from loopwright.app.run_events import EventJournal, RunRecord
 from loopwright.app.runs import Run, RunRegistry
 from loopwright.app.wire import DifyStream
-from loopwright.app.wire_events import EventHead
+from loopwright.app.wire_events import EventHead, MessageReplace, WireEvent
 from loopwright.config import ConfigError, Settings
 from loopwright.store import repositories as repo
 from loopwright.store import streams
@@ -79,6 +81,7 @@ ADOPTED_BEATS = 4  # heartbeats a run handed back to DBOS counts as the taker's 
 SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
 URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
 MAX_THREADS = 32
+RESUMED = "resumed"  # the reason of the message_replace a run taken up after a cut model call sends
 
 Carried = list[Any]  # [first seq, items]: the events of a run since its previous step boundary
 
@@ -345,6 +348,7 @@ class DurableExecutor:
                 or 0
             )
             missing = _missing(task_id, carried, last_seq)
+            replace = await _answer_replaced(session, task_id, checkpoint, last_seq)
             if missing is not None:
                 journal = runtime.journal
                 origin = journal.origin if journal.notified else None
@@ -369,6 +373,8 @@ class DurableExecutor:
             join_rounds=runtime.settings.dify_strict,
             steps=gate.bind,
         )
+        if replace is not None:
+            events = _first(MessageReplace(run.head, replace, RESUMED), events)
         runtime.runs.start(run, events)
         self.watch(run)
         log.warning("took up durable run %s from its last recorded step", task_id)
@@ -498,6 +504,43 @@ def _missing(task_id: str, carried: list[Carried], last_seq: int) -> Chunk | Non
     if not items:
         return None
     return Chunk(task_id, first, first + len(items) - 1, items, False)
+
+
+async def _answer_replaced(
+    session: AsyncSession, task_id: str, checkpoint: dict[str, Any], last_seq: int
+) -> str | None:
+    """The answer a client of the stream should show when the run is taken up from ``checkpoint``:
+    the text of the stored events up to it, when the stored stream goes on past it with text (the
+    cut step's model call, which the resumed run makes again); None when nothing needs replacing."""
+    carried = checkpoint.get("events")
+    if carried is None:
+        return None
+    upto = int(carried[0]) + len(carried[1]) - 1  # the last event the checkpoint carried
+    if last_seq <= upto:
+        return None
+    answer, cut, done = "", False, 0
+    for chunk in await streams.chunks_after(session, task_id, 0):
+        for i, item in enumerate(json.loads(chunk.items)):
+            seq = chunk.first_seq + i
+            if seq <= done:
+                continue  # a chunk stored twice
+            done = seq
+            if seq > upto:
+                cut = cut or isinstance(item, str)
+            elif isinstance(item, str):  # an agent_message delta
+                answer += item
+            elif item.get("event") == "message_replace":
+                answer = str(item.get("answer", ""))
+    return answer if cut else None
+
+
+async def _first(
+    event: WireEvent, events: AsyncGenerator[WireEvent, None]
+) -> AsyncGenerator[WireEvent, None]:
+    yield event
+    async with aclosing(events):
+        async for rest in events:
+            yield rest
 
 
 def _status(run: Run) -> str:
