@@ -3,17 +3,22 @@
 One run is one workflow, its id the run's task id (a request retried with the same id finds it and
 starts nothing). The workflow is a loop of steps; each step hands back the run's state at its next
 step boundary (``agent.durability``: before each model call, after a reply that asks for tools, after
-each tool call, before a non-idempotent tool call) and DBOS records it before the run goes on:
+each tool call, before a non-idempotent tool call) with the events the run streamed since the
+previous one, and DBOS records it — before the run goes on where a tool call follows; in the
+background elsewhere (agent.durability):
 
     workflow(spec):  checkpoint = None
                      until checkpoint is an end:  checkpoint = step(spec, checkpoint)
 
 In the process that runs it, a step only waits for the run's next boundary: the run goes on in memory
-(the agent loop is not run again from a snapshot) and a step costs one recorded output. After a crash,
+(the agent loop is not run again from a snapshot) and a step costs one recorded output; the run is
+released once it is written, not after DBOS's check of the next step. After a crash,
 DBOS runs the workflow again on a live worker: the recorded steps return their checkpoints without
 running, and the first step not recorded finds no run in its process, so it takes the run up from the
-last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``): the
-stream goes on under the same task id, numbered after its last stored event, and the message's row
+last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``),
+after storing the carried events the journal lacks (the journal's write is never on a step's path):
+the stream goes on under the same task id, numbered after its last stored event (first a
+``message_replace`` when the stored stream has text of the cut model call), and the message's row
 ends answered. A finished tool call is never run again; one that was running is (at least once),
 unless its tool is not idempotent (agent.durability).
 
