@@ -22,7 +22,7 @@ class Steps:
     def __init__(self) -> None:
         self.snapshots: list[dict[str, Any]] = []
 
-    async def step(self, snapshot: dict[str, Any]) -> None:
+    async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
         self.snapshots.append(json.loads(json.dumps(snapshot)))
 
 

@@ -21,9 +21,12 @@ from dbos import DBOS  # noqa: E402
 from loopwright import tool  # noqa: E402
 from loopwright.app.approvals import ApprovalsRequest, Decision  # noqa: E402
 from loopwright.app.config import AppConfig, ApprovalSettings, ToolConfig  # noqa: E402
+from loopwright.app.durable import DurableRunError, StepGate, _missing  # noqa: E402
 from loopwright.app.errors import RunExistsError  # noqa: E402
+from loopwright.app.run_events import EventJournal, RunRecord  # noqa: E402
 from loopwright.app.runtime import AppRuntime  # noqa: E402
-from loopwright.app.wire_events import AgentThought, MessageEnd  # noqa: E402
+from loopwright.app.wire import DifyStream  # noqa: E402
+from loopwright.app.wire_events import AgentMessage, AgentThought, EventHead, MessageEnd  # noqa: E402
 from loopwright.config import Settings  # noqa: E402
 from loopwright.store.db import Database  # noqa: E402
 from loopwright.store.models import Message, MessageAgentThought  # noqa: E402
@@ -180,3 +183,59 @@ async def test_concurrent_durable_runs_with_parallel_calls_all_end_answered(dura
         assert not runtime.durable or not runtime.durable.gates  # every gate let go
     finally:
         await runtime.shutdown()
+
+
+def _gate_with_record(db: Database) -> tuple[StepGate, RunRecord]:
+    head = EventHead("task-1", "message-1", "conversation-1", 0)
+    record = RunRecord(EventJournal(db), head.task_id)
+    gate = StepGate(record, taken_at=1)
+    gate.bind(DifyStream(head, "function-calling"))
+    return gate, record
+
+
+async def test_a_step_before_a_tool_waits_for_its_record_and_those_before_it(tmp_path: Path) -> None:
+    """A boundary no effect follows is handed over without waiting; the next one that an effect
+    follows waits until both are recorded; each carries the events added since the one before."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
+    await db.create_all()  # the journal may write the record's events meanwhile
+    head = EventHead("task-1", "message-1", "conversation-1", 0)
+    try:
+        gate, record = _gate_with_record(db)
+        record.add(AgentMessage(head, "Add"))
+        await gate.step({"at": "model call"}, before_effects=False)  # returns without a record
+        record.add(AgentMessage(head, "ing."))
+        record.add(AgentMessage(head, "!"))
+        waiting = asyncio.create_task(gate.step({"at": "tools"}))
+        first, second = await gate.next(), await gate.next()
+        assert (first["n"], first["events"]) == (2, [1, ["Add"]])
+        assert (second["n"], second["events"]) == (3, [2, ["ing.", "!"]])
+        gate.release(2)
+        await asyncio.sleep(0)
+        assert not waiting.done()  # its own record is still missing
+        gate.release(3)
+        await asyncio.wait_for(waiting, 5)
+    finally:
+        await db.close()
+
+
+async def test_a_failed_record_stops_the_run_at_its_next_waiting_step(tmp_path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
+    await db.create_all()  # the journal may write the record's events meanwhile
+    try:
+        gate, _ = _gate_with_record(db)
+        await gate.step({"at": "model call"}, before_effects=False)
+        gate.fail(RuntimeError("the database is gone"))
+        with pytest.raises(DurableRunError):
+            await gate.step({"at": "tools"})
+    finally:
+        await db.close()
+
+
+def test_the_carried_events_the_journal_lacks_make_one_chunk() -> None:
+    carried = [[1, ["a", "b"]], [3, [{"event": "agent_thought"}]], [4, ["c", "d"]]]
+    chunk = _missing("task-1", carried, 2)
+    assert chunk is not None
+    assert (chunk.first_seq, chunk.last_seq, chunk.items) == (3, 5, [{"event": "agent_thought"}, "c", "d"])
+    assert _missing("task-1", carried, 5) is None  # all stored (or more: the cut step's)
+    assert _missing("task-1", carried, 7) is None
+    assert _missing("task-1", [], 0) is None

@@ -189,6 +189,18 @@ def _shown(seen: list[tuple[int, dict[str, Any]]], tool: str) -> bool:
     return any(e["event"] == "agent_thought" and tool in e.get("tool", "") for _, e in seen)
 
 
+def client_view(events: list[tuple[int, dict[str, Any]]]) -> str:
+    """The answer a Dify client shows after these events: ``agent_message`` text appended, a
+    ``message_replace`` putting its answer in place of what was shown."""
+    shown = ""
+    for _, event in events:
+        if event["event"] == "agent_message":
+            shown += event["answer"]
+        elif event["event"] == "message_replace":
+            shown = event["answer"]
+    return shown
+
+
 def _wait_for(condition: Any, what: str, timeout: float = 60.0) -> None:
     """Wait for a condition the system reports (an event gate polled), failing after ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -312,7 +324,9 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     """Killed while the model streams its answer: the other worker makes that model call again (at
-    least once) and the message ends answered; the re-attached client gets every event once, in order."""
+    least once) and the message ends answered; the re-attached client gets every event once, in order,
+    and a ``message_replace`` first, so that it shows the cut answer's text once (not the first
+    attempt's partial text before the second attempt's)."""
     script = tmp_path / "script.json"
     long_answer = "counting " * 400  # 20 s at one chunk per 50 ms: it is cut long before its end
     replies = [{"text": "Adding.", "tool_calls": [["calculator", {"expression": "2+3"}]]}, long_answer]
@@ -365,6 +379,11 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     assert tail[-1][1]["event"] == "message_end" and all(e["event"] != "error" for _, e in tail)
     assert [s for s, _ in replayed] == list(range(1, len(replayed) + 1))
     assert replayed[: len(seen)] == seen and replayed[len(seen) :] == tail
+    # the cut answer's partial text was stored: the resumed run replaces it with the text before it
+    assert "counting" in client_view(seen)
+    replaced = [e for _, e in tail if e["event"] == "message_replace"]
+    assert [(e["answer"], e["reason"]) for e in replaced] == [("Adding.", "resumed")]
+    assert client_view(replayed) == client_view(seen + tail) == "Adding." + "Five. Done counting."
     [message] = history.json()["data"]
     assert (message["status"], message["answer"]) == ("normal", "Five. Done counting.")
     assert json.loads(message["agent_thoughts"][0]["observation"]) == {"calculator": "5"}

@@ -197,8 +197,8 @@ async def run_loop(
             async for event in resumed:
                 yield event
     for rnd in range(state.round + 1, cap + 1):
-        if steps is not None:  # durable: the rounds so far are kept before the model is called
-            await steps.step(_snapshot(state, settings))
+        if steps is not None:  # durable: the rounds so far are kept (the model call does not wait)
+            await steps.step(_snapshot(state, settings), before_effects=False)
         state.round = rnd
         # The last round, or the one after a repeated call, offers no tools: the model must answer.
         last = rnd == cap or state.repeated is not None
@@ -557,7 +557,7 @@ async def _run_calls(
             await _invoke(engine, call, settings.tool_context)
             unfinished -= 1
             if steps is not None and unfinished:  # durable: the round's last is kept by the next round
-                await steps.step(_snapshot(state, settings))
+                await steps.step(_snapshot(state, settings), before_effects=False)
             queue.put_nowait(_finished_event(rnd, call, state))
 
     tasks = [asyncio.create_task(one(c)) for c in todo]

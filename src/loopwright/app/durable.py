@@ -3,17 +3,22 @@
 One run is one workflow, its id the run's task id (a request retried with the same id finds it and
 starts nothing). The workflow is a loop of steps; each step hands back the run's state at its next
 step boundary (``agent.durability``: before each model call, after a reply that asks for tools, after
-each tool call, before a non-idempotent tool call) and DBOS records it before the run goes on:
+each tool call, before a non-idempotent tool call) with the events the run streamed since the
+previous one, and DBOS records it — before the run goes on where a tool call follows; in the
+background elsewhere (agent.durability):
 
     workflow(spec):  checkpoint = None
                      until checkpoint is an end:  checkpoint = step(spec, checkpoint)
 
 In the process that runs it, a step only waits for the run's next boundary: the run goes on in memory
-(the agent loop is not run again from a snapshot) and a step costs one recorded output. After a crash,
+(the agent loop is not run again from a snapshot) and a step costs one recorded output; the run is
+released once it is written, not after DBOS's check of the next step. After a crash,
 DBOS runs the workflow again on a live worker: the recorded steps return their checkpoints without
 running, and the first step not recorded finds no run in its process, so it takes the run up from the
-last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``): the
-stream goes on under the same task id, numbered after its last stored event, and the message's row
+last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``),
+after storing the carried events the journal lacks (the journal's write is never on a step's path):
+the stream goes on under the same task id, numbered after its last stored event (first a
+``message_replace`` when the stored stream has text of the cut model call), and the message's row
 ends answered. A finished tool call is never run again; one that was running is (at least once),
 unless its tool is not idempotent (agent.durability).
 
@@ -28,10 +33,12 @@ claims their messages and streams so that no sweep marks them interrupted meanwh
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -54,11 +61,21 @@ from loopwright.app.recovery import WorkerLease
 from loopwright.app.run_events import EventJournal, RunRecord
 from loopwright.app.runs import Run, RunRegistry
 from loopwright.app.wire import DifyStream
-from loopwright.app.wire_events import EventHead
+from loopwright.app.wire_events import EventHead, MessageReplace, WireEvent
 from loopwright.config import ConfigError, Settings
 from loopwright.store import repositories as repo
+from loopwright.store import streams
 from loopwright.store.db import Database
-from loopwright.store.models import Conversation, Message, MessageAgentThought, RunEvent, RunStream, Worker
+from loopwright.store.models import (
+    Conversation,
+    Message,
+    MessageAgentThought,
+    RunEvent,
+    RunStream,
+    Worker,
+    utcnow,
+)
+from loopwright.store.streams import Chunk
 
 log = logging.getLogger("loopwright.app")
 
@@ -69,6 +86,9 @@ ADOPTED_BEATS = 4  # heartbeats a run handed back to DBOS counts as the taker's 
 SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
 URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
 MAX_THREADS = 32
+RESUMED = "resumed"  # the reason of the message_replace a run taken up after a cut model call sends
+
+Carried = list[Any]  # [first seq, items]: the events of a run since its previous step boundary
 
 _executor: DurableExecutor | None = None
 
@@ -80,20 +100,29 @@ def _current() -> DurableExecutor:
 
 
 @DBOS.step(name=STEP)
-async def _advance(spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
-    return await _current().advance(spec, checkpoint)
+async def _advance(
+    spec: dict[str, Any], checkpoint: dict[str, Any], carried: list[Carried]
+) -> dict[str, Any]:
+    # only a step's output is recorded: ``carried`` (the events of the steps replayed) costs nothing
+    return await _current().advance(spec, checkpoint, carried)
 
 
 @DBOS.workflow(name=WORKFLOW)
 async def _run_workflow(spec: dict[str, Any]) -> str:
+    executor, task_id = _current(), spec["task_id"]
     checkpoint: dict[str, Any] = spec["first"]  # the run's first boundary starts its workflow
+    carried: list[Carried] = []  # the events of the checkpoints replayed here (a run to take up)
     try:
         while True:
-            checkpoint = await _advance(spec, checkpoint)
+            if task_id not in executor.gates and "events" in checkpoint:
+                carried.append(checkpoint["events"])
+            checkpoint = await _advance(spec, checkpoint, carried)
             if "end" in checkpoint:
                 return str(checkpoint["end"])
+            # recorded: the run goes on now, while DBOS checks the next step (a database read)
+            executor.recorded(task_id, checkpoint["n"])
     except BaseException as exc:  # the run must not wait for a step that will never come
-        _current().abandon(spec["task_id"], exc)
+        executor.abandon(task_id, exc)
         raise
 
 
@@ -125,11 +154,13 @@ class StepGate:
 
     def __init__(
         self,
-        stored: Callable[[], Awaitable[None]],
+        record: RunRecord | None,
         start: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         taken_at: int = 0,
     ) -> None:
-        self._stored = stored  # waits until the run's events so far are in the journal
+        self._record = record  # the run's journal record, which keeps its events since the last boundary
+        if record is not None:
+            record.carry = []
         self._start = start
         self._checkpoints: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._go = asyncio.Event()
@@ -144,19 +175,26 @@ class StepGate:
         self._stream = stream
         return self
 
-    async def step(self, snapshot: dict[str, Any]) -> None:
+    async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
         async with self._turn:
             self._check()
-            await self._stored()  # the events of the steps before are kept before the step is
             assert self._stream is not None
             self.count += 1
             checkpoint = {"n": self.count, "agent": snapshot, "stream": self._stream.saved()}
+            record = self._record
+            if record is not None and record.carry is not None:
+                # the step carries its events: a worker that takes the run up stores those the
+                # journal had not stored yet (the journal's write is not on the run's path)
+                items, record.carry = record.carry, []
+                checkpoint["events"] = [record.seq - len(items) + 1, items]
             start, self._start = self._start, None
             if start is not None:
                 await start(checkpoint)  # recorded as the workflow's input
                 self._released = self.count
             else:
                 self._checkpoints.put_nowait(checkpoint)
+                if not before_effects:  # recorded while the run goes on (agent.durability)
+                    return
             while self._released < self.count:
                 self._go.clear()
                 await self._go.wait()
@@ -238,7 +276,7 @@ class DurableExecutor:
             if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
                 raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
 
-        gate = StepGate(self._stored_for(run), start)
+        gate = StepGate(_kept(run), start)
         self.gates[run.task_id] = gate
         return gate
 
@@ -263,24 +301,23 @@ class DurableExecutor:
         if gate is not None:
             gate.fail(exc)
 
-    def _stored_for(self, run: Run) -> Callable[[], Awaitable[None]]:
-        journal = self.runtime.journal
-
-        async def stored() -> None:
-            if run.record is not None and run.keep_events:
-                await journal.settled()  # what is pending and what is being written
-
-        return stored
+    def recorded(self, task_id: str, n: int) -> None:
+        """Checkpoint ``n`` of ``task_id`` is recorded: if the run is here, it goes on."""
+        gate = self.gates.get(task_id)
+        if gate is not None:
+            gate.release(n)
 
     # --- steps --------------------------------------------------------------------------------------
 
-    async def advance(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> dict[str, Any]:
+    async def advance(
+        self, spec: dict[str, Any], checkpoint: dict[str, Any], carried: list[Carried]
+    ) -> dict[str, Any]:
         """One step of a run's workflow: let the run go on from ``checkpoint`` (it is recorded) and
         return its next one — taking the run up here when this process does not have it."""
         task_id = spec["task_id"]
         gate = self.gates.get(task_id)
         if gate is None:
-            taken = await self._take_up(spec, checkpoint)
+            taken = await self._take_up(spec, checkpoint, carried)
             if isinstance(taken, dict):
                 return taken
             gate = taken
@@ -291,9 +328,12 @@ class DurableExecutor:
             self.gates.pop(task_id, None)
         return out
 
-    async def _take_up(self, spec: dict[str, Any], checkpoint: dict[str, Any]) -> StepGate | dict[str, Any]:
+    async def _take_up(
+        self, spec: dict[str, Any], checkpoint: dict[str, Any], carried: list[Carried]
+    ) -> StepGate | dict[str, Any]:
         """Go on with a run another process left, from its last checkpoint; or, when it had ended
-        already (its end not yet recorded), the end to record."""
+        already (its end not yet recorded), the end to record. The events its recorded steps carried
+        that the journal lacks (numbered above its last stored one) are stored first."""
         runtime = self.runtime
         task_id, message_id = spec["task_id"], spec["message_id"]
         resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
@@ -308,15 +348,26 @@ class DurableExecutor:
             await session.execute(
                 delete(MessageAgentThought).where(MessageAgentThought.message_id == message_id)
             )
-            last_seq = await session.scalar(
-                select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id)
+            last_seq = int(
+                await session.scalar(select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id))
+                or 0
             )
+            missing = _missing(task_id, carried, last_seq)
+            replace = await _answer_replaced(session, task_id, checkpoint, last_seq)
+            if missing is not None:
+                journal = runtime.journal
+                origin = journal.origin if journal.notified else None
+                await streams.write_chunks([missing], utcnow(), origin=origin)(session)
+                last_seq = missing.last_seq
             await session.execute(
                 update(RunStream).where(RunStream.task_id == task_id).values(worker_id=runtime.lease.id)
             )
+        if missing is not None:
+            runtime.journal.heard([missing])  # this process's followers
+        carried.clear()
         self._adopted.pop(task_id, None)
-        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), int(last_seq or 0))
-        gate = StepGate(self._stored_for(run), taken_at=checkpoint["n"])
+        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), last_seq)
+        gate = StepGate(_kept(run), taken_at=checkpoint["n"])
         self.gates[task_id] = gate
         events = messages.run_events(
             message,
@@ -327,6 +378,8 @@ class DurableExecutor:
             join_rounds=runtime.settings.dify_strict,
             steps=gate.bind,
         )
+        if replace is not None:
+            events = _first(MessageReplace(run.head, replace, RESUMED), events)
         runtime.runs.start(run, events)
         self.watch(run)
         log.warning("took up durable run %s from its last recorded step", task_id)
@@ -439,6 +492,60 @@ def system_database_url(url: str) -> str:
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         return f"sqlite:///{parsed.database}.dbos"
     raise ConfigError(f"the durable executor runs on PostgreSQL or a SQLite file, not {parsed.drivername}")
+
+
+def _kept(run: Run) -> RunRecord | None:
+    """The journal record of a run whose events are kept for a re-attach."""
+    return run.record if run.keep_events else None
+
+
+def _missing(task_id: str, carried: list[Carried], last_seq: int) -> Chunk | None:
+    """The carried events numbered above ``last_seq`` (the last stored one), as one chunk."""
+    first, items = last_seq + 1, list[Any]()
+    for start, events in carried:
+        for i, item in enumerate(events):
+            if start + i == first + len(items):
+                items.append(item)
+    if not items:
+        return None
+    return Chunk(task_id, first, first + len(items) - 1, items, False)
+
+
+async def _answer_replaced(
+    session: AsyncSession, task_id: str, checkpoint: dict[str, Any], last_seq: int
+) -> str | None:
+    """The answer a client of the stream should show when the run is taken up from ``checkpoint``:
+    the text of the stored events up to it, when the stored stream goes on past it with text (the
+    cut step's model call, which the resumed run makes again); None when nothing needs replacing."""
+    carried = checkpoint.get("events")
+    if carried is None:
+        return None
+    upto = int(carried[0]) + len(carried[1]) - 1  # the last event the checkpoint carried
+    if last_seq <= upto:
+        return None
+    answer, cut, done = "", False, 0
+    for chunk in await streams.chunks_after(session, task_id, 0):
+        for i, item in enumerate(json.loads(chunk.items)):
+            seq = chunk.first_seq + i
+            if seq <= done:
+                continue  # a chunk stored twice
+            done = seq
+            if seq > upto:
+                cut = cut or isinstance(item, str)
+            elif isinstance(item, str):  # an agent_message delta
+                answer += item
+            elif item.get("event") == "message_replace":
+                answer = str(item.get("answer", ""))
+    return answer if cut else None
+
+
+async def _first(
+    event: WireEvent, events: AsyncGenerator[WireEvent, None]
+) -> AsyncGenerator[WireEvent, None]:
+    yield event
+    async with aclosing(events):
+        async for rest in events:
+            yield rest
 
 
 def _status(run: Run) -> str:

@@ -98,7 +98,7 @@ class Replayed:
 class RunRecord:
     """The recording of one run's events (see the module's docstring)."""
 
-    __slots__ = ("_journal", "ended", "followed", "items", "seq", "task_id")
+    __slots__ = ("_journal", "carry", "ended", "followed", "items", "seq", "task_id")
 
     def __init__(self, journal: EventJournal, task_id: str) -> None:
         self._journal = journal
@@ -107,14 +107,17 @@ class RunRecord:
         self.items: list[Item] = []  # added since the last write
         self.ended = False
         self.followed = journal.follow_all  # written with the short interval
+        # the events since the run's last step boundary, when a durable run carries them in its
+        # recorded steps (app.durable); None: not kept
+        self.carry: list[Item] | None = None
 
     def add(self, event: WireEvent) -> None:
         self.seq += 1
         items = self.items
-        if type(event) is AgentMessage:
-            items.append(event.answer)
-        else:
-            items.append(self._journal.payload(event))
+        item = event.answer if type(event) is AgentMessage else self._journal.payload(event)
+        items.append(item)
+        if self.carry is not None:
+            self.carry.append(item)
         if len(items) == 1:
             self._journal.pending(self)
 

@@ -297,7 +297,7 @@ class DifyStream:
         """What a paused message's stream must remember to go on (JSON data; see ``restore``)."""
         return {
             "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
-            "resources": self._resources,
+            "resources": list(self._resources),  # a copy: a durable step may keep it later
             "inner_usage": _usage_data(self._inner_usage),
         }
 

@@ -1,0 +1,226 @@
+"""A durable run's recorded steps carry its events: a worker killed after a step was recorded but
+before the journal stored that step's events loses none of them. Two real ``loopwright serve``
+workers on PostgreSQL (``LOOPWRIGHT_TEST_POSTGRES_URL``); the journal's writes are held back by a
+lock on ``run_events`` taken by the test (a gate: the inserts wait, DBOS's step records do not), the
+worker is killed while a tool call hangs, and the other worker, taking the run up, stores the
+carried events the journal lacks before it goes on. The client re-attaches and gets every event
+once, in order, numbered on from the last stored one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, make_url, text
+
+from tests.reliability.test_durable_takeover import _read_until_both_calls_shown as read_stream
+from tests.reliability.test_durable_takeover import _reset, _stored_seq, _wait_for
+from tests.reliability.test_kill import EXE, free_port, serve
+from tests.sse import numbered
+
+pytest.importorskip("dbos")
+pytestmark = pytest.mark.timeout(240)
+
+URL_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
+FEATURES = ["tool-call", "multi-tool-call", "stream-tool-call"]
+REPLIES = [
+    {"text": "Checking first.", "tool_calls": [["first", {}, "call_first"]]},
+    {"text": "Now the second.", "tool_calls": [["second", {}, "call_second"]]},
+]
+ANSWER = "Both are done."
+
+
+class GatedTools:
+    """``GET /first`` and ``GET /second`` (idempotent), each hanging until its own gate is set; every
+    request is counted."""
+
+    def __init__(self) -> None:
+        self.gates = {"first": threading.Event(), "second": threading.Event()}
+        self.entered = {"first": threading.Event(), "second": threading.Event()}
+        self.counts = {"first": 0, "second": 0}
+        tools = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                name = self.path.split("?")[0].strip("/")
+                tools.counts[name] += 1
+                tools.entered[name].set()
+                tools.gates[name].wait(120)
+                body = json.dumps({"tool": name, "done": True})
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body.encode())
+                except OSError:
+                    pass  # the worker that called was killed
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def spec(self) -> dict[str, Any]:
+        def op(op_id: str) -> dict[str, Any]:
+            return {"operationId": op_id, "summary": op_id, "responses": {"200": {"description": "ok"}}}
+
+        return {
+            "openapi": "3.0.0",
+            "info": {"title": "gated", "version": "1"},
+            "servers": [{"url": self.url}],
+            "paths": {"/first": {"get": op("first")}, "/second": {"get": op("second")}},
+        }
+
+
+@contextmanager
+def gated_tools() -> Iterator[GatedTools]:
+    tools = GatedTools()
+    thread = threading.Thread(target=tools.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield tools
+    finally:
+        for gate in tools.gates.values():
+            gate.set()
+        tools.server.shutdown()
+        tools.server.server_close()
+
+
+@contextmanager
+def journal_held(url: str) -> Iterator[Any]:
+    """Hold the journal's inserts (``run_events``) until ``release()`` (reads go on)."""
+    engine = create_engine(make_url(url).set(drivername="postgresql+psycopg"))
+    conn = engine.connect()
+    try:
+        conn.execute(text("LOCK TABLE run_events IN EXCLUSIVE MODE"))
+        yield conn
+    finally:
+        conn.rollback()
+        conn.close()
+        engine.dispose()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    url = os.environ.get(URL_ENV)
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail(f"{URL_ENV} is not set; under CI the PostgreSQL tests must run", pytrace=False)
+        pytest.skip(f"{URL_ENV} is not set: no PostgreSQL server (`bash scripts/ci-postgres` prints a URL)")
+    schema = f"dbos_carry_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_reset(url, schema))
+    environ = {k: v for k, v in os.environ.items() if k != "LOOPWRIGHT_DB"}
+    environ |= {"LOOPWRIGHT_EXECUTOR": "durable", "DATABASE_URL": url, "LOOPWRIGHT_DBOS_SCHEMA": schema}
+    yield environ
+    asyncio.run(_reset(url, schema, drop_only=True))
+
+
+def _started(event: dict[str, Any], tool: str) -> bool:
+    return event["event"] == "agent_thought" and event.get("tool") == tool and not event.get("observation")
+
+
+def test_events_recorded_with_a_step_but_not_stored_are_stored_by_the_worker_taking_the_run_up(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    url = env["DATABASE_URL"]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": REPLIES, "features": FEATURES, "chunk_size": 4}))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([str(EXE), *args], env=env, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    with gated_tools() as tools:
+        spec = tmp_path / "tools.json"
+        spec.write_text(json.dumps(tools.spec()))
+        toolset = {"type": "openapi", "spec": str(spec), "allow_hosts": ["127.0.0.1"]}
+        app_yaml = tmp_path / "app.yaml"
+        app_yaml.write_text(
+            json.dumps({"name": "carry", "model": f"scripted:{script}", "toolsets": [toolset]})
+        )
+        app_id = cli("app", "create", "carry", "--from-yaml", str(app_yaml))
+        headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
+        port_a, port_b = free_port(), free_port()
+        body = {"query": "First, then second.", "user": "alice", "response_mode": "streaming", "inputs": {}}
+        with serve(env, port_b, headers), serve(env, port_a, headers) as worker_a:
+            seen: list[tuple[int, dict[str, Any]]] = []
+            broken = threading.Event()
+            with httpx.Client(timeout=httpx.Timeout(10, read=None)) as client:
+                request = client.build_request(
+                    "POST", f"http://127.0.0.1:{port_a}/v1/chat-messages", json=body, headers=headers
+                )
+                response = client.send(request, stream=True)
+                assert response.status_code == 200
+                reader = threading.Thread(target=read_stream, args=(response, seen, broken))
+                reader.start()
+                # Round 1's call hangs; what the client saw so far is stored. Then the journal is held.
+                assert tools.entered["first"].wait(60)
+                _wait_for(lambda: any(_started(e, "first") for _, e in seen), "the first call shown")
+                task_id = seen[0][1]["task_id"]
+                _wait_for(lambda: asyncio.run(_stored_seq(url, task_id)) >= seen[-1][0], "the journal")
+                stored_before = seen[-1][0]
+                with journal_held(url):
+                    # Round 1's call ends and round 2's reply streams: its steps are recorded (before
+                    # round 2's model call; after its reply asked for the second tool), its events not.
+                    tools.gates["first"].set()
+                    assert tools.entered["second"].wait(60)
+                    _wait_for(lambda: any(_started(e, "second") for _, e in seen), "the second call shown")
+                    script.write_text(json.dumps({"replies": [ANSWER], "features": FEATURES}))
+                    worker_a.send_signal(signal.SIGKILL)
+                    worker_a.wait(timeout=30)
+                assert broken.wait(30)
+                reader.join(30)
+                response.close()
+            # the journal stored none of the events after the lock (the killed worker's write is gone)
+            assert asyncio.run(_stored_seq(url, task_id)) == stored_before
+            tools.gates["second"].set()
+
+            # The last event the client saw that the recorded steps carried: the one before the second
+            # call's start (that start came after the last recorded step, so it belongs to the cut step).
+            last_carried = next(s for s, e in seen if _started(e, "second")) - 1
+            assert last_carried > stored_before
+            events_url = f"http://127.0.0.1:{port_b}/v1/chat-messages/{task_id}/events"
+            rest = httpx.get(
+                events_url,
+                params={"user": "alice"},
+                headers={**headers, "Last-Event-ID": str(last_carried)},
+                timeout=120,
+            )
+            assert rest.status_code == 200, rest.text
+            whole = httpx.get(events_url, params={"user": "alice"}, headers=headers, timeout=30)
+            params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
+            history = httpx.get(
+                f"http://127.0.0.1:{port_b}/v1/messages", params=params, headers=headers, timeout=30
+            ).json()
+
+    tail = [(s, e) for s, e in numbered(rest.text) if s is not None]
+    replayed = [(s, e) for s, e in numbered(whole.text) if s is not None]
+    # the re-attached client gets the rest once, in order, to the end
+    assert [s for s, _ in tail] == list(range(last_carried + 1, last_carried + 1 + len(tail)))
+    assert tail[-1][1]["event"] == "message_end" and all(e["event"] != "error" for _, e in tail)
+    # the whole stream: every event once, in order; what the client saw up to the last recorded step
+    # (the events the journal never stored among them) is its beginning
+    assert [s for s, _ in replayed] == list(range(1, len(replayed) + 1))
+    assert replayed[:last_carried] == seen[:last_carried] and replayed[last_carried:] == tail
+    text_shown = "".join(e["answer"] for _, e in replayed if e["event"] == "agent_message")
+    assert text_shown == "Checking first." + "Now the second." + ANSWER
+    assert sum(_started(e, "second") for _, e in replayed) == 1
+    # the first call finished before the kill and was not run again; the second, cut, was
+    assert tools.counts == {"first": 1, "second": 2}
+    [message] = history["data"]
+    assert (message["status"], message["answer"]) == ("normal", ANSWER)
