@@ -4,8 +4,9 @@ re-attaching (``GET /v1/chat-messages/{task_id}/events`` with ``Last-Event-ID``)
 
 Reports: messages, errors (non-200, a stream without message_end, ids not 1…n once each across the
 drop and the re-attach), messages not stored as answered at the end, the server's RSS every
-minute and at the end (the goal: the end within 10 % of minute 2), events received, and per two minutes the gap a client saw
-between two deltas beyond the model's own 50 ms (p50, p99: the goal is a stable p99).
+minute and at the end (the goal: the end within 10 % of minute 2), events received, and per two
+minutes the gap a client saw between two deltas beyond the model's own 50 ms (p50, p99: the goal
+is a stable p99).
 
 Run: .venv/bin/python bench/bench_soak.py [--streams 1000] [--minutes 10] [--seed 1]
 """
