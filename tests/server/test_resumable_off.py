@@ -51,7 +51,8 @@ async def test_with_resumable_streams_off_streams_work_and_a_reattach_is_refused
         # the rest goes on as ever: the next turn, the history, a stop
         body = {**BODY, "conversation_id": conversation_id}
         second = await client.post("/v1/chat-messages", json=body, headers=app.headers)
-        assert [e for _, e in numbered(second.text)][-1]["event"] == "message_end"
+        last = [e for _, e in numbered(second.text)][-1]
+        assert last["event"] == "message_end", last
         params = {"user": "alice", "conversation_id": conversation_id}
         history = (await client.get("/v1/messages", params=params, headers=app.headers)).json()
         assert [m["answer"] for m in history["data"]] == ["Hello there.", "Again."]
