@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Annotated, Any, get_type_hints, overload
 
 import docstring_parser
 import pydantic
 
+from loopwright.model.entities import ToolExample
 from loopwright._threads import run_sync
 from loopwright.tools.base import (
     FILE_OUTPUTS,
@@ -40,6 +41,7 @@ def tool(
     timeout: float | None = None,
     cache_ttl: float | None = None,
     requires_approval: bool = False,
+    examples: Sequence[ToolExample] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -52,12 +54,14 @@ def tool(
     timeout: float | None = None,
     cache_ttl: float | None = None,
     requires_approval: bool = False,
+    examples: Sequence[ToolExample] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
     model sees, the docstring's first paragraph the description, and its parameter section (Google,
     NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext``
     receives the call's context. Sync functions run in a worker thread, never on the event loop.
-    ``requires_approval``: a call waits for a person's approval (agent.approvals)."""
+    ``requires_approval``: a call waits for a person's approval (agent.approvals). ``examples``:
+    worked examples of the tool's use (``ToolExample``), which prompts for small models show."""
 
     def build(f: Callable[..., Any]) -> Tool:
         return function_tool(
@@ -67,6 +71,7 @@ def tool(
             timeout=timeout,
             cache_ttl=cache_ttl,
             requires_approval=requires_approval,
+            examples=examples,
         )
 
     return build(fn) if fn is not None else build
@@ -80,6 +85,7 @@ def function_tool(
     timeout: float | None = None,
     cache_ttl: float | None = None,
     requires_approval: bool = False,
+    examples: Sequence[ToolExample] = (),
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
@@ -118,6 +124,7 @@ def function_tool(
         cache_ttl=cache_ttl,
         requires_approval=requires_approval,
         validates_arguments=True,
+        examples=tuple(examples),
     )
 
 

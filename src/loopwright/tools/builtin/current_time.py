@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from loopwright.model.entities import ToolExample
 from loopwright.tools.base import Tool, ToolInvokeError
 from loopwright.tools.function import function_tool
 
@@ -25,5 +26,17 @@ async def current_time(timezone: str = "UTC") -> str:
     return now.strftime(f"%Y-%m-%d %H:%M:%S %A ({timezone}, UTC%z)")
 
 
+# A worked example for small models (few-shot): a zone named in the question, the answer read
+# from the result.
+CURRENT_TIME_EXAMPLES = (
+    ToolExample(
+        question="Is it morning or evening in Sydney now?",
+        arguments={"timezone": "Australia/Sydney"},
+        result="2025-03-14 21:05:41 Friday (Australia/Sydney, UTC+1100)",
+        answer="In Sydney it is 21:05 on Friday 2025-03-14: evening.",
+    ),
+)
+
+
 def current_time_tool() -> Tool:
-    return function_tool(current_time)
+    return function_tool(current_time, examples=CURRENT_TIME_EXAMPLES)
