@@ -31,7 +31,12 @@ from typing import Any
 
 from loopwright.model._local_choice import choose
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
-from loopwright.model._local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
+from loopwright.model._local_prompt import (
+    SMALL_MODEL_CONTINUE,
+    SMALL_MODEL_REACT_TEMPLATE,
+    TOOL_EXAMPLES,
+    render_tool_examples,
+)
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     AssistantMessage,
@@ -221,6 +226,8 @@ class LocalModel:
         if loaded is None:
             await self.load()
             loaded = _cache[self._key()]
+        if turn is not None:
+            messages = _with_tool_examples(messages, turn.tools)
         prompt, template_stops = self._render(loaded, messages)
         request = _Request(
             prompt=prompt,
@@ -357,6 +364,18 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             latency=time.perf_counter() - started,
         )
         put("usage", usage)
+
+
+def _with_tool_examples(messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]) -> list[PromptMessage]:
+    """The messages with the small-model template's place for worked examples filled from the
+    offered tools' own (none on a last round, which offers no tools)."""
+    examples = render_tool_examples(tools)
+    return [
+        SystemMessage(m.content.replace(TOOL_EXAMPLES, examples))
+        if isinstance(m, SystemMessage) and TOOL_EXAMPLES in m.content
+        else m
+        for m in messages
+    ]
 
 
 def _prompt_formatter(llama: Any) -> Any:

@@ -135,7 +135,8 @@ def calculate(text: str) -> int | float:
     if expression == " ".join(text.split()):  # no words this calculator knows
         raise unit_error or not_symbols
     try:
-        return evaluate(expression)
+        value = evaluate(expression)
+        return float(f"{value:.12g}") if isinstance(value, float) else value  # 52.48, not 52.480000000000004
     except ValueError as e:
         # A reason about the numbers ("division by zero") says more than "not an expression".
         if unit_error is not None and str(e).startswith(_NOT_READ):
