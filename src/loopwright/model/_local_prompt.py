@@ -87,3 +87,25 @@ def render_tool_examples(tools: Sequence[ToolSchema]) -> str:
             )
             number += 1
     return "".join(parts)
+
+
+# Questions that need no tool, for the choice by the question's likelihood (``_local_choice``): a
+# greeting, writing, a fact a model may know.
+NO_TOOL_QUESTIONS = (
+    "Hello, who are you?",
+    "Can you write a short poem about the sea?",
+    "What is the capital of France?",
+)
+
+
+def question_context(tool: ToolSchema | None) -> str:
+    """The text before the question when the model scores how likely the question is to be one
+    that the tool answers (``None``: one that needs no tool): what the tool does and the
+    questions of its worked examples, one a line; the question follows on the next line."""
+    if tool is None:
+        head = "Questions that need no tool (greetings, writing, general knowledge):"
+        questions: Sequence[str] = NO_TOOL_QUESTIONS
+    else:
+        head = f"Questions for the tool {tool.name} ({tool.description.strip()}):"
+        questions = [example.question for example in tool.examples]
+    return "".join(f"{line}\n" for line in (head, *questions))

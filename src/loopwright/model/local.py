@@ -29,12 +29,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from loopwright.model._local_choice import choose
+from loopwright.model._local_choice import choose, choose_by_question
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
 from loopwright.model._local_prompt import (
     SMALL_MODEL_CONTINUE,
     SMALL_MODEL_REACT_TEMPLATE,
     TOOL_EXAMPLES,
+    question_context,
     render_tool_examples,
 )
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
@@ -248,6 +249,12 @@ class LocalModel:
             # calibrated against the same prompt with a neutral question.
             neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
             request.neutral_prompt = self._render(loaded, neutral)[0]
+            question = content_text(messages[-1].content).strip()
+            if self.react_template is not None and question:
+                # This model's own prompt: the tool is chosen by how likely the question is after
+                # each tool's description and examples (_local_choice.choose_by_question).
+                request.question = question
+                request.question_contexts = self._question_contexts(loaded, messages, turn.tools)
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
@@ -256,6 +263,27 @@ class LocalModel:
             yield chunk
 
 
+    def _question_contexts(
+        self, loaded: _Loaded, messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]
+    ) -> list[tuple[str, str]]:
+        """Per option, the prompt text the question follows: the conversation so far (its system
+        prompt evaluated once and shared by every option and by the reply), then the user's turn
+        opening with the option's context."""
+        contexts: list[tuple[str, str]] = [(t.name, question_context(t)) for t in tools]
+        contexts.append(("none", question_context(None)))
+        if not _QUESTION_AFTER_CONVERSATION:
+            return contexts
+        out = []
+        for key, context in contexts:
+            marker = "\x00"  # where the question would start; never in a rendered prompt
+            text = self._render(loaded, [*messages[:-1], UserMessage(context + marker)])[0]
+            out.append((key, text[: text.rindex(marker)]))
+        return out
+
+
+# Whether the question contexts follow the conversation (sharing its evaluated system prompt) or
+# stand alone.
+_QUESTION_AFTER_CONVERSATION = True
 NEUTRAL_QUESTION = "N/A"
 
 
@@ -271,6 +299,8 @@ class _Request:
     neutral_prompt: str | None = None  # the prompt with the question replaced, for calibration
     observation: str | None = None  # the result of the tool just called, if the prompt ends with one
     output_schema: dict[str, Any] | None = None  # structured output: the final answer's JSON Schema
+    question: str | None = None  # the user's question, when this round asks it (this model's prompt)
+    question_contexts: list[tuple[str, str]] | None = None  # per option, the text the question follows
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -282,7 +312,12 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         options = [(t.name, f"{request.prefix}{DECISION_PREFIX} {t.name}.") for t in request.react_tools]
         if choice == "auto":
             options.append(("none", request.prefix + FINAL_DECISION))
-        choice = choose(llama, request.prompt, options, request.neutral_prompt)
+        if request.question and request.question_contexts:
+            offered = {key for key, _ in options}
+            contexts = [(key, text) for key, text in request.question_contexts if key in offered]
+            choice = choose_by_question(llama, contexts, request.question)
+        else:
+            choice = choose(llama, request.prompt, options, request.neutral_prompt)
     grammar = react_grammar(
         request.react_tools,
         choice,

@@ -1,0 +1,103 @@
+"""Tools' worked examples (ToolExample) and how they land in the small-model prompt (no model needed)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from loopwright import tool
+from loopwright.agent.prompts import render_react_system
+from loopwright.model._local_prompt import (
+    SMALL_MODEL_REACT_TEMPLATE,
+    TOOL_EXAMPLES,
+    question_context,
+    render_tool_examples,
+)
+from loopwright.model.entities import SystemMessage, UserMessage
+from loopwright.model.local import _with_tool_examples
+from loopwright.tools import ToolEngine, ToolExample
+from loopwright.tools.builtin import calculator_tool, current_time_tool
+
+SPLIT = ToolExample(
+    question="How do I share 12 apples among 4 people?",
+    arguments={"total": 12, "people": 4},
+    result="3 each",
+    answer="Each person gets 3 apples.",
+)
+
+
+@tool(examples=[SPLIT])
+def share(total: int, people: int) -> str:
+    """Share things equally.
+
+    Args:
+        total: How many things.
+        people: Among how many people.
+    """
+    return f"{total // people} each"
+
+
+def test_a_tools_examples_travel_with_its_schema_but_not_to_providers() -> None:
+    assert share.examples == (SPLIT,)
+    assert share.schema.examples == (SPLIT,)
+    assert "examples" not in share.schema.to_dict()  # never sent to a provider's tool API
+    assert share.configure().schema.examples == (SPLIT,)  # a configured copy keeps them
+
+
+def test_examples_are_rendered_as_worked_react_steps() -> None:
+    text = render_tool_examples([share.schema])
+    assert text.startswith("Example 4. Tools: share.\nQuestion: How do I share 12 apples among 4 people?\n")
+    assert "Thought: Tool needed: share." in text
+    action = json.dumps({"action": "share", "action_input": {"total": 12, "people": 4}})
+    assert f"\n\nAction: {action}\n\nObservation: 3 each\n\n" in text
+    assert "Thought: Tool needed: none. The observation 3 each answers the question." in text
+    answer = json.dumps({"action": "Final Answer", "action_input": "Each person gets 3 apples."})
+    assert text.endswith(f"Action: {answer}\n\n")
+
+
+def test_examples_are_numbered_on_across_tools_and_absent_without_any() -> None:
+    text = render_tool_examples([share.schema, calculator_tool().schema, current_time_tool().schema])
+    numbers = [int(n) for n in re.findall(r"^Example (\d+)\.", text, re.MULTILINE)]
+    assert numbers == list(range(4, 4 + len(numbers))) and len(numbers) >= 3
+    assert render_tool_examples([]) == ""
+
+
+def test_the_small_model_prompt_gets_the_offered_tools_examples() -> None:
+    tools = [share.schema]
+    # The agent renders the template and leaves the examples' place to the model ...
+    system = render_react_system(SMALL_MODEL_REACT_TEMPLATE, "Be brief.", tools)
+    assert TOOL_EXAMPLES in system
+    messages = [SystemMessage(system), UserMessage("Split 10 pears between 2 friends.")]
+    # ... which fills it from the round's tools, before its own "Valid actions" line.
+    filled = _with_tool_examples(messages, tools)
+    content = filled[0].content  # type: ignore[union-attr]
+    assert TOOL_EXAMPLES not in content
+    assert content.index("Question: How do I share 12 apples") < content.index("Valid actions:")
+    assert filled[1] is messages[1]
+    # A last round offers no tools: no examples either.
+    assert "How do I share" not in _with_tool_examples(messages, [])[0].content  # type: ignore[union-attr]
+
+
+def test_the_question_context_holds_the_description_and_example_questions() -> None:
+    context = question_context(share.schema)
+    assert context == (
+        "Questions for the tool share (Share things equally.):\nHow do I share 12 apples among 4 people?\n"
+    )
+    assert question_context(None).startswith("Questions that need no tool")
+
+
+async def test_the_built_in_examples_are_what_the_tools_really_do() -> None:
+    calculator = calculator_tool()
+    assert calculator.examples
+    for example in calculator.examples:
+        result = await ToolEngine([calculator]).invoke("calculator", dict(example.arguments))
+        assert result.observation == example.result
+        assert example.result in example.answer or example.result.split(".")[0] in example.answer
+    clock = current_time_tool()
+    assert clock.examples
+    for example in clock.examples:
+        now = (await ToolEngine([clock]).invoke("current_time", dict(example.arguments))).observation
+        def shape(text: str) -> str:
+            return re.sub(r"[A-Z][a-z]+day", "Day", re.sub(r"\d", "0", text))
+
+        assert shape(example.result) == shape(now)  # the same form as a real result
