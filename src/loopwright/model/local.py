@@ -254,7 +254,8 @@ class LocalModel:
                 # This model's own prompt: the tool is chosen by how likely the question is after
                 # each tool's description and examples (_local_choice.choose_by_question).
                 request.question = question
-                request.question_contexts = self._question_contexts(loaded, messages, turn.tools)
+                request.question_contexts = [(t.name, question_context(t)) for t in turn.tools]
+                request.question_contexts.append(("none", question_context(None)))
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
@@ -263,27 +264,6 @@ class LocalModel:
             yield chunk
 
 
-    def _question_contexts(
-        self, loaded: _Loaded, messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]
-    ) -> list[tuple[str, str]]:
-        """Per option, the prompt text the question follows: the conversation so far (its system
-        prompt evaluated once and shared by every option and by the reply), then the user's turn
-        opening with the option's context."""
-        contexts: list[tuple[str, str]] = [(t.name, question_context(t)) for t in tools]
-        contexts.append(("none", question_context(None)))
-        if not _QUESTION_AFTER_CONVERSATION:
-            return contexts
-        out = []
-        for key, context in contexts:
-            marker = "\x00"  # where the question would start; never in a rendered prompt
-            text = self._render(loaded, [*messages[:-1], UserMessage(context + marker)])[0]
-            out.append((key, text[: text.rindex(marker)]))
-        return out
-
-
-# Whether the question contexts follow the conversation (sharing its evaluated system prompt) or
-# stand alone.
-_QUESTION_AFTER_CONVERSATION = True
 NEUTRAL_QUESTION = "N/A"
 
 
