@@ -230,13 +230,19 @@ class LocalModel:
         if turn is not None:
             messages = _with_tool_examples(messages, turn.tools)
         prompt, template_stops = self._render(loaded, messages)
+        tool_choice = str(params.get("tool_choice", "auto"))
+        if turn is not None and turn.observation is not None and not turn.failed and self.react_continue:
+            # This model's own prompt: after a tool round that worked, it answers. A 135M model does
+            # not plan a second step; asked to choose, it called the same tool again (with the result
+            # as the argument) until the repeated-call guardrail stopped the run.
+            tool_choice = "none" if tool_choice == "auto" else tool_choice
         request = _Request(
             prompt=prompt,
             stop=[*stop, *template_stops],
             max_tokens=int(params.get("max_tokens", self.max_tokens)),
             sampling={k: v for k, v in params.items() if k in _SAMPLING_KEYS},
             react_tools=turn.tools if turn is not None else None,
-            tool_choice=str(params.get("tool_choice", "auto")),
+            tool_choice=tool_choice,
             # Only this model's own ReAct prompt repeats the observation in the user's turn, which is
             # what lets the grammar offer it back as the answer.
             observation=turn.observation if turn is not None and self.react_continue else None,
