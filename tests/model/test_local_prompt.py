@@ -101,3 +101,52 @@ async def test_the_built_in_examples_are_what_the_tools_really_do() -> None:
             return re.sub(r"[A-Z][a-z]+day", "Day", re.sub(r"\d", "0", text))
 
         assert shape(example.result) == shape(now)  # the same form as a real result
+
+
+class _Recorder:
+    """A model that takes ReAct rounds as data (ReactDecodingModel) and records them."""
+
+    features: frozenset = frozenset()  # type: ignore[type-arg]
+    mode = "chat"
+    name = "recorder"
+    context_size = 4096
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = replies
+        self.turns: list = []  # type: ignore[type-arg]
+
+    def count_tokens(self, messages: object) -> int:
+        return 1
+
+    def stream(self, messages: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        raise AssertionError("ReAct rounds go through stream_react")
+
+    async def stream_react(self, messages, turn, **kwargs):  # type: ignore[no-untyped-def]
+        from loopwright.model.entities import LLMChunk
+
+        self.turns.append(turn)
+        yield LLMChunk(text=self.replies.pop(0))
+        yield LLMChunk(finish_reason="stop")
+
+
+def _action(name: str, value: object) -> str:
+    return 'Thought: x\n\nAction: {"action": "%s", "action_input": %s}' % (name, json.dumps(value))
+
+
+async def test_the_round_after_a_tool_call_says_whether_it_failed() -> None:
+    from loopwright import Agent
+
+    model = _Recorder(
+        [
+            _action("calculator", {"expression": "1 / 0"}),  # fails
+            _action("calculator", {"expression": "6 * 7"}),  # works
+            _action("Final Answer", "42"),
+        ]
+    )
+    agent = Agent(model=model, tools=[calculator_tool()], strategy="react")  # type: ignore[arg-type]
+    result = await agent.run("What is 6 * 7?")
+    assert result.text == "42"
+    first, after_error, after_result = model.turns
+    assert first.observation is None and not first.failed
+    assert after_error.observation == "tool invoke error: division by zero" and after_error.failed
+    assert after_result.observation == "42" and not after_result.failed
