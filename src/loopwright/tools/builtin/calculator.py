@@ -170,8 +170,8 @@ def calculator(expression: Annotated[str, Field(pattern=EXPRESSION_PATTERN)]) ->
         raise ToolInvokeError(str(e)) from None
 
 
-# Worked examples for small models (few-shot): word problems, an operation in words and a unit
-# conversion, each answered by copying the quantities of the question into the expression.
+# Worked examples for small models (few-shot): a word problem, arithmetic in words and a unit
+# conversion; where the question states the calculation, the expression copies its words.
 CALCULATOR_EXAMPLES = (
     ToolExample(
         question="How many legs do 7 spiders have?",
@@ -180,10 +180,16 @@ CALCULATOR_EXAMPLES = (
         answer="7 spiders have 56 legs.",
     ),
     ToolExample(
-        question="A marathon is 26.2 miles. How long is it in kilometers?",
-        arguments={"expression": "26.2 miles to kilometers"},
+        question="Work out 45 plus 19 minus 8.",
+        arguments={"expression": "45 plus 19 minus 8"},
+        result="56",
+        answer="45 plus 19 minus 8 is 56.",
+    ),
+    ToolExample(
+        question="How long is 26.2 miles in kilometers?",
+        arguments={"expression": "26.2 miles in kilometers"},
         result="42.1648128",
-        answer="A marathon is 42.16 kilometers long.",
+        answer="26.2 miles are 42.1648128 kilometers.",
     ),
 )
 
