@@ -97,6 +97,7 @@ async def test_the_built_in_examples_are_what_the_tools_really_do() -> None:
     assert clock.examples
     for example in clock.examples:
         now = (await ToolEngine([clock]).invoke("current_time", dict(example.arguments))).observation
+
         def shape(text: str) -> str:
             return re.sub(r"[A-Z][a-z]+day", "Day", re.sub(r"\d", "0", text))
 
@@ -130,7 +131,7 @@ class _Recorder:
 
 
 def _action(name: str, value: object) -> str:
-    return 'Thought: x\n\nAction: {"action": "%s", "action_input": %s}' % (name, json.dumps(value))
+    return "Thought: x\n\nAction: " + json.dumps({"action": name, "action_input": value})
 
 
 async def test_the_round_after_a_tool_call_says_whether_it_failed() -> None:

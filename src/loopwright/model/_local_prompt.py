@@ -52,7 +52,8 @@ Thought: Tool needed: none. This is a greeting.
 
 Action: {"action": "Final Answer", "action_input": "Hello! I am an assistant. How can I help you?"}
 
-{{tool_examples}}Valid actions: "Final Answer" or {{tool_names}}. When a question needs a tool, use it with arguments \
+{{tool_examples}}Valid actions: "Final Answer" or {{tool_names}}. \
+When a question needs a tool, use it with arguments \
 taken from the question.
 """
 
@@ -75,7 +76,9 @@ def render_tool_examples(tools: Sequence[ToolSchema]) -> str:
     for tool in tools:
         for example in tool.examples:
             action = json.dumps({"action": tool.name, "action_input": example.arguments}, ensure_ascii=False)
-            answer = json.dumps({"action": "Final Answer", "action_input": example.answer}, ensure_ascii=False)
+            answer = json.dumps(
+                {"action": "Final Answer", "action_input": example.answer}, ensure_ascii=False
+            )
             parts.append(
                 f"Example {number}. Tools: {tool.name}.\n"
                 f"Question: {example.question}\n"

@@ -387,7 +387,9 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         put("usage", usage)
 
 
-def _with_tool_examples(messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]) -> list[PromptMessage]:
+def _with_tool_examples(
+    messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]
+) -> list[PromptMessage]:
     """The messages with the small-model template's place for worked examples filled from the
     offered tools' own (none on a last round, which offers no tools)."""
     examples = render_tool_examples(tools)

@@ -10,8 +10,8 @@ from typing import Annotated, Any, get_type_hints, overload
 import docstring_parser
 import pydantic
 
-from loopwright.model.entities import ToolExample
 from loopwright._threads import run_sync
+from loopwright.model.entities import ToolExample
 from loopwright.tools.base import (
     FILE_OUTPUTS,
     BlobMessage,
