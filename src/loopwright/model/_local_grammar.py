@@ -49,6 +49,7 @@ def react_grammar(
     prefix: str = "Thought: ",
     observation: str | None = None,
     answer_schema: dict[str, Any] | None = None,
+    question: str | None = None,
 ) -> str:
     """The grammar for one reply. The thought opens with the decision — "Tool needed: <tool>." or
     "Tool needed: none." — so the model makes its choice first, in words it can weigh against the
@@ -60,7 +61,11 @@ def react_grammar(
     402." after the calculator said 391) and then copies its own invention into the answer.
 
     ``answer_schema``: the JSON Schema the final answer follows (structured output); the answer is
-    then a JSON value generated from it instead of a string, so it always parses."""
+    then a JSON value generated from it instead of a string, so it always parses.
+
+    ``question``: the user's question, when this round asks it. A tool's ``from_question``
+    parameters must then be a span of its words: a small model copies "12% of 250" far more
+    reliably than it writes it anew (a round after a failed call writes freely)."""
     # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
     converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
@@ -71,7 +76,10 @@ def react_grammar(
         answer = converter.visit(_input_schema(answer_schema), "answer-value")
     branches: list[str] = []
     for index, tool in enumerate(allowed):
-        input_rule = converter.visit(_input_schema(tool.parameters), f"tool-{index}-input")
+        schema = _input_schema(tool.parameters)
+        if question:
+            schema = _copying(schema, tool.from_question, question)
+        input_rule = converter.visit(schema, f"tool-{index}-input")
         decision = _literal(f"{DECISION_PREFIX} {tool.name}.")
         action = _literal(json.dumps(tool.name) + _INPUT_KEY)
         branches.append(f"{decision} rest {action} {input_rule}")
@@ -148,6 +156,37 @@ def _input_schema(parameters: dict[str, Any]) -> dict[str, Any]:
         # Every declared property is written, in order: a tiny model otherwise closes the object early.
         schema["required"] = list(schema["properties"])
     return schema
+
+
+SPAN_MAX_WORDS = 12
+
+
+_CLAUSE_END = re.compile(r"[.,;:!?](?:\s+|$)")
+
+
+def question_spans(question: str) -> list[str]:
+    """The phrases of the question a copied argument may be: the last 1 to SPAN_MAX_WORDS words of
+    each clause (clauses end at . , ; : ! ?). Ending where the clause ends keeps a small model from
+    stopping after the first number ("7" for "7 squared")."""
+    spans: dict[str, None] = {}
+    for clause in _CLAUSE_END.split(question):
+        words = clause.split()
+        for start in range(max(0, len(words) - SPAN_MAX_WORDS), len(words)):
+            span = " ".join(words[start:])
+            if span.count(")") > span.count("("):
+                continue  # "27) * 3" is no expression
+            spans[span] = None
+    return list(spans)
+
+
+def _copying(schema: dict[str, Any], names: Sequence[str], question: str) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    copied = [n for n in names if props.get(n, {}).get("type") == "string"]
+    spans = question_spans(question)
+    if not copied or not spans:
+        return schema
+    properties = {**props, **{n: {"type": "string", "enum": spans} for n in copied}}
+    return {**schema, "properties": properties}
 
 
 def _literal(text: str) -> str:

@@ -148,6 +148,9 @@ class ToolSchema:
     description: str
     parameters: dict[str, Any]
     examples: tuple[ToolExample, ...] = ()
+    # String parameters whose value is best copied from the user's words (a calculation, a place):
+    # small models copy a span of the question into them on their first try.
+    from_question: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -310,6 +310,7 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         prefix=request.prefix,
         observation=request.observation,
         answer_schema=request.output_schema,
+        question=request.question if choice != "none" else None,
     )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 

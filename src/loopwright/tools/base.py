@@ -270,6 +270,8 @@ class Tool:
     validates_arguments: bool = False
     # Worked examples of the tool's use, shown to small models as few-shot examples.
     examples: tuple[ToolExample, ...] = ()
+    # String parameters whose value is best copied from the user's words (ToolSchema.from_question).
+    from_question: tuple[str, ...] = ()
     _schema: ToolSchema | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -296,7 +298,9 @@ class Tool:
             if p.required and p.name not in required:
                 required.append(p.name)
         params = {"type": "object", "properties": props, "required": required}
-        return ToolSchema(self.name, self.description, params, tuple(self.examples))
+        return ToolSchema(
+            self.name, self.description, params, tuple(self.examples), tuple(self.from_question)
+        )
 
 
 @runtime_checkable

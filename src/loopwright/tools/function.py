@@ -86,6 +86,7 @@ def function_tool(
     cache_ttl: float | None = None,
     requires_approval: bool = False,
     examples: Sequence[ToolExample] = (),
+    from_question: Sequence[str] = (),
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
@@ -125,6 +126,7 @@ def function_tool(
         requires_approval=requires_approval,
         validates_arguments=True,
         examples=tuple(examples),
+        from_question=tuple(from_question),
     )
 
 
