@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from loopwright import tool
 from loopwright.agent.prompts import render_react_system
 from loopwright.model._local_prompt import (
@@ -151,3 +153,27 @@ async def test_the_round_after_a_tool_call_says_whether_it_failed() -> None:
     assert first.observation is None and not first.failed
     assert after_error.observation == "tool invoke error: division by zero" and after_error.failed
     assert after_result.observation == "42" and not after_result.failed
+
+
+def test_a_copied_argument_is_a_phrase_ending_where_a_clause_ends() -> None:
+    from loopwright.model._local_grammar import question_spans
+
+    assert question_spans("What is 7 squared?") == ["What is 7 squared", "is 7 squared", "7 squared", "squared"]
+    spans = question_spans("I have 3 boxes. Calculate (15 + 27) * 3.")
+    assert "(15 + 27) * 3" in spans and "3 boxes" in spans
+    assert "27) * 3" not in spans  # a closing bracket without its opening one
+    assert "15 + 27" not in spans  # not where the clause ends
+
+
+def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
+    pytest.importorskip("llama_cpp")  # the grammar uses llama.cpp's schema converter
+    from loopwright.model._local_grammar import react_grammar
+
+    calculator = calculator_tool().schema
+    assert calculator.from_question == ("expression",)
+    copying = react_grammar([calculator], "calculator", question="What is 12% of 250?")
+    assert '"\\"12% of 250\\""' in copying and "pattern" not in copying
+    free = react_grammar([calculator], "calculator")
+    assert '"\\"12% of 250\\""' not in free
+    # A parameter not named in from_question keeps its schema.
+    assert '"\\"12% of 250\\""' not in react_grammar([share.schema], "share", question="What is 12% of 250?")
