@@ -158,7 +158,12 @@ async def test_the_round_after_a_tool_call_says_whether_it_failed() -> None:
 def test_a_copied_argument_is_a_phrase_ending_where_a_clause_ends() -> None:
     from loopwright.model._local_grammar import question_spans
 
-    assert question_spans("What is 7 squared?") == ["What is 7 squared", "is 7 squared", "7 squared", "squared"]
+    assert question_spans("What is 7 squared?") == [
+        "What is 7 squared",
+        "is 7 squared",
+        "7 squared",
+        "squared",
+    ]
     spans = question_spans("I have 3 boxes. Calculate (15 + 27) * 3.")
     assert "(15 + 27) * 3" in spans and "3 boxes" in spans
     assert "27) * 3" not in spans  # a closing bracket without its opening one
