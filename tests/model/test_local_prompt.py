@@ -180,5 +180,8 @@ def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
     assert '"\\"12% of 250\\""' in copying and "pattern" not in copying
     free = react_grammar([calculator], "calculator")
     assert '"\\"12% of 250\\""' not in free
+    # A parameter with a default keeps it as a choice when the question names no place.
+    clock = react_grammar([current_time_tool().schema], "current_time", question="What is today's date?")
+    assert '"\\"UTC\\""' in clock and '"\\"today\'s date\\""' in clock
     # A parameter not named in from_question keeps its schema.
     assert '"\\"12% of 250\\""' not in react_grammar([share.schema], "share", question="What is 12% of 250?")

@@ -185,7 +185,12 @@ def _copying(schema: dict[str, Any], names: Sequence[str], question: str) -> dic
     spans = question_spans(question)
     if not copied or not spans:
         return schema
-    properties = {**props, **{n: {"type": "string", "enum": spans} for n in copied}}
+    properties = {**props}
+    for name in copied:
+        # A parameter with a default keeps it as a choice ("UTC" when the question names no place).
+        default = props[name].get("default")
+        extra = [default] if isinstance(default, str) and default not in spans else []
+        properties[name] = {"type": "string", "enum": [*extra, *spans]}
     return {**schema, "properties": properties}
 
 
