@@ -166,6 +166,10 @@ def test_a_copied_argument_is_a_phrase_ending_where_a_clause_ends() -> None:
     ]
     spans = question_spans("I have 3 boxes. Calculate (15 + 27) * 3.")
     assert "(15 + 27) * 3" in spans and "3 boxes" in spans
+    assert question_spans("I have 3 boxes. Calculate (15 + 27) * 3.", "clause") == [
+        "I have 3 boxes",
+        "Calculate (15 + 27) * 3",
+    ]
     assert "27) * 3" not in spans  # a closing bracket without its opening one
     assert "15 + 27" not in spans  # not where the clause ends
 
@@ -175,9 +179,9 @@ def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
     from loopwright.model._local_grammar import react_grammar
 
     calculator = calculator_tool().schema
-    assert calculator.from_question == ("expression",)
+    assert calculator.from_question == {"expression": "clause"}
     copying = react_grammar([calculator], "calculator", question="What is 12% of 250?")
-    assert '"\\"12% of 250\\""' in copying and "pattern" not in copying
+    assert '"\\"What is 12% of 250\\""' in copying and '"\\"12% of 250\\""' not in copying
     free = react_grammar([calculator], "calculator")
     assert '"\\"12% of 250\\""' not in free
     # A parameter with a default keeps it as a choice when the question names no place.

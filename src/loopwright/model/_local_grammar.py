@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopwright.model.entities import ToolSchema
@@ -64,8 +64,9 @@ def react_grammar(
     then a JSON value generated from it instead of a string, so it always parses.
 
     ``question``: the user's question, when this round asks it. A tool's ``from_question``
-    parameters must then be a span of its words: a small model copies "12% of 250" far more
-    reliably than it writes it anew (a round after a failed call writes freely)."""
+    parameters must then be a part of it (a clause, or a clause's last words): a small model copies
+    "12% of 250" far more reliably than it writes it anew (a round after a failed call writes
+    freely)."""
     # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
     converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
@@ -164,29 +165,30 @@ SPAN_MAX_WORDS = 12
 _CLAUSE_END = re.compile(r"[.,;:!?](?:\s+|$)")
 
 
-def question_spans(question: str) -> list[str]:
-    """The phrases of the question a copied argument may be: the last 1 to SPAN_MAX_WORDS words of
-    each clause (clauses end at . , ; : ! ?). Ending where the clause ends keeps a small model from
-    stopping after the first number ("7" for "7 squared")."""
+def question_spans(question: str, kind: str = "phrase") -> list[str]:
+    """The parts of the question a copied argument may be: each clause whole (``clause``), or the
+    last 1 to SPAN_MAX_WORDS words of each (``phrase``); clauses end at . , ; : ! ?. Ending where
+    the clause ends keeps a small model from stopping after the first number ("7" for "7 squared");
+    a whole clause keeps it from starting at the last one ("250" for "Subtract 89 from 250")."""
     spans: dict[str, None] = {}
     for clause in _CLAUSE_END.split(question):
         words = clause.split()
-        for start in range(max(0, len(words) - SPAN_MAX_WORDS), len(words)):
+        starts = [0] if kind == "clause" else range(max(0, len(words) - SPAN_MAX_WORDS), len(words))
+        for start in starts:
             span = " ".join(words[start:])
-            if span.count(")") > span.count("("):
+            if not span or span.count(")") > span.count("("):
                 continue  # "27) * 3" is no expression
             spans[span] = None
     return list(spans)
 
 
-def _copying(schema: dict[str, Any], names: Sequence[str], question: str) -> dict[str, Any]:
+def _copying(schema: dict[str, Any], kinds: Mapping[str, str], question: str) -> dict[str, Any]:
     props = schema.get("properties") or {}
-    copied = [n for n in names if props.get(n, {}).get("type") == "string"]
-    spans = question_spans(question)
-    if not copied or not spans:
-        return schema
     properties = {**props}
-    for name in copied:
+    for name, kind in kinds.items():
+        spans = question_spans(question, kind)
+        if props.get(name, {}).get("type") != "string" or not spans:
+            continue
         # A parameter with a default keeps it as a choice ("UTC" when the question names no place).
         default = props[name].get("default")
         extra = [default] if isinstance(default, str) and default not in spans else []

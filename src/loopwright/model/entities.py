@@ -148,9 +148,10 @@ class ToolSchema:
     description: str
     parameters: dict[str, Any]
     examples: tuple[ToolExample, ...] = ()
-    # String parameters whose value is best copied from the user's words (a calculation, a place):
-    # small models copy a span of the question into them on their first try.
-    from_question: tuple[str, ...] = ()
+    # String parameters whose value is best copied from the user's words: small models copy a part
+    # of the question into them on their first try — "clause": a whole clause (a calculation as
+    # stated), "phrase": the last words of one (a place).
+    from_question: dict[str, Literal["clause", "phrase"]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -271,7 +271,7 @@ class Tool:
     # Worked examples of the tool's use, shown to small models as few-shot examples.
     examples: tuple[ToolExample, ...] = ()
     # String parameters whose value is best copied from the user's words (ToolSchema.from_question).
-    from_question: tuple[str, ...] = ()
+    from_question: Mapping[str, Literal["clause", "phrase"]] = field(default_factory=dict)
     _schema: ToolSchema | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -298,9 +298,7 @@ class Tool:
             if p.required and p.name not in required:
                 required.append(p.name)
         params = {"type": "object", "properties": props, "required": required}
-        return ToolSchema(
-            self.name, self.description, params, tuple(self.examples), tuple(self.from_question)
-        )
+        return ToolSchema(self.name, self.description, params, tuple(self.examples), dict(self.from_question))
 
 
 @runtime_checkable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Annotated, Any, get_type_hints, overload
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, get_type_hints, overload
 
 import docstring_parser
 import pydantic
@@ -86,7 +86,7 @@ def function_tool(
     cache_ttl: float | None = None,
     requires_approval: bool = False,
     examples: Sequence[ToolExample] = (),
-    from_question: Sequence[str] = (),
+    from_question: Mapping[str, Literal["clause", "phrase"]] | None = None,
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
@@ -126,7 +126,7 @@ def function_tool(
         requires_approval=requires_approval,
         validates_arguments=True,
         examples=tuple(examples),
-        from_question=tuple(from_question),
+        from_question=dict(from_question or {}),
     )
 
 

@@ -59,4 +59,4 @@ CURRENT_TIME_EXAMPLES = (
 
 
 def current_time_tool() -> Tool:
-    return function_tool(current_time, examples=CURRENT_TIME_EXAMPLES, from_question=("timezone",))
+    return function_tool(current_time, examples=CURRENT_TIME_EXAMPLES, from_question={"timezone": "phrase"})
