@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-# Leading words that ask for a result rather than state it, and trailing punctuation.
+# Words that ask for a result rather than state it — up to the asking verb ("use the calculator to
+# compute …") — and, at the end, punctuation and the tool named ("… with the calculator").
 _LEAD = re.compile(
-    r"^(?:please\s+)?(?:what(?:'s|\s+is|\s+are)|how\s+much\s+(?:is|are)|calculate|compute|evaluate|"
+    r"^(?:[a-z ]*?\b)?(?:what(?:'s|\s+is|\s+are)|how\s+much\s+(?:is|are)|calculate|compute|evaluate|"
     r"work\s+out|find|solve)\s+"
 )
-_TRAIL = re.compile(r"[\s?!.=]+$")
+_TRAIL = re.compile(r"(?:\s+(?:with|using|on|in)\s+(?:the\s+|a\s+)?calculator)?[\s?!.=]*$")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)\b")
 _PERCENT = r"\s*(?:%|percent|per\s+cent)"
