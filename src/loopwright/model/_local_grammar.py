@@ -21,6 +21,7 @@ from loopwright.model.entities import ToolSchema
 THOUGHT_MAX_CHARS = 160
 ANSWER_MAX_CHARS = 300
 STRING_MAX_CHARS = 200
+BEFORE_RESULT_MAX_CHARS = 40  # an answer after a short observation states it within this many characters
 CHAR_RULE = re.compile(r"^char ::= .*$", re.MULTILINE)
 STRING_RULE = re.compile(r"^string ::= .*$", re.MULTILINE)
 _SAFE_CHAR = r'char ::= [^"\\\n`{}] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
@@ -87,7 +88,12 @@ def react_grammar(
     if not allowed or tool_choice in ("auto", "none"):
         action = _literal(json.dumps("Final Answer") + _INPUT_KEY)
         if observation_fits(observation):
+            assert observation is not None
             thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+            if answer_schema is None:
+                # The answer states the result: a tiny model that copied the question into the
+                # tool's argument went on to copy it into the answer too ("What is 7 squared").
+                answer = "answer-stating"
             branches.append(f"{_literal(thought)} {action} {answer}")
         else:
             branches.append(f"{_literal(FINAL_DECISION)} rest {action} {answer}")
@@ -95,7 +101,13 @@ def react_grammar(
         f"root ::= {_literal(prefix)} ( " + " | ".join(branches) + ' ) "}"\n'
         f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} {_literal(_TO_ACTION)}\n"
         f'answer ::= "\\"" char{{1,{ANSWER_MAX_CHARS}}} "\\""\n'
-        f"{_SAFE_CHAR}\n"
+        + (
+            f'answer-stating ::= "\\"" char{{0,{BEFORE_RESULT_MAX_CHARS}}} '
+            f'{_literal(json.dumps(observation)[1:-1])} char{{0,{ANSWER_MAX_CHARS}}} "\\""\n'
+            if observation_fits(observation)
+            else ""
+        )
+        + f"{_SAFE_CHAR}\n"
     )
     # JSON strings may not hold a newline, a backtick or a brace here, and are never empty: a small
     # model that drifts into writing the closing fence inside a string would otherwise never leave
