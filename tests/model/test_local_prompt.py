@@ -189,3 +189,14 @@ def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
     assert '"\\"UTC\\""' in clock and '"\\"today\'s date\\""' in clock
     # A parameter not named in from_question keeps its schema.
     assert '"\\"12% of 250\\""' not in react_grammar([share.schema], "share", question="What is 12% of 250?")
+
+
+def test_after_a_short_observation_the_answer_must_state_it() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from loopwright.model._local_grammar import react_grammar
+
+    grammar = react_grammar([calculator_tool().schema], "auto", observation='49 "exactly"')
+    assert 'char{0,40} "49 \\\\\\"exactly\\\\\\"" char{0,300}' in grammar
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp reads it
+    # A long observation (or none) leaves the answer free.
+    assert "answer-stating" not in react_grammar([calculator_tool().schema], "auto", observation="x" * 80)
