@@ -166,3 +166,32 @@ async def test_the_choice_of_tool_is_scored_by_the_model(model: LocalModel) -> N
     scores = local_choice.score(loaded.llama, prompt, [("paris", " Paris."), ("tokyo", " Tokyo.")])
     assert scores["paris"] > scores["tokyo"]  # the model's own probabilities, not word matching
     assert local_choice.choose(loaded.llama, prompt, [("tokyo", " Tokyo."), ("paris", " Paris.")]) == "paris"
+
+
+async def test_after_a_tool_round_that_worked_the_embedded_model_answers(model: LocalModel) -> None:
+    messages = [
+        SystemMessage(model.react_template or ""),
+        UserMessage("Use the calculator to compute 17 * 23."),
+    ]
+    text, _ = await collect(model, messages, ReactTurn(CALC, observation="391"))
+    assert '"action": "Final Answer"' in text
+    assert "Tool needed: none. The observation 391 answers the question." in text
+
+
+async def test_the_tool_is_chosen_by_how_likely_the_question_is_after_its_examples(model: LocalModel) -> None:
+    from loopwright.model import _local_choice as local_choice
+    from loopwright.model._local_prompt import question_context
+
+    loaded = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values()))
+    tools = {t.name: t.schema for t in builtin_tools() if t.name in ("calculator", "current_time")}
+    contexts = [(name, question_context(schema)) for name, schema in tools.items()]
+    contexts.append(("none", question_context(None)))
+    held = loaded.llama.n_tokens
+    assert local_choice.choose_by_question(loaded.llama, contexts, "How many grams are in 3 pounds?") == (
+        "calculator"
+    )
+    assert local_choice.choose_by_question(loaded.llama, contexts, "What's the time in Lima now?") == (
+        "current_time"
+    )
+    assert local_choice.choose_by_question(loaded.llama, contexts, "Hi, nice to meet you!") == "none"
+    assert loaded.llama.n_tokens == held  # what the context held is put back

@@ -296,4 +296,19 @@ async def test_current_time_defaults_to_utc() -> None:
 @pytest.mark.parametrize("timezone", ["Mars/Olympus_Mons", "Asia", "../../etc/passwd", "/etc/localtime", ""])
 async def test_current_time_unknown_timezone(timezone: str) -> None:
     obs = await now_in(timezone)
-    assert obs == (f"tool invoke error: unknown timezone {timezone!r}; use an IANA name like 'Europe/Paris'")
+    assert obs == (
+        f"tool invoke error: unknown timezone {timezone!r}; use an IANA name like 'Europe/Paris' "
+        "or a city like 'Tokyo'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("city", "zone"),
+    [("Tokyo", "Asia/Tokyo"), ("new york", "America/New_York"), ("New_York", "America/New_York")],
+)
+async def test_current_time_takes_a_city_for_its_zone(city: str, zone: str) -> None:
+    assert f"({zone}, UTC" in await now_in(city)
+
+
+async def test_current_time_refuses_a_place_it_does_not_know() -> None:
+    assert (await now_in("Narnia")).startswith("tool invoke error: unknown timezone 'Narnia'")

@@ -73,7 +73,7 @@ class ReactStrategy:
                 state.query,
                 render_scratchpad(state.scratchpad),
             )
-            turn = ReactTurn(tools, _observation(state), _output_schema(state))
+            turn = ReactTurn(tools, _observation(state), _output_schema(state), _failed(state))
             return ModelRequest([UserMessage(prompt)], (), self.stop, turn)
         system = self._system_prompt(state.instruction, tools)
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
@@ -82,7 +82,8 @@ class ReactStrategy:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
             messages.append(UserMessage(self._continue(observation)))
         # Tools travel in the prompt; the API never sees them.
-        return ModelRequest(messages, (), self.stop, ReactTurn(tools, observation, _output_schema(state)))
+        turn = ReactTurn(tools, observation, _output_schema(state), _failed(state))
+        return ModelRequest(messages, (), self.stop, turn)
 
     async def read(
         self, chunks: AsyncIterator[LLMChunk], state: RunState
@@ -146,7 +147,8 @@ class ReactStrategy:
         return RoundReply(text, [], usage, answer=text.strip())
 
     def record(self, state: RunState, reply: RoundReply) -> None:
-        step = ScratchpadStep(thought=reply.text.strip())
+        failed = bool(reply.calls) and all(c.meta is not None and c.meta.error for c in reply.calls)
+        step = ScratchpadStep(thought=reply.text.strip(), failed=failed)
         calls: list[ToolCall] = []
         for c in reply.calls:
             step.actions.append((action_json(c.name, c.arguments), c.observation or ""))
@@ -156,12 +158,12 @@ class ReactStrategy:
         state.turn.extend(ToolMessage(c.observation or "", c.id, c.name) for c in reply.calls)
 
     def record_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
-        state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note))
+        state.scratchpad.append(ScratchpadStep(thought=reply.text.strip(), observation=note, failed=True))
 
     def record_output_problem(self, state: RunState, reply: RoundReply, note: str) -> None:
         # The model sees the answer it gave, as an action, with the errors as its observation.
         answer = reply.answer if reply.answer is not None else reply.text
-        step = ScratchpadStep(thought=reply.text.strip())
+        step = ScratchpadStep(thought=reply.text.strip(), failed=True)
         try:
             shown: Any = json.loads(answer)
         except json.JSONDecodeError:
@@ -227,6 +229,11 @@ def _answer_text(value: Any) -> str:
 
 def _output_schema(state: RunState) -> dict[str, Any] | None:
     return state.output.schema if state.output is not None else None
+
+
+def _failed(state: RunState) -> bool:
+    """Whether the last step failed (all its tool calls, or the reply before it could not be read)."""
+    return bool(state.scratchpad) and state.scratchpad[-1].failed
 
 
 def _observation(state: RunState) -> str | None:

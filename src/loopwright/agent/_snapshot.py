@@ -78,7 +78,11 @@ def load_state(data: dict[str, Any]) -> tuple[RunState, float, list[tuple[str, s
         turn=[load_message(m) for m in data["turn"]],
         scratchpad=[
             ScratchpadStep(
-                s["thought"], [tuple(a) for a in s["actions"]], s["observation"], s["final_answer"]
+                s["thought"],
+                [tuple(a) for a in s["actions"]],
+                s["observation"],
+                s["final_answer"],
+                s.get("failed", False),
             )
             for s in data["scratchpad"]
         ],

@@ -143,6 +143,8 @@ class ScratchpadStep:
     actions: list[tuple[str, str]] = field(default_factory=list)
     observation: str = ""
     final_answer: str | None = None
+    # Every tool call of the step failed, or the step is a corrective note: the model should try again.
+    failed: bool = False
 
 
 def action_json(name: str, action_input: Any) -> str:

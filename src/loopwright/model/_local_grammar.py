@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopwright.model.entities import ToolSchema
@@ -21,6 +21,7 @@ from loopwright.model.entities import ToolSchema
 THOUGHT_MAX_CHARS = 160
 ANSWER_MAX_CHARS = 300
 STRING_MAX_CHARS = 200
+BEFORE_RESULT_MAX_CHARS = 40  # an answer after a short observation states it within this many characters
 CHAR_RULE = re.compile(r"^char ::= .*$", re.MULTILINE)
 STRING_RULE = re.compile(r"^string ::= .*$", re.MULTILINE)
 _SAFE_CHAR = r'char ::= [^"\\\n`{}] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
@@ -49,6 +50,7 @@ def react_grammar(
     prefix: str = "Thought: ",
     observation: str | None = None,
     answer_schema: dict[str, Any] | None = None,
+    question: str | None = None,
 ) -> str:
     """The grammar for one reply. The thought opens with the decision — "Tool needed: <tool>." or
     "Tool needed: none." — so the model makes its choice first, in words it can weigh against the
@@ -60,7 +62,12 @@ def react_grammar(
     402." after the calculator said 391) and then copies its own invention into the answer.
 
     ``answer_schema``: the JSON Schema the final answer follows (structured output); the answer is
-    then a JSON value generated from it instead of a string, so it always parses."""
+    then a JSON value generated from it instead of a string, so it always parses.
+
+    ``question``: the user's question, when this round asks it. A tool's ``from_question``
+    parameters must then be a part of it (a clause, or a clause's last words): a small model copies
+    "12% of 250" far more reliably than it writes it anew (a round after a failed call writes
+    freely)."""
     # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
     converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
@@ -71,14 +78,22 @@ def react_grammar(
         answer = converter.visit(_input_schema(answer_schema), "answer-value")
     branches: list[str] = []
     for index, tool in enumerate(allowed):
-        input_rule = converter.visit(_input_schema(tool.parameters), f"tool-{index}-input")
+        schema = _input_schema(tool.parameters)
+        if question:
+            schema = _copying(schema, tool.from_question, question)
+        input_rule = converter.visit(schema, f"tool-{index}-input")
         decision = _literal(f"{DECISION_PREFIX} {tool.name}.")
         action = _literal(json.dumps(tool.name) + _INPUT_KEY)
         branches.append(f"{decision} rest {action} {input_rule}")
     if not allowed or tool_choice in ("auto", "none"):
         action = _literal(json.dumps("Final Answer") + _INPUT_KEY)
         if observation_fits(observation):
+            assert observation is not None
             thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+            if answer_schema is None:
+                # The answer states the result: a tiny model that copied the question into the
+                # tool's argument went on to copy it into the answer too ("What is 7 squared").
+                answer = "answer-stating"
             branches.append(f"{_literal(thought)} {action} {answer}")
         else:
             branches.append(f"{_literal(FINAL_DECISION)} rest {action} {answer}")
@@ -86,7 +101,13 @@ def react_grammar(
         f"root ::= {_literal(prefix)} ( " + " | ".join(branches) + ' ) "}"\n'
         f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} {_literal(_TO_ACTION)}\n"
         f'answer ::= "\\"" char{{1,{ANSWER_MAX_CHARS}}} "\\""\n'
-        f"{_SAFE_CHAR}\n"
+        + (
+            f'answer-stating ::= "\\"" char{{0,{BEFORE_RESULT_MAX_CHARS}}} '
+            f'{_literal(json.dumps(observation)[1:-1])} char{{0,{ANSWER_MAX_CHARS}}} "\\""\n'
+            if observation_fits(observation)
+            else ""
+        )
+        + f"{_SAFE_CHAR}\n"
     )
     # JSON strings may not hold a newline, a backtick or a brace here, and are never empty: a small
     # model that drifts into writing the closing fence inside a string would otherwise never leave
@@ -148,6 +169,43 @@ def _input_schema(parameters: dict[str, Any]) -> dict[str, Any]:
         # Every declared property is written, in order: a tiny model otherwise closes the object early.
         schema["required"] = list(schema["properties"])
     return schema
+
+
+SPAN_MAX_WORDS = 12
+
+
+_CLAUSE_END = re.compile(r"[.,;:!?](?:\s+|$)")
+
+
+def question_spans(question: str, kind: str = "phrase") -> list[str]:
+    """The parts of the question a copied argument may be: each clause whole (``clause``), or the
+    last 1 to SPAN_MAX_WORDS words of each (``phrase``); clauses end at . , ; : ! ?. Ending where
+    the clause ends keeps a small model from stopping after the first number ("7" for "7 squared");
+    a whole clause keeps it from starting at the last one ("250" for "Subtract 89 from 250")."""
+    spans: dict[str, None] = {}
+    for clause in _CLAUSE_END.split(question):
+        words = clause.split()
+        starts = [0] if kind == "clause" else range(max(0, len(words) - SPAN_MAX_WORDS), len(words))
+        for start in starts:
+            span = " ".join(words[start:])
+            if not span or span.count(")") > span.count("("):
+                continue  # "27) * 3" is no expression
+            spans[span] = None
+    return list(spans)
+
+
+def _copying(schema: dict[str, Any], kinds: Mapping[str, str], question: str) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    properties = {**props}
+    for name, kind in kinds.items():
+        spans = question_spans(question, kind)
+        if props.get(name, {}).get("type") != "string" or not spans:
+            continue
+        # A parameter with a default keeps it as a choice ("UTC" when the question names no place).
+        default = props[name].get("default")
+        extra = [default] if isinstance(default, str) and default not in spans else []
+        properties[name] = {"type": "string", "enum": [*extra, *spans]}
+    return {**schema, "properties": properties}
 
 
 def _literal(text: str) -> str:

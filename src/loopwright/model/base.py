@@ -75,6 +75,8 @@ class ReactTurn:
     observation: str | None = None
     # structured output: the JSON Schema the Final Answer's input must follow (None: a string)
     output_schema: dict[str, Any] | None = None
+    # after a tool round: whether it failed (every call an error, or a reply that could not be read)
+    failed: bool = False
 
 
 @runtime_checkable

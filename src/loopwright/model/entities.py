@@ -127,12 +127,31 @@ def content_text(content: str | list[ContentPart]) -> str:
 
 
 @dataclass(slots=True, frozen=True)
+class ToolExample:
+    """A worked example of a tool's use, written by the tool's author: a question, the arguments
+    that answer it, what the tool returns for them and an answer that states it. Small models are
+    shown these as few-shot examples (they follow examples better than descriptions); they never
+    reach a provider's tool API."""
+
+    question: str
+    arguments: dict[str, Any]
+    result: str
+    answer: str
+
+
+@dataclass(slots=True, frozen=True)
 class ToolSchema:
-    """A tool as sent to the model: name, description and JSON-Schema parameters."""
+    """A tool as sent to the model: name, description and JSON-Schema parameters (and the author's
+    worked examples, for prompts that show them; ``to_dict`` leaves them out)."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+    examples: tuple[ToolExample, ...] = ()
+    # String parameters whose value is best copied from the user's words: small models copy a part
+    # of the question into them on their first try — "clause": a whole clause (a calculation as
+    # stated), "phrase": the last words of one (a place).
+    from_question: dict[str, Literal["clause", "phrase"]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -29,9 +29,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from loopwright.model._local_choice import choose
+from loopwright.model._local_choice import choose, choose_by_question
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
-from loopwright.model._local_prompt import SMALL_MODEL_CONTINUE, SMALL_MODEL_REACT_TEMPLATE
+from loopwright.model._local_prompt import (
+    SMALL_MODEL_CONTINUE,
+    SMALL_MODEL_REACT_TEMPLATE,
+    TOOL_EXAMPLES,
+    question_context,
+    render_tool_examples,
+)
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     AssistantMessage,
@@ -221,14 +227,22 @@ class LocalModel:
         if loaded is None:
             await self.load()
             loaded = _cache[self._key()]
+        if turn is not None:
+            messages = _with_tool_examples(messages, turn.tools)
         prompt, template_stops = self._render(loaded, messages)
+        tool_choice = str(params.get("tool_choice", "auto"))
+        if turn is not None and turn.observation is not None and not turn.failed and self.react_continue:
+            # This model's own prompt: after a tool round that worked, it answers. A 135M model does
+            # not plan a second step; asked to choose, it called the same tool again (with the result
+            # as the argument) until the repeated-call guardrail stopped the run.
+            tool_choice = "none" if tool_choice == "auto" else tool_choice
         request = _Request(
             prompt=prompt,
             stop=[*stop, *template_stops],
             max_tokens=int(params.get("max_tokens", self.max_tokens)),
             sampling={k: v for k, v in params.items() if k in _SAMPLING_KEYS},
             react_tools=turn.tools if turn is not None else None,
-            tool_choice=str(params.get("tool_choice", "auto")),
+            tool_choice=tool_choice,
             # Only this model's own ReAct prompt repeats the observation in the user's turn, which is
             # what lets the grammar offer it back as the answer.
             observation=turn.observation if turn is not None and self.react_continue else None,
@@ -241,6 +255,13 @@ class LocalModel:
             # calibrated against the same prompt with a neutral question.
             neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
             request.neutral_prompt = self._render(loaded, neutral)[0]
+            question = content_text(messages[-1].content).strip()
+            if self.react_template is not None and question:
+                # This model's own prompt: the tool is chosen by how likely the question is after
+                # each tool's description and examples (_local_choice.choose_by_question).
+                request.question = question
+                request.question_contexts = [(t.name, question_context(t)) for t in turn.tools]
+                request.question_contexts.append(("none", question_context(None)))
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
@@ -264,6 +285,8 @@ class _Request:
     neutral_prompt: str | None = None  # the prompt with the question replaced, for calibration
     observation: str | None = None  # the result of the tool just called, if the prompt ends with one
     output_schema: dict[str, Any] | None = None  # structured output: the final answer's JSON Schema
+    question: str | None = None  # the user's question, when this round asks it (this model's prompt)
+    question_contexts: list[tuple[str, str]] | None = None  # per option, the text the question follows
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -275,13 +298,19 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         options = [(t.name, f"{request.prefix}{DECISION_PREFIX} {t.name}.") for t in request.react_tools]
         if choice == "auto":
             options.append(("none", request.prefix + FINAL_DECISION))
-        choice = choose(llama, request.prompt, options, request.neutral_prompt)
+        if request.question and request.question_contexts:
+            offered = {key for key, _ in options}
+            contexts = [(key, text) for key, text in request.question_contexts if key in offered]
+            choice = choose_by_question(llama, contexts, request.question)
+        else:
+            choice = choose(llama, request.prompt, options, request.neutral_prompt)
     grammar = react_grammar(
         request.react_tools,
         choice,
         prefix=request.prefix,
         observation=request.observation,
         answer_schema=request.output_schema,
+        question=request.question if choice != "none" else None,
     )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 
@@ -357,6 +386,20 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             latency=time.perf_counter() - started,
         )
         put("usage", usage)
+
+
+def _with_tool_examples(
+    messages: Sequence[PromptMessage], tools: Sequence[ToolSchema]
+) -> list[PromptMessage]:
+    """The messages with the small-model template's place for worked examples filled from the
+    offered tools' own (none on a last round, which offers no tools)."""
+    examples = render_tool_examples(tools)
+    return [
+        SystemMessage(m.content.replace(TOOL_EXAMPLES, examples))
+        if isinstance(m, SystemMessage) and TOOL_EXAMPLES in m.content
+        else m
+        for m in messages
+    ]
 
 
 def _prompt_formatter(llama: Any) -> Any:

@@ -1,5 +1,6 @@
 """Tools: the Tool type, ``@tool``, the engine that runs them, and built-ins."""
 
+from loopwright.model.entities import ToolExample
 from loopwright.tools.base import (
     BlobMessage,
     FileMessage,
@@ -35,6 +36,7 @@ __all__ = [
     "ToolCredentialError",
     "ToolEngine",
     "ToolError",
+    "ToolExample",
     "ToolInvokeError",
     "ToolInvokeMeta",
     "ToolOutput",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopwright.errors import ToolError as ToolError
-from loopwright.model.entities import ToolSchema
+from loopwright.model.entities import ToolExample, ToolSchema
 
 # --- messages a tool yields -----------------------------------------------------------------------
 
@@ -270,6 +270,10 @@ class Tool:
     # The invoke function validates and coerces its own arguments (``@tool`` does, with pydantic), so
     # the engine's Dify-style casting is skipped.
     validates_arguments: bool = False
+    # Worked examples of the tool's use, shown to small models as few-shot examples.
+    examples: tuple[ToolExample, ...] = ()
+    # String parameters whose value is best copied from the user's words (ToolSchema.from_question).
+    from_question: Mapping[str, Literal["clause", "phrase"]] = field(default_factory=dict)
     _schema: ToolSchema | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -296,7 +300,7 @@ class Tool:
             if p.required and p.name not in required:
                 required.append(p.name)
         params = {"type": "object", "properties": props, "required": required}
-        return ToolSchema(self.name, self.description, params)
+        return ToolSchema(self.name, self.description, params, tuple(self.examples), dict(self.from_question))
 
 
 @runtime_checkable

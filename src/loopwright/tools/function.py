@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, get_type_hints, overload
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, get_type_hints, overload
 
 import docstring_parser
 import pydantic
 
 from loopwright._threads import run_sync
+from loopwright.model.entities import ToolExample
 from loopwright.tools.base import (
     FILE_OUTPUTS,
     BlobMessage,
@@ -41,6 +42,7 @@ def tool(
     cache_ttl: float | None = None,
     requires_approval: bool = False,
     idempotent: bool = True,
+    examples: Sequence[ToolExample] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -54,13 +56,15 @@ def tool(
     cache_ttl: float | None = None,
     requires_approval: bool = False,
     idempotent: bool = True,
+    examples: Sequence[ToolExample] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function. Its parameters' type hints become the JSON schema the
     model sees, the docstring's first paragraph the description, and its parameter section (Google,
     NumPy or Sphinx style) the parameter descriptions. A parameter annotated ``ToolContext``
     receives the call's context. Sync functions run in a worker thread, never on the event loop.
     ``requires_approval``: a call waits for a person's approval (agent.approvals). ``idempotent=False``:
-    a durable run never runs a call of it again after a crash cut it (docs/reliability.md)."""
+    a durable run never runs a call of it again after a crash cut it (docs/reliability.md). ``examples``:
+    worked examples of the tool's use (``ToolExample``), which prompts for small models show."""
 
     def build(f: Callable[..., Any]) -> Tool:
         return function_tool(
@@ -71,6 +75,7 @@ def tool(
             cache_ttl=cache_ttl,
             requires_approval=requires_approval,
             idempotent=idempotent,
+            examples=examples,
         )
 
     return build(fn) if fn is not None else build
@@ -85,6 +90,8 @@ def function_tool(
     cache_ttl: float | None = None,
     requires_approval: bool = False,
     idempotent: bool = True,
+    examples: Sequence[ToolExample] = (),
+    from_question: Mapping[str, Literal["clause", "phrase"]] | None = None,
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
@@ -124,6 +131,8 @@ def function_tool(
         requires_approval=requires_approval,
         idempotent=idempotent,
         validates_arguments=True,
+        examples=tuple(examples),
+        from_question=dict(from_question or {}),
     )
 
 

@@ -1,4 +1,10 @@
-"""``calculator``: safe arithmetic on an expression, parsed with ``ast`` and never ``eval``-ed."""
+"""``calculator``: safe arithmetic on an expression, parsed with ``ast`` and never ``eval``-ed.
+
+It also takes what people write — "17 times 23", "12% of 250", "the square root of 625" (rewritten
+into an expression by ``_phrases``) and unit conversions such as "5 inches to cm" (``_units``, with
+pint's unit registry) — so a caller, a small model above all, can copy the words of a question
+instead of translating them into symbols and conversion factors it may not know.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from loopwright.model.entities import ToolExample
 from loopwright.tools.base import Tool, ToolInvokeError
+from loopwright.tools.builtin._phrases import clean, to_expression
+from loopwright.tools.builtin._units import convert
 from loopwright.tools.function import function_tool
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -106,20 +115,54 @@ def _check_size(op: ast.operator, left: Any, right: Any) -> None:
         raise ValueError("the result is too large")
 
 
-# The characters an expression can use; the schema says so, which also keeps a constrained
-# (grammar-guided) model from writing anything else.
-EXPRESSION_PATTERN = r"^[0-9a-z(+\-][0-9a-z+\-*/%^(). ,]*$"
-
-
-async def calculator(expression: Annotated[str, Field(pattern=EXPRESSION_PATTERN)]) -> str:
-    """Evaluate an arithmetic expression and return the result.
-
-    Args:
-        expression: The expression, e.g. "(2 + 3) * 4" or "sqrt(2) / 3". Supports + - * / // % ** ^
-            and sqrt, abs, round, floor, ceil, exp, log, log10, sin, cos, tan, min, max, pi, e.
-    """
+def calculate(text: str) -> int | float:
+    """The value of an expression, an arithmetic phrase or a unit conversion (the number in the
+    unit asked for); raises ValueError with a readable reason."""
+    try:
+        return evaluate(text)
+    except ValueError as e:
+        not_symbols = e
+    if len(text) > _MAX_LENGTH:
+        raise not_symbols
+    unit_error: ValueError | None = None
+    try:
+        converted = convert(clean(text), lambda quantity: evaluate(to_expression(quantity)))
+        if converted is not None:
+            return float(f"{converted:.12g}")  # 211.99999999999991 °F is 212 °F
+    except ValueError as e:
+        unit_error = e
+    expression = to_expression(text)
+    if expression == " ".join(text.split()):  # no words this calculator knows
+        raise unit_error or not_symbols
     try:
         value = evaluate(expression)
+        return float(f"{value:.12g}") if isinstance(value, float) else value  # 52.48, not 52.480000000000004
+    except ValueError as e:
+        # A reason about the numbers ("division by zero") says more than "not an expression".
+        if unit_error is not None and str(e).startswith(_NOT_READ):
+            raise unit_error from None
+        raise
+
+
+_NOT_READ = ("not an arithmetic expression", "unsupported element")
+
+# The characters an expression can use; the schema says so, which also keeps a constrained
+# (grammar-guided) model from writing anything else.
+EXPRESSION_PATTERN = r"^[0-9A-Za-z(+\-$.][0-9A-Za-z+\-*/%^(). ,$°']*$"
+
+
+def calculator(expression: Annotated[str, Field(pattern=EXPRESSION_PATTERN)]) -> str:
+    """Evaluate arithmetic or convert units, e.g. "(2 + 3) * 4", "15% of 80", "3 feet to cm".
+
+    Args:
+        expression: An expression such as "(2 + 3) * 4" or "sqrt(2) / 3" (+ - * / // % ** ^ and
+            sqrt, abs, round, floor, ceil, exp, log, log10, sin, cos, tan, min, max, pi, e), the same
+            in words ("17 times 23", "the square root of 625", "12% of 250"), or a conversion
+            ("5 inches to cm", "how many minutes are in 3.5 hours").
+    """
+    # Sync: the first conversion loads pint's registry; the engine runs sync tools in a thread.
+    try:
+        value = calculate(expression)
         if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
             value = int(value)
         return str(value)
@@ -127,5 +170,29 @@ async def calculator(expression: Annotated[str, Field(pattern=EXPRESSION_PATTERN
         raise ToolInvokeError(str(e)) from None
 
 
+# Worked examples for small models (few-shot): a word problem, arithmetic in words and a unit
+# conversion; where the question states the calculation, the expression copies its words.
+CALCULATOR_EXAMPLES = (
+    ToolExample(
+        question="How many legs do 7 spiders have?",
+        arguments={"expression": "7 * 8"},
+        result="56",
+        answer="7 spiders have 56 legs.",
+    ),
+    ToolExample(
+        question="Work out 45 plus 19 minus 8.",
+        arguments={"expression": "45 plus 19 minus 8"},
+        result="56",
+        answer="45 plus 19 minus 8 is 56.",
+    ),
+    ToolExample(
+        question="How long is 26.2 miles in kilometers?",
+        arguments={"expression": "26.2 miles in kilometers"},
+        result="42.1648128",
+        answer="26.2 miles are 42.1648128 kilometers.",
+    ),
+)
+
+
 def calculator_tool() -> Tool:
-    return function_tool(calculator)
+    return function_tool(calculator, examples=CALCULATOR_EXAMPLES, from_question={"expression": "clause"})
