@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.reliability.test_durable_takeover import _stored_seq, _wait_for  # noqa: E402
 from tests.reliability.test_kill import EXE, free_port, serve  # noqa: E402
+from tests.reliability.test_kill_reattach import stream_until  # noqa: E402
 from tests.sse import numbered  # noqa: E402
 
 SEED = 20261125
@@ -40,21 +41,6 @@ REPLIES: list[Any] = [
     {"text": "Let me add.", "tool_calls": [["calculator", {"expression": "2 + 3"}]]},
     "counting " * 100 + "done.",
 ]
-
-
-def _stream_until(base: str, headers: dict[str, str], count: int) -> list[tuple[int, Any]]:
-    """The first ``count`` numbered events of a new message (the client then stops reading)."""
-    body = {"query": "Add and count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
-    seen: list[tuple[int, Any]] = []
-    with httpx.stream("POST", f"{base}/v1/chat-messages", json=body, headers=headers, timeout=60) as r:
-        buffer = ""
-        for text in r.iter_text():
-            buffer += text
-            *frames, buffer = buffer.split("\n\n")
-            seen.extend((s, e) for f in frames for s, e in numbered(f + "\n\n") if s is not None)
-            if len(seen) >= count:
-                break
-    return seen
 
 
 def _recorded_round(system_url: str, task_id: str) -> int:
@@ -88,7 +74,7 @@ def kill_and_take_over(directory: Path, point: int) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with serve(env, port, headers) as worker:
-        seen = _stream_until(base, headers, point)
+        seen = stream_until(base, headers, point)
         task_id, last_seen = seen[0][1]["task_id"], seen[-1][0]
         _wait_for(lambda: asyncio.run(_stored_seq(url, task_id)) >= last_seen, "the journal")
         worker.send_signal(signal.SIGKILL)

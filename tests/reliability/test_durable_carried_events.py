@@ -17,7 +17,6 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
+from tests.reliability.gated_tools import GatedToolServer, Operation, serving
 from tests.reliability.test_durable_takeover import _read_until_both_calls_shown as read_stream
 from tests.reliability.test_durable_takeover import _reset, _stored_seq, _wait_for
 from tests.reliability.test_kill import EXE, free_port, serve
@@ -42,63 +42,10 @@ REPLIES = [
 ANSWER = "Both are done."
 
 
-class GatedTools:
-    """``GET /first`` and ``GET /second`` (idempotent), each hanging until its own gate is set; every
-    request is counted."""
-
-    def __init__(self) -> None:
-        self.gates = {"first": threading.Event(), "second": threading.Event()}
-        self.entered = {"first": threading.Event(), "second": threading.Event()}
-        self.counts = {"first": 0, "second": 0}
-        tools = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                name = self.path.split("?")[0].strip("/")
-                tools.counts[name] += 1
-                tools.entered[name].set()
-                tools.gates[name].wait(120)
-                body = json.dumps({"tool": name, "done": True})
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body.encode())
-                except OSError:
-                    pass  # the worker that called was killed
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def spec(self) -> dict[str, Any]:
-        def op(op_id: str) -> dict[str, Any]:
-            return {"operationId": op_id, "summary": op_id, "responses": {"200": {"description": "ok"}}}
-
-        return {
-            "openapi": "3.0.0",
-            "info": {"title": "gated", "version": "1"},
-            "servers": [{"url": self.url}],
-            "paths": {"/first": {"get": op("first")}, "/second": {"get": op("second")}},
-        }
-
-
-@contextmanager
-def gated_tools() -> Iterator[GatedTools]:
-    tools = GatedTools()
-    thread = threading.Thread(target=tools.server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield tools
-    finally:
-        for gate in tools.gates.values():
-            gate.set()
-        tools.server.shutdown()
-        tools.server.server_close()
+def gated_tools() -> GatedToolServer:
+    """``GET /first`` and ``GET /second`` (idempotent), each hanging until its own gate is set."""
+    operations = {name: Operation("get", {"tool": name, "done": True}) for name in ("first", "second")}
+    return GatedToolServer("gated", operations, gated=operations)
 
 
 @contextmanager
@@ -145,7 +92,7 @@ def test_events_recorded_with_a_step_but_not_stored_are_stored_by_the_worker_tak
         done = subprocess.run([str(EXE), *args], env=env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
 
-    with gated_tools() as tools:
+    with serving(gated_tools()) as tools:
         spec = tmp_path / "tools.json"
         spec.write_text(json.dumps(tools.spec()))
         toolset = {"type": "openapi", "spec": str(spec), "allow_hosts": ["127.0.0.1"]}

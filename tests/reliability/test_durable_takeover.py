@@ -19,8 +19,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from sqlalchemy import text
 
 from loopwright.agent.durability import INTERRUPTED_OBSERVATION
 from loopwright.store.db import Database
+from tests.reliability.gated_tools import GatedToolServer, Operation, serving
 from tests.reliability.test_kill import EXE, free_port, serve
 from tests.sse import numbered
 
@@ -46,81 +45,15 @@ SECOND = {
 ANSWER = "The value is 42; the charge may not have gone through."
 
 
-class ToolServer:
-    """``GET /lookup`` answers at once; ``GET /wait`` and ``POST /charge`` hang until ``gate`` is set.
-    Every request that arrives is counted (an execution, whether or not it gets to answer)."""
-
-    def __init__(self) -> None:
-        self.gate = threading.Event()
-        self.entered = {"wait": threading.Event(), "charge": threading.Event()}
-        self.counts: dict[str, int] = {"lookup": 0, "wait": 0, "charge": 0}
-        self._lock = threading.Lock()
-        tools = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self._answer()
-
-            def do_POST(self) -> None:
-                self._answer()
-
-            def _answer(self) -> None:
-                name = self.path.split("?")[0].strip("/")
-                with tools._lock:
-                    tools.counts[name] += 1
-                if name in tools.entered:
-                    tools.entered[name].set()
-                    tools.gate.wait(120)
-                body = json.dumps({"lookup": {"value": 42}, "wait": {"waited": True}}.get(name, {"ok": True}))
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body.encode())
-                except OSError:
-                    pass  # the worker that called was killed
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def spec(self) -> dict[str, Any]:
-        def op(op_id: str, params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-            return {
-                "operationId": op_id,
-                "summary": op_id,
-                "parameters": params or [],
-                "responses": {"200": {"description": "ok"}},
-            }
-
-        amount = [{"name": "amount", "in": "query", "required": True, "schema": {"type": "integer"}}]
-        return {
-            "openapi": "3.0.0",
-            "info": {"title": "counted", "version": "1"},
-            "servers": [{"url": self.url}],
-            "paths": {
-                "/lookup": {"get": op("lookup")},
-                "/wait": {"get": op("wait")},
-                "/charge": {"post": op("charge", amount)},
-            },
-        }
-
-
-@contextmanager
-def tool_server() -> Iterator[ToolServer]:
-    tools = ToolServer()
-    thread = threading.Thread(target=tools.server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield tools
-    finally:
-        tools.gate.set()
-        tools.server.shutdown()
-        tools.server.server_close()
+def tool_server() -> GatedToolServer:
+    """``GET /lookup`` answers at once; ``GET /wait`` and ``POST /charge`` hang until released."""
+    amount = [{"name": "amount", "in": "query", "required": True, "schema": {"type": "integer"}}]
+    operations = {
+        "lookup": Operation("get", {"value": 42}),
+        "wait": Operation("get", {"waited": True}),
+        "charge": Operation("post", {"ok": True}, amount),
+    }
+    return GatedToolServer("counted", operations, gated=["wait", "charge"])
 
 
 async def _reset(url: str, schema: str, *, drop_only: bool = False) -> None:
@@ -221,7 +154,7 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
         done = subprocess.run([str(EXE), *args], env=env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
 
-    with tool_server() as tools:
+    with serving(tool_server()) as tools:
         spec = tmp_path / "tools.json"
         spec.write_text(json.dumps(tools.spec()))
         app_yaml = tmp_path / "app.yaml"
@@ -267,7 +200,7 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
                 assert broken.wait(30)
                 reader.join(30)
                 response.close()
-            tools.gate.set()  # the cut calls' requests end; a call run again answers at once
+            tools.release()  # the cut calls' requests end; a call run again answers at once
 
             # Worker B sees A's lease go stale (or its process gone) at its next heartbeat and takes
             # the run over; the client re-attaches to B after the last event it saw.
