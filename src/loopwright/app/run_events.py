@@ -95,6 +95,20 @@ class Replayed:
     item: Item
 
 
+def stream_row(head: EventHead, app_id: str, user: str, worker_id: str | None) -> dict[str, Any]:
+    """The ``run_streams`` row of a run that starts now."""
+    return {
+        "task_id": head.task_id,
+        "app_id": app_id,
+        "user": user,
+        "message_id": head.message_id,
+        "conversation_id": head.conversation_id,
+        "message_created_at": head.created_at,
+        "worker_id": worker_id,
+        "started_at": utcnow(),
+    }
+
+
 class RunRecord:
     """The recording of one run's events (see the module's docstring)."""
 
@@ -189,17 +203,7 @@ class EventJournal:
         is off."""
         if not self.enabled:
             return None
-        row = {
-            "task_id": head.task_id,
-            "app_id": app_id,
-            "user": user,
-            "message_id": head.message_id,
-            "conversation_id": head.conversation_id,
-            "message_created_at": head.created_at,
-            "worker_id": worker_id,
-            "started_at": utcnow(),
-        }
-        self.db.writer.submit(Insert(RunStream, row))
+        self.db.writer.submit(Insert(RunStream, stream_row(head, app_id, user, worker_id)))
         record = RunRecord(self, head.task_id)
         if head.task_id in self._followers:
             record.followed = True

@@ -51,7 +51,7 @@ from loopwright.app.messages import MessageRequest
 from loopwright.app.prompt_log import CURRENT_MESSAGE, PromptLog
 from loopwright.app.recovery import WorkerLease
 from loopwright.app.relay import Relay
-from loopwright.app.run_events import EventJournal, Replayed, RunRecord
+from loopwright.app.run_events import EventJournal, Replayed, RunRecord, stream_row
 from loopwright.app.runs import Run, RunRegistry, stop
 from loopwright.app.speech import Speech
 from loopwright.app.tool_allowlist import check_config
@@ -237,16 +237,7 @@ class AppRuntime:
         the durable executor, so is one whose run's workflow outlived the stream's retention."""
         if self.durable is not None and await self.durable.exists(head.task_id):
             raise RunExistsError(head.task_id)
-        row = RunStream(
-            task_id=head.task_id,
-            app_id=request.app_id,
-            user=request.user,
-            message_id=head.message_id,
-            conversation_id=head.conversation_id,
-            message_created_at=head.created_at,
-            worker_id=self.lease.id,
-            started_at=utcnow(),
-        )
+        row = RunStream(**stream_row(head, request.app_id, request.user, self.lease.id))
         try:
             async with self.db.transaction() as session:
                 session.add(row)
