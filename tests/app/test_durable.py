@@ -239,3 +239,53 @@ def test_the_carried_events_the_journal_lacks_make_one_chunk() -> None:
     assert _missing("task-1", carried, 5) is None  # all stored (or more: the cut step's)
     assert _missing("task-1", carried, 7) is None
     assert _missing("task-1", [], 0) is None
+
+
+async def test_checkpoints_waiting_together_are_recorded_as_one_step(tmp_path: Path) -> None:
+    """The workflow's next step keeps every checkpoint already handed over (the last, carrying the
+    events of all); a run's end makes those before it moot."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
+    await db.create_all()
+    head = EventHead("task-1", "message-1", "conversation-1", 0)
+    try:
+        gate, record = _gate_with_record(db)
+        record.add(AgentMessage(head, "One"))
+        await gate.step({"at": "model call"}, before_effects=False)
+        record.add(AgentMessage(head, "two"))
+        record.add(AgentMessage(head, "three"))
+        await gate.step({"at": "next tool result"}, before_effects=False)
+        folded = await gate.next()
+        assert (folded["n"], folded["agent"], folded["events"]) == (
+            3,
+            {"at": "next tool result"},
+            [1, ["One", "two", "three"]],
+        )
+        await gate.step({"at": "model call"}, before_effects=False)
+        gate.end("normal")
+        assert await gate.next() == {"end": "normal"}
+    finally:
+        await db.close()
+
+
+async def test_a_workflow_that_cannot_start_fails_the_run_at_its_first_waiting_step(tmp_path: Path) -> None:
+    """The workflow starts while the first model call runs (no effect comes before it); a run whose
+    start failed stops before its first tool call, with the reason."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
+    await db.create_all()
+    head = EventHead("task-1", "message-1", "conversation-1", 0)
+    started = asyncio.Event()
+
+    async def start(first: dict[str, object]) -> None:
+        started.set()
+        raise ConnectionError("the database is gone")
+
+    try:
+        gate = StepGate(RunRecord(EventJournal(db), head.task_id), start)
+        gate.bind(DifyStream(head, "function-calling"))
+        await gate.step({"at": "model call"}, before_effects=False)  # returns before the start ends
+        assert not started.is_set()
+        with pytest.raises(DurableRunError) as failed:
+            await gate.step({"at": "tools"})
+        assert isinstance(failed.value.__cause__, ConnectionError)
+    finally:
+        await db.close()

@@ -12,15 +12,17 @@ background elsewhere (agent.durability):
 
 In the process that runs it, a step only waits for the run's next boundary: the run goes on in memory
 (the agent loop is not run again from a snapshot) and a step costs one recorded output; the run is
-released once it is written, not after DBOS's check of the next step. After a crash,
-DBOS runs the workflow again on a live worker: the recorded steps return their checkpoints without
-running, and the first step not recorded finds no run in its process, so it takes the run up from the
-last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and ``DifyStream.restore``),
-after storing the carried events the journal lacks (the journal's write is never on a step's path):
-the stream goes on under the same task id, numbered after its last stored event (first a
-``message_replace`` when the stored stream has text of the cut model call), and the message's row
-ends answered. A finished tool call is never run again; one that was running is (at least once),
-unless its tool is not idempotent (agent.durability).
+released once it is written, not after DBOS's check of the next step. The workflow starts while the
+first model call runs (a crash before its start is written leaves an interrupted message, as the in-
+process executor does), and the checkpoints that came while a step was written make one step. After a
+crash, DBOS runs the workflow again on a live worker: the recorded steps return their checkpoints
+without running, and the first step not recorded finds no run in its process, so it takes the run up
+from the last checkpoint (the approvals' resume path: ``Agent.resume_stream`` and
+``DifyStream.restore``), after storing the carried events the journal lacks (the journal's write is
+never on a step's path): the stream goes on under the same task id, numbered after its last stored
+event (first a ``message_replace`` when the stored stream has text of the cut model call), and the
+message's row ends answered. A finished tool call is never run again; one that was running is (at least
+once), unless its tool is not idempotent (agent.durability).
 
 The free DBOS recovers only its own executor's workflows, at launch. The takeover
 (:meth:`DurableExecutor.take_over`) does it for dead workers: at every heartbeat (app.recovery), under a
@@ -149,8 +151,9 @@ class DurableRunError(RuntimeError):
 class StepGate:
     """One run's step boundaries, between its agent loop (a :class:`StepLog`) and its workflow's steps:
     the loop hands over each checkpoint (numbered) and waits until the workflow's next step says it is
-    recorded. The first one starts the workflow (``start``), with the checkpoint as its input; a run
-    taken up starts at the checkpoint it was taken up from (``taken_at``)."""
+    recorded. The first one starts the workflow (``start``), with the checkpoint as its input, while
+    the run's first model call goes on; a run taken up starts at the checkpoint it was taken up from
+    (``taken_at``). Checkpoints handed over while a step was being recorded are recorded as one."""
 
     def __init__(
         self,
@@ -167,6 +170,7 @@ class StepGate:
         self._turn = asyncio.Lock()  # a round's parallel tool calls reach boundaries one at a time
         self._failed: BaseException | None = None
         self._stream: DifyStream | None = None
+        self._starting: asyncio.Future[None] | None = None  # the workflow's start, kept from the GC
         self.count = taken_at  # the number of the last checkpoint handed over
         self._released = taken_at  # the number of the last checkpoint recorded
 
@@ -188,17 +192,26 @@ class StepGate:
                 items, record.carry = record.carry, []
                 checkpoint["events"] = [record.seq - len(items) + 1, items]
             start, self._start = self._start, None
-            if start is not None:
-                await start(checkpoint)  # recorded as the workflow's input
-                self._released = self.count
+            if start is not None:  # recorded as the workflow's input
+                self._starting = asyncio.ensure_future(self._begin(start, checkpoint))
             else:
                 self._checkpoints.put_nowait(checkpoint)
-                if not before_effects:  # recorded while the run goes on (agent.durability)
-                    return
+            if not before_effects:  # recorded while the run goes on (agent.durability)
+                return
             while self._released < self.count:
                 self._go.clear()
                 await self._go.wait()
                 self._check()
+
+    async def _begin(self, start: Callable[[dict[str, Any]], Awaitable[None]], first: dict[str, Any]) -> None:
+        """Start the run's workflow while the run goes on (no effect comes before its first model
+        call): the next boundary that waits fails if it could not."""
+        try:
+            await start(first)
+        except BaseException as exc:
+            self.fail(exc)
+        else:
+            self.release(first["n"])
 
     def _check(self) -> None:
         if self._failed is not None:
@@ -217,8 +230,15 @@ class StepGate:
         self._go.set()
 
     async def next(self) -> dict[str, Any]:
-        """The run's next checkpoint, or its end."""
-        return await self._checkpoints.get()
+        """The run's next checkpoint, or its end — the last of those already waiting: one recorded
+        step keeps them all (its checkpoint carries their events; an end needs none)."""
+        out = await self._checkpoints.get()
+        while "end" not in out and not self._checkpoints.empty():
+            later = self._checkpoints.get_nowait()
+            if "end" not in later and "events" in out:
+                later["events"] = _joined(out["events"], later.get("events"))
+            out = later
+        return out
 
 
 class DurableExecutor:
@@ -246,6 +266,9 @@ class DurableExecutor:
             "log_level": "WARNING",
             # its thread pool (each step's two database calls; also this loop's default executor)
             "max_executor_threads": MAX_THREADS,
+            # no ping before each transaction (a round trip each): a connection found dropped fails
+            # its statement as invalidated, which DBOS retries on a new one
+            "db_engine_kwargs": {"pool_pre_ping": False},
         }
         DBOS(config=config)
         try:
@@ -271,10 +294,16 @@ class DurableExecutor:
         the task id); a run that ends before any boundary (an answer without the agent) has none."""
 
         async def start(first: dict[str, Any]) -> None:
-            with SetWorkflowID(workflow_id or run.task_id):
-                handle = await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
-            if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
-                raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
+            try:
+                with SetWorkflowID(workflow_id or run.task_id):
+                    handle = await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
+                if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
+                    raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
+            except BaseException as exc:  # the run fails (at its first boundary): its gate goes
+                if self.gates.get(run.task_id) is gate:
+                    del self.gates[run.task_id]
+                log.warning("durable run %s could not start its workflow: %s", run.task_id, exc)
+                raise
 
         gate = StepGate(_kept(run), start)
         self.gates[run.task_id] = gate
@@ -497,6 +526,13 @@ def system_database_url(url: str) -> str:
 def _kept(run: Run) -> RunRecord | None:
     """The journal record of a run whose events are kept for a re-attach."""
     return run.record if run.keep_events else None
+
+
+def _joined(earlier: Carried, later: Carried | None) -> Carried:
+    """The events two consecutive checkpoints carried, as one checkpoint's."""
+    if later is None:
+        return earlier
+    return [earlier[0], [*earlier[1], *later[1]]]
 
 
 def _missing(task_id: str, carried: list[Carried], last_seq: int) -> Chunk | None:
