@@ -26,14 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.reliability.reattach import reattach  # noqa: E402
 from tests.reliability.test_durable_takeover import _stored_seq, _wait_for  # noqa: E402
 from tests.reliability.test_kill import EXE, free_port, serve  # noqa: E402
 from tests.reliability.test_kill_reattach import stream_until  # noqa: E402
-from tests.sse import numbered  # noqa: E402
 
 SEED = 20261125
 FEATURES = ["tool-call", "stream-tool-call"]
@@ -82,23 +80,13 @@ def kill_and_take_over(directory: Path, point: int) -> None:
     done_round = _recorded_round(f"sqlite:///{directory / 'durable.db'}.dbos", task_id)
     script.write_text(json.dumps({"replies": REPLIES[done_round:], "features": FEATURES, "chunk_size": 4}))
     with serve(env, port, headers):  # a new worker: it takes the dead one's run over at its start
-        url_events = f"{base}/v1/chat-messages/{task_id}/events"
-        rest = httpx.get(
-            url_events,
-            params={"user": "alice"},
-            headers={**headers, "Last-Event-ID": str(last_seen)},
-            timeout=120,
-        )
-        whole = httpx.get(url_events, params={"user": "alice"}, headers=headers, timeout=30)
-        params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
-        history = httpx.get(f"{base}/v1/messages", params=params, headers=headers, timeout=30).json()
-    tail = [(s, e) for s, e in numbered(rest.text) if s is not None]
-    replayed = [(s, e) for s, e in numbered(whole.text) if s is not None]
+        back = reattach(base, headers, task_id, seen[0][1]["conversation_id"], last_seen)
+    tail, replayed = back.tail, back.replayed
     assert [s for s, _ in tail] == list(range(last_seen + 1, last_seen + 1 + len(tail))), point
     assert tail and tail[-1][1]["event"] == "message_end", (point, tail[-3:])
     assert [s for s, _ in replayed] == list(range(1, len(replayed) + 1)), point
     assert replayed[: len(seen)] == seen and replayed[len(seen) :] == tail, point
-    [message] = history["data"]
+    [message] = back.history
     assert (message["status"], message["answer"]) == ("normal", REPLIES[1]), (point, message["status"])
 
 

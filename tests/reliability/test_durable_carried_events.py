@@ -25,10 +25,10 @@ import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from tests.reliability.gated_tools import GatedToolServer, Operation, serving
+from tests.reliability.reattach import reattach
 from tests.reliability.test_durable_takeover import _read_until_both_calls_shown as read_stream
 from tests.reliability.test_durable_takeover import _reset, _stored_seq, _wait_for
 from tests.reliability.test_kill import EXE, free_port, serve
-from tests.sse import numbered
 
 pytest.importorskip("dbos")
 pytestmark = pytest.mark.timeout(240)
@@ -141,22 +141,11 @@ def test_events_recorded_with_a_step_but_not_stored_are_stored_by_the_worker_tak
             # call's start (that start came after the last recorded step, so it belongs to the cut step).
             last_carried = next(s for s, e in seen if _started(e, "second")) - 1
             assert last_carried > stored_before
-            events_url = f"http://127.0.0.1:{port_b}/v1/chat-messages/{task_id}/events"
-            rest = httpx.get(
-                events_url,
-                params={"user": "alice"},
-                headers={**headers, "Last-Event-ID": str(last_carried)},
-                timeout=120,
+            back = reattach(
+                f"http://127.0.0.1:{port_b}", headers, task_id, seen[0][1]["conversation_id"], last_carried
             )
-            assert rest.status_code == 200, rest.text
-            whole = httpx.get(events_url, params={"user": "alice"}, headers=headers, timeout=30)
-            params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
-            history = httpx.get(
-                f"http://127.0.0.1:{port_b}/v1/messages", params=params, headers=headers, timeout=30
-            ).json()
 
-    tail = [(s, e) for s, e in numbered(rest.text) if s is not None]
-    replayed = [(s, e) for s, e in numbered(whole.text) if s is not None]
+    tail, replayed = back.tail, back.replayed
     # the re-attached client gets the rest once, in order, to the end
     assert [s for s, _ in tail] == list(range(last_carried + 1, last_carried + 1 + len(tail)))
     assert tail[-1][1]["event"] == "message_end" and all(e["event"] != "error" for _, e in tail)
@@ -169,5 +158,5 @@ def test_events_recorded_with_a_step_but_not_stored_are_stored_by_the_worker_tak
     assert sum(_started(e, "second") for _, e in replayed) == 1
     # the first call finished before the kill and was not run again; the second, cut, was
     assert tools.counts == {"first": 1, "second": 2}
-    [message] = history["data"]
+    [message] = back.history
     assert (message["status"], message["answer"]) == ("normal", ANSWER)

@@ -29,6 +29,7 @@ from sqlalchemy import text
 from loopwright.agent.durability import INTERRUPTED_OBSERVATION
 from loopwright.store.db import Database
 from tests.reliability.gated_tools import GatedToolServer, Operation, serving
+from tests.reliability.reattach import reattach
 from tests.reliability.test_kill import EXE, free_port, serve
 from tests.sse import numbered
 
@@ -204,20 +205,11 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
 
             # Worker B sees A's lease go stale (or its process gone) at its next heartbeat and takes
             # the run over; the client re-attaches to B after the last event it saw.
-            events_url = f"{base_b}/v1/chat-messages/{task_id}/events"
-            rest = httpx.get(
-                events_url,
-                params={"user": "alice"},
-                headers={**headers, "Last-Event-ID": str(last_seen)},
-                timeout=120,
-            )
-            assert rest.status_code == 200, rest.text
-            tail = [(s, e) for s, e in numbered(rest.text) if s is not None]
-            whole = httpx.get(events_url, params={"user": "alice"}, headers=headers, timeout=30)
-            replayed = [(s, e) for s, e in numbered(whole.text) if s is not None]
-            params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
-            history = httpx.get(f"{base_b}/v1/messages", params=params, headers=headers, timeout=30).json()
+            conversation_id = seen[0][1]["conversation_id"]
+            back = reattach(base_b, headers, task_id, conversation_id, last_seen)
+            tail, replayed = back.tail, back.replayed
             again = httpx.post(f"{base_b}/v1/chat-messages", json=body, headers=retry_headers, timeout=60)
+            params = {"user": "alice", "conversation_id": conversation_id}
             history_after = httpx.get(
                 f"{base_b}/v1/messages", params=params, headers=headers, timeout=30
             ).json()
@@ -233,7 +225,7 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
     # the tool calls: the one that finished before the kill was not run again, the idempotent one
     # that was cut was run again, the non-idempotent one was not
     assert tools.counts == {"lookup": 1, "wait": 2, "charge": 1}
-    [message] = history["data"]
+    [message] = back.history
     assert message["status"] == "normal" and message["answer"] == ANSWER and message["error"] is None
     observations = [json.loads(t["observation"]) for t in message["agent_thoughts"] if t["observation"]]
     assert observations[0] == {"lookup": json.dumps({"value": 42})} or "lookup" in observations[0]
@@ -294,20 +286,10 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
         script.write_text(json.dumps({"replies": ["Five. Done counting."], "features": FEATURES}))
         worker_a.send_signal(signal.SIGKILL)
         worker_a.wait(timeout=30)
-        events_url = f"http://127.0.0.1:{port_b}/v1/chat-messages/{task_id}/events"
-        rest = httpx.get(
-            events_url,
-            params={"user": "alice"},
-            headers={**headers, "Last-Event-ID": str(last_seen)},
-            timeout=120,
+        back = reattach(
+            f"http://127.0.0.1:{port_b}", headers, task_id, seen[0][1]["conversation_id"], last_seen
         )
-        whole = httpx.get(events_url, params={"user": "alice"}, headers=headers, timeout=30)
-        params = {"user": "alice", "conversation_id": seen[0][1]["conversation_id"]}
-        history = httpx.get(
-            f"http://127.0.0.1:{port_b}/v1/messages", params=params, headers=headers, timeout=30
-        )
-    tail = [(s, e) for s, e in numbered(rest.text) if s is not None]
-    replayed = [(s, e) for s, e in numbered(whole.text) if s is not None]
+    tail, replayed = back.tail, back.replayed
     assert [s for s, _ in tail] == list(range(last_seen + 1, last_seen + 1 + len(tail)))
     assert tail[-1][1]["event"] == "message_end" and all(e["event"] != "error" for _, e in tail)
     assert [s for s, _ in replayed] == list(range(1, len(replayed) + 1))
@@ -317,6 +299,6 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     replaced = [e for _, e in tail if e["event"] == "message_replace"]
     assert [(e["answer"], e["reason"]) for e in replaced] == [("Adding.", "resumed")]
     assert client_view(replayed) == client_view(seen + tail) == "Adding." + "Five. Done counting."
-    [message] = history.json()["data"]
+    [message] = back.history
     assert (message["status"], message["answer"]) == ("normal", "Five. Done counting.")
     assert json.loads(message["agent_thoughts"][0]["observation"]) == {"calculator": "5"}
