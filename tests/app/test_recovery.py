@@ -139,6 +139,60 @@ async def test_opening_a_lease_sweeps_what_a_dead_process_left(db: Database) -> 
         await runtime.shutdown()
 
 
+async def running_under(db: Database, message_id: str, worker_id: str) -> None:
+    async with db.transaction() as s:
+        await s.execute(
+            update(Message).where(Message.id == message_id).values(status="running", worker_id=worker_id)
+        )
+
+
+async def test_after_the_database_was_away_a_worker_takes_no_stale_lease_for_dead_until_it_beat_again(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outage longer than three beats leaves every live worker's lease stale: the first beat after
+    a failed one only renews (the others renew at theirs), the next sweeps the truly dead."""
+    app_id = await new_app(db, CONFIG)
+    runtime = runtime_for(db, ScriptedModel([Reply.text("one"), Reply.text("two")], features=FC))
+    ends = [[e async for e in (await runtime.start(ask(app_id, q))).events()][-1] for q in ("a", "b")]
+    for end in ends:
+        await db.writer.settled(end.head.conversation_id)
+    clock = Clock()
+    me, dead = WorkerLease(db, interval=3600, clock=clock), WorkerLease(db, interval=3600, clock=clock)
+    other_runs = [(ends[0].head.task_id, ends[0].head.message_id)]
+    other = WorkerLease(db, interval=3600, clock=clock, running=lambda: other_runs)
+    for lease in (me, other, dead):
+        await lease.beat()
+    await running_under(db, ends[0].head.message_id, other.id)  # a live worker's run
+    await running_under(db, ends[1].head.message_id, dead.id)  # a dead worker's (it never beats again)
+    before = clock.now  # every lease's last beat before the outage
+    bounds: list[datetime] = []  # the durable takeover's: a worker not beaten since is taken for dead
+
+    async def takeover(session: object, alive_since: datetime, gone: object) -> list[tuple[str, str]]:
+        bounds.append(alive_since)
+        return []
+
+    me.takeover = takeover
+
+    async def database_away(*args: object, **kwargs: object) -> None:
+        raise OperationalError("UPDATE workers", {}, ConnectionRefusedError("the database is down"))
+
+    with monkeypatch.context() as away:
+        away.setattr(recovery.repo, "heartbeat", database_away)
+        await me._beat_in_background()  # logged, not raised
+    clock.now += timedelta(hours=4)  # back after more than three beats: every lease looks stale
+    await me._beat_in_background()
+    statuses = [(await message_row(db, end.head.message_id)).status for end in ends]
+    assert statuses == ["running", "running"]
+    await other.beat()  # the live worker's first beat after the outage
+    clock.now += timedelta(hours=1)
+    await me._beat_in_background()
+    assert (await message_row(db, ends[0].head.message_id)).status == "running"
+    row = await message_row(db, ends[1].head.message_id)
+    assert row.status == "error" and row.error is not None and row.error.startswith("interrupted:")
+    assert len(bounds) == 2 and bounds[0] <= before < bounds[1] == clock.now - timedelta(hours=3)
+    await runtime.shutdown()
+
+
 async def test_a_live_workers_run_whose_end_was_not_saved_is_marked_a_few_beats_later(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     clock = Clock()

@@ -64,6 +64,7 @@ class WorkerLease:
         self._journal = journal  # its streams: a dead process's are ended, old ones purged
         self._running = running  # (task id, message id) of the runs this process has now
         self._task: asyncio.Task[None] | None = None
+        self._missed = False  # the last background beat failed (the database was away)
         self._opening: asyncio.Lock = asyncio.Lock()
         self.takeover: Takeover | None = None  # runs dead workers left are taken up, not marked
 
@@ -93,18 +94,20 @@ class WorkerLease:
                 log.warning("worker registration failed (database busy); trying again")
                 await asyncio.sleep(OPEN_RETRY_DELAY * 2**attempt)
 
-    async def beat(self) -> int:
+    async def beat(self, *, stale_is_dead: bool = True) -> int:
         """Renew this process's heartbeat and mark the running messages of dead ones interrupted;
-        returns how many were marked."""
+        returns how many were marked. With ``stale_is_dead`` false, a worker whose heartbeat is stale
+        is not taken for dead (only one whose process on this host is gone)."""
         now = self._clock()
         host, pid = socket.gethostname(), os.getpid()
+        alive_since = now - self._stale_after if stale_is_dead else datetime.min
         async with self._db.transaction() as session:
             await repo.heartbeat(session, self.id, now, host=host, pid=pid)
             gone = [
                 w.id for w in await repo.workers_on(session, host) if w.id != self.id and not _alive(w.pid)
             ]
-            adopted = await self.takeover(session, now - self._stale_after, gone) if self.takeover else ()
-            marked = await repo.interrupt_orphans(session, now - self._stale_after, gone)
+            adopted = await self.takeover(session, alive_since, gone) if self.takeover else ()
+            marked = await repo.interrupt_orphans(session, alive_since, gone)
             # read after the queued writes landed (the transaction began with them): a run that ended
             # since and is not yet saved gets its result written after this; one that is starting
             # may not be registered yet, so only runs older than a few beats count as lost
@@ -138,10 +141,22 @@ class WorkerLease:
     async def _beat_forever(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
-            try:
-                await self.beat()
-            except Exception:  # a database that is down for a while: try again at the next beat
-                log.exception("worker heartbeat failed; retrying in %.0f s", self._interval)
+            await self._beat_in_background()
+
+    async def _beat_in_background(self) -> None:
+        """One beat of the heartbeat; a failure (the database down for a while) is tried again at the
+        next beat. The first beat after a failed one takes no stale worker for dead: the other live
+        workers could not beat either while the database was away, so after an outage longer than
+        ``stale_after`` their leases look stale until they beat again (within one interval) — taken
+        for dead, their running messages would be marked interrupted, their durable runs taken up by a
+        second worker, while they still run them."""
+        try:
+            await self.beat(stale_is_dead=not self._missed)
+        except Exception:
+            self._missed = True
+            log.exception("worker heartbeat failed; retrying in %.0f s", self._interval)
+        else:
+            self._missed = False
 
 
 def _alive(pid: int) -> bool:
