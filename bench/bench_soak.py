@@ -2,13 +2,18 @@
 (SQLite file) for ``--minutes`` (10), each dropping its stream at a random point half of the time and
 re-attaching (``GET /v1/chat-messages/{task_id}/events`` with ``Last-Event-ID``) for the rest.
 
+With ``--workers N`` (N > 1) the clients go through Debian's nginx (deploy/nginx/sse-proxy.conf, round
+robin, no sticky sessions) to N ``loopwright serve`` processes on one PostgreSQL database
+(``--url``, default LOOPWRIGHT_TEST_POSTGRES_URL; its ``public`` schema is recreated): a re-attach
+reaches any worker, most often not the one running the message.
+
 Reports: messages, errors (non-200, a stream without message_end, ids not 1…n once each across the
 drop and the re-attach), messages not stored as answered at the end, the server's RSS every
 minute and at the end (the goal: the end within 10 % of minute 2), events received, and per two
 minutes the gap a client saw between two deltas beyond the model's own 50 ms (p50, p99: the goal
 is a stable p99).
 
-Run: .venv/bin/python bench/bench_soak.py [--streams 1000] [--minutes 10] [--seed 1]
+Run: .venv/bin/python bench/bench_soak.py [--streams 1000] [--minutes 10] [--seed 1] [--workers 1] [--url …]
 """
 
 from __future__ import annotations
@@ -20,14 +25,22 @@ import os
 import random
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import sqlalchemy
+
+from loopwright.store.db import Database
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.e2e.test_nginx_workers import NGINX, nginx_config, wait_until_up  # noqa: E402
 
 EXE = Path(sys.executable).with_name("loopwright")
 ANSWER = "soak " * 100  # 100 chunks of 5 characters at 20 a second: 5 s per answer
@@ -144,12 +157,66 @@ def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     return server
 
 
-async def main(streams: int, minutes: float, seed: int) -> int:
+async def fresh_database(url: str) -> None:
+    """An empty ``public`` schema on the PostgreSQL database the workers share."""
+    db = Database(url)
+    try:
+        async with db.engine.begin() as conn:
+            await conn.execute(sqlalchemy.text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(sqlalchemy.text("CREATE SCHEMA public"))
+    finally:
+        await db.close()
+
+
+async def stored_by_status(url: str) -> dict[str, int]:
+    db = Database(url)
+    try:
+        async with db.engine.connect() as conn:
+            rows = await conn.execute(
+                sqlalchemy.text("SELECT status, count(*) FROM messages GROUP BY status")
+            )
+            return {str(status): int(n) for status, n in rows.all()}
+    finally:
+        await db.close()
+
+
+@contextmanager
+def workers_behind(
+    env: dict[str, str], tmp: Path, workers: int, streams: int
+) -> Iterator[tuple[int, list[int]]]:
+    """``workers`` servers (their pids), behind nginx when there are several; yields the port the
+    clients use and the servers' pids."""
+    ports = [free_port() for _ in range(workers)]
+    servers = [start_server(env, port) for port in ports]
+    proxy: subprocess.Popen[bytes] | None = None
+    try:
+        front = ports[0]
+        if workers > 1:
+            front = free_port()
+            (tmp / "nginx").mkdir()
+            conf = nginx_config(tmp / "nginx", front, ports, connections=streams * 2 + 64)
+            command = [NGINX, "-c", str(conf), "-p", str(tmp / "nginx"), "-e", str(tmp / "nginx/error.log")]
+            proxy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_until_up(f"http://127.0.0.1:{front}/health", proxy)
+        yield front, [server.pid for server in servers]
+    finally:
+        for process in [*servers, *([proxy] if proxy else [])]:
+            process.terminate()
+        for process in [*servers, *([proxy] if proxy else [])]:
+            process.wait(timeout=60)
+
+
+async def main(streams: int, minutes: float, seed: int, workers: int, url: str | None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="loopwright-soak-"))
     script = tmp / "script.json"
     script.write_text(json.dumps({"replies": [ANSWER], "cycle": True, "chunk_size": 5, "delay": DELAY}))
-    env = {**os.environ, "LOOPWRIGHT_DB": str(tmp / "soak.db")}
-    env.pop("DATABASE_URL", None)
+    if workers > 1:
+        if not url:
+            raise SystemExit("several workers share a PostgreSQL database: give --url postgresql+asyncpg://…")
+        await fresh_database(url)
+    else:
+        url = f"sqlite+aiosqlite:///{tmp / 'soak.db'}"
+    env = {**os.environ, "DATABASE_URL": url}
 
     def cli(*args: str) -> str:
         return subprocess.run(
@@ -158,43 +225,40 @@ async def main(streams: int, minutes: float, seed: int) -> int:
 
     app_id = cli("app", "create", "soak", "--model", f"scripted:{script}")
     headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
-    port = free_port()
-    server = start_server(env, port)
     tally = Tally()
     rng = random.Random(seed)
     started = time.monotonic()
     deadline = started + minutes * 60
     limits = httpx.Limits(max_connections=streams * 2, max_keepalive_connections=streams)
-    rss: dict[str, float] = {}
+    rss: dict[str, list[float]] = {}
 
-    async def sample() -> None:
-        # every minute (or fifth of the run), up to the deadline
-        step = min(60.0, minutes * 60 / 5)
-        elapsed = 0.0
-        while time.monotonic() + step <= deadline:
-            await asyncio.sleep(step)
-            elapsed += step
-            rss[f"minute {elapsed / 60:g}"] = rss_mb(server.pid)
+    with workers_behind(env, tmp, workers, streams) as (port, pids):
 
-    try:
+        async def sample() -> None:
+            # every minute (or fifth of the run), up to the deadline
+            step = min(60.0, minutes * 60 / 5)
+            elapsed = 0.0
+            while time.monotonic() + step <= deadline:
+                await asyncio.sleep(step)
+                elapsed += step
+                rss[f"minute {elapsed / 60:g}"] = [rss_mb(pid) for pid in pids]
+
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits) as http:
             sampler = asyncio.create_task(sample())
             await asyncio.gather(
                 *(client(http, headers, random.Random(rng.random()), deadline, tally) for _ in range(streams))
             )
             await sampler
-        rss["end"] = rss_mb(server.pid)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-    with sqlite3.connect(tmp / "soak.db") as conn:
-        by_status = dict(conn.execute("SELECT status, count(*) FROM messages GROUP BY status").fetchall())
+        rss["end"] = [rss_mb(pid) for pid in pids]
+    by_status = await stored_by_status(url)
     shutil.rmtree(tmp, ignore_errors=True)
     print(
-        f"streams: {streams}  minutes: {minutes}  messages: {tally.messages}  re-attached: {tally.reattached}"
+        f"streams: {streams}  workers: {workers}  minutes: {minutes}  messages: {tally.messages}  "
+        f"re-attached: {tally.reattached}"
     )
     print(f"events: {tally.events}  errors: {tally.errors}  stored by status: {by_status}")
-    print("server RSS (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in rss.items()))
+    each = " + ".join
+    print("server RSS (MB): " + ", ".join(f"{k} {each(f'{v:.0f}' for v in vs)}" for k, vs in rss.items()))
     for window, gaps in sorted(tally.gaps.items()):
         gaps.sort()
         p50, p99 = gaps[len(gaps) // 2], gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
@@ -211,5 +275,7 @@ if __name__ == "__main__":
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="servers behind nginx (several: PostgreSQL)")
+    parser.add_argument("--url", default=os.environ.get("LOOPWRIGHT_TEST_POSTGRES_URL"))
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.streams, args.minutes, args.seed)))
+    sys.exit(asyncio.run(main(args.streams, args.minutes, args.seed, args.workers, args.url)))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from typing import Any
 
 from loopwright import Agent, tool
@@ -172,3 +174,21 @@ def test_every_event_of_a_message_shares_its_head() -> None:
         "id": "m1",
         "answer": "hi",
     }
+
+
+async def test_a_finished_stream_is_freed_without_the_cycle_collector() -> None:
+    """A stream keeps no reference to itself: once its run lets go of it, it is freed at once (a
+    server under load collects its oldest generation rarely, and every run's stream would wait
+    there with its thoughts and text)."""
+    model = ScriptedModel(
+        [Reply.tool_calls(("add", {"a": 2, "b": 3}), text="Adding."), Reply.text("It is 5.")], features=FC
+    )
+    stream, events = await wire(Agent(model=model, tools=[add]), "2+3?", "function-calling")
+    assert events[-1]["event"] == "message_end"
+    gone = weakref.ref(stream)
+    gc.disable()
+    try:
+        del stream
+        assert gone() is None
+    finally:
+        gc.enable()

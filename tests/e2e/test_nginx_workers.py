@@ -74,7 +74,7 @@ def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[s
                 process.wait(timeout=30)
 
 
-def nginx_config(tmp: Path, port: int, upstreams: list[int]) -> Path:
+def nginx_config(tmp: Path, port: int, upstreams: list[int], connections: int = 256) -> Path:
     servers = "".join(f"        server 127.0.0.1:{p};\n" for p in upstreams)
     user = "user root;\n" if os.geteuid() == 0 else ""
     temp = "".join(
@@ -87,7 +87,8 @@ def nginx_config(tmp: Path, port: int, upstreams: list[int]) -> Path:
 daemon off;
 pid {tmp}/nginx.pid;
 error_log {tmp}/error.log;
-events {{ worker_connections 256; }}
+worker_rlimit_nofile {connections + 64};
+events {{ worker_connections {connections}; }}
 http {{
     access_log off;
 {temp}    upstream loopwright {{

@@ -130,15 +130,6 @@ class DifyStream:
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
         self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
         self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
-        self._hooks: dict[type[AgentEvent], Callable[[Any], list[WireEvent]]] = {
-            TextDelta: self.on_text_delta,
-            RoundStarted: self.on_round_started,
-            ToolCallStarted: self.on_tool_call_started,
-            ToolCallFinished: self.on_tool_call_finished,
-            RoundFinished: self.on_round_finished,
-            ApprovalRequired: self.on_approval_required,
-            Finished: self.on_finished,
-        }
 
     @property
     def partial_answer(self) -> str:
@@ -149,8 +140,8 @@ class DifyStream:
 
     def feed(self, event: AgentEvent) -> list[WireEvent]:
         """The wire events for one agent event (none for an event Dify does not show)."""
-        hook = self._hooks.get(type(event))
-        return hook(event) if hook is not None else []
+        hook = _HOOKS.get(type(event))
+        return hook(self, event) if hook is not None else []
 
     def on_text_delta(self, event: TextDelta) -> list[WireEvent]:
         if self.first_token_at is None:
@@ -339,6 +330,19 @@ class DifyStream:
         else:
             kind = "custom"
         return MessageFile(self.head, id=file_id, type=kind, url=url)
+
+
+# The hook of each agent event: functions of the class, not bound methods kept on each stream (a
+# stream holding its own bound methods is a reference cycle, freed only by a full collection).
+_HOOKS: dict[type[AgentEvent], Callable[[DifyStream, Any], list[WireEvent]]] = {
+    TextDelta: DifyStream.on_text_delta,
+    RoundStarted: DifyStream.on_round_started,
+    ToolCallStarted: DifyStream.on_tool_call_started,
+    ToolCallFinished: DifyStream.on_tool_call_finished,
+    RoundFinished: DifyStream.on_round_finished,
+    ApprovalRequired: DifyStream.on_approval_required,
+    Finished: DifyStream.on_finished,
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -51,6 +52,10 @@ DEFAULT_PORT = 5001
 
 log = logging.getLogger(__name__)
 
+# Seconds between full garbage collections of a serving process (tune_gc): its young collections
+# are rare, and the requests' cyclic garbage that outlived one would otherwise wait for an hour.
+FULL_COLLECTION_INTERVAL = 10.0
+
 
 def create_app(
     db: Database,
@@ -70,7 +75,7 @@ def create_app(
         runtime = AppRuntime(db, settings, tools=tools, ping_interval=ping_interval, workers=workers)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             await runtime.open()  # marks what a killed predecessor left running as interrupted
         except ConfigError:  # e.g. the durable executor without its extra: no server
@@ -78,7 +83,11 @@ def create_app(
         except Exception:  # a database down at start: serve anyway (/health says so); the first run retries
             log.exception("the database did not answer at start-up; the worker lease is retried on first use")
         runtime.approval_timer.start()  # runs paused for approvals whose time is up are resumed, denied
+        interval = getattr(app.state, "full_collection_interval", None)  # set by tune_gc
+        collector = asyncio.get_running_loop().create_task(_collect_every(interval)) if interval else None
         yield
+        if collector is not None:
+            collector.cancel()
         await runtime.shutdown()  # stopped runs are saved before the process ends
 
     app = ServiceAPI(
@@ -150,21 +159,39 @@ def serve(
                 state: AppRuntime = app.state.loopwright
                 print(await ready_line(state.db, address), flush=True)
 
-    tune_gc()
+    tune_gc(app)
     config = uvicorn.Config(app, host=host, port=port, log_level="info", ws="none", access_log=access_log)
     Server(config).run()
 
 
-def tune_gc() -> None:
+def tune_gc(app: FastAPI) -> None:
     """Fewer, cheaper garbage collections for a long-running server: what start-up built (modules,
     the app) is frozen out of collection, and the youngest generation is collected after 50,000
     allocations instead of 700 — with a thousand streams the default collects several times per
-    event wave, and each full collection walks every object of every stream (pauses of tens of ms)."""
+    event wave, and each full collection walks every object of every stream (pauses of tens of ms).
+    The oldest generation is then collected on a timer instead (every FULL_COLLECTION_INTERVAL s,
+    from the app's lifespan): its own trigger would come after about an hour at a thousand streams,
+    and the per-request objects that uvicorn and FastAPI keep in reference cycles, promoted there
+    while their request lasted, made the process grow by ~3 KB a message until then."""
     import gc
 
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+    app.state.full_collection_interval = FULL_COLLECTION_INTERVAL
+
+
+async def _collect_every(interval: float) -> None:
+    """A full garbage collection every ``interval`` seconds (see :func:`tune_gc`)."""
+    import gc
+
+    while True:
+        await asyncio.sleep(interval)
+        started = time.perf_counter()
+        found = gc.collect()
+        log.debug(
+            "full garbage collection: %d objects in %.0f ms", found, (time.perf_counter() - started) * 1000
+        )
 
 
 WORKERS_ENV = "LOOPWRIGHT_WORKERS"
@@ -209,5 +236,5 @@ def app_from_environment() -> FastAPI:
     """The app of one worker process of ``run_server(workers=N)``: database and worker count from the
     environment."""
     app = create_app(Database(), workers=int(os.environ.get(WORKERS_ENV, "1")))
-    tune_gc()
+    tune_gc(app)
     return app
