@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from loopwright.app.config import AppConfig
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import ApiKey, App, EndUser, new_id, utcnow
+from loopwright.store.models import ApiKey, App, EndUser, utcnow
 from loopwright.store.models import AppConfig as AppConfigRow
 from loopwright.store.writer import Insert, WriteOp
 
@@ -192,9 +192,11 @@ class AppLookup:
         if row is not None:
             user_id = row.id
         else:
-            user_id = new_id()
+            # the id every worker gives this user: two that see its first messages at once write
+            # one row (the second insert does nothing), and their rows point to it
+            user_id = repo.new_end_user_id(app_id, user)
             values = {"id": user_id, "app_id": app_id, "session_id": user, "created_at": utcnow()}
-            self.db.writer.submit(Insert(EndUser, values))
+            self.db.writer.submit(Insert(EndUser, values, unless_present=True))
         # Cached before this task ends: a new user's row is written behind, so a lookup between the
         # task's end and a later cache write would find no row and create the user a second time.
         self._users[(app_id, user)] = user_id

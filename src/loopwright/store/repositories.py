@@ -9,6 +9,7 @@ for anything outside that scope, so one end user never sees another's conversati
 from __future__ import annotations
 
 import secrets
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,7 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -199,13 +201,27 @@ async def find_end_user(session: AsyncSession, app_id: str, session_id: str) -> 
     return await session.scalar(stmt)
 
 
+END_USER_IDS = uuid.UUID("5d1f4e0a-8c1b-4b7e-9a51-6c6f6f707772")  # the namespace of end users' ids
+
+
+def new_end_user_id(app_id: str, session_id: str) -> str:
+    """The id of a new end user: derived from the app and the client's ``user`` string, so that every
+    worker that sees the user's first requests at once gives it the same one."""
+    return str(uuid.uuid5(END_USER_IDS, f"{app_id}\n{session_id}"))
+
+
 async def get_or_create_end_user(session: AsyncSession, app_id: str, session_id: str) -> EndUser:
-    """The end user for a client's ``user`` string within one app."""
+    """The end user for a client's ``user`` string within one app (created by another worker
+    meanwhile: that one)."""
     user = await find_end_user(session, app_id, session_id)
     if user is None:
-        user = EndUser(app_id=app_id, session_id=session_id)
-        session.add(user)
-        await session.flush()
+        values = {"id": new_end_user_id(app_id, session_id), "app_id": app_id, "session_id": session_id}
+        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+        await session.execute(
+            dialect.insert(EndUser).values(**values, created_at=utcnow()).on_conflict_do_nothing()
+        )
+        user = await find_end_user(session, app_id, session_id)
+        assert user is not None
     return user
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from loopwright.store.models import Base
@@ -39,10 +40,12 @@ log = logging.getLogger("loopwright.store")
 
 @dataclass(frozen=True, slots=True)
 class Insert:
-    """A new row of ``model`` with these column values."""
+    """A new row of ``model`` with these column values; with ``unless_present``, nothing when a row
+    with the same unique key is there already (one another process wrote)."""
 
     model: type[Base]
     values: Mapping[str, Any]
+    unless_present: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,24 +179,38 @@ class WriteBehind:
 
 
 async def _write(session: AsyncSession, ops: list[WriteOp]) -> None:
-    inserts: dict[type[Base], list[Mapping[str, Any]]] = {}
+    inserts: dict[tuple[type[Base], bool], list[Mapping[str, Any]]] = {}
     updates: dict[type[Base], list[Mapping[str, Any]]] = {}
     functions: list[WriteFn] = []
     for op in ops:
         if isinstance(op, Insert):
-            inserts.setdefault(op.model, []).append(op.values)
+            inserts.setdefault((op.model, op.unless_present), []).append(op.values)
         elif isinstance(op, Update):
             updates.setdefault(op.model, []).append(op.values)
         else:
             functions.append(op)
-    for model in sorted(inserts, key=lambda m: _TABLE_ORDER.get(m.__tablename__, len(_TABLE_ORDER))):
-        await session.execute(insert(model), inserts[model])
+    for model, unless_present in sorted(inserts, key=_parents_first):
+        rows = inserts[model, unless_present]
+        await session.execute(
+            _insert_unless_present(session, model) if unless_present else insert(model), rows
+        )
     for fn in functions:
         await fn(session)
         await session.flush()
     for model, rows in updates.items():
         for same_keys in _runs_of_same_keys(rows):
             await session.execute(update(model), same_keys)
+
+
+def _parents_first(kind: tuple[type[Base], bool]) -> int:
+    return _TABLE_ORDER.get(kind[0].__tablename__, len(_TABLE_ORDER))
+
+
+def _insert_unless_present(session: AsyncSession, model: type[Base]) -> Any:
+    """``INSERT … ON CONFLICT DO NOTHING`` into ``model``'s table, in this database's dialect."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(model).on_conflict_do_nothing()
+    return sqlite.insert(model).on_conflict_do_nothing()
 
 
 def _runs_of_same_keys(rows: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
