@@ -194,7 +194,9 @@ def workers_behind(
         if workers > 1:
             front = free_port()
             (tmp / "nginx").mkdir()
-            conf = nginx_config(tmp / "nginx", front, ports, connections=streams * 2 + 64)
+            # a stream holds two of nginx's connections (the client's, the worker's), and a dropped
+            # one may still hold them while its re-attach opens two more
+            conf = nginx_config(tmp / "nginx", front, ports, connections=streams * 4 + 64)
             command = [NGINX, "-c", str(conf), "-p", str(tmp / "nginx"), "-e", str(tmp / "nginx/error.log")]
             proxy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_until_up(f"http://127.0.0.1:{front}/health", proxy)
