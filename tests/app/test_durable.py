@@ -10,6 +10,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select, text
@@ -61,6 +62,16 @@ async def durable_db(
     await database.close()
 
 
+async def workflow(workflow_id: str) -> Any:
+    """The handle of a run's workflow, once its start is written: a run starts its workflow while
+    its first model call goes on, so one that answers at once may end (and be saved) first."""
+    for _ in range(3000):
+        if await DBOS.get_workflow_status_async(workflow_id) is not None:
+            return await DBOS.retrieve_workflow_async(workflow_id)
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"workflow {workflow_id} was never started")
+
+
 def durable_runtime(db: Database, model: ScriptedModel) -> AppRuntime:
     return AppRuntime(db, Settings(executor="durable"), tools=[add], models={"scripted": model})
 
@@ -79,7 +90,7 @@ async def test_a_durable_run_answers_and_records_its_steps(durable_db: Database)
         assert isinstance(events[-1], MessageEnd) and outcome.status == "normal"
         assert outcome.answer == "It is 5."
         assert any(isinstance(e, AgentThought) and e.observation for e in events)
-        handle = await DBOS.retrieve_workflow_async(run.task_id)
+        handle = await workflow(run.task_id)
         assert await handle.get_result() == "normal"
         steps = await DBOS.list_workflow_steps_async(run.task_id)
         # boundaries: before the model call of round 1 (the workflow's input), after its reply asked for
@@ -133,13 +144,13 @@ async def test_a_durable_run_that_waits_for_approval_ends_its_workflow_and_resum
         paused = await run.outcome()
         assert paused.status == "waiting"
         # the paused run's workflow has ended with it: the pending_approvals row is what waits
-        assert await (await DBOS.retrieve_workflow_async(run.task_id)).get_result() == "waiting"
+        assert await (await workflow(run.task_id)).get_result() == "waiting"
         decision = ApprovalsRequest(run.task_id, app_id, "alice", [Decision("call_1", "approve")])
         resumed = await runtime.resume(decision)
         outcome = await resumed.outcome()
         assert (outcome.status, outcome.answer) == ("normal", "It is 5.")
-        workflow = await DBOS.retrieve_workflow_async(f"{run.task_id}:1")
-        assert await workflow.get_result() == "normal"
+        resumed_workflow = await workflow(f"{run.task_id}:1")
+        assert await resumed_workflow.get_result() == "normal"
         steps = await DBOS.list_workflow_steps_async(f"{run.task_id}:1")
         # its input: the decided round before its call runs; then before round 2's model call; the end
         assert len(steps) == 2 and steps[-1]["output"] == {"end": "normal"}
@@ -177,7 +188,7 @@ async def test_concurrent_durable_runs_with_parallel_calls_all_end_answered(dura
         outcomes = await asyncio.gather(*(r.outcome() for r in runs))
         assert [o.status for o in outcomes] == ["normal"] * 8
         for run in runs:
-            assert await (await DBOS.retrieve_workflow_async(run.task_id)).get_result() == "normal"
+            assert await (await workflow(run.task_id)).get_result() == "normal"
         # each tool round ran each of its three calls once (the script's rounds go to whichever run asks)
         assert calls.count("a") == calls.count("b") == calls.count("send:c") >= 1
         assert not runtime.durable or not runtime.durable.gates  # every gate let go
