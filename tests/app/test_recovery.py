@@ -220,18 +220,27 @@ async def test_a_live_workers_run_whose_end_was_not_saved_is_marked_a_few_beats_
     await runtime.shutdown()
 
 
+async def _locked_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, busy_timeout_ms: int
+) -> tuple[Database, sqlite3.Connection]:
+    """A SQLite database whose write lock another connection holds (``BEGIN IMMEDIATE``), with a
+    short busy timeout and no pause between a lease's tries."""
+    monkeypatch.setattr(store_db, "SQLITE_BUSY_TIMEOUT_MS", busy_timeout_ms)
+    monkeypatch.setattr(recovery, "OPEN_RETRY_DELAY", 0.0)
+    path = tmp_path / "locked.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    await db.create_all()
+    other_writer = sqlite3.connect(path, isolation_level=None)
+    other_writer.execute("BEGIN IMMEDIATE")
+    return db, other_writer
+
+
 async def test_a_lease_opens_when_the_database_was_busy_past_its_timeout_at_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Under heavy write load SQLite can hold its lock past the busy timeout; registering this process
     # is tried again rather than failing the run that opened the lease.
-    monkeypatch.setattr(store_db, "SQLITE_BUSY_TIMEOUT_MS", 50)
-    monkeypatch.setattr(recovery, "OPEN_RETRY_DELAY", 0.0)
-    path = tmp_path / "busy.db"
-    db = Database(f"sqlite+aiosqlite:///{path}")
-    await db.create_all()
-    other_writer = sqlite3.connect(path, isolation_level=None)
-    other_writer.execute("BEGIN IMMEDIATE")
+    db, other_writer = await _locked_sqlite(tmp_path, monkeypatch, busy_timeout_ms=50)
     tries: list[int] = []
     beat = WorkerLease.beat
 
@@ -259,13 +268,7 @@ async def test_a_lease_opens_when_the_database_was_busy_past_its_timeout_at_firs
 async def test_a_lease_gives_up_after_its_tries_with_the_databases_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_db, "SQLITE_BUSY_TIMEOUT_MS", 20)
-    monkeypatch.setattr(recovery, "OPEN_RETRY_DELAY", 0.0)
-    path = tmp_path / "locked.db"
-    db = Database(f"sqlite+aiosqlite:///{path}")
-    await db.create_all()
-    other_writer = sqlite3.connect(path, isolation_level=None)
-    other_writer.execute("BEGIN IMMEDIATE")
+    db, other_writer = await _locked_sqlite(tmp_path, monkeypatch, busy_timeout_ms=20)
     lease = WorkerLease(db)
     try:
         with pytest.raises(OperationalError, match="locked"):

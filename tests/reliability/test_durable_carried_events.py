@@ -13,21 +13,18 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from tests.reliability.gated_tools import GatedToolServer, Operation, serving
 from tests.reliability.reattach import reattach
-from tests.reliability.test_durable_takeover import _read_until_both_calls_shown as read_stream
-from tests.reliability.test_durable_takeover import _reset, _stored_seq, _wait_for
+from tests.reliability.test_durable_takeover import _reset, _stored_seq, _wait_for, stream_until_cut
 from tests.reliability.test_kill import EXE, free_port, serve
 
 pytest.importorskip("dbos")
@@ -105,16 +102,7 @@ def test_events_recorded_with_a_step_but_not_stored_are_stored_by_the_worker_tak
         port_a, port_b = free_port(), free_port()
         body = {"query": "First, then second.", "user": "alice", "response_mode": "streaming", "inputs": {}}
         with serve(env, port_b, headers), serve(env, port_a, headers) as worker_a:
-            seen: list[tuple[int, dict[str, Any]]] = []
-            broken = threading.Event()
-            with httpx.Client(timeout=httpx.Timeout(10, read=None)) as client:
-                request = client.build_request(
-                    "POST", f"http://127.0.0.1:{port_a}/v1/chat-messages", json=body, headers=headers
-                )
-                response = client.send(request, stream=True)
-                assert response.status_code == 200
-                reader = threading.Thread(target=read_stream, args=(response, seen, broken))
-                reader.start()
+            with stream_until_cut(f"http://127.0.0.1:{port_a}/v1/chat-messages", body, headers) as seen:
                 # Round 1's call hangs; what the client saw so far is stored. Then the journal is held.
                 assert tools.entered["first"].wait(60)
                 _wait_for(lambda: any(_started(e, "first") for _, e in seen), "the first call shown")
@@ -130,9 +118,6 @@ def test_events_recorded_with_a_step_but_not_stored_are_stored_by_the_worker_tak
                     script.write_text(json.dumps({"replies": [ANSWER], "features": FEATURES}))
                     worker_a.send_signal(signal.SIGKILL)
                     worker_a.wait(timeout=30)
-                assert broken.wait(30)
-                reader.join(30)
-                response.close()
             # the journal stored none of the events after the lock (the killed worker's write is gone)
             assert asyncio.run(_stored_seq(url, task_id)) == stored_before
             tools.gates["second"].set()

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,27 @@ def _read_until_both_calls_shown(
         done.set()
 
 
+@contextmanager
+def stream_until_cut(
+    url: str, body: dict[str, Any], headers: dict[str, str]
+) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+    """A streaming chat message posted to ``url``, its numbered events read in a thread into the list
+    yielded; on leaving, the stream has broken (the test killed its worker) and is closed."""
+    seen: list[tuple[int, dict[str, Any]]] = []
+    broken = threading.Event()
+    with httpx.Client(timeout=httpx.Timeout(10, read=None)) as client:
+        response = client.send(client.build_request("POST", url, json=body, headers=headers), stream=True)
+        try:
+            assert response.status_code == 200
+            reader = threading.Thread(target=_read_until_both_calls_shown, args=(response, seen, broken))
+            reader.start()
+            yield seen
+            assert broken.wait(30)
+            reader.join(30)
+        finally:
+            response.close()
+
+
 def _shown(seen: list[tuple[int, dict[str, Any]]], tool: str) -> bool:
     return any(e["event"] == "agent_thought" and tool in e.get("tool", "") for _, e in seen)
 
@@ -176,16 +198,7 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
         retry_headers = {**headers, "Idempotency-Key": "order-7"}
 
         with serve(env, port_b, headers), serve(env, port_a, headers) as worker_a:
-            seen: list[tuple[int, dict[str, Any]]] = []
-            broken = threading.Event()
-            with httpx.Client(timeout=httpx.Timeout(10, read=None)) as client:
-                request = client.build_request(
-                    "POST", f"{base_a}/v1/chat-messages", json=body, headers=retry_headers
-                )
-                response = client.send(request, stream=True)
-                assert response.status_code == 200
-                reader = threading.Thread(target=_read_until_both_calls_shown, args=(response, seen, broken))
-                reader.start()
+            with stream_until_cut(f"{base_a}/v1/chat-messages", body, retry_headers) as seen:
                 # Round 1's lookup is done; round 2's two calls hang in the tool server.
                 assert tools.entered["wait"].wait(60) and tools.entered["charge"].wait(60)
                 _wait_for(lambda: _shown(seen, "charge"), "the client to see both calls")
@@ -198,9 +211,6 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
                 script.write_text(json.dumps({"replies": [ANSWER], "features": FEATURES, "chunk_size": 8}))
                 worker_a.send_signal(signal.SIGKILL)
                 worker_a.wait(timeout=30)
-                assert broken.wait(30)
-                reader.join(30)
-                response.close()
             tools.release()  # the cut calls' requests end; a call run again answers at once
 
             # Worker B sees A's lease go stale (or its process gone) at its next heartbeat and takes
