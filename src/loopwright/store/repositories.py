@@ -17,7 +17,6 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -39,6 +38,7 @@ from loopwright.store.models import (
     new_id,
     utcnow,
 )
+from loopwright.store.writer import insert_unless_present
 
 __all__ = [
     "Page",
@@ -216,10 +216,7 @@ async def get_or_create_end_user(session: AsyncSession, app_id: str, session_id:
     user = await find_end_user(session, app_id, session_id)
     if user is None:
         values = {"id": new_end_user_id(app_id, session_id), "app_id": app_id, "session_id": session_id}
-        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-        await session.execute(
-            dialect.insert(EndUser).values(**values, created_at=utcnow()).on_conflict_do_nothing()
-        )
+        await session.execute(insert_unless_present(session, EndUser).values(**values, created_at=utcnow()))
         user = await find_end_user(session, app_id, session_id)
         assert user is not None
     return user

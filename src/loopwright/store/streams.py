@@ -25,7 +25,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.store.models import RunEvent, RunStream, Worker
-from loopwright.store.writer import WriteFn
+from loopwright.store.writer import WriteFn, insert_unless_present
 
 __all__ = [
     "EVENTS_CHANNEL",
@@ -159,7 +159,7 @@ def write_chunks(
     async def write(session: AsyncSession) -> None:
         # A chunk already there (a stream the sweep ended while its worker was only slow) is skipped,
         # not allowed to fail the other streams' chunks.
-        await session.execute(_insert_new(session), rows)
+        await session.execute(insert_unless_present(session, _RUN_EVENTS), rows)
         if ended:
             await session.execute(
                 update(RunStream).where(RunStream.task_id.in_(ended)).values(ended_at=now, stop_user=None)
@@ -168,18 +168,6 @@ def write_chunks(
             await _notify(session, EVENTS_CHANNEL, notification(origin, told, told_texts))
 
     return write
-
-
-def _insert_new(session: AsyncSession) -> Any:
-    """``INSERT … ON CONFLICT DO NOTHING`` into ``run_events`` for this database's dialect (on the
-    table, not the ORM class: the ORM's bulk insert costs more per row than the row itself)."""
-    if notifies(session):
-        from sqlalchemy.dialects import postgresql
-
-        return postgresql.insert(_RUN_EVENTS).on_conflict_do_nothing()
-    from sqlalchemy.dialects import sqlite
-
-    return sqlite.insert(_RUN_EVENTS).on_conflict_do_nothing()
 
 
 async def get_stream(session: AsyncSession, task_id: str) -> RunStream | None:

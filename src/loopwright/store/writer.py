@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import Table, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -192,7 +192,7 @@ async def _write(session: AsyncSession, ops: list[WriteOp]) -> None:
     for model, unless_present in sorted(inserts, key=_parents_first):
         rows = inserts[model, unless_present]
         await session.execute(
-            _insert_unless_present(session, model) if unless_present else insert(model), rows
+            insert_unless_present(session, model) if unless_present else insert(model), rows
         )
     for fn in functions:
         await fn(session)
@@ -206,11 +206,12 @@ def _parents_first(kind: tuple[type[Base], bool]) -> int:
     return _TABLE_ORDER.get(kind[0].__tablename__, len(_TABLE_ORDER))
 
 
-def _insert_unless_present(session: AsyncSession, model: type[Base]) -> Any:
-    """``INSERT … ON CONFLICT DO NOTHING`` into ``model``'s table, in this database's dialect."""
+def insert_unless_present(session: AsyncSession, target: type[Base] | Table) -> Any:
+    """``INSERT … ON CONFLICT DO NOTHING`` into ``target`` (a model, or its table: the ORM's bulk
+    insert costs more per row), in this database's dialect."""
     if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(model).on_conflict_do_nothing()
-    return sqlite.insert(model).on_conflict_do_nothing()
+        return postgresql.insert(target).on_conflict_do_nothing()
+    return sqlite.insert(target).on_conflict_do_nothing()
 
 
 def _runs_of_same_keys(rows: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
