@@ -27,8 +27,8 @@ from sqlalchemy import text
 
 from loopwright import tool
 from loopwright.app.config import AppConfig, ToolConfig
-from loopwright.app.messages import MessageRequest
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database

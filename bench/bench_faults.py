@@ -27,8 +27,8 @@ from tests.app.test_messages import FC, ask, new_app  # noqa: E402
 from tests.reliability.test_tool_faults import TOOLS, script  # noqa: E402
 
 from loopwright.app.config import AppConfig, ToolConfig  # noqa: E402
-from loopwright.app.runtime import AppRuntime  # noqa: E402
-from loopwright.app.wire_events import ErrorEvent, MessageEnd  # noqa: E402
+from loopwright.app.dify.events import ErrorEvent, MessageEnd  # noqa: E402
+from loopwright.app.run.runtime import AppRuntime  # noqa: E402
 from loopwright.config import Settings  # noqa: E402
 from loopwright.store.db import Database  # noqa: E402
 from loopwright.store.models import Message  # noqa: E402

@@ -65,7 +65,7 @@ def test_errors_are_one_clear_line(db_path: Path) -> None:
 
 
 def test_the_cli_never_imports_the_store() -> None:
-    """The commands reach the database through the app layer (loopwright.app.admin) only."""
+    """The commands reach the database through the app layer (loopwright.app.admin.apps) only."""
     import ast
 
     import loopwright.cli

@@ -72,7 +72,8 @@ TOOL_SOURCE_KINDS = (
     "mcp",
     "app",
     "knowledge",
-)  # loopwright.app.tool_allowlist  # a TOML boolean, or a string pydantic reads as one ("true", "0", …)
+)  # loopwright.app.guards.tool_allowlist
+# a TOML boolean, or a string pydantic reads as one ("true", "0", …)
 
 
 class ConfigError(ValueError):
@@ -113,10 +114,10 @@ class Settings(BaseSettings):
     # Answer as Dify where loopwright deliberately differs and a client could depend on Dify's answer
     # (docs/dify-compatibility.md): e.g. agent-chat apps refuse blocking mode.
     dify_strict: bool = False
-    # The tool sources apps may use (loopwright.app.tool_allowlist: "builtin:calculator",
+    # The tool sources apps may use (loopwright.app.guards.tool_allowlist: "builtin:calculator",
     # "openapi:api.example.com", "mcp:npx", "app:*", …); empty: any.
     tool_sources: tuple[str, ...] = ()
-    # Every stream's events kept for a re-attach (loopwright.app.run_events); false: none (one worker
+    # Every stream's events kept for a re-attach (loopwright.app.run.journal); false: none (one worker
     # whose clients never re-attach), GET /v1/chat-messages/{task_id}/events answers 404.
     resumable_streams: bool = True
     # How runs are executed: "in-process" (asyncio tasks), or "durable" (DBOS workflows that another

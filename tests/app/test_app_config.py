@@ -126,7 +126,7 @@ def test_dify_export_speech_features_are_imported() -> None:
 
 
 def test_speech_and_file_extensions_go_to_dify_and_back() -> None:
-    from loopwright.app.dify_export import export_dify_dsl
+    from loopwright.app.dify.dsl_export import export_dify_dsl
 
     config = AppConfig(
         model="openai:gpt-4o-mini",

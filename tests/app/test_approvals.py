@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from loopwright.agent.approvals import Interruption, PendingCall
-from loopwright.app.approvals import TIMEOUT_REASON, ApprovalTimer, Decision, check_owner, resumption
+from loopwright.app.run.approvals import TIMEOUT_REASON, ApprovalTimer, Decision, check_owner, resumption
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store.models import PendingApproval
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app import datasets
-from loopwright.app.datasets import DatasetExistsError, KnowledgeBase, NewDataset
+from loopwright.app.admin.apps import datasets
+from loopwright.app.admin.datasets import DatasetExistsError, KnowledgeBase, NewDataset
 from loopwright.errors import NotFoundError, UserInputError
 
 

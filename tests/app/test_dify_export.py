@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from loopwright.app.config import AppConfig, import_dify_dsl
-from loopwright.app.dify_export import export_dify_dsl
+from loopwright.app.dify.dsl_export import export_dify_dsl
 
 
 def test_trust_features_go_to_dify_and_back() -> None:

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from loopwright.app.config import AppConfig, import_dify_dsl
-from loopwright.app.dify_import import translate_export
-from loopwright.app.dify_tools import ImportOptions, map_tools, native_provider, plugin_of
+from loopwright.app.dify.dsl_import import translate_export
+from loopwright.app.dify.tools import ImportOptions, map_tools, native_provider, plugin_of
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dify-dsl"
 
@@ -282,7 +282,7 @@ def test_the_imported_config_round_trips_through_validation() -> None:
 def test_the_apps_tool_ranking(
     settings: dict[str, Any], model: str, expected: tuple[int, int] | None
 ) -> None:
-    from loopwright.app.runtime import build_agent
+    from loopwright.app.run.runtime import build_agent
     from loopwright.testing import ScriptedModel
 
     config = AppConfig(model=model, tool_ranking=settings)  # type: ignore[arg-type]
@@ -292,7 +292,7 @@ def test_the_apps_tool_ranking(
 
 
 def test_an_imported_app_goes_back_to_dify_and_imports_the_same() -> None:
-    from loopwright.app.dify_export import export_dify_dsl
+    from loopwright.app.dify.dsl_export import export_dify_dsl
 
     first = import_dify_dsl(fixture("dify1-all-kinds.yml")).config
     exported = export_dify_dsl("Research Desk", first)

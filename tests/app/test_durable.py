@@ -1,4 +1,4 @@
-"""The durable executor in one process (app.durable): a run is a DBOS workflow whose steps are the
+"""The durable executor in one process (app.run.durable): a run is a DBOS workflow whose steps are the
 agent's step boundaries; it answers as the in-process executor does, a retried id starts nothing, and
 a run taken up from a checkpoint goes on from there. On SQLite and on PostgreSQL
 (``LOOPWRIGHT_TEST_POSTGRES_URL``); the kill -9 of a real server is in tests/reliability."""
@@ -20,14 +20,14 @@ pytest.importorskip("dbos")
 from dbos import DBOS  # noqa: E402
 
 from loopwright import tool  # noqa: E402
-from loopwright.app.approvals import ApprovalsRequest, Decision  # noqa: E402
 from loopwright.app.config import AppConfig, ApprovalSettings, ToolConfig  # noqa: E402
-from loopwright.app.durable import DurableRunError, StepGate, _missing  # noqa: E402
+from loopwright.app.dify.events import AgentMessage, AgentThought, EventHead, MessageEnd  # noqa: E402
+from loopwright.app.dify.stream import DifyStream  # noqa: E402
 from loopwright.app.errors import RunExistsError  # noqa: E402
-from loopwright.app.run_events import EventJournal, RunRecord  # noqa: E402
-from loopwright.app.runtime import AppRuntime  # noqa: E402
-from loopwright.app.wire import DifyStream  # noqa: E402
-from loopwright.app.wire_events import AgentMessage, AgentThought, EventHead, MessageEnd  # noqa: E402
+from loopwright.app.run.approvals import ApprovalsRequest, Decision  # noqa: E402
+from loopwright.app.run.durable import DurableRunError, StepGate, _missing  # noqa: E402
+from loopwright.app.run.journal import EventJournal, RunRecord  # noqa: E402
+from loopwright.app.run.runtime import AppRuntime  # noqa: E402
 from loopwright.config import Settings  # noqa: E402
 from loopwright.store.db import Database  # noqa: E402
 from loopwright.store.models import Message, MessageAgentThought  # noqa: E402

@@ -14,7 +14,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.app.config import AppConfig
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database

@@ -1,4 +1,4 @@
-"""Choosing the executor (app.executors): the setting, its check, and a clear error for the durable
+"""Choosing the executor (app.run.executors): the setting, its check, and a clear error for the durable
 executor without its extra."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 from typer.testing import CliRunner
 
-from loopwright.app import executors
+from loopwright.app.run import executors
 from loopwright.cli import app
 from loopwright.config import ConfigError, load_settings
 

@@ -4,7 +4,7 @@ import json
 from collections.abc import Sequence
 from datetime import timedelta
 
-from loopwright.app.history import load_history, trim_to_budget
+from loopwright.app.run.history import load_history, trim_to_budget
 from loopwright.model.entities import (
     AssistantMessage,
     PromptMessage,

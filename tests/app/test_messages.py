@@ -1,5 +1,5 @@
 """A message from request to stored answer, through the app runtime's entry point and the pipeline's
-steps (``app.messages``), on a real SQLite file and the scripted model."""
+steps (``app.run.messages``), on a real SQLite file and the scripted model."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 
 from loopwright import AgentCallback, tool
 from loopwright.agent import ToolCallStarted
-from loopwright.app import messages
 from loopwright.app.config import AppConfig, ToolConfig
+from loopwright.app.dify.events import AgentMessage, AgentThought, ErrorEvent, MessageEnd, WireEvent
 from loopwright.app.errors import ConversationNotFoundError
-from loopwright.app.message_writes import conversation_name
-from loopwright.app.messages import Message, MessageRequest
-from loopwright.app.runs import Run
-from loopwright.app.runtime import AppRuntime, build_agent
-from loopwright.app.wire_events import AgentMessage, AgentThought, ErrorEvent, MessageEnd, WireEvent
+from loopwright.app.run import messages
+from loopwright.app.run.message_writes import conversation_name
+from loopwright.app.run.messages import Message, MessageRequest
+from loopwright.app.run.runs import Run
+from loopwright.app.run.runtime import AppRuntime, build_agent
 from loopwright.config import Settings
 from loopwright.errors import UserInputError
 from loopwright.model.base import ModelError

@@ -1,4 +1,4 @@
-"""Moderation rules (``app.moderation``): Dify's keyword semantics, regex rules, an OpenAI-compatible
+"""Moderation rules (``app.guards.moderation``): Dify's keyword semantics, regex rules, an OpenAI-compatible
 moderation endpoint and Dify's API-based extension, each on a real HTTP server on 127.0.0.1, and what a
 failing provider does (fail open or closed, never an exception)."""
 
@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from loopwright.app.config import AppConfig
-from loopwright.app.moderation import (
+from loopwright.app.guards.moderation import (
     UNCHECKED_ANSWER,
     InputVerdict,
     ModerationContext,

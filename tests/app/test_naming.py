@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.app.naming import CONVERSATION_TITLE_PROMPT, title_from_reply, title_prompt
+from loopwright.app.run.naming import CONVERSATION_TITLE_PROMPT, title_from_reply, title_prompt
 
 
 @pytest.mark.parametrize(

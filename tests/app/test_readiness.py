@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from loopwright.app.admin.readiness import Readiness, ReadinessChecks, check_app, plugin_installed
 from loopwright.app.config import AppConfig
-from loopwright.app.readiness import Readiness, ReadinessChecks, check_app, plugin_installed
 from loopwright.tools.builtin import builtin_tools
 from loopwright.tools.net import DEFAULT_POLICY
 

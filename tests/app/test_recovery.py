@@ -1,4 +1,5 @@
-"""No half rows after a crash (app.recovery): running messages of a dead process are marked interrupted."""
+"""No half rows after a crash (app.run.recovery): running messages of a dead process are marked
+interrupted."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.exc import OperationalError
 
-from loopwright.app import recovery
-from loopwright.app.recovery import WorkerLease
-from loopwright.app.wire_events import MessageEnd
+from loopwright.app.dify.events import MessageEnd
+from loopwright.app.run import recovery
+from loopwright.app.run.recovery import WorkerLease
 from loopwright.store import db as store_db
 from loopwright.store.db import Database
 from loopwright.store.models import Message, MessageAgentThought, Worker, utcnow

@@ -1,4 +1,4 @@
-"""The event journal (app.run_events): numbering, batched writes, follow from any point to the end."""
+"""The event journal (app.run.journal): numbering, batched writes, follow from any point to the end."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import asyncio
 
 from sqlalchemy import select
 
-from loopwright.app.run_events import EventJournal, Replayed
-from loopwright.app.wire_events import AgentMessage, EventHead, MessageEnd
+from loopwright.app.dify.events import AgentMessage, EventHead, MessageEnd
+from loopwright.app.run.journal import EventJournal, Replayed
 from loopwright.store.db import Database
 from loopwright.store.models import RunEvent
 

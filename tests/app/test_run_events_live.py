@@ -1,4 +1,4 @@
-"""The event journal's live side (app.run_events): the leading-edge throttle of followed streams, the
+"""The event journal's live side (app.run.journal): the leading-edge throttle of followed streams, the
 longer interval of the others, and followers that get every event exactly once, in order, whether it
 came in a notification, from the store, or both — on SQLite and on PostgreSQL."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from loopwright.app.relay import Relay
-from loopwright.app.run_events import EventJournal, Replayed, RunRecord
-from loopwright.app.wire_events import AgentMessage, EventHead, MessageEnd
+from loopwright.app.dify.events import AgentMessage, EventHead, MessageEnd
+from loopwright.app.run.journal import EventJournal, Replayed, RunRecord
+from loopwright.app.run.relay import Relay
 from loopwright.store import streams
 from loopwright.store.db import Database
 from loopwright.store.models import RunEvent, utcnow

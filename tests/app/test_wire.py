@@ -9,9 +9,9 @@ from typing import Any
 
 from loopwright import Agent, tool
 from loopwright.agent.events import TextDelta
-from loopwright.app.messages import tool_labels_of
-from loopwright.app.wire import DifyStream, file_type
-from loopwright.app.wire_events import AgentMessage, EventHead
+from loopwright.app.dify.events import AgentMessage, EventHead
+from loopwright.app.dify.stream import DifyStream, file_type
+from loopwright.app.run.messages import tool_labels_of
 from loopwright.testing import Reply, ScriptedModel
 from loopwright.tools import ImageMessage
 

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store import repositories as repo

@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from loopwright import tool
 from loopwright.app.config import AppConfig, ToolConfig
-from loopwright.app.runtime import AppRuntime
-from loopwright.app.wire_events import ErrorEvent, MessageEnd
+from loopwright.app.dify.events import ErrorEvent, MessageEnd
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.model.base import ModelError
 from loopwright.store.db import Database

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from loopwright.app.speech import FILE_SIZE_LIMIT
+from loopwright.app.files.speech import FILE_SIZE_LIMIT
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store import repositories as repo

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from loopwright.app.uploads import preview_url
+from loopwright.app.files.uploads import preview_url
 from loopwright.model.entities import ImagePart, TextPart
 from loopwright.testing import ScriptedModel
 from loopwright.tools.files.manager import ToolFiles

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from loopwright.app.naming import title_prompt
-from loopwright.app.suggestions import suggestion_prompt
+from loopwright.app.admin.suggestions import suggestion_prompt
+from loopwright.app.run.naming import title_prompt
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database

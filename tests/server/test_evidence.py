@@ -9,8 +9,8 @@ import httpx
 from fastapi import FastAPI
 
 from loopwright.app.config import AppConfig
-from loopwright.app.runtime import EVIDENCE_NOTE, build_agent
-from loopwright.app.wire import EvidencePolicy
+from loopwright.app.dify.stream import EvidencePolicy
+from loopwright.app.run.runtime import EVIDENCE_NOTE, build_agent
 from loopwright.store.db import Database
 from loopwright.store.models import Message
 from loopwright.testing import ScriptedModel

@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from loopwright.app.recovery import WorkerLease
-from loopwright.app.runtime import AppRuntime
-from loopwright.app.wire_events import AgentMessage, EventHead
+from loopwright.app.dify.events import AgentMessage, EventHead
+from loopwright.app.run.recovery import WorkerLease
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database

@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from loopwright.app.runs import Run, RunRegistry
-from loopwright.app.wire_events import AgentMessage, EventHead, WireEvent
+from loopwright.app.dify.events import AgentMessage, EventHead, WireEvent
+from loopwright.app.run.runs import Run, RunRegistry
 from loopwright.server.event_stream import writable_now
 from loopwright.server.sse import stream_to
 from tests.sse import parse_sse

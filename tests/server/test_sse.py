@@ -7,9 +7,9 @@ import json
 import pytest
 
 from loopwright import AgentMaxIterationError
-from loopwright.app.run_events import Replayed
-from loopwright.app.runs import PING
-from loopwright.app.wire_events import AgentMessage, ErrorEvent, EventHead, MessageReplace
+from loopwright.app.dify.events import AgentMessage, ErrorEvent, EventHead, MessageReplace
+from loopwright.app.run.journal import Replayed
+from loopwright.app.run.runs import PING
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.model.base import ModelError
 from loopwright.server.errors import error_fields

@@ -160,7 +160,7 @@ class ChatApp:
 
 async def create_apps(db_url: str, apps: dict[str, dict[str, Any]], folder: Path) -> dict[str, ChatApp]:
     """Each app on its own scripted model (``config["script"]``: the replies and model options)."""
-    from loopwright.app.runtime import migrate
+    from loopwright.app.run.runtime import migrate
     from loopwright.store import repositories as repo
     from loopwright.store.db import Database
 

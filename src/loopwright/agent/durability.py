@@ -18,7 +18,7 @@ boundary after it is recorded: a crash before that runs it again.
 A run taken up from a snapshot goes on from there: a finished call is never run again; a call that was
 running is run again (at least once) — unless its tool is not idempotent, when it gets
 :data:`INTERRUPTED_OBSERVATION` instead and the model decides. The app's durable executor
-(``app.durable``) records the snapshots as the steps of a DBOS workflow.
+(``app.run.durable``) records the snapshots as the steps of a DBOS workflow.
 """
 
 from __future__ import annotations

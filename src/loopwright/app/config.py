@@ -14,11 +14,11 @@ import pydantic
 import yaml
 
 from loopwright.app._validation import first_error
-from loopwright.app.annotation_setting import AnnotationReply
-from loopwright.app.dify_import import DifyImportError, translate_export
-from loopwright.app.dify_tools import ImportOptions, ToolImport
-from loopwright.app.external_data import ExternalDataTool
-from loopwright.app.moderation import ModerationRule
+from loopwright.app.dify.annotation_setting import AnnotationReply
+from loopwright.app.dify.dsl_import import DifyImportError, translate_export
+from loopwright.app.dify.tools import ImportOptions, ToolImport
+from loopwright.app.guards.external_data import ExternalDataTool
+from loopwright.app.guards.moderation import ModerationRule
 from loopwright.app.toolset_sources import check_source
 
 FieldType = Literal[
@@ -200,7 +200,7 @@ class ImportReport:
 
 def import_dify_dsl(text: str, options: ImportOptions | None = None) -> ImportReport:
     """Map a Dify agent-chat app export (DSL YAML) to an AppConfig, with what each tool became and a
-    warning for each part that could not be mapped (the mapping: :mod:`loopwright.app.dify_import`;
+    warning for each part that could not be mapped (the mapping: :mod:`loopwright.app.dify.dsl_import`;
     ``options`` say where the export's MCP servers, workflow apps and API specs are)."""
     try:
         translation = translate_export(_yaml(text), options)

@@ -3,7 +3,7 @@
 Each prints what a script needs (an app id, a key) on a line of its own. The database is the one the
 server uses: ``DATABASE_URL``, else ``LOOPWRIGHT_DB`` (a SQLite file), else ``loopwright.db`` in the
 data directory; migrations run first, so a new file needs no setup. The work itself is
-:mod:`loopwright.app.admin`'s.
+:mod:`loopwright.app.admin.apps`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import typer
 
 if TYPE_CHECKING:
     from loopwright.app.config import ImportReport
-    from loopwright.app.dify_tools import ImportOptions
-    from loopwright.app.messages import MessageRequest
+    from loopwright.app.dify.tools import ImportOptions
+    from loopwright.app.run.messages import MessageRequest
 
 apps = typer.Typer(help="Create, list, show, ask, export and delete agent-chat apps.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys of apps.", no_args_is_help=True)
@@ -62,7 +62,7 @@ def create_app(
     ] = None,
 ) -> None:
     """Create an app; prints its id. A Dify export's tools are reported one by one."""
-    from loopwright.app import admin
+    from loopwright.app.admin.apps import apps as admin
     from loopwright.app.config import ConfigImportError, ImportReport
     from loopwright.cli._common import reported_errors
 
@@ -113,7 +113,7 @@ def _import_options(
 ) -> ImportOptions:
     import yaml
 
-    from loopwright.app.dify_tools import ImportOptions
+    from loopwright.app.dify.tools import ImportOptions
 
     servers: dict[str, dict[str, object]] = {}
     if mcp_config is not None:
@@ -139,7 +139,7 @@ def _ask_for_mcp_servers(text: str, report: ImportReport, options: ImportOptions
     """Ask, at a terminal, for the MCP server of each MCP provider the options did not name."""
     from dataclasses import replace
 
-    from loopwright.app import admin
+    from loopwright.app.admin.apps import apps as admin
 
     missing = sorted({t.provider for t in report.tools if t.provider_type == "mcp" and not t.kept})
     servers = dict(options.mcp_servers)
@@ -164,8 +164,8 @@ def check_app(
     """Say whether every tool of the app is ready: built-ins configured, Dify plugins installed, MCP
     servers reachable, OpenAPI specs loading with their keys set, apps and knowledge bases present.
     Exits 1 when one is not."""
-    from loopwright.app.admin import AppNotFoundError
-    from loopwright.app.admin import app_readiness as check
+    from loopwright.app.admin.apps import AppNotFoundError
+    from loopwright.app.admin.apps import app_readiness as check
 
     try:
         rows = asyncio.run(check(app_id))
@@ -194,7 +194,7 @@ def ask(
 ) -> None:
     """Send one message to an app, through the same path as the HTTP API: stored like any other, tool
     calls shown on stderr as they finish, the answer on stdout, then the conversation's id on stderr."""
-    from loopwright.app.messages import MessageRequest
+    from loopwright.app.run.messages import MessageRequest
 
     form: dict[str, str] = {}
     for item in inputs or []:
@@ -208,8 +208,8 @@ def ask(
 
 
 async def _ask(request: MessageRequest) -> int:
-    from loopwright.app.runtime import AppRuntime, Database, migrate
-    from loopwright.app.wire_events import AgentThought
+    from loopwright.app.dify.events import AgentThought
+    from loopwright.app.run.runtime import AppRuntime, Database, migrate
     from loopwright.errors import LoopwrightError
 
     db = Database()
@@ -245,7 +245,7 @@ def list_apps(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
     """List the apps: id, name, model, strategy, number of tools, created, status, Service API on."""
-    from loopwright.app.admin import list_apps as app_summaries
+    from loopwright.app.admin.apps import list_apps as app_summaries
 
     rows = asyncio.run(app_summaries())
     if json_out:
@@ -274,7 +274,7 @@ def enable_app(
 
 
 def _set_access(app_id: str, *, enabled: bool, api_only: bool) -> None:
-    from loopwright.app.admin import AppNotFoundError, set_app_access
+    from loopwright.app.admin.apps import AppNotFoundError, set_app_access
 
     try:
         asyncio.run(set_app_access(app_id, enabled=enabled, api_only=api_only))
@@ -291,7 +291,7 @@ def show_app(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
 ) -> None:
     """Show an app: its name, version, number of keys and current configuration."""
-    from loopwright.app.admin import show_app as app_details
+    from loopwright.app.admin.apps import show_app as app_details
     from loopwright.cli._common import reported_errors
 
     with reported_errors(plain=json_out):
@@ -314,8 +314,8 @@ def delete_app(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete an app with its keys, conversations and messages."""
-    from loopwright.app.admin import delete_app as delete
-    from loopwright.app.admin import show_app as app_details
+    from loopwright.app.admin.apps import delete_app as delete
+    from loopwright.app.admin.apps import show_app as app_details
     from loopwright.cli._common import reported_errors
 
     with reported_errors():
@@ -346,7 +346,7 @@ def export_app(
     ] = None,
 ) -> None:
     """Export an app's current configuration as YAML (what Dify cannot take is said on stderr)."""
-    from loopwright.app.admin import export_app as export
+    from loopwright.app.admin.apps import export_app as export
     from loopwright.cli._common import reported_errors
 
     with reported_errors():
@@ -365,8 +365,8 @@ def list_keys(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
     """List API keys (masked: a key is a secret; its id is what `key revoke` takes)."""
-    from loopwright.app.admin import AppNotFoundError
-    from loopwright.app.admin import list_keys as key_summaries
+    from loopwright.app.admin.apps import AppNotFoundError
+    from loopwright.app.admin.apps import list_keys as key_summaries
 
     try:
         rows = asyncio.run(key_summaries(app_id))
@@ -384,7 +384,7 @@ def revoke_key(
     key: Annotated[str, typer.Argument(help="The key's id (from `key list`) or the key itself.")],
 ) -> None:
     """Delete an API key; requests with it are refused (401)."""
-    from loopwright.app.admin import revoke_key as revoke
+    from loopwright.app.admin.apps import revoke_key as revoke
 
     if not asyncio.run(revoke(key)):
         typer.secho(
@@ -407,7 +407,7 @@ def _table(headers: list[str], rows: list[list[object]]) -> None:
 @keys.command("create")
 def create_key(app_id: Annotated[str, typer.Option("--app", help="The app's id.")]) -> None:
     """Create an API key (app-…) for an app; prints it."""
-    from loopwright.app.admin import AppNotFoundError, create_api_key
+    from loopwright.app.admin.apps import AppNotFoundError, create_api_key
 
     try:
         token = asyncio.run(create_api_key(app_id))
@@ -429,7 +429,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the Dify-compatible HTTP API (/v1) for every app in the database."""
-    from loopwright.app.executors import check_executor
+    from loopwright.app.run.executors import check_executor
     from loopwright.config import ConfigError
     from loopwright.server.app import run_server
 

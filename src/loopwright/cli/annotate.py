@@ -4,7 +4,7 @@ reply is on (docs/trust.md).
 ``add`` a question and its answer, ``message`` turns a stored message (its query and answer, or an
 answer you give) into one, ``feedback`` does that for every message end users liked, ``list`` and
 ``delete``. The database is the server's (``DATABASE_URL``, else ``LOOPWRIGHT_DB``, else
-``./loopwright.db``); the work is :mod:`loopwright.app.annotations`'.
+``./loopwright.db``); the work is :mod:`loopwright.app.guards.annotations`'.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typer
 from loopwright.cli._common import print_error, reported_errors
 
 if TYPE_CHECKING:
-    from loopwright.app.annotations import Annotations, AnnotationView
+    from loopwright.app.guards.annotations import Annotations, AnnotationView
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 def _run(work: Callable[[Annotations], Awaitable[T]], plain: bool = False) -> T:
     """The work on the database's annotations; a bad argument (an unknown message or annotation) is
     one ``error:`` line and exit 1."""
-    from loopwright.app.annotations import open_annotations
+    from loopwright.app.guards.annotations import open_annotations
     from loopwright.errors import UserInputError
 
     async def go() -> T:

@@ -15,7 +15,7 @@ def info(
 ) -> None:
     """Show the data directory, the database, the files directory, the config file and the model."""
     from loopwright import __version__
-    from loopwright.app.admin import database_url
+    from loopwright.app.admin.apps import database_url
     from loopwright.config import load_settings
     from loopwright.paths import data_dir, files_dir
 

@@ -36,8 +36,8 @@ def log(
 
 
 async def _load(message_id: str) -> dict[str, Any]:
-    from loopwright.app.agent_log import message_log
-    from loopwright.app.runtime import Database, migrate
+    from loopwright.app.admin.agent_log import message_log
+    from loopwright.app.run.runtime import Database, migrate
 
     db = Database()
     try:

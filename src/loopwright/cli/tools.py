@@ -39,7 +39,7 @@ def import_spec(
     include: Annotated[list[str] | None, typer.Option(help="Only this operation (repeatable).")] = None,
 ) -> None:
     """Validate SPEC, list the operations it defines, and add it to the app's tools."""
-    from loopwright.app.tool_import import ToolImportError, openapi_operations, openapi_source
+    from loopwright.app.admin.tool_import import ToolImportError, openapi_operations, openapi_source
     from loopwright.config import ConfigError, load_settings
 
     if app_id is None and not check:
@@ -77,8 +77,8 @@ def import_spec(
         typer.secho(
             "note: the API key is stored in the app's configuration; --api-key-env keeps it out", err=True
         )
-    from loopwright.app.admin import AppNotFoundError, ToolsetStorageError, add_toolset
-    from loopwright.app.tool_allowlist import ToolSourceNotAllowedError
+    from loopwright.app.admin.apps import AppNotFoundError, ToolsetStorageError, add_toolset
+    from loopwright.app.guards.tool_allowlist import ToolSourceNotAllowedError
 
     entry = source.model_dump(mode="json", exclude_none=True)
     try:

@@ -16,8 +16,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from loopwright.app.health import ready_line
-from loopwright.app.runtime import AppRuntime, Database, migrate
+from loopwright.app.admin.health import ready_line
+from loopwright.app.run.runtime import AppRuntime, Database, migrate
 from loopwright.config import ConfigError, Settings
 from loopwright.server import (
     errors,

@@ -17,11 +17,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loopwright.app import speech
-from loopwright.app.dataset_edits import InvalidActionError
-from loopwright.app.datasets import DatasetExistsError, DocumentIndexingError
+from loopwright.app.admin.dataset_edits import InvalidActionError
+from loopwright.app.admin.datasets import DatasetExistsError, DocumentIndexingError
 from loopwright.app.errors import AppForbiddenError, AppUnavailableError, ProviderNotInitializedError
-from loopwright.app.limits import AppInvokeQuotaExceededError
+from loopwright.app.files import speech
+from loopwright.app.run.limits import AppInvokeQuotaExceededError
 from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
 
 log = logging.getLogger("loopwright.server")

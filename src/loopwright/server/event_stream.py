@@ -8,7 +8,7 @@ those wrappers does anything with body chunks. So :class:`ServiceAPI` keeps the 
 see that the response started) and its body chunks straight to the server.
 
 :func:`writable_now` tells whether such a send would write at once: only then may a run write to
-its client from its own task (``app.runs``) without a slow reader holding it up.
+its client from its own task (``app.run.runs``) without a slow reader holding it up.
 """
 
 from __future__ import annotations

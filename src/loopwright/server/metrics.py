@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from loopwright.agent import AgentCallback, AgentResult, ToolCallFinished
 from loopwright.agent.agent import Agent
 from loopwright.app.config import AppConfig
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.runtime import AppRuntime
 
 # Seconds: from a fast tool call to a long agent run.
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

@@ -1,4 +1,4 @@
-"""``GET /v1/messages/{message_id}/agent-log``: a message's agent log (app.agent_log) with an app key.
+"""``GET /v1/messages/{message_id}/agent-log``: a message's agent log (app.admin.agent_log) with an app key.
 
 Dify serves this log only in its console; here it is an addition to the Service API, for the end
 user's own messages (``user`` as in every Service API call).
@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from loopwright.app import agent_log
+from loopwright.app.admin.apps import agent_log
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.state import ServerState, get_state, require_user
 

@@ -3,7 +3,8 @@
 ``GET/POST /v1/apps/annotations``, ``PUT/DELETE /v1/apps/annotations/{annotation_id}``,
 ``POST /v1/apps/annotation-reply/{action}`` (``enable`` | ``disable``) and
 ``GET /v1/apps/annotation-reply/{action}/status/{job_id}``, with Dify's bodies, paging (``has_more`` is
-Dify's ``len(page) == limit``) and errors. The work is :class:`~loopwright.app.annotations.Annotations`'.
+Dify's ``len(page) == limit``) and errors. The work is
+:class:`~loopwright.app.guards.annotations.Annotations`'.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictStr
 
-from loopwright.app.annotation_setting import embedding_spec
-from loopwright.app.annotations import AnnotationNotFoundError
+from loopwright.app.dify.annotation_setting import embedding_spec
+from loopwright.app.guards.annotations import AnnotationNotFoundError
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import invalid_param, not_found

@@ -16,8 +16,8 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopwright.app.approvals import ApprovalsRequest, Decision
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.approvals import ApprovalsRequest, Decision
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.event_stream import EventStream

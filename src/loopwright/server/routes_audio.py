@@ -1,5 +1,5 @@
 """``POST /v1/audio-to-text`` and ``POST /v1/text-to-audio``: Dify's speech endpoints, through the
-app's OpenAI-compatible audio model (:mod:`loopwright.app.speech`).
+app's OpenAI-compatible audio model (:mod:`loopwright.app.files.speech`).
 
 Speech to text takes a multipart ``file`` (and an optional ``user``) and answers ``{"text"}``; the body
 is refused with Dify's 413 as soon as it grows past the audio limit, so no more than that is held.
@@ -19,8 +19,8 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Message
 
-from loopwright.app import speech
 from loopwright.app.availability import current_config
+from loopwright.app.files import speech
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import invalid_param

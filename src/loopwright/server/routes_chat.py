@@ -15,9 +15,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from loopwright.app.errors import RunExistsError
-from loopwright.app.messages import MessageRequest
-from loopwright.app.runs import RunOutcome
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.runs import RunOutcome
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, error_fields, invalid_param

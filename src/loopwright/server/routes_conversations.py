@@ -1,5 +1,5 @@
 """Conversations, message history and feedback, each scoped to the key's app and the ``user``: parsed
-here, done by :mod:`loopwright.app.conversations`, answered in Dify's shapes."""
+here, done by :mod:`loopwright.app.admin.conversations`, answered in Dify's shapes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app import conversations, naming, suggestions
+from loopwright.app.admin.apps import conversations, suggestions
+from loopwright.app.admin.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.app.availability import current_config
-from loopwright.app.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
+from loopwright.app.run import naming
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body, optional_json_body
 from loopwright.server.errors import ApiError, invalid_param, not_found

@@ -4,7 +4,7 @@ document's segments: ``POST …/segments`` (create), ``GET``/``POST``/``DELETE �
 (read, update, delete), document metadata: ``…/metadata`` fields (create, list, rename, delete),
 ``…/metadata/built-in`` and its ``enable``/``disable``, ``POST …/documents/metadata`` (values in a
 batch), and ``PATCH …/documents/status/{action}``. Dataset API keys, Dify's bodies; the work is
-:mod:`loopwright.app.dataset_edits`'s and :mod:`loopwright.app.dataset_metadata`'s.
+:mod:`loopwright.app.admin.dataset_edits`'s and :mod:`loopwright.app.admin.dataset_metadata`'s.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, U
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from loopwright.app import dataset_edits, dataset_metadata
-from loopwright.app.datasets import MetadataField
+from loopwright.app.admin.apps import dataset_edits, dataset_metadata
+from loopwright.app.admin.datasets import MetadataField
 from loopwright.server.bodies import json_body
 from loopwright.server.routes_datasets import (
     Authed,

@@ -1,7 +1,7 @@
 """Dify's knowledge tags (dataset keys): ``GET``/``POST``/``PATCH``/``DELETE /v1/datasets/tags``,
 ``POST /v1/datasets/tags/binding`` and ``…/unbinding``, ``GET /v1/datasets/{id}/tags``. Registered
 before the dataset routes, so ``/v1/datasets/tags`` is not read as a dataset id. The work is
-:mod:`loopwright.app.dataset_tags`'s.
+:mod:`loopwright.app.admin.dataset_tags`'s.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel
 
-from loopwright.app import dataset_tags
-from loopwright.app.datasets import Tag
+from loopwright.app.admin.apps import dataset_tags
+from loopwright.app.admin.datasets import Tag
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import invalid_param
 from loopwright.server.routes_datasets import Authed, Knowledge, find_dataset

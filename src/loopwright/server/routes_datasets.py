@@ -4,7 +4,7 @@
 ``…/create-by-file`` (indexed after the response, as Dify does: poll ``GET …/documents`` or
 ``…/documents/{batch}/indexing-status``), ``GET …/documents``, ``DELETE …/documents/{doc_id}``,
 ``POST …/retrieve``. Bodies and responses follow Dify's field names; the work is
-:mod:`loopwright.app.datasets`'s. The knowledge base is the server's (``ServerState.knowledge()``: the
+:mod:`loopwright.app.admin.datasets`'s. The knowledge base is the server's (``ServerState.knowledge()``: the
 one beside its database unless another was given); keys are made with ``loopwright kb key``.
 """
 
@@ -17,9 +17,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from loopwright.app import dataset_tags, datasets
-from loopwright.app.dataset_metadata import BUILT_IN_FIELDS
-from loopwright.app.datasets import (
+from loopwright.app.admin.apps import dataset_tags, datasets
+from loopwright.app.admin.dataset_metadata import BUILT_IN_FIELDS
+from loopwright.app.admin.datasets import (
     MAX_FILE_BYTES,
     Dataset,
     Document,

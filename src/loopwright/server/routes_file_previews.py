@@ -19,7 +19,7 @@ import anyio
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from loopwright.app.uploads import (
+from loopwright.app.files.uploads import (
     UploadAccessDeniedError,
     UploadedFile,
     UploadNotFoundError,

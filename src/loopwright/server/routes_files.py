@@ -2,9 +2,9 @@
 
 The multipart body is parsed as it arrives and the file part is written to disk chunk by chunk, so an
 upload is never held in memory; a file over the limit is abandoned as soon as it crosses it. The
-received file is then kept by :func:`loopwright.app.uploads.store_upload` (under the upload directory as
+received file is then kept by :func:`loopwright.app.files.uploads.store_upload` (under the upload directory as
 ``<app id>/<file id>``, with its row). The directory and the size limit are
-:func:`loopwright.app.uploads.upload_limits`.
+:func:`loopwright.app.files.uploads.upload_limits`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from python_multipart.multipart import parse_options_header
 
 from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig
-from loopwright.app.uploads import (
+from loopwright.app.dify.stream import file_type
+from loopwright.app.files.uploads import (
     StoredUpload,
     UploadLimits,
     display_name,
@@ -35,7 +36,6 @@ from loopwright.app.uploads import (
     store_upload,
     type_allowed,
 )
-from loopwright.app.wire import file_type
 from loopwright.errors import LoopwrightError
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from loopwright.app.health import database_ok
+from loopwright.app.admin.health import database_ok
 from loopwright.server.state import ServerState, get_state
 
 router = APIRouter()

@@ -4,7 +4,7 @@ A client that lost its stream — a dropped connection, a reload, another device
 after the last ``id:`` it saw (the ``Last-Event-ID`` header, which a browser's ``EventSource`` sends by
 itself when it reconnects, or ``last_event_id`` in the query) and gets them, then the rest live until
 the message ends. Any worker answers, whichever one runs the message; only the app's ``user`` who sent
-the message may read it; an ended stream can be replayed for the retention period (``app.run_events``).
+the message may read it; an ended stream can be replayed for the retention period (``app.run.journal``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query
 
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import invalid_param
 from loopwright.server.event_stream import EventStream

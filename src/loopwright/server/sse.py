@@ -4,13 +4,13 @@
 Dify writes it: compact JSON — no space after ``,`` or ``:`` — with ``ensure_ascii=False``), preceded
 by the event's number (``id: N``, 1 for a run's first event; pings have none): a client that lost the
 connection re-attaches after the last number it saw (``GET /v1/chat-messages/{task_id}/events``,
-``app.run_events``). An ``error`` event's code, status and message come from the error table
+``app.run.journal``). An ``error`` event's code, status and message come from the error table
 (``server.errors``).
 ``agent_message`` events — nearly every event of a stream — are rendered from a JSON prefix made once
 per message: dumping each one whole cost more than everything else the server does for it.
 
 :func:`stream_to` gives a run's events to a streaming response through an :class:`SseSink`: while the
-connection takes writes without waiting, the run writes to it from its own task (see ``app.runs``).
+connection takes writes without waiting, the run writes to it from its own task (see ``app.run.runs``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from json.encoder import encode_basestring
 
 from starlette.types import Send
 
-from loopwright.app.run_events import Replayed
-from loopwright.app.runs import Ping, Run
-from loopwright.app.wire_events import AgentMessage, ErrorEvent, EventHead, WireEvent
+from loopwright.app.dify.events import AgentMessage, ErrorEvent, EventHead, WireEvent
+from loopwright.app.run.journal import Replayed
+from loopwright.app.run.runs import Ping, Run
 from loopwright.server.errors import error_fields
 
 PING_FRAME = "event: ping\n\n"
@@ -40,7 +40,7 @@ def frame(payload: object) -> str:
 
 class FrameEncoder:
     """Renders the wire events of a stream (one encoder per response), numbering them from 1 in the
-    order they are rendered: the order in which the run recorded them (``app.runs``)."""
+    order they are rendered: the order in which the run recorded them (``app.run.runs``)."""
 
     __slots__ = ("_head", "_prefix", "seq")
 
@@ -70,7 +70,7 @@ class FrameEncoder:
         return f"id: {seq}\n{frame(event.payload())}"
 
     def replayed(self, head: EventHead, event: Replayed) -> str:
-        """A stored event (``app.run_events``) as the frame it was first sent as."""
+        """A stored event (``app.run.journal``) as the frame it was first sent as."""
         item = event.item
         if isinstance(item, str):
             return f"id: {event.seq}\n{self._delta_prefix(head)}{encode_basestring(item)}}}\n\n"

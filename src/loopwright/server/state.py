@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.errors import invalid_param
 
 ServerState = AppRuntime  # the name the routes know it by

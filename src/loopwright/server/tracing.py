@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loopwright.agent.agent import Agent
 from loopwright.agent.callbacks_otel import OtelCallback
 from loopwright.app.config import AppConfig
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.runtime import AppRuntime
 
 CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 

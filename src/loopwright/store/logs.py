@@ -1,6 +1,6 @@
 """Read-only queries for operators: every conversation of an app (whoever its end user), a
 conversation's messages with their feedback, and the app's usage per day. The admin API's logs
-(``app.app_logs``) read these; nothing here is scoped to an end user, so nothing here may serve one.
+(``app.admin.app_logs``) read these; nothing here is scoped to an end user, so nothing here may serve one.
 """
 
 from __future__ import annotations

@@ -300,7 +300,7 @@ class MessageFeedback(Base):
 class Worker(Base):
     """A live process that runs messages (a server worker, a CLI run): it renews ``heartbeat_at``
     while it lives, so the running messages of one that died can be told apart and marked
-    interrupted (``app.recovery``)."""
+    interrupted (``app.run.recovery``)."""
 
     __tablename__ = "workers"
 
@@ -314,7 +314,7 @@ class Worker(Base):
 
 class RunStream(Base):
     """The event stream of one run (``task_id``), kept so that a client can re-attach to it from any
-    worker and replay it for a while after it ended (``app.run_events``). ``user`` is the end user's
+    worker and replay it for a while after it ended (``app.run.journal``). ``user`` is the end user's
     own id in the app (Dify's ``user``): only that user of that app may read it. The message's ids and
     creation time rebuild the leading fields of its events."""
 
@@ -326,7 +326,7 @@ class RunStream(Base):
     message_id: Mapped[str] = mapped_column(String(36), nullable=False)
     conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
     message_created_at: Mapped[int] = mapped_column(Integer, nullable=False)  # unix seconds, as events
-    worker_id: Mapped[str | None] = mapped_column(String(36))  # the process running it (app.recovery)
+    worker_id: Mapped[str | None] = mapped_column(String(36))  # the process running it (app.run.recovery)
     started_at: Mapped[datetime] = _created()
     ended_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)  # None: still running
     # a stop asked by a worker that does not run it, where no notification reaches the others (SQLite)
@@ -335,7 +335,7 @@ class RunStream(Base):
 
 class RunEvent(Base):
     """Consecutive events of a run stream, written together (token deltas are batched): the events
-    numbered ``first_seq`` to ``last_seq``, as a JSON list (``app.run_events`` says what an item is).
+    numbered ``first_seq`` to ``last_seq``, as a JSON list (``app.run.journal`` says what an item is).
     ``final``: the run ended with this chunk (it may hold no event)."""
 
     __tablename__ = "run_events"
@@ -353,7 +353,7 @@ class RunEvent(Base):
 class MessageAnnotation(Base):
     """A question and the answer an app gives to it without its model (Dify's ``message_annotations``):
     written by hand, or from a message (``message_id``). The question's embedding is kept with the model
-    spec that made it, filled when annotation reply first needs it (``app.annotations``)."""
+    spec that made it, filled when annotation reply first needs it (``app.guards.annotations``)."""
 
     __tablename__ = "message_annotations"
     __table_args__ = (Index("ix_message_annotations_app_created", "app_id", "created_at"),)

@@ -582,7 +582,7 @@ async def ping(session: AsyncSession) -> None:
     await session.execute(select(1))
 
 
-# --- workers and the messages they were running (app.recovery) ---------------------------------------
+# --- workers and the messages they were running (app.run.recovery) ---------------------------------------
 
 RUNNING = "running"
 INTERRUPTED_ERROR = (
@@ -651,7 +651,7 @@ async def interrupt_orphans(session: AsyncSession, alive_since: datetime, dead: 
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-# --- reads of the Service API's lists and feedback (app.conversations, app.uploads) ----------------
+# --- reads of the Service API's lists and feedback (app.admin.conversations, app.files.uploads) ---------
 
 
 async def first_message(session: AsyncSession, conversation_id: str) -> Message | None:

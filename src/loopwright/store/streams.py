@@ -1,5 +1,5 @@
 """Run streams in the database: their rows, their event chunks, and the notifications that tell
-other processes about new chunks, followers and stops (``app.run_events``, ``app.relay``).
+other processes about new chunks, followers and stops (``app.run.journal``, ``app.run.relay``).
 
 On PostgreSQL every write of chunks also sends ``NOTIFY`` on :data:`EVENTS_CHANNEL` in the same
 transaction, so a listener hears of them only once they are committed. The notification carries the

@@ -1,5 +1,5 @@
 """A conversation's current thread (Dify's ``extract_thread_messages``): its messages and their agent
-thoughts, as stored. Turning them into prompt messages is the app's (``app.history``).
+thoughts, as stored. Turning them into prompt messages is the app's (``app.run.history``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The admin API (``/console/api/…``) and the console page (``/console``): on only when an admin token is set
 (``LOOPWRIGHT_ADMIN_TOKEN``); without one nothing here is installed and ``/console`` is a 404.
 
-The routes parse, check the admin token and call the app layer (:mod:`loopwright.app.admin`,
-:mod:`~loopwright.app.datasets`, :mod:`~loopwright.app.app_logs`, :mod:`~loopwright.app.model_check`)
+The routes parse, check the admin token and call the app layer (:mod:`loopwright.app.admin.apps`,
+:mod:`~loopwright.app.admin.datasets`, :mod:`~loopwright.app.admin.app_logs`,
+:mod:`~loopwright.app.admin.model_check`)
 — the same functions the CLI calls. See docs/admin-api.md.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Response
 
-from loopwright.app.prompt_log import PromptLog
-from loopwright.app.runtime import AppRuntime
+from loopwright.app.run.prompt_log import PromptLog
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.console import auth, routes_apps, routes_knowledge, routes_logs
 from loopwright.server.routes_web import page_response
 

@@ -1,6 +1,6 @@
 """Admin API: apps (list, create from fields or from a loopwright YAML / Dify DSL file, show, update as
 a new version, versions, delete, export), their API keys, the built-in tools an app can choose from,
-and a model's "test connection". The work is :mod:`loopwright.app.admin`'s, as for the CLI."""
+and a model's "test connection". The work is :mod:`loopwright.app.admin.apps`'s, as for the CLI."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field
 
-from loopwright.app import admin, tool_import
+from loopwright.app.admin.apps import apps as admin
+from loopwright.app.admin.apps import tool_import
+from loopwright.app.admin.model_check import DEFAULT_TIMEOUT, check_model
 from loopwright.app.config import AppConfig, ConfigImportError
-from loopwright.app.model_check import DEFAULT_TIMEOUT, check_model
 from loopwright.server.bodies import json_body
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import invalid_param, not_found

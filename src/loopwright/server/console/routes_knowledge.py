@@ -1,6 +1,6 @@
 """Admin API: knowledge bases — create, list, delete; upload a document (indexed after the answer:
 poll its status); list documents with their indexing status; try a query and see the hits. The work is
-:mod:`loopwright.app.datasets`'s (as for the Knowledge API and ``loopwright kb``); the bodies are the
+:mod:`loopwright.app.admin.datasets`'s (as for the Knowledge API and ``loopwright kb``); the bodies are the
 Knowledge API's (Dify's shapes), so one client reads both."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from loopwright.app import datasets
+from loopwright.app.admin.apps import datasets
 from loopwright.server.bodies import json_body
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import ApiError

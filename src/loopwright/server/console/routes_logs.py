@@ -1,6 +1,6 @@
 """Admin API: an app's logs — its conversations (every end user's), a conversation's messages with
 their agent logs, feedback and usage, all feedback, and usage per day. The work is
-:mod:`loopwright.app.app_logs`'s."""
+:mod:`loopwright.app.admin.app_logs`'s."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from loopwright.app import admin, app_logs
-from loopwright.app.conversations import app_feedbacks
-from loopwright.app.prompt_log import call_view
+from loopwright.app.admin.apps import app_logs
+from loopwright.app.admin.apps import apps as admin
+from loopwright.app.admin.conversations import app_feedbacks
+from loopwright.app.run.prompt_log import call_view
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import not_found
 from loopwright.server.state import ServerState, get_state

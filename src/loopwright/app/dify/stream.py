@@ -1,0 +1,385 @@
+"""Agent events → Dify's agent-chat stream: thought rows and typed wire events, built in memory.
+
+One :class:`DifyStream` per message, with one hook per agent event type. ``feed(event)`` updates the
+in-memory mirror of the message's ``MessageAgentThought`` rows (the same values the store persists)
+and returns the wire events (:mod:`loopwright.app.dify.events`) to send, field for field as Dify's
+Service API (reference §7.6). Building an event never reads the database:
+the rows here are the source, and the store writes them (``DifyStream.dirty``) when it likes.
+
+Order, as Dify's (one tool round, then the answer):
+function calling — ``agent_thought``(empty) → ``agent_message``… → ``agent_thought``(tool, input) →
+[``message_file``…] → ``agent_thought``(+observation) → ``agent_thought``(2, empty) →
+``agent_message``… → ``agent_thought``(2, thought) → ``message_end``;
+ReAct — the same, except that the final round emits no ``agent_thought``: its answer arrives as one
+``agent_message`` before ``message_end``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from loopwright.agent._snapshot import dump_usage, load_usage
+from loopwright.agent.approvals import Interruption
+from loopwright.agent.events import (
+    AgentEvent,
+    ApprovalRequired,
+    Finished,
+    RoundFinished,
+    RoundStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from loopwright.agent.metrics import RunMetrics
+from loopwright.app.dify.events import (
+    AgentMessage,
+    AgentThought,
+    ErrorEvent,
+    EventHead,
+    MessageEnd,
+    MessageFile,
+    MessageReplace,
+    ToolApprovalRequired,
+    WireEvent,
+)
+from loopwright.model.entities import Usage
+from loopwright.store.codec import join_tool_names, round_inputs, round_observations, tool_labels
+from loopwright.store.models import unix_seconds, utcnow
+from loopwright.tools.base import (
+    LLM_USAGE,
+    RETRIEVER_RESOURCES,
+    BlobMessage,
+    FileMessage,
+    ImageMessage,
+    ToolOutput,
+    VariableMessage,
+)
+
+
+@dataclass(slots=True)
+class ThoughtRow:
+    """The in-memory mirror of one ``MessageAgentThought`` row (one round)."""
+
+    id: str
+    position: int
+    thought: str = ""
+    names: list[str] = field(default_factory=list)
+    inputs: list[Any] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    metas: list[dict[str, Any]] = field(default_factory=list)
+    call_ids: list[str] = field(default_factory=list)
+    message_files: list[str] = field(default_factory=list)
+    answer: str = ""
+    usage: Usage | None = None
+
+    @property
+    def tool(self) -> str:
+        return join_tool_names(self.names)
+
+    @property
+    def tool_input(self) -> str:
+        return round_inputs(self.names, self.inputs)
+
+    @property
+    def observation(self) -> str:
+        return round_observations(self.names, self.observations)
+
+
+class DifyStream:
+    """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
+    the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
+    when it ends. ``join_rounds``: a function-calling answer is every round's text joined with
+    newlines, as Dify saves it (``dify_strict``), instead of the final round's answer."""
+
+    def __init__(
+        self,
+        head: EventHead,
+        strategy: Literal["function-calling", "react"],
+        first_position: int = 1,
+        labels: Mapping[str, Mapping[str, str]] | None = None,
+        *,
+        extras: StreamExtras | None = None,
+        join_rounds: bool = False,
+    ) -> None:
+        self.head = head
+        self.extras = extras or StreamExtras()
+        self.interruption: Interruption | None = None  # set when the run paused for approvals
+        self.paused_until: datetime | None = None  # when the calls waiting count as denied
+        self.output: dict[str, Any] | None = None  # structured output's outcome, for message_end
+        self.labels = labels or {}  # tool name → Dify's label (``{"en_US", "zh_Hans"}``); else the name
+        self.react = strategy == "react"
+        self.started = time.perf_counter()  # Dify's latency is the whole message's wall time
+        self.first_token_at: float | None = None
+        self.first_position = first_position  # thoughts continue after any the message already has
+        self.thoughts: list[ThoughtRow] = []
+        self.dirty: set[str] = set()  # thought ids changed since the store last saved them
+        self.answer = ""
+        self.usage = Usage()
+        self.end: MessageEnd | None = None  # the message_end sent (a finished or stopped run)
+        self.annotation_reply: dict[str, Any] | None = None  # Dify's {id, account}: answered by an annotation
+        self.metrics: RunMetrics | None = None  # the run's figures, when it finished
+        self.files: list[tuple[str, ToolOutput]] = []
+        self._resources: list[list[dict[str, Any]]] = []  # retriever_resources of each tool call
+        self._inner_usage = Usage()  # what apps called as tools spent
+        self._text: list[str] = []  # the round's thought text
+        self._streamed: list[str] = []  # every text delta of the round, whatever its channel
+        self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
+        self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
+
+    @property
+    def partial_answer(self) -> str:
+        """What a run that ended early had produced: the text streamed in its last round, else the
+        last round's thought."""
+        streamed = "".join(self._streamed).strip()
+        return streamed or (self.thoughts[-1].thought if self.thoughts else "")
+
+    def feed(self, event: AgentEvent) -> list[WireEvent]:
+        """The wire events for one agent event (none for an event Dify does not show)."""
+        hook = _HOOKS.get(type(event))
+        return hook(self, event) if hook is not None else []
+
+    def on_text_delta(self, event: TextDelta) -> list[WireEvent]:
+        if self.first_token_at is None:
+            self.first_token_at = time.perf_counter()
+        self._streamed.append(event.text)
+        if event.channel == "thought":
+            self._text.append(event.text)
+        return [AgentMessage(self.head, event.text)]
+
+    def on_round_started(self, event: RoundStarted) -> list[WireEvent]:
+        row = ThoughtRow(str(uuid.uuid4()), self.first_position + len(self.thoughts))
+        self.thoughts.append(row)
+        self._text = []
+        self._streamed = []
+        return [self._thought(row)]
+
+    def on_tool_call_started(self, event: ToolCallStarted) -> list[WireEvent]:
+        row = self.thoughts[-1]
+        if event.id in row.call_ids:  # a resumed round: the call was shown when the run paused
+            return [self._thought(row)]
+        row.thought = "".join(self._text).strip()
+        row.names.append(event.name)
+        row.inputs.append(event.arguments)
+        row.observations.append("")
+        row.metas.append({})
+        row.call_ids.append(event.id)
+        return [self._thought(row)]
+
+    def on_tool_call_finished(self, event: ToolCallFinished) -> list[WireEvent]:
+        for item in event.outputs:
+            if isinstance(item, VariableMessage) and item.internal:
+                if item.name == RETRIEVER_RESOURCES and isinstance(item.value, list):
+                    self._resources.append(item.value)
+                elif item.name == LLM_USAGE and isinstance(item.value, Usage):
+                    self._inner_usage = self._inner_usage.plus(item.value)
+        row = self.thoughts[-1]
+        i = row.call_ids.index(event.id)
+        row.observations[i] = event.observation
+        row.metas[i] = event.meta.to_dict()
+        out: list[WireEvent] = []
+        for output in event.files:
+            file_id = str(uuid.uuid4())
+            row.message_files.append(file_id)
+            self.files.append((file_id, output))
+            out.append(self._message_file(file_id, output))
+        out.append(self._thought(row))
+        return out
+
+    def on_round_finished(self, event: RoundFinished) -> list[WireEvent]:
+        row = self.thoughts[-1]
+        row.usage = event.usage
+        self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
+        if self._join_rounds:
+            self._round_texts.append("".join(self._streamed))
+        row.thought = event.thought.strip()
+        self.dirty.add(row.id)
+        if event.answer is None:
+            return []  # the tool events already showed this round's state
+        row.answer = event.answer
+        if self.react:
+            # Dify appends a ReAct final answer to the last thought and shows no event for it (unless
+            # the answer is the thought itself: a plain-text reply).
+            if row.thought != event.answer:
+                row.thought += event.answer
+            return []
+        return [self._thought(row)]
+
+    def on_approval_required(self, event: ApprovalRequired) -> list[WireEvent]:
+        """The round's calls are shown (without observations) and the pause announced."""
+        row = self.thoughts[-1]
+        row.thought = event.thought.strip()
+        for call in event.calls:
+            row.names.append(call.name)
+            row.inputs.append(call.arguments)
+            row.observations.append("")
+            row.metas.append({})
+            row.call_ids.append(call.id)
+        self.paused_until = utcnow() + timedelta(seconds=self.extras.approval_timeout)
+        calls = [c.to_dict() for c in event.pending]
+        return [
+            self._thought(row),
+            ToolApprovalRequired(self.head, row.id, calls, unix_seconds(self.paused_until)),
+        ]
+
+    def on_finished(self, event: Finished) -> list[WireEvent]:
+        result = event.result
+        self.usage = result.usage
+        self.metrics = result.metrics
+        if result.interruption is not None:  # paused: no message_end until the run has answered
+            self.interruption = result.interruption
+            return []
+        # Dify's function-calling runner adds each round's text and a newline, and the saved
+        # answer is stripped (fc_agent_runner ``final_answer``, the task pipeline's ``_save_message``).
+        joined = "".join(f"{text}\n" for text in self._round_texts).strip()
+        self.answer = joined if self._join_rounds else result.text
+        if self.extras.structured_output:
+            self.output = {"valid": not result.output_fallback, "errors": result.output_errors}
+        evidence = self.extras.evidence
+        if evidence is not None and not evidence.found(self.retriever_resources):
+            self.answer = evidence.reply
+            return [MessageReplace(self.head, evidence.reply, "no_evidence"), self.message_end()]
+        return [self.message_end()]
+
+    @property
+    def total_usage(self) -> Usage:
+        """The message's usage: its own rounds and the runs of apps it called as tools."""
+        return self.usage.plus(self._inner_usage) if self._inner_usage.total_tokens else self.usage
+
+    @property
+    def retriever_resources(self) -> list[dict[str, Any]]:
+        """The citations of every retriever call so far, deduplicated and numbered as Dify does."""
+        if not self._resources:
+            return []
+        from loopwright.knowledge.citations import merge_retriever_resources  # numpy: only when used
+
+        return merge_retriever_resources(self._resources)
+
+    def usage_dict(self) -> dict[str, Any]:
+        """The message's usage in Dify's shape, timed as Dify times it: ``latency`` from the message's
+        start to now (model calls and tools alike), ``time_to_first_token`` to its first streamed
+        text, ``time_to_generate`` from there to now (both null when nothing was streamed)."""
+        now = time.perf_counter()
+        usage = self.total_usage.to_dict()
+        usage["latency"] = now - self.started
+        first = self.first_token_at
+        usage["time_to_first_token"] = None if first is None else first - self.started
+        usage["time_to_generate"] = None if first is None else now - first
+        return usage
+
+    def message_end(self) -> MessageEnd:
+        metadata: dict[str, Any] = {
+            "annotation_reply": self.annotation_reply,
+            "retriever_resources": self.retriever_resources,
+            "usage": self.usage_dict(),
+        }
+        if self.output is not None:  # ours, beside Dify's keys
+            metadata["structured_output"] = self.output
+        if self.extras.evidence is not None:
+            metadata["evidence"] = {"found": self.extras.evidence.found(self.retriever_resources)}
+        self.end = MessageEnd(self.head, metadata)  # what is saved is what was sent
+        return self.end
+
+    def saved(self) -> dict[str, Any]:
+        """What a paused message's stream must remember to go on (JSON data; see ``restore``)."""
+        return {
+            "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
+            "resources": list(self._resources),  # a copy: a durable step may keep it later
+            "inner_usage": _usage_data(self._inner_usage),
+        }
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Take up a paused message's rows (its thoughts continue; files stay with the message)."""
+        for r in saved["thoughts"]:
+            usage = load_usage(r["usage"]) if r["usage"] is not None else None
+            row = ThoughtRow(**{**r, "usage": usage})
+            self.thoughts.append(row)
+            if usage is not None:
+                self.usage = self.usage.plus(usage)
+        self._resources = list(saved["resources"])
+        self._inner_usage = load_usage(saved["inner_usage"])
+
+    def error(self, exc: BaseException) -> ErrorEvent:
+        """Dify's ``error`` event for what ended a run."""
+        return ErrorEvent(self.head, exc)
+
+    def _thought(self, row: ThoughtRow) -> AgentThought:
+        self.dirty.add(row.id)
+        return AgentThought(
+            self.head,
+            id=row.id,
+            position=row.position,
+            thought=row.thought,
+            observation=row.observation,
+            tool=row.tool,
+            tool_labels=tool_labels(row.tool, self.labels),
+            tool_input=row.tool_input,
+            message_files=list(row.message_files),
+        )
+
+    def _message_file(self, file_id: str, output: ToolOutput) -> MessageFile:
+        url = output.url if isinstance(output, ImageMessage | FileMessage) else ""
+        if isinstance(output, ImageMessage):
+            kind = file_type(output.mime_type or "image/png")
+        elif isinstance(output, FileMessage | BlobMessage):
+            kind = file_type(output.mime_type)
+        else:
+            kind = "custom"
+        return MessageFile(self.head, id=file_id, type=kind, url=url)
+
+
+# The hook of each agent event: functions of the class, not bound methods kept on each stream (a
+# stream holding its own bound methods is a reference cycle, freed only by a full collection).
+_HOOKS: dict[type[AgentEvent], Callable[[DifyStream, Any], list[WireEvent]]] = {
+    TextDelta: DifyStream.on_text_delta,
+    RoundStarted: DifyStream.on_round_started,
+    ToolCallStarted: DifyStream.on_tool_call_started,
+    ToolCallFinished: DifyStream.on_tool_call_finished,
+    RoundFinished: DifyStream.on_round_finished,
+    ApprovalRequired: DifyStream.on_approval_required,
+    Finished: DifyStream.on_finished,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePolicy:
+    """An app that answers only from retrieved segments: without one scoring ``min_score`` or more,
+    the answer is ``reply`` (sent as ``message_replace``) instead of the model's."""
+
+    reply: str
+    min_score: float = 0.0
+
+    def found(self, resources: list[dict[str, Any]]) -> bool:
+        return any((r.get("score") or 0.0) >= self.min_score for r in resources)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamExtras:
+    """What an app adds to Dify's stream: how long approvals wait (seconds), whether the agent has
+    an output type (its outcome goes in ``message_end``), the evidence policy."""
+
+    approval_timeout: float = 3600.0
+    structured_output: bool = False
+    evidence: EvidencePolicy | None = None
+
+
+def _usage_data(usage: Usage | None) -> dict[str, Any] | None:
+    return dump_usage(usage) if usage is not None else None
+
+
+DOCUMENT_EXTENSIONS = frozenset({"pdf", "txt", "md", "markdown"})
+
+
+def file_type(mime: str, extension: str = "") -> str:
+    """Dify's file type — image, audio, video, document or custom — from a MIME type (and a file
+    name's extension, for a generic type): of an upload, and of a message file."""
+    major = mime.split("/", 1)[0]
+    if major in ("image", "video", "audio"):
+        return major
+    if major == "text" or mime == "application/pdf" or extension in DOCUMENT_EXTENSIONS:
+        return "document"
+    return "custom"

@@ -1,0 +1,1 @@
+"""Files of a message: uploads, file inputs, chat files, speech."""
