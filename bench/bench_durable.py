@@ -27,7 +27,7 @@ from sqlalchemy import text
 
 from loopwright import tool
 from loopwright.app.config import AppConfig, ToolConfig
-from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.store import repositories as repo

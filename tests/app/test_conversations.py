@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from loopwright.app.admin.apps import conversations
+from loopwright.app.admin import conversations
 from loopwright.app.config import AppConfig
 from loopwright.app.lookup import AppLookup
 from loopwright.errors import NotFoundError, UserInputError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app.admin.apps import datasets
+from loopwright.app.admin import datasets
 from loopwright.app.admin.datasets import DatasetExistsError, KnowledgeBase, NewDataset
 from loopwright.errors import NotFoundError, UserInputError
 

@@ -21,7 +21,7 @@ from dbos import DBOS  # noqa: E402
 
 from loopwright import tool  # noqa: E402
 from loopwright.app.config import AppConfig, ApprovalSettings, ToolConfig  # noqa: E402
-from loopwright.app.dify.events import AgentMessage, AgentThought, EventHead, MessageEnd  # noqa: E402
+from loopwright.app.dify.events import AgentThought, EventHead, MessageEnd  # noqa: E402
 from loopwright.app.dify.stream import DifyStream  # noqa: E402
 from loopwright.app.errors import RunExistsError  # noqa: E402
 from loopwright.app.run.approvals import ApprovalsRequest, Decision  # noqa: E402
@@ -199,8 +199,8 @@ async def test_concurrent_durable_runs_with_parallel_calls_all_end_answered(dura
 def _gate_with_record(db: Database) -> tuple[StepGate, RunRecord]:
     head = EventHead("task-1", "message-1", "conversation-1", 0)
     record = RunRecord(EventJournal(db), head.task_id)
-    gate = StepGate(record, taken_at=1)
-    gate.bind(DifyStream(head, "function-calling"))
+    gate = StepGate(taken_at=1)
+    gate.bind(DifyStream(head, "function-calling"), record)
     return gate, record
 
 
@@ -209,13 +209,12 @@ async def test_a_step_before_a_tool_waits_for_its_record_and_those_before_it(tmp
     follows waits until both are recorded; each carries the events added since the one before."""
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
     await db.create_all()  # the journal may write the record's events meanwhile
-    head = EventHead("task-1", "message-1", "conversation-1", 0)
     try:
         gate, record = _gate_with_record(db)
-        record.add(AgentMessage(head, "Add"))
+        record.add("Add")
         await gate.step({"at": "model call"}, before_effects=False)  # returns without a record
-        record.add(AgentMessage(head, "ing."))
-        record.add(AgentMessage(head, "!"))
+        record.add("ing.")
+        record.add("!")
         waiting = asyncio.create_task(gate.step({"at": "tools"}))
         first, second = await gate.next(), await gate.next()
         assert (first["n"], first["events"]) == (2, [1, ["Add"]])
@@ -257,13 +256,12 @@ async def test_checkpoints_waiting_together_are_recorded_as_one_step(tmp_path: P
     events of all); a run's end makes those before it moot."""
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
     await db.create_all()
-    head = EventHead("task-1", "message-1", "conversation-1", 0)
     try:
         gate, record = _gate_with_record(db)
-        record.add(AgentMessage(head, "One"))
+        record.add("One")
         await gate.step({"at": "model call"}, before_effects=False)
-        record.add(AgentMessage(head, "two"))
-        record.add(AgentMessage(head, "three"))
+        record.add("two")
+        record.add("three")
         await gate.step({"at": "next tool result"}, before_effects=False)
         folded = await gate.next()
         assert (folded["n"], folded["agent"], folded["events"]) == (
@@ -291,8 +289,8 @@ async def test_a_workflow_that_cannot_start_fails_the_run_at_its_first_waiting_s
         raise ConnectionError("the database is gone")
 
     try:
-        gate = StepGate(RunRecord(EventJournal(db), head.task_id), start)
-        gate.bind(DifyStream(head, "function-calling"))
+        gate = StepGate(start)
+        gate.bind(DifyStream(head, "function-calling"), RunRecord(EventJournal(db), head.task_id))
         await gate.step({"at": "model call"}, before_effects=False)  # returns before the start ends
         assert not started.is_set()
         with pytest.raises(DurableRunError) as failed:

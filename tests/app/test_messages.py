@@ -1,12 +1,10 @@
-"""A message from request to stored answer, through the app runtime's entry point and the pipeline's
-steps (``app.run.messages``), on a real SQLite file and the scripted model."""
+"""A message from request to stored answer, through the app runtime's entry point and the run's pipeline
+(``app.run.plan``, ``app.run.pipeline``), on a real SQLite file and the scripted model."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -16,9 +14,8 @@ from loopwright.agent import ToolCallStarted
 from loopwright.app.config import AppConfig, ToolConfig
 from loopwright.app.dify.events import AgentMessage, AgentThought, ErrorEvent, MessageEnd, WireEvent
 from loopwright.app.errors import ConversationNotFoundError
-from loopwright.app.run import messages
 from loopwright.app.run.message_writes import conversation_name
-from loopwright.app.run.messages import Message, MessageRequest
+from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runs import Run
 from loopwright.app.run.runtime import AppRuntime, build_agent
 from loopwright.config import Settings
@@ -60,16 +57,22 @@ def ask(app_id: str, query: str, user: str = "alice", **more: object) -> Message
     return MessageRequest(app_id, user, query, **more)  # type: ignore[arg-type]
 
 
-async def steps(
+async def started(
     db: Database, model: ScriptedModel, request: MessageRequest, tools: list[Tool] | None = None
-) -> tuple[Message, Run, AsyncGenerator[WireEvent, None]]:
-    """The pipeline's steps, driven by the test (no executor): prepare, start, the event generator."""
+) -> tuple[AppRuntime, Run]:
+    """A message's run, started through the runtime's entry point."""
     runtime = runtime_for(db, model, tools)
-    message = await messages.prepare(db, runtime.lookup, request, upload_dir=Path("unused"))
-    agent = await runtime.agent(message.version)
-    messages.start(message)
-    run = Run(message.head, request.app_id, request.user)
-    return message, run, messages.run_events(message, agent, run)
+    return runtime, await runtime.start(request)
+
+
+async def stop_after(runtime: AppRuntime, run: Run, count: int) -> list[WireEvent]:
+    """The run's events, the run stopped as soon as ``count`` have arrived."""
+    events: list[WireEvent] = []
+    async for event in run.events():
+        events.append(event)
+        if len(events) == count:
+            assert runtime.stop(run.task_id, run.app_id, run.user)
+    return events
 
 
 CONFIG = AppConfig(model="scripted", instruction="You add numbers.", tools=[ToolConfig(name="add")])
@@ -143,15 +146,17 @@ async def test_another_users_conversation_does_not_exist(db: Database) -> None:
 
 async def test_a_stopped_run_saves_what_it_did(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
-    model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
-    prepared, _, gen = await steps(db, model, ask(app_id, "talk"))
-    seen = [await gen.__anext__() for _ in range(3)]  # thought, then two deltas
-    await gen.aclose()
+    # paced: the stop lands while the run waits for the model's next chunk
+    model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4, delay=0.05)
+    runtime, run = await started(db, model, ask(app_id, "talk"))
+    seen = await stop_after(runtime, run, 3)  # thought, then two deltas
+    outcome = await run.outcome()
     async with db.transaction() as s:
-        message = await s.get(MessageRow, prepared.head.message_id)
-        thoughts = await repo.list_thoughts(s, prepared.head.message_id)
-    assert message is not None and message.status == "stopped"
+        message = await s.get(MessageRow, run.head.message_id)
+        thoughts = await repo.list_thoughts(s, run.head.message_id)
+    assert outcome.status == "stopped" and message is not None and message.status == "stopped"
     assert isinstance(seen[0], AgentThought) and [t.id for t in thoughts] == [seen[0].id]
+    assert run.stop_reason == "requested" and run.task is not None and not run.task.cancelled()
 
 
 async def test_a_failing_model_gives_difys_error_event_and_is_recorded(db: Database) -> None:
@@ -250,17 +255,13 @@ async def test_stop_cancels_a_running_tool_and_ends_with_message_end(db: Databas
 
 async def test_stop_between_events_ends_the_run_as_stopped(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
-    model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4)
-    prepared, run, gen = await steps(db, model, ask(app_id, "talk"))
-    events = []
-    async for event in gen:
-        events.append(event)
-        if len(events) == 3:
-            run.stop_event.set()
+    model = ScriptedModel([Reply.text("a long answer " * 20)], features=FC, chunk_size=4, delay=0.05)
+    runtime, run = await started(db, model, ask(app_id, "talk"))
+    events = await stop_after(runtime, run, 3)
     assert [e.event for e in events][-2:] == ["agent_message", "message_end"]
     assert len(events) == 4
     async with db.transaction() as s:
-        message = await s.get(MessageRow, prepared.head.message_id)
+        message = await s.get(MessageRow, run.head.message_id)
     streamed = "".join(e.answer for e in events if isinstance(e, AgentMessage))
     assert streamed == "a long a"  # two chunks of four characters
     assert message is not None and message.status == "stopped" and message.answer == streamed
@@ -269,22 +270,18 @@ async def test_stop_between_events_ends_the_run_as_stopped(db: Database) -> None
 async def test_a_cancellation_that_is_not_a_stop_still_saves_and_propagates(db: Database) -> None:
     app_id = await new_app(db, CONFIG)
     model = ScriptedModel([Reply.text("slow " * 50)], features=FC, chunk_size=1, delay=0.05)
-    prepared, _, gen = await steps(db, model, ask(app_id, "talk"))
-    streamed = asyncio.Event()
-
-    async def consume() -> None:
-        async for event in gen:
-            if isinstance(event, AgentMessage):
-                streamed.set()
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(streamed.wait(), 5)
-    task.cancel()  # a shutdown, say: no stop event set
+    _, run = await started(db, model, ask(app_id, "talk"))
+    async for event in run.events():
+        if isinstance(event, AgentMessage):
+            break
+    assert run.task is not None
+    run.task.cancel()  # the process going down, say: no stop reason
+    outcome = await asyncio.wait_for(run.outcome(), 5)
     with pytest.raises(asyncio.CancelledError):
-        await task
+        await run.task
     async with db.transaction() as s:
-        message = await s.get(MessageRow, prepared.head.message_id)
-    assert message is not None and message.status == "stopped"
+        message = await s.get(MessageRow, run.head.message_id)
+    assert outcome.status == "stopped" and message is not None and message.status == "stopped"
     assert message.answer and ("slow " * 50).startswith(message.answer)  # what had streamed
 
 

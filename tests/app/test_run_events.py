@@ -6,7 +6,7 @@ import asyncio
 
 from sqlalchemy import select
 
-from loopwright.app.dify.events import AgentMessage, EventHead, MessageEnd
+from loopwright.app.dify.events import EventHead, MessageEnd
 from loopwright.app.run.journal import EventJournal, Replayed
 from loopwright.store.db import Database
 from loopwright.store.models import RunEvent
@@ -25,8 +25,8 @@ async def test_deltas_are_written_in_batches_and_followed_to_an_empty_final_chun
     journal = EventJournal(db, interval=60)  # nothing is written until flushed
     record = journal.open(HEAD, "app", "alice", None)
     for piece in ["a", "b", "c"]:
-        record.add(AgentMessage(HEAD, piece))
-    record.add(MessageEnd(HEAD, {"usage": {}}))
+        record.add(piece)
+    record.add(MessageEnd(HEAD, {"usage": {}}).payload())
     await journal.settled()  # one chunk for the four events
     record.end()  # after its events were written: an empty final chunk
     await journal.settled()
@@ -43,11 +43,11 @@ async def test_deltas_are_written_in_batches_and_followed_to_an_empty_final_chun
 async def test_a_follower_gets_what_is_written_after_it_started(db: Database) -> None:
     journal = EventJournal(db, interval=0.01, poll_interval=60)  # only the local wake-up can tell it
     record = journal.open(HEAD, "app", "alice", None)
-    record.add(AgentMessage(HEAD, "first"))
+    record.add("first")
     await journal.settled()
     follower = asyncio.ensure_future(collect(journal, 0))
     await asyncio.sleep(0.05)
-    record.add(AgentMessage(HEAD, "second"))
+    record.add("second")
     record.end()
     got = await asyncio.wait_for(follower, 10)
     assert [(r.seq, r.item) for r in got] == [(1, "first"), (2, "second")]

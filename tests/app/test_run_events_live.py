@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from loopwright.app.dify.events import AgentMessage, EventHead, MessageEnd
+from loopwright.app.dify.events import EventHead, MessageEnd
 from loopwright.app.run.journal import EventJournal, Replayed, RunRecord
 from loopwright.app.run.relay import Relay
 from loopwright.store import streams
@@ -67,8 +67,9 @@ async def until(check: Callable[[], bool], what: str) -> None:
             await asyncio.sleep(0.01)
 
 
-def delta(text: str, head: EventHead = HEAD) -> AgentMessage:
-    return AgentMessage(head, text)
+def delta(text: str) -> str:
+    """An ``agent_message`` delta as the journal keeps it (its text)."""
+    return text
 
 
 def opened(journal: EventJournal, head: EventHead = HEAD) -> RunRecord:
@@ -158,7 +159,7 @@ async def test_a_stream_nobody_follows_waits_until_a_follower_comes(database: Da
     await until(lambda: len(got) == 1, "the follower made the stream written at once")
     clock.now += LONG  # idle: the next events go at once too
     record.add(delta("live"))
-    record.add(MessageEnd(HEAD, {}))
+    record.add(MessageEnd(HEAD, {}).payload())
     record.end()
     await asyncio.wait_for(follower, 30)
     assert [(r.seq, r.item) for r in got[:2]] == [(1, "kept"), (2, "live")]
@@ -304,7 +305,7 @@ async def test_a_follower_in_another_process_hears_chunks_with_their_events(pg_e
         for i in range(1, 41):
             record.add(delta(str(i)))
             await asyncio.sleep(0.002)
-        record.add(MessageEnd(HEAD, {}))
+        record.add(MessageEnd(HEAD, {}).payload())
         record.end()
         await asyncio.wait_for(task, 30)
     finally:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loopwright.app.admin.apps import apps as admin
+from loopwright.app.admin import apps as admin
 from loopwright.app.config import AppConfig
 from loopwright.app.guards.tool_allowlist import ToolSourceNotAllowedError, check_config, source_names
-from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.cli import app as cli
 from loopwright.config import ConfigError, Settings, load_settings

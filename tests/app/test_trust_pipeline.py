@@ -14,7 +14,7 @@ import pytest
 from loopwright.app.config import AppConfig, import_dify_dsl
 from loopwright.app.dify.events import AgentMessage, MessageEnd, WireEvent
 from loopwright.app.guards.annotations import AnnotationNotFoundError, Annotations
-from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
 from loopwright.knowledge.embeddings import OpenAIEmbedder

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from loopwright.app.dify.events import AgentMessage, EventHead
+from loopwright.app.dify.events import EventHead
 from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.config import Settings
@@ -160,8 +160,8 @@ async def test_the_stream_of_a_dead_workers_run_ends_with_an_interrupted_error(
     async with db.transaction() as s:
         s.add(Worker(id="dead-worker", heartbeat_at=utcnow(), host="elsewhere", pid=1))
     record = runtime.journal.open(head, app.id, "alice", "dead-worker")
-    record.add(AgentMessage(head, "Hel"))
-    record.add(AgentMessage(head, "lo"))
+    record.add("Hel")
+    record.add("lo")
     await runtime.journal.settled()
     async with (
         serving(server) as url,

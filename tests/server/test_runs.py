@@ -5,10 +5,9 @@ once, and never holding the run up."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
 from typing import Any
 
-from loopwright.app.dify.events import AgentMessage, EventHead, WireEvent
+from loopwright.app.dify.events import AgentMessage, EventHead
 from loopwright.app.run.runs import Run, RunRegistry
 from loopwright.server.event_stream import writable_now
 from loopwright.server.sse import stream_to
@@ -76,10 +75,11 @@ class Script:
         self._go: asyncio.Queue[int | None] = asyncio.Queue()
         self.produced = 0
 
-    async def events(self) -> AsyncGenerator[WireEvent, None]:
+    async def run(self, run: Run) -> None:
+        """A run's pipeline: each released event handed to the run."""
         while (n := await self._go.get()) is not None:
             self.produced += 1
-            yield AgentMessage(HEAD, str(n))
+            await run.emit(AgentMessage(HEAD, str(n)))
 
     async def step(self, *numbers: int) -> None:
         for n in numbers:
@@ -94,7 +94,7 @@ class Script:
 def start(connection: Connection | None = None) -> tuple[Run, Script, asyncio.Task[None] | None]:
     run = new_run("t1")
     script = Script()
-    RunRegistry().start(run, script.events())
+    RunRegistry().start(run, script.run(run))
     response = None
     if connection is not None:
         writable = writable_now(connection.send)
@@ -198,7 +198,7 @@ async def test_a_server_that_cannot_say_gets_everything_through_the_queue() -> N
 
     run = new_run("t2")
     script = Script()
-    RunRegistry().start(run, script.events())
+    RunRegistry().start(run, script.run(run))
     response = asyncio.create_task(stream_to(run, send, writable_now(send)))
     await script.step(0, 1)
     script.end()

@@ -21,6 +21,8 @@ CONVERSATION_NOT_EXISTS = "Conversation Not Exists."
 class AppUnavailableError(UserInputError):
     """The app has no configuration to run with (Dify's ``app_unavailable``)."""
 
+    code = "app_unavailable"
+
     def __init__(self, detail: str = "") -> None:
         super().__init__(APP_UNAVAILABLE)
         self.detail = detail  # for logs; the client sees Dify's message
@@ -37,6 +39,8 @@ class ProviderNotInitializedError(UserInputError):
     """The app's model cannot be built: a provider without its key, an unknown spec (Dify's
     ``provider_not_initialize``)."""
 
+    code = "provider_not_initialize"
+
 
 APP_GONE = "The app no longer exists."
 APP_ABNORMAL = "The app's status is abnormal."
@@ -46,6 +50,9 @@ API_DISABLED = "The app's API service has been disabled."
 class AppForbiddenError(UserInputError):
     """The app may not be used through the Service API: deleted, disabled, or its API turned off
     (Dify's 403 ``forbidden``, with the message saying which)."""
+
+    code = "forbidden"
+    status = 403
 
 
 class RunExistsError(UserInputError):

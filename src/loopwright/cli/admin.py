@@ -22,7 +22,7 @@ import typer
 if TYPE_CHECKING:
     from loopwright.app.config import ImportReport
     from loopwright.app.dify.tools import ImportOptions
-    from loopwright.app.run.messages import MessageRequest
+    from loopwright.app.run.plan import MessageRequest
 
 apps = typer.Typer(help="Create, list, show, ask, export and delete agent-chat apps.", no_args_is_help=True)
 keys = typer.Typer(help="Create, list and revoke API keys of apps.", no_args_is_help=True)
@@ -62,7 +62,7 @@ def create_app(
     ] = None,
 ) -> None:
     """Create an app; prints its id. A Dify export's tools are reported one by one."""
-    from loopwright.app.admin.apps import apps as admin
+    from loopwright.app.admin import apps as admin
     from loopwright.app.config import ConfigImportError, ImportReport
     from loopwright.cli._common import reported_errors
 
@@ -139,7 +139,7 @@ def _ask_for_mcp_servers(text: str, report: ImportReport, options: ImportOptions
     """Ask, at a terminal, for the MCP server of each MCP provider the options did not name."""
     from dataclasses import replace
 
-    from loopwright.app.admin.apps import apps as admin
+    from loopwright.app.admin import apps as admin
 
     missing = sorted({t.provider for t in report.tools if t.provider_type == "mcp" and not t.kept})
     servers = dict(options.mcp_servers)
@@ -194,7 +194,7 @@ def ask(
 ) -> None:
     """Send one message to an app, through the same path as the HTTP API: stored like any other, tool
     calls shown on stderr as they finish, the answer on stdout, then the conversation's id on stderr."""
-    from loopwright.app.run.messages import MessageRequest
+    from loopwright.app.run.plan import MessageRequest
 
     form: dict[str, str] = {}
     for item in inputs or []:

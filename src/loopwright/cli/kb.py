@@ -94,7 +94,7 @@ def create(
 ) -> None:
     """Create a dataset; prints its id."""
 
-    from loopwright.app.admin.apps import datasets
+    from loopwright.app.admin import datasets
 
     async def work(base: KnowledgeBase) -> str:
         new = datasets.NewDataset(
@@ -120,7 +120,7 @@ def add(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from loopwright._threads import run_sync
-    from loopwright.app.admin.apps import datasets
+    from loopwright.app.admin import datasets
     from loopwright.knowledge.extract import ExtractError, kind_of
 
     missing = [str(f) for f in files if not f.is_file()]
@@ -199,7 +199,7 @@ def search(
     from rich.markup import escape
     from rich.table import Table
 
-    from loopwright.app.admin.apps import datasets
+    from loopwright.app.admin import datasets
 
     async def work(base: KnowledgeBase) -> Table:
         dataset = await datasets.find_dataset(base, name)
@@ -245,7 +245,7 @@ def list_datasets() -> None:
 @kb.command("documents")
 def documents(name: Annotated[str, typer.Argument(help="The dataset (name or id).")]) -> None:
     """List a dataset's documents with their status."""
-    from loopwright.app.admin.apps import datasets
+    from loopwright.app.admin import datasets
 
     async def work(base: KnowledgeBase) -> list[str]:
         dataset = await datasets.find_dataset(base, name)
@@ -263,7 +263,7 @@ def documents(name: Annotated[str, typer.Argument(help="The dataset (name or id)
 @kb.command("delete")
 def delete(name: Annotated[str, typer.Argument(help="The dataset (name or id).")]) -> None:
     """Delete a dataset with its documents and vectors."""
-    from loopwright.app.admin.apps import datasets
+    from loopwright.app.admin import datasets
 
     async def work(base: KnowledgeBase) -> str:
         dataset = await datasets.find_dataset(base, name)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright._threads import run_sync
+from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge.connection import knowledge_path
 from loopwright.knowledge.embeddings import (
     MINILM_DIM,
@@ -57,12 +58,16 @@ _METHODS: dict[str, SearchMethod] = {
 }
 
 
-class DatasetNotFoundError(LookupError):
-    pass
+class DatasetNotFoundError(NotFoundError):
+    """No dataset of that id or name."""
 
 
-class DatasetExistsError(ValueError):
-    pass
+class DatasetExistsError(UserInputError):
+    """A dataset of that name exists already (Dify's 409, with its own words)."""
+
+    status = 409
+    code = "dataset_name_duplicate"
+    fixed_message = "The dataset name already exists. Please modify your dataset name."
 
 
 class KnowledgeBase:

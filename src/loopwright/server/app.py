@@ -100,7 +100,6 @@ def create_app(
     )
     app.state.db = db
     app.state.loopwright = runtime
-    runtime.journal.describe_error = errors.error_fields  # stored error events as the client saw them
     runtime.journal.enabled = runtime.settings.resumable_streams  # off: no re-attach, no journal cost
     errors.install(app)
     app.include_router(routes_chat.router)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from loopwright.app.admin.apps import datasets
+from loopwright.app.admin import datasets
 from loopwright.app.availability import check_access
 from loopwright.app.lookup import KeyedApp
 from loopwright.server.errors import ApiError

@@ -1,9 +1,10 @@
 """Dify's error bodies: every error response is ``{"code", "message", "status"}``.
 
-:data:`ERROR_TABLE` maps loopwright's exceptions (``loopwright.errors``) to Dify's codes, once, for both
-an HTTP error response and a stream's ``error`` event. Request validation errors (FastAPI's 422) become
-400 ``invalid_param``; anything not in the table — a bug — becomes 500 ``internal_server_error`` with
-Dify's generic message and no details (it is logged), never the client's fault.
+Each of loopwright's exceptions says its own Dify code and status (``loopwright.errors``, read by
+``app.dify.errors.error_fields`` — the same fields a stream's ``error`` event carries). Request
+validation errors (FastAPI's 422) become 400 ``invalid_param``; anything else — a bug — becomes 500
+``internal_server_error`` with Dify's generic message and no details (it is logged), never the
+client's fault.
 """
 
 from __future__ import annotations
@@ -17,16 +18,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loopwright.app.admin.dataset_edits import InvalidActionError
-from loopwright.app.admin.datasets import DatasetExistsError, DocumentIndexingError
-from loopwright.app.errors import AppForbiddenError, AppUnavailableError, ProviderNotInitializedError
-from loopwright.app.files import speech
-from loopwright.app.run.limits import AppInvokeQuotaExceededError
-from loopwright.errors import AgentError, LoopwrightError, ModelError, NotFoundError, UserInputError
+from loopwright.app.dify.errors import INTERNAL_MESSAGE, error_fields
+from loopwright.errors import LoopwrightError
 
 log = logging.getLogger("loopwright.server")
 
-INTERNAL_MESSAGE = "Internal Server Error, please contact support."
 _HTTP_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -37,42 +33,6 @@ _HTTP_CODES = {
     415: "unsupported_media_type",
     429: "too_many_requests",
 }
-
-
-# (exception class, status, code), most specific first; the exception's own message is shown, unless
-# Dify always shows a fixed one (FIXED_MESSAGES). Agent errors keep their message (Dify hides them
-# behind its generic one; ours say what happened).
-ERROR_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
-    (DatasetExistsError, 409, "dataset_name_duplicate"),
-    (speech.NoAudioUploadedError, 400, "no_audio_uploaded"),
-    (speech.AudioTooLargeError, 413, "audio_too_large"),
-    (speech.UnsupportedAudioTypeError, 415, "unsupported_audio_type"),
-    (speech.NoSpeechModelError, 400, "provider_not_support_speech_to_text"),
-    (speech.NoVoiceModelError, 400, "provider_not_support_text_to_speech"),
-    (AppInvokeQuotaExceededError, 429, "too_many_requests"),
-    (DocumentIndexingError, 400, "document_indexing"),
-    (InvalidActionError, 400, "invalid_action"),
-    (AppUnavailableError, 400, "app_unavailable"),
-    (AppForbiddenError, 403, "forbidden"),
-    (ProviderNotInitializedError, 400, "provider_not_initialize"),
-    (NotFoundError, 404, "not_found"),
-    (UserInputError, 400, "invalid_param"),
-    (ModelError, 400, "completion_request_error"),
-    (AgentError, 500, "internal_server_error"),
-)
-
-
-FIXED_MESSAGES = {
-    "dataset_name_duplicate": "The dataset name already exists. Please modify your dataset name."
-}
-
-
-def error_fields(exc: BaseException) -> tuple[str, int, str]:
-    """``(code, status, message)`` of an exception, from :data:`ERROR_TABLE`."""
-    for cls, status, code in ERROR_TABLE:
-        if isinstance(exc, cls):
-            return code, status, FIXED_MESSAGES.get(code, str(exc))
-    return "internal_server_error", 500, INTERNAL_MESSAGE
 
 
 class ApiError(Exception):
@@ -148,9 +108,7 @@ def install(app: FastAPI) -> None:
         return error_response(exc.status_code, code, message)
 
     app.add_exception_handler(ApiError, api_error)
-    handled: set[type[Exception]] = {LoopwrightError, *(cls for cls, _, _ in ERROR_TABLE)}
-    for cls in handled:
-        app.add_exception_handler(cls, loopwright_error)
+    app.add_exception_handler(LoopwrightError, loopwright_error)
     app.add_exception_handler(RequestValidationError, request_invalid)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_middleware(CatchAll)

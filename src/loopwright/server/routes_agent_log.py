@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from loopwright.app.admin.apps import agent_log
+from loopwright.app.admin import agent_log
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.state import ServerState, get_state, require_user
 

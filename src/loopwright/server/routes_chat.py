@@ -14,13 +14,14 @@ from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
+from loopwright.app.dify.errors import error_fields
 from loopwright.app.errors import RunExistsError
-from loopwright.app.run.messages import MessageRequest
+from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
-from loopwright.server.errors import ApiError, error_fields, invalid_param
+from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.event_stream import EventStream
 from loopwright.server.sse import replay_to, stream_to
 from loopwright.server.state import get_state, require_user

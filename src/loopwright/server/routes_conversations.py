@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app.admin.apps import conversations, suggestions
+from loopwright.app.admin import conversations, suggestions
 from loopwright.app.admin.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.app.availability import current_config
 from loopwright.app.run import naming

@@ -15,7 +15,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, U
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from loopwright.app.admin.apps import dataset_edits, dataset_metadata
+from loopwright.app.admin import dataset_edits, dataset_metadata
 from loopwright.app.admin.datasets import MetadataField
 from loopwright.server.bodies import json_body
 from loopwright.server.routes_datasets import (

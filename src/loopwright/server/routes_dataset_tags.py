@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel
 
-from loopwright.app.admin.apps import dataset_tags
+from loopwright.app.admin import dataset_tags
 from loopwright.app.admin.datasets import Tag
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import invalid_param

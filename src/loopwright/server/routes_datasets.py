@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from loopwright.app.admin.apps import dataset_tags, datasets
+from loopwright.app.admin import dataset_tags, datasets
 from loopwright.app.admin.dataset_metadata import BUILT_IN_FIELDS
 from loopwright.app.admin.datasets import (
     MAX_FILE_BYTES,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from loopwright.app.admin.apps import conversations
+from loopwright.app.admin import conversations
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError
 from loopwright.server.state import DEFAULT_USER, ServerState, get_state

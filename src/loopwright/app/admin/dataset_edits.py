@@ -37,6 +37,8 @@ STATUS_ACTIONS = ("enable", "disable", "archive", "un_archive")
 class InvalidActionError(UserInputError):
     """A document status action that cannot be done (Dify's 400 ``invalid_action``)."""
 
+    code = "invalid_action"
+
 
 SEGMENT_NOT_FOUND = "Segment not found."
 

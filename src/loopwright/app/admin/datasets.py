@@ -67,6 +67,8 @@ DOCUMENTS_NOT_FOUND = "Documents not found."
 class DocumentIndexingError(UserInputError):
     """A document being indexed cannot be deleted (Dify: 400 ``document_indexing``)."""
 
+    code = "document_indexing"
+
     def __init__(self) -> None:
         super().__init__("Cannot delete document during indexing.")
 

@@ -3,16 +3,18 @@
 Each event has an ``event`` field with its Dify name and ``payload()``, the JSON object Dify sends,
 field for field and in Dify's order. Every event of one message shares one :class:`EventHead` (task,
 message, conversation, creation time). An :class:`ErrorEvent` carries the exception that ended the run:
-which code, status and message a client sees is decided at the edge (``server.errors``), in one table.
+which code, status and message a client sees is the exception's own (``app.dify.errors``).
 
-Building an event never reads the database; rendering it as an SSE frame is the server's job
-(``server.sse``), which has a fast path for :class:`AgentMessage` (nearly every event of a stream).
+Building an event never reads the database; :mod:`app.dify.encoder` renders each one once, as the
+journal's item and the SSE frame, with a fast path for :class:`AgentMessage` (nearly every event).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from loopwright.app.dify.errors import error_fields
 
 __all__ = [
     "AgentMessage",
@@ -185,12 +187,15 @@ class ToolApprovalRequired:
 
 @dataclass(frozen=True, slots=True)
 class ErrorEvent:
-    """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are chosen at the edge.
-    Dify's error event has no ``task_id``."""
+    """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are the exception's
+    (``app.dify.errors``). Dify's error event has no ``task_id``."""
 
     head: EventHead
     error: BaseException
     event: Literal["error"] = field(default="error", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return self.payload_with(*error_fields(self.error))
 
     def payload_with(self, code: str, status: int, message: str) -> dict[str, Any]:
         return {
@@ -232,7 +237,6 @@ WireEvent = (
     | MessageReplace
     | TextMessage
     | ToolApprovalRequired
-    | ErrorEvent
     | ErrorEvent
     | TtsMessage
     | TtsMessageEnd

@@ -4,7 +4,8 @@ One :class:`DifyStream` per message, with one hook per agent event type. ``feed(
 in-memory mirror of the message's ``MessageAgentThought`` rows (the same values the store persists)
 and returns the wire events (:mod:`loopwright.app.dify.events`) to send, field for field as Dify's
 Service API (reference §7.6). Building an event never reads the database:
-the rows here are the source, and the store writes them (``DifyStream.dirty``) when it likes.
+the rows here are the source; the run's row writer saves a round's row when the round ends
+(``app.run.message_writes``).
 
 Order, as Dify's (one tool round, then the answer):
 function calling — ``agent_thought``(empty) → ``agent_message``… → ``agent_thought``(tool, input) →
@@ -117,7 +118,6 @@ class DifyStream:
         self.first_token_at: float | None = None
         self.first_position = first_position  # thoughts continue after any the message already has
         self.thoughts: list[ThoughtRow] = []
-        self.dirty: set[str] = set()  # thought ids changed since the store last saved them
         self.answer = ""
         self.usage = Usage()
         self.end: MessageEnd | None = None  # the message_end sent (a finished or stopped run)
@@ -197,7 +197,6 @@ class DifyStream:
         if self._join_rounds:
             self._round_texts.append("".join(self._streamed))
         row.thought = event.thought.strip()
-        self.dirty.add(row.id)
         if event.answer is None:
             return []  # the tool events already showed this round's state
         row.answer = event.answer
@@ -308,7 +307,6 @@ class DifyStream:
         return ErrorEvent(self.head, exc)
 
     def _thought(self, row: ThoughtRow) -> AgentThought:
-        self.dirty.add(row.id)
         return AgentThought(
             self.head,
             id=row.id,

@@ -41,16 +41,24 @@ DEFAULT_VOICE = "alloy"  # the first of OpenAI's voices (Dify takes the model's 
 
 
 class NoAudioUploadedError(UserInputError):
+    code = "no_audio_uploaded"
+
     def __init__(self) -> None:
         super().__init__("Please upload your audio.")
 
 
 class AudioTooLargeError(UserInputError):
+    code = "audio_too_large"
+    status = 413
+
     def __init__(self) -> None:
         super().__init__(f"Audio size larger than {FILE_SIZE_MB} mb")
 
 
 class UnsupportedAudioTypeError(UserInputError):
+    code = "unsupported_audio_type"
+    status = 415
+
     def __init__(self) -> None:
         super().__init__("Audio type not allowed.")
 
@@ -58,12 +66,16 @@ class UnsupportedAudioTypeError(UserInputError):
 class NoSpeechModelError(UserInputError):
     """The app's speech-to-text model is not on an audio API (Dify: no speech2text model)."""
 
+    code = "provider_not_support_speech_to_text"
+
     def __init__(self) -> None:
         super().__init__("Provider not support speech to text.")
 
 
 class NoVoiceModelError(UserInputError):
     """The app's text-to-speech model is not on an audio API (Dify: no tts model)."""
+
+    code = "provider_not_support_text_to_speech"
 
     def __init__(self) -> None:
         super().__init__("Provider not support text to speech.")

@@ -20,7 +20,7 @@ and the query the agent sees. A rule whose provider fails or times out follows i
 ``allow`` (the default: fail open, as Dify's output moderation) lets the text through and logs the
 failure; ``block`` (fail closed) treats the text as flagged. Either way the run goes on.
 
-How the app pipeline uses this (``app.run.messages``): the inputs before the run; the answer while it
+How the app pipeline uses this (``app.run.pipeline``): the inputs before the run; the answer while it
 streams (:class:`OutputGuard`: checked in the background every ``OUTPUT_BUFFER_CHARS`` characters, as
 Dify's ``OutputModeration`` thread, without holding the stream back) and once more when it ends.
 """

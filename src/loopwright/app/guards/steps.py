@@ -13,7 +13,7 @@ Before the agent (:meth:`Guards.prepare`), in Dify's order:
 A direct answer (1 or 2) is streamed as Dify's direct output — ``message`` events, one character each,
 then ``message_end`` — and saved as the message's answer; the model is not called.
 
-While the agent streams (:func:`moderated`): every ``agent_message`` text feeds the
+While the agent streams (the run's pipeline, ``app.run.pipeline``): every ``agent_message`` text feeds the
 :class:`~app.guards.moderation.OutputGuard`; a background check that flags the answer ends the run with
 ``message_replace`` (the preset response) and ``message_end``; at the end the final answer is checked
 once more and, flagged, replaced the same way. The saved answer is the replacement.
@@ -22,12 +22,12 @@ once more and, flagged, replaced the same way. The saved answer is the replaceme
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from loopwright.app.config import AppConfig
-from loopwright.app.dify.events import AgentMessage, MessageEnd, MessageReplace, TextMessage, WireEvent
+from loopwright.app.dify.events import TextMessage, WireEvent
 from loopwright.app.dify.stream import DifyStream
 from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.external_data import fill_inputs
@@ -116,19 +116,3 @@ def direct_answer(stream: DifyStream, prelude: Prelude) -> list[WireEvent]:
     events: list[WireEvent] = [TextMessage(stream.head, c) for c in text]
     events.append(stream.message_end())
     return events
-
-
-async def moderated(
-    wires: list[WireEvent], guard: OutputGuard, stream: DifyStream
-) -> AsyncIterator[WireEvent]:
-    """``wires`` with output moderation: texts fed to ``guard``; before ``message_end``, the final
-    answer checked and, flagged, replaced (``message_replace``)."""
-    for wire in wires:
-        if type(wire) is AgentMessage:
-            guard.feed(wire.answer)
-        elif type(wire) is MessageEnd:
-            verdict = await guard.final(stream.answer)
-            if verdict is not None:
-                stream.answer = verdict.text
-                yield MessageReplace(stream.head, verdict.text, OUTPUT_MODERATION)
-        yield wire

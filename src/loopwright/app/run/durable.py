@@ -38,10 +38,9 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import aclosing
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from dbos import DBOS, SetWorkflowID
@@ -53,17 +52,16 @@ from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.agent.approvals import Interruption
 from loopwright.agent.durability import StepLog
-from loopwright.app.dify.events import EventHead, MessageReplace, WireEvent
+from loopwright.app.dify.events import EventHead
 from loopwright.app.dify.stream import DifyStream
-from loopwright.app.files.chat_files import ChatFiles
-from loopwright.app.guards.steps import Guards
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import messages
 from loopwright.app.run.approvals import Resumption
+from loopwright.app.run.executors import InProcessExecutor
 from loopwright.app.run.journal import EventJournal, RunRecord
-from loopwright.app.run.message_writes import MessageWrites
+from loopwright.app.run.pipeline import DurableSteps
+from loopwright.app.run.plan import RunPlan, created_at, resumed_plan
 from loopwright.app.run.recovery import WorkerLease
-from loopwright.app.run.runs import Run, RunRegistry
+from loopwright.app.run.runs import Run
 from loopwright.config import ConfigError, Settings
 from loopwright.store import repositories as repo
 from loopwright.store import streams
@@ -88,7 +86,6 @@ ADOPTED_BEATS = 4  # heartbeats a run handed back to DBOS counts as the taker's 
 SCHEMA_ENV = "LOOPWRIGHT_DBOS_SCHEMA"  # DBOS's tables' schema (default "dbos")
 URL_ENV = "LOOPWRIGHT_DBOS_URL"  # DBOS's system database (default: the app database)
 MAX_THREADS = 32
-RESUMED = "resumed"  # the reason of the message_replace a run taken up after a cut model call sends
 
 Carried = list[Any]  # [first seq, items]: the events of a run since its previous step boundary
 
@@ -134,8 +131,6 @@ class Runtime(Protocol):
     db: Database
     lease: WorkerLease
     journal: EventJournal
-    runs: RunRegistry
-    guards: Guards
     lookup: AppLookup
 
     @property
@@ -156,14 +151,9 @@ class StepGate:
     (``taken_at``). Checkpoints handed over while a step was being recorded are recorded as one."""
 
     def __init__(
-        self,
-        record: RunRecord | None,
-        start: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-        taken_at: int = 0,
+        self, start: Callable[[dict[str, Any]], Awaitable[None]] | None = None, taken_at: int = 0
     ) -> None:
-        self._record = record  # the run's journal record, which keeps its events since the last boundary
-        if record is not None:
-            record.carry = []
+        self._record: RunRecord | None = None  # the run's journal record (its events since a boundary)
         self._start = start
         self._checkpoints: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._go = asyncio.Event()
@@ -174,9 +164,13 @@ class StepGate:
         self.count = taken_at  # the number of the last checkpoint handed over
         self._released = taken_at  # the number of the last checkpoint recorded
 
-    def bind(self, stream: DifyStream) -> StepLog:
-        """The step log of the run whose events go through ``stream`` (messages.run_events)."""
+    def bind(self, stream: DifyStream, record: RunRecord | None) -> StepLog:
+        """The step log of the run whose events go through ``stream`` and are kept in ``record`` (when
+        they are kept for a re-attach): its pipeline's (app.run.pipeline)."""
         self._stream = stream
+        self._record = record
+        if record is not None:
+            record.carry = []
         return self
 
     async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
@@ -245,8 +239,9 @@ class DurableExecutor:
     """The durable executor of one process (see the module's docstring): DBOS launched on the
     runtime's database, this worker's lease id as its executor id."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, inner: InProcessExecutor) -> None:
         self.runtime = runtime
+        self.inner = inner  # what runs each run in this process; this executor records its steps
         self.gates: dict[str, StepGate] = {}  # the durable runs of this process, by task id
         self._adopted: dict[str, tuple[str, int]] = {}  # task id → (message id, heartbeats left)
 
@@ -289,24 +284,47 @@ class DurableExecutor:
 
     # --- starting -----------------------------------------------------------------------------------
 
-    def gate(self, run: Run, spec: dict[str, Any], workflow_id: str | None = None) -> StepGate:
+    # --- the executor seam (app.run.executors) ----------------------------------------------------
+
+    def start(self, plan: RunPlan, record: RunRecord | None = None) -> Run:
+        gate = self.gate(plan)
+        run = self.inner.launch(plan, record=record, steps=gate.bind)
+        self.watch(run)
+        return run
+
+    def resume(self, plan: RunPlan) -> Run:
+        """A workflow of its own: the paused one has ended."""
+        assert plan.resume is not None
+        gate = self.gate(plan, f"{plan.head.task_id}:{plan.resume.interruption.state['round']}")
+        run = self.inner.launch(plan, steps=gate.bind)
+        self.watch(run)
+        return run
+
+    def take_up(self, plan: RunPlan, steps: DurableSteps) -> Run:
+        run = self.inner.launch(plan, steps=steps)
+        self.watch(run)
+        return run
+
+    def gate(self, plan: RunPlan, workflow_id: str | None = None) -> StepGate:
         """A new run's step gate: its first boundary starts its workflow (``workflow_id``, by default
         the task id); a run that ends before any boundary (an answer without the agent) has none."""
+        task_id = plan.head.task_id
+        spec = run_spec(plan)
 
         async def start(first: dict[str, Any]) -> None:
             try:
-                with SetWorkflowID(workflow_id or run.task_id):
+                with SetWorkflowID(workflow_id or task_id):
                     handle = await DBOS.start_workflow_async(_run_workflow, {**spec, "first": first})
                 if not isinstance(handle, WorkflowHandleAsyncTask):  # the id was taken: a concurrent retry
-                    raise DurableRunError(f"another run holds workflow {workflow_id or run.task_id}")
+                    raise DurableRunError(f"another run holds workflow {workflow_id or task_id}")
             except BaseException as exc:  # the run fails (at its first boundary): its gate goes
-                if self.gates.get(run.task_id) is gate:
-                    del self.gates[run.task_id]
-                log.warning("durable run %s could not start its workflow: %s", run.task_id, exc)
+                if self.gates.get(task_id) is gate:
+                    del self.gates[task_id]
+                log.warning("durable run %s could not start its workflow: %s", task_id, exc)
                 raise
 
-        gate = StepGate(_kept(run), start)
-        self.gates[run.task_id] = gate
+        gate = StepGate(start)
+        self.gates[task_id] = gate
         return gate
 
     def watch(self, run: Run) -> None:
@@ -395,52 +413,37 @@ class DurableExecutor:
             runtime.journal.heard([missing])  # this process's followers
         carried.clear()
         self._adopted.pop(task_id, None)
-        run, message, agent = await self._rebuild(spec, str(end_user_id or ""), last_seq)
-        gate = StepGate(_kept(run), taken_at=checkpoint["n"])
+        plan = await self._plan(spec, resume, str(end_user_id or ""), last_seq, replace)
+        gate = StepGate(taken_at=checkpoint["n"])
         self.gates[task_id] = gate
-        events = messages.run_events(
-            message,
-            agent,
-            run,
-            runtime.guards,
-            resume,
-            join_rounds=runtime.settings.dify_strict,
-            steps=gate.bind,
-        )
-        if replace is not None:
-            events = _first(MessageReplace(run.head, replace, RESUMED), events)
-        runtime.runs.start(run, events)
-        self.watch(run)
+        self.take_up(plan, gate.bind)
         log.warning("took up durable run %s from its last recorded step", task_id)
         return gate
 
-    async def _rebuild(self, spec: dict[str, Any], end_user_id: str, last_seq: int) -> tuple[Run, Any, Any]:
-        """The run, message and agent of a run taken up (its rows exist: they are updated)."""
+    async def _plan(
+        self, spec: dict[str, Any], resume: Resumption, end_user_id: str, last_seq: int, replaced: str | None
+    ) -> RunPlan:
+        """The plan of a run taken up (its rows and its stream exist: they go on)."""
         runtime = self.runtime
         version = await runtime.lookup.config(spec["config_id"])
         if version is None:
             raise DurableRunError(f"configuration {spec['config_id']} is missing")
-        agent = await runtime.agent(version, spec["app_id"])
         head = EventHead(spec["task_id"], spec["message_id"], spec["conversation_id"], spec["created_at"])
-        writes = MessageWrites(runtime.db, head.conversation_id, head.message_id)
-        writes.resumed((), end_user_id, runtime.lease.id)
-        streaming = bool(spec["streaming"])
-        request = messages.MessageRequest(
-            spec["app_id"],
-            spec["user"],
-            spec["query"],
-            conversation_id=head.conversation_id,
-            response_mode="streaming" if streaming else "blocking",
+        return resumed_plan(
+            head=head,
+            created=created_at(head),
+            app_id=spec["app_id"],
+            user=spec["user"],
+            version=version,
+            agent=await runtime.agent(version, spec["app_id"]),
+            end_user_id=end_user_id,
+            query=spec["query"],
+            resume=resume,
+            streaming=bool(spec["streaming"]),
+            taken_up=True,
+            replaced=replaced,
+            first_seq=last_seq,
         )
-        created = datetime.fromtimestamp(head.created_at, UTC).replace(tzinfo=None)
-        message = messages.Message(
-            head, created, request, version, {}, [], ChatFiles([], []), False, end_user_id, writes
-        )
-        run = Run(head, spec["app_id"], spec["user"], keep_events=streaming)
-        if runtime.journal.enabled:
-            run.record = RunRecord(runtime.journal, head.task_id)
-            run.record.seq = last_seq  # numbered on from the last stored event
-        return run, message, agent
 
     # --- takeover -----------------------------------------------------------------------------------
 
@@ -495,9 +498,9 @@ class DurableExecutor:
         log.warning("handed %d durable run(s) of dead workers back to be taken up", len(rows))
 
 
-def run_spec(message: messages.Message) -> dict[str, Any]:
+def run_spec(plan: RunPlan) -> dict[str, Any]:
     """What a worker needs to take a run up (the workflow's input, with its first checkpoint)."""
-    head, request = message.head, message.request
+    head, request = plan.head, plan.request
     spec: dict[str, Any] = {
         "task_id": head.task_id,
         "message_id": head.message_id,
@@ -506,7 +509,7 @@ def run_spec(message: messages.Message) -> dict[str, Any]:
         "app_id": request.app_id,
         "user": request.user,
         "query": request.query,
-        "config_id": message.version.id,
+        "config_id": plan.version.id,
         "streaming": request.response_mode == "streaming",
     }
     return spec
@@ -521,11 +524,6 @@ def system_database_url(url: str) -> str:
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         return f"sqlite:///{parsed.database}.dbos"
     raise ConfigError(f"the durable executor runs on PostgreSQL or a SQLite file, not {parsed.drivername}")
-
-
-def _kept(run: Run) -> RunRecord | None:
-    """The journal record of a run whose events are kept for a re-attach."""
-    return run.record if run.keep_events else None
 
 
 def _joined(earlier: Carried, later: Carried | None) -> Carried:
@@ -573,15 +571,6 @@ async def _answer_replaced(
             elif item.get("event") == "message_replace":
                 answer = str(item.get("answer", ""))
     return answer if cut else None
-
-
-async def _first(
-    event: WireEvent, events: AsyncGenerator[WireEvent, None]
-) -> AsyncGenerator[WireEvent, None]:
-    yield event
-    async with aclosing(events):
-        async for rest in events:
-            yield rest
 
 
 def _status(run: Run) -> str:

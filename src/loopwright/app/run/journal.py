@@ -25,7 +25,7 @@ reaches the others, so every stream is treated as followed (``follow_all``).
 
 An item of a chunk is an ``agent_message`` delta as its text (nearly every event; the message's ids
 are on the stream's row) or any other event's payload as Dify sends it (an ``error``'s code, status
-and message already chosen: ``describe_error``).
+and message already chosen), as the run's encoder made it (``app.dify.encoder``).
 
 :meth:`EventJournal.follow` replays a stream after a given event and then follows it live until its
 final chunk. The stored chunks are the source of truth: a follower reads them when it starts, and
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from loopwright.app.dify.events import AgentMessage, ErrorEvent, EventHead, WireEvent
+from loopwright.app.dify.events import EventHead
 from loopwright.errors import NotFoundError
 from loopwright.store import streams
 from loopwright.store.db import Database
@@ -72,19 +72,12 @@ POLL_INTERVAL = 0.2  # seconds between reads of a followed stream where nothing 
 RECHECK_INTERVAL = 5.0  # seconds: a follower re-reads even without news (a notification lost)
 MAX_HEARD = 256  # chunks a follower holds for its reader; more: they are dropped and read again
 RETENTION = timedelta(hours=1)  # how long a stream that ended can be replayed
-INTERNAL_MESSAGE = "Internal Server Error, please contact support."
 OFF_MESSAGE = (
     "Resumable streams are turned off on this server (LOOPWRIGHT_RESUMABLE_STREAMS=false): "
     "a stream cannot be re-attached"
 )
 
-ErrorFields = Callable[[BaseException], tuple[str, int, str]]
-
 __all__ = ["EventJournal", "Item", "Replayed", "RunRecord"]
-
-
-def _internal_error(_exc: BaseException) -> tuple[str, int, str]:
-    return "internal_server_error", 500, INTERNAL_MESSAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,10 +118,10 @@ class RunRecord:
         # recorded steps (app.run.durable); None: not kept
         self.carry: list[Item] | None = None
 
-    def add(self, event: WireEvent) -> None:
+    def add(self, item: Item) -> None:
+        """One more event, as its encoder made its item (``app.dify.encoder``)."""
         self.seq += 1
         items = self.items
-        item = event.answer if type(event) is AgentMessage else self._journal.payload(event)
         items.append(item)
         if self.carry is not None:
             self.carry.append(item)
@@ -178,7 +171,6 @@ class EventJournal:
         self.recheck_interval = recheck_interval
         self.retention = retention
         self.enabled = enabled
-        self.describe_error: ErrorFields = _internal_error  # the server sets its error table's
         self.notified = db.engine.dialect.name == "postgresql"
         # Every stream counts as followed: followers elsewhere cannot say so (SQLite, several workers)
         self.follow_all = False
@@ -198,6 +190,15 @@ class EventJournal:
 
     # --- recording ----------------------------------------------------------------------------------
 
+    def record(self, task_id: str, seq: int) -> RunRecord | None:
+        """The record of a stream that goes on (its row exists), numbered on from ``seq``, its last
+        stored event; None when the journal is off."""
+        if not self.enabled:
+            return None
+        record = RunRecord(self, task_id)
+        record.seq = seq
+        return record
+
     def open(self, head: EventHead, app_id: str, user: str, worker_id: str | None) -> RunRecord | None:
         """Start the stream of a run (its row is queued on the database writer); None when the journal
         is off."""
@@ -209,11 +210,6 @@ class EventJournal:
             record.followed = True
         self._records[head.task_id] = record
         return record
-
-    def payload(self, event: WireEvent) -> dict[str, Any]:
-        if isinstance(event, ErrorEvent):
-            return event.payload_with(*self.describe_error(event.error))
-        return event.payload()
 
     def pending(self, record: RunRecord) -> None:
         """``record`` has events to write (its first since the last write)."""

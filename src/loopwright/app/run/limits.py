@@ -5,11 +5,18 @@ message is written, with Dify's text.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
 from loopwright.errors import UserInputError
 
 
 class AppInvokeQuotaExceededError(UserInputError):
     """Too many messages of this app are running (Dify's ``AppInvokeQuotaExceededError``)."""
+
+    code = "too_many_requests"
+    status = 429
 
 
 class ActiveRequests:
@@ -32,6 +39,17 @@ class ActiveRequests:
         self._active[app_id] = active + 1
         return True
 
+    @contextlib.contextmanager
+    def counted(self, app_id: str, limit: int | None) -> Iterator[Count]:
+        """Count a message of ``app_id`` while its run is being started: left again if starting it
+        fails, or once the run it started has ended (``count.until(run)``)."""
+        count = Count(self, app_id if self.enter(app_id, limit) else None)
+        try:
+            yield count
+        except BaseException:
+            count.leave()
+            raise
+
     def leave(self, app_id: str) -> None:
         """One running message of the app ended (after an :meth:`enter` that counted it)."""
         left = self._active.get(app_id, 0) - 1
@@ -42,3 +60,28 @@ class ActiveRequests:
 
     def active(self, app_id: str) -> int:
         return self._active.get(app_id, 0)
+
+
+class Ends(Protocol):
+    """What ends: a run handle (``app.run.runs.Run``)."""
+
+    def on_end(self, callback: Callable[[], object]) -> None: ...
+
+
+class Count:
+    """One counted message (``ActiveRequests.counted``); ``app_id`` None: the app has no limit."""
+
+    __slots__ = ("_active", "app_id")
+
+    def __init__(self, active: ActiveRequests, app_id: str | None) -> None:
+        self._active = active
+        self.app_id = app_id
+
+    def until(self, run: Ends) -> None:
+        """Keep the count until ``run`` has ended."""
+        run.on_end(self.leave)
+
+    def leave(self) -> None:
+        if self.app_id is not None:
+            app_id, self.app_id = self.app_id, None
+            self._active.leave(app_id)

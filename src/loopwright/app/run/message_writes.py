@@ -106,23 +106,17 @@ class MessageWrites:
             raise
         self._db.writer.release(self._key, Insert(Conversation, conversation), *rows)
 
-    def save_thoughts(self, stream: DifyStream, *, everything: bool = False) -> None:
-        """Queue the thought rows changed since the last save (all of them with ``everything``): an
-        insert the first time a row is saved, an update after that. The mirror in ``stream`` is the
-        source of truth."""
-        ids = {r.id for r in stream.thoughts} if everything else set(stream.dirty)
-        stream.dirty -= ids
-        for row in stream.thoughts:
-            if row.id not in ids:
-                continue
-            values = _thought_values(row, stream.labels)
-            if row.id in self._inserted:
-                op: Insert | Update = Update(MessageAgentThought, values)
-            else:
-                self._inserted.add(row.id)
-                new = repo.new_thought(self._message_id, row.position, thought_id=row.id)
-                op = Insert(MessageAgentThought, {**new, **values})
-            self._submit(op)
+    def save_round(self, row: ThoughtRow, labels: Mapping[str, Mapping[str, str]]) -> None:
+        """Queue a round's thought row as it stands: an insert the first time, an update after that.
+        The mirror in the wire adapter (``DifyStream.thoughts``) is the source of truth."""
+        values = _thought_values(row, labels)
+        if row.id in self._inserted:
+            op: Insert | Update = Update(MessageAgentThought, values)
+        else:
+            self._inserted.add(row.id)
+            new = repo.new_thought(self._message_id, row.position, thought_id=row.id)
+            op = Insert(MessageAgentThought, {**new, **values})
+        self._submit(op)
 
     def save_tool_files(self, files: Sequence[tuple[str, ToolOutput]]) -> None:
         """``message_files`` rows of the files tools made (Dify: ``transfer_method="tool_file"``), under
@@ -152,7 +146,12 @@ class MessageWrites:
         """Queue the last thought writes and the message's outcome, and wait until they are written
         (a run has ended only when it is stored; a failure is logged by the writer). Returns the stored
         answer and usage."""
-        self.save_thoughts(stream, everything=True)
+        # A row changes only while it is the last one: the last, and any never saved (a stop or an
+        # error mid-round), are what a round's end did not write.
+        thoughts = stream.thoughts
+        for row in thoughts:
+            if row.id not in self._inserted or row is thoughts[-1]:
+                self.save_round(row, stream.labels)
         usage = stream.total_usage.with_latency(elapsed)  # the whole message's time, as Dify
         streamed = stream.end.metadata["usage"] if stream.end is not None else stream.usage_dict()
         meta: dict[str, Any] = {"usage": streamed, "retriever_resources": stream.retriever_resources}

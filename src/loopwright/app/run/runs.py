@@ -1,34 +1,40 @@
-"""Running messages, by ``task_id``: the in-process executor and the run handle.
+"""Running messages, by ``task_id``: the in-process registry of runs and the run handle.
 
-Each run is an asyncio task that consumes the message's event generator (``app.run.messages``); whoever
-started it only takes what it produces. A client that goes away therefore does not stop the run: it
-continues to its end and is saved. ``stop`` sets the run's stop event and cancels the run's task where
-it waits (the model stream or a tool call); the generator takes that as a stop: it saves with status
-``stopped`` and ends with ``message_end``.
+Each run is an asyncio task running its message's pipeline (``app.run.pipeline``); whoever started it
+only takes what it produces. A client that goes away therefore does not stop the run: it continues to
+its end and is saved.
 
-How events reach a reader (:meth:`Run.pump`, given an :class:`EventSink`): while the reader waits with
-nothing queued and its sink takes writes without waiting, the run's task writes each event to the sink
-itself — one task woken per event instead of two, and no queue in between. Otherwise events go into
-the run's queue and the reader takes them (several at once when they have piled up): a reader that is
-slow or stuck never holds a run up, and attaches again once it has caught up. Order is kept because
-the run writes directly only while the queue is empty. The sink decides the encoding (the server's
-writes SSE frames); nothing here knows HTTP.
+**One stop.** :meth:`Run.stop` is the only way a run is stopped — a client's stop, one relayed from
+another worker (:mod:`app.run.relay`), a shutdown: it records the reason on the run and cancels the
+run's task where it waits (the model stream, a tool call, a guard). The pipeline takes a cancellation
+that carries a reason (:meth:`Run.stopping`) as the stop: it saves with status ``stopped`` and ends
+with ``message_end``; a cancellation without one (the process going down) is saved and goes on up.
+
+**One encoding.** The pipeline hands each wire event to :meth:`Run.emit`, which encodes it once
+(``app.dify.encoder``: the journal's item and the SSE frame), adds the item to the run's journal
+record and gives the frame to the reader. How events reach a reader (:meth:`Run.pump`, given an
+:class:`EventSink`): while the reader waits with nothing queued and its sink takes writes without
+waiting, the run's task writes each event to the sink itself — one task woken per event instead of
+two, and no queue in between. Otherwise events go into the run's queue and the reader takes them
+(several at once when they have piled up): a reader that is slow or stuck never holds a run up, and
+attaches again once it has caught up. Order is kept because the run writes directly only while the
+queue is empty. Nothing here knows HTTP.
 
 Pings: one ticker per registry queues :data:`PING` for each run that has been silent for the ping
 interval — rather than a timeout around every read of every stream. Stops asked of another process
-reach this one through the relay (:mod:`app.run.relay`): pushed on PostgreSQL; on SQLite with several
-workers the same ticker looks for them.
+reach this one through the relay: pushed on PostgreSQL; on SQLite with several workers the same
+ticker looks for them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from loopwright.app.dify.encoder import PING, DifyEncoder, Encoded
 from loopwright.app.dify.events import ErrorEvent, EventHead, MessageEnd, ToolApprovalRequired, WireEvent
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.relay import Relay
@@ -39,15 +45,9 @@ log = logging.getLogger("loopwright.app")
 
 TICKS_PER_INTERVAL = 4  # a ping follows between 1 and 1.25 intervals of silence
 
+__all__ = ["PING", "EventSink", "Run", "RunOutcome", "RunRegistry", "Status"]
 
-class Ping:
-    """Queued by the ticker for a silent run; a reader sends Dify's ``event: ping``."""
-
-    __slots__ = ()
-
-
-PING = Ping()
-Queued = WireEvent | Ping | None  # None: the run has ended
+Queued = Encoded | None  # None: the run has ended
 
 
 class EventSink(Protocol):
@@ -58,7 +58,7 @@ class EventSink(Protocol):
 
     def ready(self) -> bool: ...
 
-    async def write(self, events: Sequence[WireEvent | Ping]) -> None: ...
+    async def write(self, events: Sequence[Encoded]) -> None: ...
 
 
 Status = Literal["normal", "error", "stopped", "waiting"]  # waiting: paused for approvals
@@ -80,19 +80,20 @@ class RunOutcome:
 
 @dataclass(eq=False)
 class Run:
-    """The handle of one running message: its ids, its events (:meth:`events` or :meth:`pump`) and its
-    outcome (:meth:`outcome`)."""
+    """The handle of one running message: its ids, its events (:meth:`events` or :meth:`pump`), its
+    stop (:meth:`stop`) and its outcome (:meth:`outcome`)."""
 
     head: EventHead
     app_id: str
     user: str
     keep_events: bool = True  # False: nobody reads the events (blocking mode, app-as-tool)
-    stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+    record: RunRecord | None = None  # where its events are kept for a re-attach (app.run.journal)
+    encoder: DifyEncoder = field(default_factory=DifyEncoder)  # numbers on from its stream's last event
+    stop_reason: str | None = None  # why it was stopped (``stop``); None: it was not
     queue: asyncio.Queue[Queued] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     last_event: float = 0.0  # loop time of the last event sent or queued (pings included)
     sink: EventSink | None = None  # set while the run may write to its reader itself
-    record: RunRecord | None = None  # where its events are kept for a re-attach (app.run.journal)
     _outcome: asyncio.Future[RunOutcome] | None = None
 
     @property
@@ -108,6 +109,48 @@ class Run:
         if fut is None or not fut.done() or fut.cancelled():
             return None
         return fut.result().status
+
+    def on_end(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the run's task has ended (at once when it has)."""
+        if self.task is None or self.task.done():
+            callback()
+        else:
+            self.task.add_done_callback(lambda _: callback())
+
+    def stop(self, reason: str = "requested") -> None:
+        """Stop the run: record why and interrupt what it waits on now (the pipeline takes the
+        cancellation as the stop, see :meth:`stopping`). A second stop does nothing."""
+        if self.stop_reason is not None:
+            return
+        self.stop_reason = reason
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    def stopping(self) -> bool:
+        """In the run's task, catching a cancellation: whether it is the run's stop. If so it is taken
+        back (the run ends as stopped, saved, with ``message_end``); if not it must go on up."""
+        if self.stop_reason is None:
+            return False
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            task.uncancel()
+        return True
+
+    async def emit(self, event: WireEvent) -> None:
+        """Hand one event to the run's reader and journal, encoded once (see the module's docstring)."""
+        if not self.keep_events:
+            return
+        encoded = self.encoder.encode(event)
+        record = self.record
+        if record is not None:
+            record.add(encoded.item)  # type: ignore[arg-type]  # an event's item is never None
+        sink = self.sink
+        queue = self.queue
+        if sink is not None and queue.empty() and sink.ready():
+            await _write(self, sink, encoded)
+        else:
+            queue.put_nowait(encoded)
+        self.last_event = asyncio.get_running_loop().time()
 
     def finish(self, outcome: RunOutcome) -> None:
         """Record how the run ended (the message pipeline calls this once it is saved)."""
@@ -127,11 +170,11 @@ class Run:
     async def events(self) -> AsyncIterator[WireEvent]:
         """The run's events until it ends (pings left out)."""
         while True:
-            event = await self.queue.get()
-            if event is None:
+            encoded = await self.queue.get()
+            if encoded is None:
                 return
-            if not isinstance(event, Ping):
-                yield event
+            if encoded.event is not None:
+                yield encoded.event
 
     async def pump(self, sink: EventSink) -> None:
         """Give the run's events to ``sink`` until the run ends (see the module's docstring).
@@ -143,7 +186,7 @@ class Run:
                     self.sink = sink
                 event = await queue.get()
                 self.sink = None
-                batch: list[WireEvent | Ping] = []
+                batch: list[Encoded] = []
                 while event is not None:
                     batch.append(event)
                     if queue.empty():
@@ -180,13 +223,13 @@ class RunRegistry:
         """The task and message ids of the runs going on."""
         return [(run.task_id, run.head.message_id) for run in self._runs.values()]
 
-    def start(self, run: Run, events: AsyncGenerator[WireEvent, None]) -> Run:
-        """Register ``run`` and start consuming ``events`` into it."""
+    def start(self, run: Run, body: Coroutine[Any, Any, None]) -> Run:
+        """Register ``run`` and start running ``body`` (its pipeline) as its task."""
         loop = asyncio.get_running_loop()
         run.last_event = loop.time()
         run._future()  # created on this loop, before anyone waits for it
         self._runs[run.task_id] = run
-        task = loop.create_task(self._consume(run, events), name=f"loopwright-run-{run.task_id}")
+        task = loop.create_task(self._run(run, body), name=f"loopwright-run-{run.task_id}")
         run.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -194,34 +237,17 @@ class RunRegistry:
             self._ticker = loop.create_task(self._tick(), name="loopwright-pings")
         return run
 
-    async def _consume(self, run: Run, events: AsyncGenerator[WireEvent, None]) -> None:
-        loop = asyncio.get_running_loop()
-        queue = run.queue
-        keep = run.keep_events
-        record = run.record if keep else None
+    async def _run(self, run: Run, body: Coroutine[Any, Any, None]) -> None:
         try:
-            async for event in events:
-                if not keep:
-                    continue
-                if record is not None:
-                    record.add(event)  # numbered as its reader gets it: the SSE id
-                sink = run.sink
-                if sink is not None and sink.ready() and queue.empty():
-                    await _write(run, sink, event)
-                else:
-                    queue.put_nowait(event)
-                run.last_event = loop.time()
+            await body
         except Exception as exc:  # the pipeline reports its own errors; this is a failure around it
             log.exception("run %s failed", run.task_id)
-            error = ErrorEvent(run.head, exc)
-            if record is not None:
-                record.add(error)
-            queue.put_nowait(error)
-            run.finish(RunOutcome("error", "", exc))
+            try:
+                await run.emit(ErrorEvent(run.head, exc))
+            finally:
+                run.finish(RunOutcome("error", "", exc))
         finally:
-            with contextlib.suppress(Exception):
-                await events.aclose()
-            queue.put_nowait(None)
+            run.queue.put_nowait(None)
             if run.record is not None:
                 run.record.end()
             self._runs.pop(run.task_id, None)
@@ -262,7 +288,7 @@ class RunRegistry:
         run = self._runs.get(task_id)
         if run is None or run.app_id != app_id or run.user != user:
             return False
-        stop(run)
+        run.stop()
         return True
 
     async def wait_idle(self) -> None:
@@ -274,7 +300,7 @@ class RunRegistry:
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop every run and wait for them to save; cancel what does not end in time."""
         for run in list(self._runs.values()):
-            stop(run)
+            run.stop("shutdown")
         tasks = set(self._tasks)
         if self._ticker is not None:
             self._ticker.cancel()
@@ -287,7 +313,7 @@ class RunRegistry:
             await asyncio.wait(pending, timeout=1.0)
 
 
-async def _write(run: Run, sink: EventSink, event: WireEvent) -> None:
+async def _write(run: Run, sink: EventSink, event: Encoded) -> None:
     """Write to an attached reader; while it is ready the write returns without waiting, so a stop
     cannot land here. A write that fails detaches the reader (the event is lost only to a connection
     that is broken); the run goes on."""
@@ -296,13 +322,3 @@ async def _write(run: Run, sink: EventSink, event: WireEvent) -> None:
     except Exception:
         log.warning("run %s: writing to its reader failed; the run goes on", run.task_id, exc_info=True)
         run.sink = None
-
-
-def stop(run: Run) -> None:
-    """Stop a run: set its stop event and interrupt what it waits on now (the pipeline sees the stop
-    event and ends as stopped)."""
-    if run.stop_event.is_set():
-        return
-    run.stop_event.set()
-    if run.task is not None and not run.task.done():
-        run.task.cancel()

@@ -32,14 +32,13 @@ from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.dify.events import EventHead
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
-from loopwright.app.files.chat_files import ChatFiles
 from loopwright.app.files.speech import Speech
 from loopwright.app.files.uploads import UploadLimits, upload_limits
 from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import messages, naming
+from loopwright.app.run import naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -49,14 +48,16 @@ from loopwright.app.run.approvals import (
     check_owner,
     resumption,
 )
+from loopwright.app.run.executors import Executor, InProcessExecutor, check_executor
 from loopwright.app.run.journal import EventJournal, Replayed, RunRecord, stream_row
 from loopwright.app.run.limits import ActiveRequests
 from loopwright.app.run.message_writes import MessageWrites
-from loopwright.app.run.messages import MessageRequest
-from loopwright.app.run.prompt_log import CURRENT_MESSAGE, PromptLog
+from loopwright.app.run.pipeline import Speaker
+from loopwright.app.run.plan import MessageRequest, RunPlan, prepare, resumed_plan
+from loopwright.app.run.prompt_log import PromptLog
 from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.relay import Relay
-from loopwright.app.run.runs import Run, RunRegistry, stop
+from loopwright.app.run.runs import Run, RunRegistry
 from loopwright.app.toolsets import ToolsetPool
 from loopwright.config import ConfigError, Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError, UserInputError
@@ -142,6 +143,16 @@ class AppRuntime:
         self.annotations = Annotations(db, endpoints=lambda: self.settings)
         self.guards = Guards(self.annotations, policy=self._network_policy, openai=self._openai_endpoint)
         self.approval_timer = ApprovalTimer(self.expire_approvals)
+        # Runs this process executes (app.run.executors); the durable executor wraps it when chosen
+        self.in_process = InProcessExecutor(
+            db,
+            self.runs,
+            self.journal,
+            self.lease,
+            self.guards,
+            join_rounds=lambda: self.settings.dify_strict,  # the saved answer as Dify saves it
+            speaker=self._auto_play,
+        )
         self.speech = Speech(lambda: self.settings)  # the apps' audio endpoints (app.files.speech)
         self.toolsets = ToolsetPool(
             policy=lambda: network_policy(self.settings.tool_allow_hosts),
@@ -172,50 +183,18 @@ class AppRuntime:
         """Start running one message; see the module's docstring."""
         uploads = self.upload_limits().directory
         policy = network_policy(self.settings.tool_allow_hosts)  # for remote files of ``file`` inputs
-        message = await messages.prepare(
-            self.db, self.lookup, request, upload_dir=uploads, file_policy=policy
-        )
-        agent = await self.agent(message.version, request.app_id)
+        agent_for = partial(self.agent, app_id=request.app_id)
+        plan = await prepare(self.db, self.lookup, request, agent_for, upload_dir=uploads, file_policy=policy)
         await self.open()
-        counted = self.active.enter(request.app_id, message.version.config.max_active_requests)
-        claimed = None
-        if request.task_id is not None:
-            try:
-                claimed = await self._claim(message.head, request)
-            except BaseException:
-                if counted:
-                    self.active.leave(request.app_id)
-                raise
-        messages.start(message, self.lease.id)
-        run = Run(
-            message.head, request.app_id, request.user, keep_events=request.response_mode == "streaming"
-        )
-        run.record = claimed or self.journal.open(message.head, request.app_id, request.user, self.lease.id)
-        join_rounds = self.settings.dify_strict  # the saved answer as Dify saves it
-        speak = self._auto_play(message.version.config, request)
-        durable = self.durable
-        steps = None
-        if durable is not None:
-            from loopwright.app.run.durable import run_spec
-
-            steps = durable.gate(run, run_spec(message)).bind
-        events = messages.run_events(
-            message, agent, run, self.guards, join_rounds=join_rounds, speak=speak, steps=steps
-        )
-        noted = CURRENT_MESSAGE.set(message.head.message_id)  # the run's task keeps it (prompt_log)
-        try:
-            self.runs.start(run, events)
-        finally:
-            CURRENT_MESSAGE.reset(noted)
-        if durable is not None:
-            durable.watch(run)
-        if counted and run.task is not None:
-            run.task.add_done_callback(lambda _: self.active.leave(request.app_id))
-        if run.task is not None and self._names_conversation(message):
-            conversation_id = message.head.conversation_id
-            run.task.add_done_callback(
-                lambda _: naming.rename_in_background(
-                    self.db, agent.model, conversation_id, request.query, self._naming
+        with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
+            record = await self._claim(plan.head, request) if request.task_id is not None else None
+            run = self.executor.start(plan, record)
+            count.until(run)
+        if self._names_conversation(plan):
+            conversation_id = plan.head.conversation_id
+            run.on_end(
+                lambda: naming.rename_in_background(
+                    self.db, plan.agent.model, conversation_id, request.query, self._naming
                 )
             )
         return run
@@ -225,9 +204,11 @@ class AppRuntime:
         listen to the others; the first run does it if the server's start-up could not."""
         self.relay.start()
         if self.durable is None and self.settings.executor == "durable":
-            from loopwright.app.run.executors import open_durable
+            check_executor("durable")  # its extra is installed
+            from loopwright.app.run.durable import DurableExecutor
 
-            self.durable = open_durable(self)  # before the lease: its first beat takes runs over
+            self.durable = DurableExecutor(self, self.in_process)
+            self.durable.launch()  # before the lease: its first beat takes runs over
         if not self.lease.opened:
             await self.lease.open()
 
@@ -244,7 +225,7 @@ class AppRuntime:
         except IntegrityError:
             raise RunExistsError(head.task_id) from None
         # the row guards against a second run even when no events are kept for a re-attach
-        return RunRecord(self.journal, head.task_id) if self.journal.enabled else None
+        return self.journal.record(head.task_id, 0)
 
     async def names_settled(self) -> None:
         """Wait until every run has ended and the conversation names they started are made."""
@@ -252,10 +233,15 @@ class AppRuntime:
         await asyncio.sleep(0)  # a finished run's callback starts its naming on the next loop turn
         await asyncio.gather(*self._naming, return_exceptions=True)
 
-    def _names_conversation(self, message: messages.Message) -> bool:
+    @property
+    def executor(self) -> Executor:
+        """The executor runs go through (the settings' ``executor``; durable once opened)."""
+        return self.durable if self.durable is not None else self.in_process
+
+    def _names_conversation(self, plan: RunPlan) -> bool:
         """Whether the model names this message's conversation after the answer (``app.run.naming``)."""
-        wanted = message.new_conversation and message.request.auto_generate_name
-        config = message.version.config
+        wanted = plan.new_conversation and plan.request.auto_generate_name
+        config = plan.config
         return wanted and (config.generate_conversation_names or self.settings.dify_strict)
 
     async def follow(
@@ -339,56 +325,28 @@ class AppRuntime:
             await self.lease.open()
         # Counted as a running message of the app (max_active_requests) before the row is taken, so
         # a refusal leaves the run waiting.
-        counted = self.active.enter(row.app_id, version.config.max_active_requests)
-        try:
+        with self.active.counted(row.app_id, version.config.max_active_requests) as count:
             async with self.db.sessionmaker() as session:
                 taken = await pending.take_pending(session, row.task_id)
-        except BaseException:
-            if counted:
-                self.active.leave(row.app_id)
-            raise
-        if not taken:
-            if counted:
-                self.active.leave(row.app_id)
-            raise ApprovalsClosedError(NOT_WAITING)
-        head = EventHead(
-            row.task_id, row.message_id, row.conversation_id, unix_seconds(row.message_created_at)
-        )
-        writes = MessageWrites(self.db, row.conversation_id, row.message_id)
-        writes.resumed([t["id"] for t in resume.stream_state["thoughts"]], row.end_user_id, self.lease.id)
-        request = MessageRequest(
-            row.app_id,
-            row.user,
-            resume.interruption.state["query"],
-            conversation_id=row.conversation_id,
-            response_mode="streaming" if streaming else "blocking",
-        )
-        message = messages.Message(
-            head,
-            row.message_created_at,
-            request,
-            version,
-            {},
-            [],
-            ChatFiles([], []),
-            False,
-            row.end_user_id,
-            writes,
-        )
-        run = Run(head, row.app_id, row.user, keep_events=streaming)
-        run.record = self.journal.open(head, row.app_id, row.user, self.lease.id)
-        durable = self.durable
-        steps = None
-        if durable is not None:  # a workflow of its own: the paused one has ended
-            from loopwright.app.run.durable import run_spec
-
-            workflow_id = f"{row.task_id}:{resume.interruption.state['round']}"
-            steps = durable.gate(run, run_spec(message), workflow_id).bind
-        self.runs.start(run, messages.run_events(message, agent, run, resume=resume, steps=steps))
-        if durable is not None:
-            durable.watch(run)
-        if counted and run.task is not None:
-            run.task.add_done_callback(lambda _: self.active.leave(row.app_id))
+            if not taken:
+                raise ApprovalsClosedError(NOT_WAITING)
+            head = EventHead(
+                row.task_id, row.message_id, row.conversation_id, unix_seconds(row.message_created_at)
+            )
+            plan = resumed_plan(
+                head=head,
+                created=row.message_created_at,
+                app_id=row.app_id,
+                user=row.user,
+                version=version,
+                agent=agent,
+                end_user_id=row.end_user_id,
+                query=resume.interruption.state["query"],
+                resume=resume,
+                streaming=streaming,
+            )
+            run = self.executor.resume(plan)
+            count.until(run)
         return run
 
     async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
@@ -409,7 +367,7 @@ class AppRuntime:
         try:
             outcome = await run.outcome()
         except asyncio.CancelledError:
-            stop(run)  # the calling run was stopped: so is this one
+            run.stop("caller stopped")  # the calling run was stopped: so is this one
             raise
         failure = outcome.error
         if outcome.approval is not None:  # it waits for a person: this call cannot wait with it
@@ -527,11 +485,12 @@ class AppRuntime:
             self._knowledge = KnowledgeBase.open(self.db.url, settings=self.settings)
         return self._knowledge
 
-    def _auto_play(self, config: AppConfig, request: MessageRequest) -> messages.Speaker | None:
+    def _auto_play(self, plan: RunPlan) -> Speaker | None:
         """The app's voice for a streamed answer when its text to speech plays by itself (Dify's
         ``autoPlay``: ``tts_message`` events after ``message_end``)."""
+        config = plan.config
         tts = config.text_to_speech
-        if request.response_mode != "streaming" or not (tts.enabled and tts.autoPlay == "enabled"):
+        if not plan.streaming or not (tts.enabled and tts.autoPlay == "enabled"):
             return None
 
         async def speak(text: str) -> AsyncGenerator[bytes, None]:

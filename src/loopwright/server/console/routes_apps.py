@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field
 
-from loopwright.app.admin.apps import apps as admin
-from loopwright.app.admin.apps import tool_import
+from loopwright.app.admin import apps as admin
+from loopwright.app.admin import tool_import
 from loopwright.app.admin.model_check import DEFAULT_TIMEOUT, check_model
 from loopwright.app.config import AppConfig, ConfigImportError
 from loopwright.server.bodies import json_body

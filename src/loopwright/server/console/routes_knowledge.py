@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from loopwright.app.admin.apps import datasets
+from loopwright.app.admin import datasets
 from loopwright.server.bodies import json_body
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import ApiError

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from loopwright.app.admin.apps import app_logs
-from loopwright.app.admin.apps import apps as admin
+from loopwright.app.admin import app_logs
+from loopwright.app.admin import apps as admin
 from loopwright.app.admin.conversations import app_feedbacks
 from loopwright.app.run.prompt_log import call_view
 from loopwright.server.console.auth import require_admin

@@ -1,0 +1,257 @@
+"""A run's plan: everything one run of a message starts from, resolved once, frozen.
+
+:func:`prepare` resolves what a :class:`MessageRequest` names — the app's configuration (pinned by the
+conversation when it continues one), the end user, the conversation's history — checks the message's
+inputs against the app's form and its files against the upload settings, takes the configuration's
+prepared agent, and returns the :class:`RunPlan`. It only reads (mostly from memory,
+:mod:`loopwright.app.lookup`) and raises before anything is written. A message that goes on — resumed
+after approvals (:func:`resumed_plan`) or taken up after a crash by the durable executor
+(:func:`taken_up_plan`) — gets its plan from what was stored. An executor (``app.run.executors``) runs
+a plan; nothing else assembles a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from loopwright.agent import Agent
+from loopwright.app.config import AppConfig
+from loopwright.app.dify.events import EventHead
+from loopwright.app.dify.stream import EvidencePolicy, StreamExtras
+from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.files.chat_files import ChatFiles, resolve_chat_files
+from loopwright.app.files.file_inputs import resolve_file_inputs
+from loopwright.app.inputs import FILE_TYPES, validate_inputs
+from loopwright.app.lookup import AppLookup, ConfigVersion
+from loopwright.app.run.approvals import Resumption
+from loopwright.app.run.history import load_history, trim_to_budget
+from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
+from loopwright.store.models import new_id, unix_seconds, utcnow
+from loopwright.tools.base import Tool, ToolContext
+from loopwright.tools.net import NetworkPolicy, network_policy
+
+RESERVED_ANSWER_TOKENS = 1024  # room kept for the reply when history is trimmed to the context
+ResponseMode = Literal["streaming", "blocking"]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRequest:
+    """One message as a caller asks for it (an HTTP request, the CLI, an app calling an app)."""
+
+    app_id: str
+    user: str  # the end user's own id in the app (Dify's ``user``)
+    query: str
+    inputs: Mapping[str, Any] | None = None  # the form's values for this message (checked each turn)
+    conversation_id: str | None = None  # None: a new conversation
+    files: Sequence[Mapping[str, Any]] = ()  # Dify's file entries (checked against the app's settings)
+    response_mode: ResponseMode = "streaming"
+    call_depth: int = 0  # how deep in apps calling apps as tools this message is
+    auto_generate_name: bool = False  # Dify's flag: name a new conversation with the model (app.run.naming)
+    task_id: str | None = None  # the run's id when the caller chose it (a retried request: one run)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPlan:
+    """One run of a message, resolved: where it goes and everything it starts from."""
+
+    head: EventHead  # task, message and conversation ids, creation time
+    created: datetime  # the creation time of its rows (``head.created_at`` in seconds)
+    request: MessageRequest
+    version: ConfigVersion  # the configuration it runs with
+    agent: Agent  # the configuration's agent, built once per version (``AppRuntime.agent``)
+    inputs: dict[str, Any]
+    prompt_inputs: dict[str, Any] | None = None  # the inputs as ``{{variable}}`` shows them (files readable)
+    history: list[PromptMessage]
+    files: ChatFiles
+    new_conversation: bool
+    end_user: str | asyncio.Task[str]  # the id, or the task finding it (a new user, new conversation)
+    resume: Resumption | None = None  # a message that goes on (approvals, or taken up after a crash)
+    taken_up: bool = False  # taken up by the durable executor: its rows and stream exist
+    replaced: str | None = None  # taken up after a cut model call: the answer its client should show
+    first_seq: int = 0  # the number of the last event its stream already holds
+
+    @property
+    def streaming(self) -> bool:
+        return self.request.response_mode == "streaming"
+
+    @property
+    def config(self) -> AppConfig:
+        return self.version.config
+
+    def tool_context(self) -> ToolContext:
+        request = self.request
+        return ToolContext(
+            user_id=request.user,
+            conversation_id=self.head.conversation_id,
+            app_id=request.app_id or None,
+            message_id=self.head.message_id,
+            call_depth=request.call_depth,
+        )
+
+
+async def prepare(
+    db: Database,
+    lookup: AppLookup,
+    request: MessageRequest,
+    agent_for: Callable[[ConfigVersion], Awaitable[Agent]],
+    *,
+    upload_dir: Path,
+    file_policy: NetworkPolicy | None = None,
+) -> RunPlan:
+    """Resolve and check ``request`` (see the module's docstring). Raises
+    :class:`ConversationNotFoundError` (not this app's or user's, or deleted),
+    :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files. ``file_policy``
+    is the SSRF guard's for remote files of ``file`` inputs (default: no private address)."""
+    app_id = request.app_id
+    if request.conversation_id:
+        end_user_id = await lookup.end_user_id(app_id, request.user)
+        version, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
+        end_user: str | asyncio.Task[str] = end_user_id
+    else:
+        latest = await lookup.latest_config(app_id)
+        if latest is None:
+            raise AppUnavailableError(f"app {app_id} has no configuration")
+        version, history = latest, []
+        end_user = lookup.end_user_now(app_id, request.user)
+    # Every turn runs on its own inputs, checked against the form (as Dify), and stores them.
+    form = version.config.user_input_form
+    inputs = validate_inputs(form, request.inputs)
+    prompt_inputs = None
+    input_parts: list[ContentPart] = []
+    if any(f.type in FILE_TYPES and f.variable in inputs for f in form):
+        policy = file_policy or network_policy(())
+        resolved = await resolve_file_inputs(db, app_id, form, inputs, upload_dir=upload_dir, policy=policy)
+        inputs, prompt_inputs, input_parts = resolved.values, resolved.prompt, resolved.parts
+    files = ChatFiles([], [])
+    if request.files:  # whose uploads they may use: this waits for the end user's id
+        user_id = end_user if isinstance(end_user, str) else await asyncio.shield(end_user)
+        files = await resolve_chat_files(
+            db, app_id, user_id, version.config.file_upload, request.files, upload_dir
+        )
+    if input_parts:  # the form's files first, then the message's
+        files = ChatFiles([*input_parts, *files.parts], files.rows)
+    now = utcnow()
+    head = EventHead(
+        task_id=request.task_id or str(uuid.uuid4()),
+        message_id=new_id(),
+        conversation_id=request.conversation_id or new_id(),
+        created_at=unix_seconds(now),
+    )
+    return RunPlan(
+        head=head,
+        created=now,
+        request=request,
+        version=version,
+        agent=await agent_for(version),
+        inputs=inputs,
+        prompt_inputs=prompt_inputs,
+        history=history,
+        files=files,
+        new_conversation=not request.conversation_id,
+        end_user=end_user,
+    )
+
+
+async def _continued(
+    db: Database, lookup: AppLookup, app_id: str, end_user_id: str, conversation_id: str
+) -> tuple[ConfigVersion, list[PromptMessage]]:
+    """A conversation's pinned configuration and history."""
+    await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
+    async with db.sessionmaker() as session:
+        conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
+        if conv is None:
+            raise ConversationNotFoundError()
+        history = await load_history(session, conv.id)
+        config_id = conv.app_config_id
+    pinned = await lookup.config(config_id)
+    if pinned is None:
+        raise AppUnavailableError(f"configuration {config_id} is missing")
+    return pinned, history
+
+
+def resumed_plan(
+    *,
+    head: EventHead,
+    created: datetime,
+    app_id: str,
+    user: str,
+    version: ConfigVersion,
+    agent: Agent,
+    end_user_id: str,
+    query: str,
+    resume: Resumption,
+    streaming: bool,
+    taken_up: bool = False,
+    replaced: str | None = None,
+    first_seq: int = 0,
+) -> RunPlan:
+    """The plan of a message that goes on from its stored state: resumed after approvals, or taken up
+    by the durable executor (``taken_up``) from its last checkpoint."""
+    request = MessageRequest(
+        app_id,
+        user,
+        query,
+        conversation_id=head.conversation_id,
+        response_mode="streaming" if streaming else "blocking",
+    )
+    return RunPlan(
+        head=head,
+        created=created,
+        request=request,
+        version=version,
+        agent=agent,
+        inputs={},
+        history=[],
+        files=ChatFiles([], []),
+        new_conversation=False,
+        end_user=end_user_id,
+        resume=resume,
+        taken_up=taken_up,
+        replaced=replaced,
+        first_seq=first_seq,
+    )
+
+
+def created_at(head: EventHead) -> datetime:
+    """The creation time of a message's rows, from its events' ``created_at`` (naive UTC)."""
+    return datetime.fromtimestamp(head.created_at, UTC).replace(tzinfo=None)
+
+
+def fit_history(
+    history: list[PromptMessage], agent: Agent, instruction: str, query: str, limit: int | None
+) -> list[PromptMessage]:
+    """History trimmed by whole turns to what the model's context leaves after the instruction, the
+    query and room for the reply; optionally also to the app's message window."""
+    model = agent.model
+    current = model.count_tokens([UserMessage(instruction), UserMessage(query)])
+    budget = max(model.context_size - RESERVED_ANSWER_TOKENS - current, 0)
+    return trim_to_budget(history, model.count_tokens, budget, limit)
+
+
+def tool_labels_of(agent: Agent) -> dict[str, dict[str, str]]:
+    """Dify's ``tool_labels`` entries of the agent's tools that have a label (a toolset's tools,
+    known only when it runs, show their names)."""
+    return {
+        t.name: {"en_US": t.label, "zh_Hans": t.label} for t in agent.tools if isinstance(t, Tool) and t.label
+    }
+
+
+def stream_extras(config: AppConfig) -> StreamExtras:
+    """What the app adds to Dify's stream (approvals, structured output, evidence)."""
+    evidence = config.evidence
+    knowledge = any(t.get("type") == "knowledge" for t in config.toolsets)
+    return StreamExtras(
+        approval_timeout=config.approval.timeout,
+        structured_output=config.output_schema is not None,
+        evidence=EvidencePolicy(evidence.no_evidence_reply, evidence.min_score)
+        if evidence.required and knowledge
+        else None,
+    )
