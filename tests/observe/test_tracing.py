@@ -8,9 +8,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loopwright.config import Settings
+from loopwright.observe import capture_enabled, tracing_enabled
 from loopwright.server import tracing
 from loopwright.server.app import create_app
-from loopwright.server.otel_switch import tracing_enabled
 from loopwright.store.db import Database
 from tests.server.conftest import NewApp, parse_sse
 
@@ -58,3 +58,9 @@ def test_tracing_is_on_only_with_an_otlp_endpoint() -> None:
     assert not tracing_enabled({})
     assert tracing_enabled({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
     assert tracing_enabled({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"})
+
+
+def test_contents_are_captured_only_when_asked() -> None:
+    assert not capture_enabled({})
+    assert capture_enabled({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "TRUE"})
+    assert not capture_enabled({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "1"})
