@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import httpx
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -64,3 +67,16 @@ def test_contents_are_captured_only_when_asked() -> None:
     assert not capture_enabled({})
     assert capture_enabled({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "TRUE"})
     assert not capture_enabled({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "1"})
+
+
+def test_the_server_imports_neither_opentelemetry_nor_prometheus_while_both_are_off() -> None:
+    code = (
+        "import sys\n"
+        "import loopwright.server.app\n"
+        "from loopwright.observe import tracing_enabled\n"
+        "tracing_enabled()\n"
+        "print(sorted(m for m in ('opentelemetry', 'prometheus_client') if m in sys.modules))\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
