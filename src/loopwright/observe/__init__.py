@@ -9,14 +9,12 @@ variables). OpenTelemetry and prometheus_client are imported on first use of a n
 so a server with both off imports neither.
 """
 
-from __future__ import annotations
-
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing
 
 from loopwright.observe._switch import capture_enabled, otlp_provider, tracing_enabled
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from loopwright.observe._registry import (
         OPEN_STREAMS,
         REGISTRY,
@@ -58,7 +56,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    """A name of ``_LAZY``, imported on first use and kept."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
