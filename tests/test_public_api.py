@@ -61,11 +61,11 @@ def test_observe_names() -> None:
 
     assert sorted(observe.__all__) == [
         "OPEN_STREAMS",
+        "OtelCallback",
         "REGISTRY",
         "REQUEST_SECONDS",
-        "WRITE_QUEUE",
-        "OtelCallback",
         "RunMetricsCallback",
+        "WRITE_QUEUE",
         "capture_enabled",
         "exposition",
         "forget_process_at_exit",
