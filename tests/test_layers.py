@@ -1,38 +1,57 @@
-"""The architecture, checked on the source: which package may import which, and no import cycles.
+"""The architecture, checked on the source: which part may import which, and no import cycles.
 
 Every ``import`` in ``src/loopwright`` counts — at module level, inside functions and under
-``TYPE_CHECKING`` — because each is a dependency a reader has to follow. The allowed direction is
-DESIGN's: server → app → agent → tools / model; store below app; nothing below imports above.
+``TYPE_CHECKING`` — because each is a dependency a reader has to follow. The rules are read from one
+table, ``docs/layers.toml`` (drawn in docs/architecture.md): a part (a package, a root module or a
+dotted sub-part such as ``app.dify``) may import itself, what it ``imports`` and what it ``kept``.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import loopwright
 
 ROOT = Path(loopwright.__file__).parent
+TABLE = Path(__file__).resolve().parent.parent / "docs" / "layers.toml"
 
-# package → the packages it may import (itself always). Top-level modules count as packages.
-ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
-    "_threads": set(),
-    "paths": set(),
-    "model": {"errors", "_threads"},
-    "testing": {"model", "errors"},
-    "store": {"model", "errors", "paths"},
-    "knowledge": {"model", "errors", "_threads", "config", "paths"},
-    "tools": {"model", "knowledge", "errors", "_threads", "paths"},
-    "config": {"model", "tools", "errors", "_threads"},
-    "agent": {"model", "tools", "errors"},
-    "app": {"agent", "tools", "model", "store", "knowledge", "config", "errors", "_threads", "paths"},
-    "server": {"app", "agent", "tools", "model", "config", "errors"},
-    "cli": {"server", "app", "agent", "tools", "model", "knowledge", "config", "errors", "_threads", "paths"},
-    "__main__": {"cli"},
-    "__init__": {"agent", "tools", "model", "errors"},
-}
+
+def _table() -> dict[str, dict[str, Any]]:
+    with TABLE.open("rb") as f:
+        parts: dict[str, dict[str, Any]] = tomllib.load(f)["parts"]
+    return parts
+
+
+def _part(module: str, parts: Mapping[str, object]) -> str:
+    """The part a module belongs to: the longest name in the table that is it or a package above it
+    (``loopwright.app.dify.stream`` → ``app.dify`` if the table has it, else ``app``)."""
+    rel = module.split(".")[1:] or ["__init__"]
+    for end in range(len(rel), 0, -1):
+        name = ".".join(rel[:end])
+        if name in parts:
+            return name
+    raise AssertionError(f"{module} belongs to no part of {TABLE.name}")
+
+
+def _within(module: str, name: str) -> bool:
+    rel = ".".join(module.split(".")[1:]) or "__init__"
+    return rel == name or rel.startswith(name + ".")
+
+
+def _wrong_edges(graph: Mapping[str, set[str]], parts: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The imports that the table does not allow, as ``src -> dst``."""
+    wrong = []
+    for src, targets in graph.items():
+        own = _part(src, parts)
+        rule = parts[own]
+        allowed = [own, *rule.get("imports", []), *rule.get("kept", {})]
+        wrong += [f"{src} -> {dst}" for dst in targets if not any(_within(dst, a) for a in allowed)]
+    return sorted(wrong)
 
 
 def _modules() -> dict[str, Path]:
@@ -77,14 +96,76 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def test_packages_import_only_downwards() -> None:
-    wrong = sorted(
-        f"{src} -> {dst}"
-        for src, targets in _graph().items()
-        for dst in targets
-        if _package(src) != _package(dst) and _package(dst) not in ALLOWED.get(_package(src), set())
+def test_parts_import_only_what_the_table_allows() -> None:
+    assert _wrong_edges(_graph(), _table()) == []
+
+
+def test_every_kept_edge_is_still_used() -> None:
+    """An edge kept against the picture leaves the table once the code no longer needs it."""
+    parts = _table()
+    used = {(_part(src, parts), dst) for src, targets in _graph().items() for dst in targets}
+    unused = sorted(
+        f"{part} -> {kept}"
+        for part, rule in parts.items()
+        for kept in rule.get("kept", {})
+        if not any(p == part and _within(dst, kept) for p, dst in used)
     )
-    assert wrong == []
+    assert unused == []
+
+
+def test_no_never_edge_is_allowed() -> None:
+    parts = _table()
+    clash = sorted(
+        f"{part} -> {never}"
+        for part, rule in parts.items()
+        for never in rule.get("never", {})
+        if never in rule.get("imports", []) or never in rule.get("kept", {})
+    )
+    assert clash == []
+
+
+def test_the_table_names_the_parts_of_the_source() -> None:
+    """Every package and root module of src/loopwright has a rule, and every part named exists."""
+    tops = {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    parts = _table()
+    assert {name for name in parts if "." not in name} == tops
+    modules = _modules()
+    named = {n for rule in parts.values() for key in ("imports", "kept", "never") for n in rule.get(key, ())}
+    missing = sorted(n for n in set(parts) | named if not any(_within(m, n) for m in modules))
+    assert missing == []
+
+
+def test_a_sub_part_has_its_own_rule() -> None:
+    """The longest name wins: a module of ``app.dify`` is checked against that rule, another module of
+    ``app`` against the package's, and a package may import its own sub-parts."""
+    parts = {
+        "app": {"imports": ["store"]},
+        "app.dify": {"imports": ["app.config", "model"]},
+        "store": {},
+        "model": {},
+    }
+    graph = {
+        "loopwright.app.dify.stream": {
+            "loopwright.model.entities",
+            "loopwright.store.db",
+            "loopwright.app.config",
+        },
+        "loopwright.app.dify": {"loopwright.app.runtime"},
+        "loopwright.app.runtime": {
+            "loopwright.store.db",
+            "loopwright.model.entities",
+            "loopwright.app.dify.stream",
+        },
+        "loopwright.app.config": set(),
+    }
+    assert _part("loopwright.app.dify.stream", parts) == "app.dify"
+    assert _part("loopwright.app.runtime", parts) == "app"
+    assert _part("loopwright", {"__init__": {}}) == "__init__"
+    assert _wrong_edges(graph, parts) == [
+        "loopwright.app.dify -> loopwright.app.runtime",
+        "loopwright.app.dify.stream -> loopwright.store.db",
+        "loopwright.app.runtime -> loopwright.model.entities",
+    ]
 
 
 def test_no_import_cycles_between_modules() -> None:

@@ -52,3 +52,28 @@ def test_parser_names() -> None:
     parser = ReactParser(mode="robust")
     out = parser.feed('{"action": "a", "action_input": "b"}') + parser.flush()
     assert Action(name="a", input="b") in out
+
+
+def test_observe_names() -> None:
+    """``loopwright.observe`` loads its names on first use (OpenTelemetry and prometheus_client only
+    then): each resolves, and nothing public is left out of ``__all__``."""
+    import loopwright.observe as observe
+
+    assert sorted(observe.__all__) == [
+        "OPEN_STREAMS",
+        "OtelCallback",
+        "REGISTRY",
+        "REQUEST_SECONDS",
+        "RunMetricsCallback",
+        "WRITE_QUEUE",
+        "capture_enabled",
+        "exposition",
+        "forget_process_at_exit",
+        "otlp_provider",
+        "run_metrics_observer",
+        "span_observer",
+        "tracing_enabled",
+    ]
+    for name in observe.__all__:
+        assert getattr(observe, name) is not None
+    assert sorted(observe.__all__) == public_names(observe)

@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from loopwright.app.admin.health import ready_line
 from loopwright.app.run.runtime import AppRuntime, Database, migrate
 from loopwright.config import ConfigError, Settings
+from loopwright.observe import otlp_provider, tracing_enabled
 from loopwright.server import (
     errors,
     routes_agent_log,
@@ -43,7 +44,6 @@ from loopwright.server import (
 )
 from loopwright.server.cors import ServiceApiCors
 from loopwright.server.event_stream import ServiceAPI
-from loopwright.server.otel_switch import tracing_enabled
 from loopwright.tools.base import Tool
 
 DEFAULT_PING_INTERVAL = 10.0
@@ -136,7 +136,7 @@ def create_app(
 
         from loopwright.server import tracing
 
-        trace.set_tracer_provider(tracing.otlp_provider())
+        trace.set_tracer_provider(otlp_provider())
         tracing.install(app, runtime)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app

@@ -1,43 +1,21 @@
-"""OpenTelemetry traces of the server: each run's spans (``agent.callbacks_otel``) under the caller's
+"""OpenTelemetry traces of the server: each run's spans (``loopwright.observe``) under the caller's
 trace when the request carries a W3C ``traceparent`` header.
 
 On when the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is
-set: the server then exports over OTLP/HTTP with the SDK (``pip install 'loopwright[otel]'``); its
-service name is ``OTEL_SERVICE_NAME`` (default ``loopwright``). Message contents are recorded only with
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Off, nothing here is imported.
+set (``observe.tracing_enabled``): the server then exports over OTLP/HTTP with the SDK
+(``observe.otlp_provider``, ``pip install 'loopwright[otel]'``). Message contents are recorded only
+with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Off, nothing here is imported.
 """
 
 from __future__ import annotations
-
-import os
-from collections.abc import Mapping
 
 from fastapi import FastAPI
 from opentelemetry import context, propagate
 from opentelemetry.trace import TracerProvider
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loopwright.agent.agent import Agent
-from loopwright.agent.callbacks_otel import OtelCallback
-from loopwright.app.config import AppConfig
 from loopwright.app.run.runtime import AppRuntime
-
-CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-
-
-def otlp_provider(env: Mapping[str, str] = os.environ) -> TracerProvider:
-    """The SDK's tracer provider exporting over OTLP/HTTP in batches (a background thread), configured
-    by the standard ``OTEL_*`` variables."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = SdkTracerProvider(
-        resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "loopwright")})
-    )
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    return provider
+from loopwright.observe import capture_enabled, span_observer
 
 
 class TraceContext:
@@ -74,19 +52,6 @@ def install(
 ) -> None:
     """Trace every app's runs (spans to ``tracer_provider``, default the global one) and continue
     incoming traces."""
-    capture = (
-        capture_content if capture_content is not None else os.environ.get(CAPTURE_VAR, "").lower() == "true"
-    )
-
-    def observer(app_id: str, config: AppConfig, agent: Agent) -> OtelCallback:
-        provider, _, _ = config.model.partition(":")
-        return OtelCallback(
-            model=agent.model.name,
-            provider=provider,
-            agent_name=app_id,
-            capture_content=capture,
-            tracer_provider=tracer_provider,
-        )
-
-    runtime.agent_observers.append(observer)
+    capture = capture_content if capture_content is not None else capture_enabled()
+    runtime.agent_observers.append(span_observer(capture_content=capture, tracer_provider=tracer_provider))
     app.add_middleware(TraceContext)

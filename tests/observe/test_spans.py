@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from loopwright import Agent, tool
-from loopwright.agent.callbacks_otel import OtelCallback
+from loopwright.observe import OtelCallback
 from loopwright.testing import Reply, ScriptedModel
 
 FC = ["tool-call", "multi-tool-call", "stream-tool-call"]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import httpx
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loopwright.config import Settings
+from loopwright.observe import capture_enabled, tracing_enabled
 from loopwright.server import tracing
 from loopwright.server.app import create_app
-from loopwright.server.otel_switch import tracing_enabled
 from loopwright.store.db import Database
 from tests.server.conftest import NewApp, parse_sse
 
@@ -58,3 +61,24 @@ def test_tracing_is_on_only_with_an_otlp_endpoint() -> None:
     assert not tracing_enabled({})
     assert tracing_enabled({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
     assert tracing_enabled({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"})
+
+
+def test_contents_are_captured_only_when_asked() -> None:
+    assert not capture_enabled({})
+    assert capture_enabled({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "TRUE"})
+    assert not capture_enabled({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "1"})
+
+
+def test_the_server_loads_no_span_or_metrics_code_while_both_are_off() -> None:
+    """(OpenTelemetry's context API may be imported by a dependency, e.g. the MCP SDK; not by us.)"""
+    code = (
+        "import sys\n"
+        "import loopwright.server.app\n"
+        "from loopwright.observe import tracing_enabled\n"
+        "tracing_enabled()\n"
+        "names = ('loopwright.observe._spans', 'loopwright.observe._registry', 'prometheus_client')\n"
+        "print(sorted(m for m in names if m in sys.modules))\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces of agent runs, as a callback: spans after the GenAI semantic conventions.
+"""OpenTelemetry spans of agent runs, as a callback: after the GenAI semantic conventions.
 
 ``invoke_agent`` per run, with a ``chat`` span per model call and an ``execute_tool`` span per tool
 call as its children; ``gen_ai.*`` attributes (operation, provider, request model, usage tokens, tool
@@ -16,20 +16,23 @@ from __future__ import annotations
 import contextvars
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
-from loopwright.agent.callbacks import AgentCallback
-from loopwright.agent.events import (
+from loopwright.agent import (
+    Agent,
+    AgentCallback,
     AgentResult,
     RoundFinished,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
+from loopwright.observe._observers import AppModel
 
 MAX_CONTENT = 4000  # characters of a captured content attribute
 
@@ -192,6 +195,25 @@ class OtelCallback(AgentCallback):
             run.run.set_status(Status(StatusCode.ERROR, str(error)[:MAX_CONTENT]))
         run.run.end()
         _CURRENT.set(run.parent)
+
+
+def span_observer(
+    *, capture_content: bool, tracer_provider: TracerProvider | None = None
+) -> Callable[[str, AppModel, Agent], OtelCallback]:
+    """An observer giving each app's agent its ``OtelCallback``: the run span named after the app, the
+    provider from the app's model spec, spans to ``tracer_provider`` (default the global one)."""
+
+    def observer(app_id: str, config: AppModel, agent: Agent) -> OtelCallback:
+        provider, _, _ = config.model.partition(":")
+        return OtelCallback(
+            model=agent.model.name,
+            provider=provider,
+            agent_name=app_id,
+            capture_content=capture_content,
+            tracer_provider=tracer_provider,
+        )
+
+    return observer
 
 
 def _content(value: Any) -> str:

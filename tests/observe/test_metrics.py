@@ -13,8 +13,8 @@ import httpx
 from pydantic import SecretStr
 
 from loopwright.config import Settings
+from loopwright.observe import REGISTRY
 from loopwright.server.app import create_app
-from loopwright.server.metrics import REGISTRY
 from loopwright.store.db import Database
 from tests.server.conftest import NewApp, ServiceApp, parse_sse
 
@@ -94,12 +94,16 @@ async def test_runs_tools_tokens_and_requests_are_recorded(db: Database, new_app
 
 MULTIPROCESS_WORKER = """
 import sys
-from loopwright.server import metrics
-metrics.RUNS.labels("app-1", "react", "normal").inc()
-metrics.LIVE_RUNS.labels("app-1").inc()
-metrics.forget_process_at_exit()  # as install() does in a server
+from loopwright.agent import AgentResult
+from loopwright.model import Usage
+from loopwright.observe import RunMetricsCallback, exposition, forget_process_at_exit
+runs = RunMetricsCallback("app-1", "react", "scripted:m")
+runs.on_agent_start("q")
+runs.on_agent_finish(AgentResult("", [], Usage(), "stop", 1, []))  # one run ended normally
+runs.on_agent_start("q")  # and one still running when the process exits
+forget_process_at_exit()  # as the server's metrics install() does
 if sys.argv[1] == "scrape":
-    sys.stdout.write(metrics.exposition().decode())
+    sys.stdout.write(exposition().decode())
 """
 
 
