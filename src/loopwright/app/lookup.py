@@ -15,19 +15,16 @@ import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, TypeVar
 
 from cachetools import LRUCache, TTLCache
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.app.config import AppConfig
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import ApiKey, App, EndUser, utcnow
+from loopwright.store.models import App, EndUser, utcnow
 from loopwright.store.models import AppConfig as AppConfigRow
-from loopwright.store.writer import Insert, WriteOp
+from loopwright.store.writer import Insert
 
 V = TypeVar("V")
 
@@ -90,7 +87,7 @@ class AppLookup:
         now = self._clock()
         if now - self._key_used.get(token, -LAST_USED_EVERY) >= LAST_USED_EVERY:
             self._key_used[token] = now
-            self.db.writer.submit(_touch_key(token, utcnow()))
+            self.db.writer.submit(repo.touch_api_key(token, utcnow()))
         return app
 
     async def _find_key(self, token: str) -> KeyedApp | None:
@@ -201,10 +198,3 @@ class AppLookup:
         # task's end and a later cache write would find no row and create the user a second time.
         self._users[(app_id, user)] = user_id
         return user_id
-
-
-def _touch_key(token: str, when: datetime) -> WriteOp:
-    async def op(session: AsyncSession) -> None:
-        await session.execute(update(ApiKey).where(ApiKey.token == token).values(last_used_at=when))
-
-    return op

@@ -38,7 +38,7 @@ from loopwright.store.models import (
     new_id,
     utcnow,
 )
-from loopwright.store.writer import insert_unless_present
+from loopwright.store.writer import WriteFn, insert_unless_present
 
 __all__ = [
     "Page",
@@ -61,6 +61,7 @@ __all__ = [
     "list_conversations",
     "list_messages",
     "list_thoughts",
+    "message_of_upload",
     "message_result",
     "new_conversation",
     "new_message",
@@ -72,6 +73,7 @@ __all__ = [
     "storable",
     "thought_values",
     "thoughts_of_messages",
+    "touch_api_key",
 ]
 
 T = TypeVar("T")
@@ -89,6 +91,29 @@ class Page(Generic[T]):
 
 
 # --- apps, configs, keys, end users ---------------------------------------------------------------
+
+
+def touch_api_key(token: str, when: datetime) -> WriteFn:
+    """A write that records when an app key was last used."""
+
+    async def write(session: AsyncSession) -> None:
+        await session.execute(update(ApiKey).where(ApiKey.token == token).values(last_used_at=when))
+
+    return write
+
+
+async def message_of_upload(session: AsyncSession, upload_id: str, app_id: str) -> tuple[bool, bool]:
+    """Whether an upload was sent with any message, and whether with one of ``app_id``'s."""
+    used = await session.scalar(
+        select(Message.id)
+        .join(MessageFile, MessageFile.message_id == Message.id)
+        .where(MessageFile.upload_file_id == upload_id)
+        .limit(1)
+    )
+    if used is None:
+        return False, False
+    owner = await session.scalar(select(Message.app_id).where(Message.id == used))
+    return True, owner == app_id
 
 
 async def create_app(

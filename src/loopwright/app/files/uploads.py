@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-from sqlalchemy import select
 
 from loopwright.app.config import AppConfig
 from loopwright.app.dify.stream import file_type
@@ -26,7 +25,7 @@ from loopwright.errors import NotFoundError, UserInputError
 from loopwright.paths import files_dir
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import Message, MessageFile, UploadFile, unix_seconds
+from loopwright.store.models import UploadFile, unix_seconds
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.signing import signature, verify
 
@@ -280,16 +279,11 @@ async def message_upload(db: Database, directory: Path, app_id: str, upload_id: 
     """An upload that was sent with one of the app's messages, as Dify's ``/files/{id}/preview``
     allows it (with its texts): only such an upload may be read back with the app's key."""
     async with db.sessionmaker() as session:
-        used = await session.scalar(
-            select(MessageFile.message_id).where(MessageFile.upload_file_id == upload_id).limit(1)
-        )
-        if used is None:
-            raise UploadNotFoundError("File not found in message context")
-        if (
-            await session.scalar(select(Message.id).where(Message.id == used, Message.app_id == app_id))
-            is None
-        ):
-            raise UploadAccessDeniedError("File access denied: not owned by requesting app")
+        used, ours = await repo.message_of_upload(session, upload_id, app_id)
+    if not used:
+        raise UploadNotFoundError("File not found in message context")
+    if not ours:
+        raise UploadAccessDeniedError("File access denied: not owned by requesting app")
     upload = await find_upload(db, directory, upload_id)
     if upload is None:
         raise UploadNotFoundError("Upload file record not found")

@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 from dbos import DBOS, SetWorkflowID
 from dbos._core import WorkflowHandleAsyncTask  # the handle of a workflow this call started
-from sqlalchemy import delete, func, make_url, select, text, update
+from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright._threads import run_sync
@@ -64,17 +64,9 @@ from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.runs import Run
 from loopwright.config import ConfigError, Settings
 from loopwright.store import repositories as repo
-from loopwright.store import streams
+from loopwright.store import streams, takeover
 from loopwright.store.db import Database
-from loopwright.store.models import (
-    Conversation,
-    Message,
-    MessageAgentThought,
-    RunEvent,
-    RunStream,
-    Worker,
-    utcnow,
-)
+from loopwright.store.models import utcnow
 from loopwright.store.streams import Chunk
 
 log = logging.getLogger("loopwright.app")
@@ -385,20 +377,12 @@ class DurableExecutor:
         task_id, message_id = spec["task_id"], spec["message_id"]
         resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
         async with runtime.db.transaction() as session:
-            status = await session.scalar(select(Message.status).where(Message.id == message_id))
-            if status != repo.RUNNING:  # it ended (and was saved) before its end was recorded
-                return {"end": status or "error"}
-            end_user_id = await session.scalar(
-                select(Conversation.end_user_id).where(Conversation.id == spec["conversation_id"])
+            left = await takeover.take_up_run(
+                session, task_id, message_id, spec["conversation_id"], runtime.lease.id
             )
-            # its thought rows are written again from the checkpoint (some may have been ahead of it)
-            await session.execute(
-                delete(MessageAgentThought).where(MessageAgentThought.message_id == message_id)
-            )
-            last_seq = int(
-                await session.scalar(select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id))
-                or 0
-            )
+            if left.status != repo.RUNNING:  # it ended (and was saved) before its end was recorded
+                return {"end": left.status or "error"}
+            last_seq = left.last_seq
             missing = _missing(task_id, carried, last_seq)
             replace = await _answer_replaced(session, task_id, checkpoint, last_seq)
             if missing is not None:
@@ -406,14 +390,11 @@ class DurableExecutor:
                 origin = journal.origin if journal.notified else None
                 await streams.write_chunks([missing], utcnow(), origin=origin)(session)
                 last_seq = missing.last_seq
-            await session.execute(
-                update(RunStream).where(RunStream.task_id == task_id).values(worker_id=runtime.lease.id)
-            )
         if missing is not None:
             runtime.journal.heard([missing])  # this process's followers
         carried.clear()
         self._adopted.pop(task_id, None)
-        plan = await self._plan(spec, resume, str(end_user_id or ""), last_seq, replace)
+        plan = await self._plan(spec, resume, left.end_user_id, last_seq, replace)
         gate = StepGate(taken_at=checkpoint["n"])
         self.gates[task_id] = gate
         self.take_up(plan, gate.bind)
@@ -453,12 +434,9 @@ class DurableExecutor:
         """Hand the pending workflows of dead workers back to DBOS and claim their messages and
         streams (in the heartbeat's transaction, before its sweep); returns the runs this worker
         counts as its own meanwhile (task id, message id)."""
-        if self.runtime.db.engine.dialect.name == "postgresql":
-            await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": TAKEOVER_LOCK})
+        await takeover.lock_takeovers(session, TAKEOVER_LOCK)
         me = self.runtime.lease.id
-        stale = await session.scalars(
-            select(Worker.id).where(Worker.heartbeat_at < alive_since, Worker.id != me)
-        )
+        stale = await takeover.stale_workers(session, alive_since, me)
         dead = sorted({*gone, *stale})
         if dead:
             pending = await DBOS.list_workflows_async(
@@ -474,25 +452,7 @@ class DurableExecutor:
         return [(t, m) for t, (m, _) in self._adopted.items()]
 
     async def _claim(self, session: AsyncSession, task_ids: Collection[str]) -> None:
-        me = self.runtime.lease.id
-        rows = (
-            await session.execute(
-                select(RunStream.task_id, RunStream.message_id).where(RunStream.task_id.in_(list(task_ids)))
-            )
-        ).all()
-        message_ids = [m for _, m in rows]
-        await session.execute(
-            update(Message)
-            .where(Message.id.in_(message_ids), Message.status == repo.RUNNING)
-            .values(worker_id=me)
-            .execution_options(synchronize_session=False)
-        )
-        await session.execute(
-            update(RunStream)
-            .where(RunStream.task_id.in_(list(task_ids)), RunStream.ended_at.is_(None))
-            .values(worker_id=me)
-            .execution_options(synchronize_session=False)
-        )
+        rows = await takeover.claim_runs(session, task_ids, self.runtime.lease.id)
         for task_id, message_id in rows:
             self._adopted[task_id] = (message_id, ADOPTED_BEATS + 1)
         log.warning("handed %d durable run(s) of dead workers back to be taken up", len(rows))
