@@ -10,8 +10,9 @@ from fastapi import Depends, Request
 from loopwright.app.admin import datasets
 from loopwright.app.availability import check_access
 from loopwright.app.lookup import KeyedApp
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.errors import ApiError
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 AuthedApp = KeyedApp
 
@@ -31,7 +32,7 @@ def bearer_token(request: Request) -> str:
     return token.strip()
 
 
-async def current_app(request: Request, state: Annotated[ServerState, Depends(get_state)]) -> AuthedApp:
+async def current_app(request: Request, state: Annotated[AppRuntime, Depends(get_state)]) -> AuthedApp:
     """FastAPI dependency: the app of the request's API key, or 401; 403 (Dify's texts) when the app
     is disabled or its Service API is off."""
     app = await state.lookup.app_for_key(bearer_token(request))
@@ -41,7 +42,7 @@ async def current_app(request: Request, state: Annotated[ServerState, Depends(ge
     return app
 
 
-async def dataset_key(request: Request, state: Annotated[ServerState, Depends(get_state)]) -> str:
+async def dataset_key(request: Request, state: Annotated[AppRuntime, Depends(get_state)]) -> str:
     """FastAPI dependency: a valid dataset API key, or 401."""
     token = bearer_token(request)
     if not await datasets.key_is_valid(state.knowledge(), token):

@@ -11,8 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from loopwright.app.admin import agent_log
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.state import ServerState, get_state, require_user
+from loopwright.server.state import get_state, require_user
 
 router = APIRouter()
 
@@ -21,7 +22,7 @@ router = APIRouter()
 async def message_agent_log(
     message_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
 ) -> dict[str, Any]:
     who = require_user(user)

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, StrictStr
 
 from loopwright.app.dify.annotation_setting import embedding_spec
 from loopwright.app.guards.annotations import AnnotationNotFoundError
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import invalid_param, not_found
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter()
 
@@ -51,7 +52,7 @@ def _uuid(value: str, what: Exception) -> str:
 @router.get("/v1/apps/annotations")
 async def list_annotations(
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     page: Annotated[int, Query()] = 1,
     limit: Annotated[int, Query()] = 20,
     keyword: Annotated[str, Query()] = "",
@@ -70,7 +71,7 @@ async def list_annotations(
 async def create_annotation(
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[AnnotationPayload, Depends(json_body(AnnotationPayload))],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
     view = await state.annotations.create(app.id, payload.question, payload.answer, account_id="api")
     return view.body()
@@ -81,7 +82,7 @@ async def update_annotation(
     annotation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[AnnotationPayload, Depends(json_body(AnnotationPayload))],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
     found = _uuid(annotation_id, AnnotationNotFoundError())
     view = await state.annotations.update(app.id, found, payload.question, payload.answer)
@@ -92,7 +93,7 @@ async def update_annotation(
 async def delete_annotation(
     annotation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> Response:
     await state.annotations.delete(app.id, _uuid(annotation_id, AnnotationNotFoundError()))
     return Response(status_code=204)
@@ -103,7 +104,7 @@ async def annotation_reply_action(
     action: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[ReplyActionPayload, Depends(json_body(ReplyActionPayload))],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> JSONResponse:
     if action not in ("enable", "disable"):
         raise invalid_param("Unsupported annotation reply action")
@@ -126,7 +127,7 @@ async def annotation_reply_status(
     action: str,
     job_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     found = _uuid(job_id, not_found("The requested URL was not found on the server."))
     return await state.annotations.job_status(app.id, action, found)

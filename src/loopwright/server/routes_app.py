@@ -10,8 +10,9 @@ from fastapi import APIRouter, Depends
 from loopwright import __version__
 from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig, FileUpload, InputField, TextToSpeech
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter()
 
@@ -100,7 +101,7 @@ def parameters_body(config: AppConfig) -> dict[str, Any]:
 @router.get("/v1/parameters")
 async def parameters(
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
     config = await current_config(state.lookup, app.id)
     return parameters_body(config)
@@ -126,7 +127,7 @@ async def index() -> dict[str, str]:
 
 @router.get("/v1/meta")
 async def meta(
-    app: Annotated[AuthedApp, Depends(current_app)], state: Annotated[ServerState, Depends(get_state)]
+    app: Annotated[AuthedApp, Depends(current_app)], state: Annotated[AppRuntime, Depends(get_state)]
 ) -> dict[str, Any]:
     """Dify's tool icons by tool name: the icons of the app's plugin tools (built-in tools have none)."""
     return {"tool_icons": await state.tool_icons(app.id)}

@@ -21,10 +21,11 @@ from starlette.types import Message
 
 from loopwright.app.availability import current_config
 from loopwright.app.files import speech
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import invalid_param
-from loopwright.server.state import ServerState, get_state, user_or_default
+from loopwright.server.state import get_state, user_or_default
 
 router = APIRouter()
 
@@ -52,7 +53,7 @@ def _capped(request: Request, limit: int) -> Request:
 async def audio_to_text(
     request: Request,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
     config = await current_config(state.lookup, app.id)
     capped = _capped(request, speech.FILE_SIZE_LIMIT + BODY_OVERHEAD)
@@ -89,7 +90,7 @@ class SpeakPayload(pydantic.BaseModel):
 async def text_to_audio(
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[SpeakPayload, Depends(json_body(SpeakPayload))],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> StreamingResponse | JSONResponse:
     config = await current_config(state.lookup, app.id)
     user = user_or_default(payload.user)

@@ -14,10 +14,11 @@ from loopwright.app.admin import conversations, suggestions
 from loopwright.app.admin.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.app.availability import current_config
 from loopwright.app.run import naming
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body, optional_json_body
 from loopwright.server.errors import ApiError, invalid_param, not_found
-from loopwright.server.state import ServerState, get_state, require_user, user_or_default
+from loopwright.server.state import get_state, require_user, user_or_default
 
 router = APIRouter()
 
@@ -120,7 +121,7 @@ def uuid_param(name: str, value: str) -> str:
 @router.get("/v1/conversations")
 async def list_conversations(
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
     last_id: str | None = None,
     limit: Limit = 20,
@@ -149,7 +150,7 @@ async def list_conversations(
 async def delete_conversation(
     conversation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     payload: Annotated[UserPayload | None, Depends(optional_json_body(UserPayload))],
     user: str | None = None,
 ) -> Response:
@@ -163,7 +164,7 @@ async def delete_conversation(
 async def conversation_variables(
     conversation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
@@ -184,7 +185,7 @@ async def update_conversation_variable(
 @router.get("/v1/app/feedbacks")
 async def app_feedbacks(
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     page: Annotated[int, Query(ge=1)] = 1,
     limit: Annotated[int, Query(ge=1, le=101)] = 20,
 ) -> dict[str, Any]:
@@ -215,7 +216,7 @@ async def app_feedbacks(
 async def suggested_questions(
     message_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
 ) -> dict[str, Any]:
     """Questions the user may ask next, made by the app's model with Dify's prompt when the app has
@@ -236,7 +237,7 @@ async def rename_conversation(
     conversation_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[RenamePayload, Depends(json_body(RenamePayload))],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
     who = user_or_default(payload.user)
     namer = None
@@ -259,7 +260,7 @@ async def rename_conversation(
 @router.get("/v1/messages")
 async def list_messages(
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     conversation_id: str | None = None,
     user: str | None = None,
     first_id: str | None = None,
@@ -290,7 +291,7 @@ async def message_feedback(
     message_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[FeedbackPayload, Depends(json_body(FeedbackPayload))],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     who = require_user(payload.user)
     await conversations.rate_message(

@@ -4,7 +4,7 @@
 ``…/create-by-file`` (indexed after the response, as Dify does: poll ``GET …/documents`` or
 ``…/documents/{batch}/indexing-status``), ``GET …/documents``, ``DELETE …/documents/{doc_id}``,
 ``POST …/retrieve``. Bodies and responses follow Dify's field names; the work is
-:mod:`loopwright.app.admin.datasets`'s. The knowledge base is the server's (``ServerState.knowledge()``: the
+:mod:`loopwright.app.admin.datasets`'s. The knowledge base is the server's (``AppRuntime.knowledge()``: the
 one beside its database unless another was given); keys are made with ``loopwright kb key``.
 """
 
@@ -30,10 +30,11 @@ from loopwright.app.admin.datasets import (
     Segment,
     Tag,
 )
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import dataset_key
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, invalid_param
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter(prefix="/v1")
 
@@ -44,7 +45,7 @@ _DISPLAY = {"queued": "queuing", "indexing": "indexing", "completed": "available
 # --- the knowledge base, the key and the errors -------------------------------------------------------
 
 
-async def get_knowledge(state: Annotated[ServerState, Depends(get_state)]) -> KnowledgeBase:
+async def get_knowledge(state: Annotated[AppRuntime, Depends(get_state)]) -> KnowledgeBase:
     """The server's knowledge base (the one its apps' retriever tools use), opened on first use."""
     return state.knowledge()
 

@@ -11,9 +11,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from loopwright.app.admin import conversations
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError
-from loopwright.server.state import DEFAULT_USER, ServerState, get_state
+from loopwright.server.state import DEFAULT_USER, get_state
 
 router = APIRouter()
 
@@ -26,7 +27,7 @@ def end_user_not_found() -> ApiError:
 async def get_end_user(
     end_user_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
     try:
         key = str(uuid.UUID(end_user_id))

@@ -27,10 +27,11 @@ from loopwright.app.files.uploads import (
     message_upload,
     preview_url_valid,
 )
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, not_found
 from loopwright.server.routes_tool_files import ACTIVE_TYPES, disposition_header
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter()
 
@@ -48,7 +49,7 @@ async def _read(handle: anyio.AsyncFile[bytes]) -> AsyncIterator[bytes]:
 
 
 async def serve_upload(
-    state: ServerState, file_id: str, kind: str, signed: tuple[str, str, str], as_attachment: bool
+    state: AppRuntime, file_id: str, kind: str, signed: tuple[str, str, str], as_attachment: bool
 ) -> StreamingResponse:
     """The upload ``file_id`` if ``signed`` (timestamp, nonce, sign) is a valid ``kind`` signature."""
     try:
@@ -81,7 +82,7 @@ async def stream_upload(row: UploadedFile, as_attachment: bool, missing: ApiErro
 async def app_file_preview(
     file_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     as_attachment: bool = False,
 ) -> StreamingResponse:
     try:
@@ -102,7 +103,7 @@ async def app_file_preview(
 @router.get("/files/{file_id}/file-preview", response_model=None)
 async def file_preview(
     file_id: str,
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     timestamp: Annotated[str, Query()] = "",
     nonce: Annotated[str, Query()] = "",
     sign: Annotated[str, Query()] = "",
@@ -114,7 +115,7 @@ async def file_preview(
 @router.get("/files/{file_id}/image-preview", response_model=None)
 async def image_preview(
     file_id: str,
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     timestamp: Annotated[str, Query()] = "",
     nonce: Annotated[str, Query()] = "",
     sign: Annotated[str, Query()] = "",

@@ -36,10 +36,11 @@ from loopwright.app.files.uploads import (
     store_upload,
     type_allowed,
 )
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.errors import LoopwrightError
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.errors import ApiError, invalid_param
-from loopwright.server.state import ServerState, get_state, user_or_default
+from loopwright.server.state import get_state, user_or_default
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
@@ -279,7 +280,7 @@ def upload_body(upload: StoredUpload, app_id: str = "", source_url: str | None =
 async def upload_file(
     request: Request,
     app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
 ) -> JSONResponse:
     limits = state.upload_limits()
     chunks = request.stream().__aiter__()
@@ -302,7 +303,7 @@ async def upload_file(
         await _remove(got.temp_path)  # gone already when it was stored
 
 
-async def _record(state: ServerState, app: AuthedApp, got: Received, directory: Path) -> JSONResponse:
+async def _record(state: AppRuntime, app: AuthedApp, got: Received, directory: Path) -> JSONResponse:
     """Check the fields, then keep the file."""
     user = user_or_default(got.fields.get("user"))
     if got.temp_path is None or got.filename is None:

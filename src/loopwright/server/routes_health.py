@@ -9,13 +9,14 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from loopwright.app.admin.health import database_ok
-from loopwright.server.state import ServerState, get_state
+from loopwright.app.run.runtime import AppRuntime
+from loopwright.server.state import get_state
 
 router = APIRouter()
 
 
 @router.get("/health")
-async def health(state: Annotated[ServerState, Depends(get_state)]) -> JSONResponse:
+async def health(state: Annotated[AppRuntime, Depends(get_state)]) -> JSONResponse:
     if await database_ok(state.db):
         return JSONResponse({"status": "ok"})
     return JSONResponse({"status": "unavailable", "database": "not answering"}, status_code=503)

@@ -9,8 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.errors import not_found
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter()
 
@@ -18,7 +19,7 @@ SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 
 
 @router.get("/files/plugins/{author}/{name}/icon")
-async def plugin_icon(author: str, name: str, state: Annotated[ServerState, Depends(get_state)]) -> Response:
+async def plugin_icon(author: str, name: str, state: Annotated[AppRuntime, Depends(get_state)]) -> Response:
     plugins = await state.plugins()
     found = await plugins.icon(f"{author}/{name}")
     if found is None:

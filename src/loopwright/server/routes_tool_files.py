@@ -15,8 +15,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.errors import ApiError, not_found
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 from loopwright.tools.files.manager import ToolFile
 
 router = APIRouter()
@@ -65,7 +66,7 @@ def disposition_header(name: str, kind: str = "attachment") -> str:
 @router.get("/files/tools/{file_name}", response_model=None)
 async def get_tool_file(
     file_name: str,
-    state: Annotated[ServerState, Depends(get_state)],
+    state: Annotated[AppRuntime, Depends(get_state)],
     timestamp: Annotated[str, Query()],
     nonce: Annotated[str, Query()],
     sign: Annotated[str, Query()],

@@ -7,8 +7,6 @@ from fastapi import Request
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.errors import invalid_param
 
-ServerState = AppRuntime  # the name the routes know it by
-
 MAX_NAME_CHARS = 255
 DEFAULT_USER = "DEFAULT-USER"  # Dify's end user for calls that name none where ``user`` is optional
 

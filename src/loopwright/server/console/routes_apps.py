@@ -14,13 +14,14 @@ from loopwright.app.admin import apps as admin
 from loopwright.app.admin import tool_import
 from loopwright.app.admin.model_check import DEFAULT_TIMEOUT, check_model
 from loopwright.app.config import AppConfig, ConfigImportError
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.bodies import json_body
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import invalid_param, not_found
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter(prefix="/console/api", dependencies=[Depends(require_admin)])
-State = Annotated[ServerState, Depends(get_state)]
+State = Annotated[AppRuntime, Depends(get_state)]
 
 
 # --- apps ---------------------------------------------------------------------------------------------

@@ -13,12 +13,13 @@ from loopwright.app.admin import app_logs
 from loopwright.app.admin import apps as admin
 from loopwright.app.admin.conversations import app_feedbacks
 from loopwright.app.run.prompt_log import call_view
+from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.console.auth import require_admin
 from loopwright.server.errors import not_found
-from loopwright.server.state import ServerState, get_state
+from loopwright.server.state import get_state
 
 router = APIRouter(prefix="/console/api", dependencies=[Depends(require_admin)])
-State = Annotated[ServerState, Depends(get_state)]
+State = Annotated[AppRuntime, Depends(get_state)]
 
 
 @router.get("/apps/{app_id}/conversations")
