@@ -282,12 +282,13 @@ def _as_is(value: Any, with_tools: bool) -> Any:
 
 
 def _with_tools_only(value: Any, with_tools: bool) -> Any:
-    # OpenAI refuses tool settings in a request without tools.
+    # OpenAI refuses parallel_tool_calls in a request without tools.
     return value if with_tools else None
 
 
 def _tool_choice_param(value: Any, with_tools: bool) -> Any:
-    return _tool_choice(value) if with_tools else None
+    choice = _tool_choice(value)
+    return choice if with_tools else None
 
 
 def _extra_body(value: Any, with_tools: bool) -> dict[str, Any] | None:
