@@ -10,7 +10,7 @@ chat request's ``files`` when the message is prepared), ``json_object`` a dict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from loopwright.app.config import InputField
@@ -40,35 +40,75 @@ def validate_inputs(form: Sequence[InputField], inputs: Mapping[str, Any] | None
 
 
 def _field_value(f: InputField, value: Any) -> Any:
-    name = f.variable
     if value is None:
         if f.required:
-            raise InputError(f"{name} is required in input form")
+            raise InputError(f"{f.variable} is required in input form")
         value = f.default
         if value is None:
             return None
-    if f.type in FILE_TYPES and not f.required and value == "":
-        return None  # a form's empty placeholder for an optional file
-    if f.type in TEXT_TYPES and not isinstance(value, str):
-        raise InputError(f"(type '{f.type}') {name} in input form must be a string")
-    if f.type == "number":
-        return _number(name, value)
-    if f.type == "select" and value not in f.options:
-        raise InputError(f"{name} in input form must be one of the following: {f.options}")
-    if f.type in ("text-input", "paragraph") and f.max_length and len(value) > f.max_length:
-        raise InputError(f"{name} in input form must be less than {f.max_length} characters")
-    if f.type == "checkbox":
-        return _checkbox(value)
-    if f.type == "file" and not isinstance(value, dict):
-        raise InputError(f"{name} in input form must be a file")
-    if f.type == "file-list":
-        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-            raise InputError(f"{name} in input form must be a list of files")
-        if f.max_length and len(value) > f.max_length:
-            raise InputError(f"{name} in input form must be less than {f.max_length} files")
-    if f.type == "json_object" and value and not isinstance(value, dict):
-        raise InputError(f"{name} in input form must be a dict")
+    # A default is checked and converted like a given value, as Dify does.
+    return _FIELD_TYPES[f.type](f, value)
+
+
+def _text(f: InputField, value: Any) -> Any:
+    _check_string(f, value)
+    if f.max_length and len(value) > f.max_length:
+        raise InputError(f"{f.variable} in input form must be less than {f.max_length} characters")
     return value
+
+
+def _select(f: InputField, value: Any) -> Any:
+    _check_string(f, value)  # before the options, so a number gets the type's message
+    if value not in f.options:
+        raise InputError(f"{f.variable} in input form must be one of the following: {f.options}")
+    return value
+
+
+def _check_string(f: InputField, value: Any) -> None:
+    if not isinstance(value, str):
+        raise InputError(f"(type '{f.type}') {f.variable} in input form must be a string")
+
+
+def _file(f: InputField, value: Any) -> Any:
+    if _empty_placeholder(f, value):
+        return None
+    if not isinstance(value, dict):
+        raise InputError(f"{f.variable} in input form must be a file")
+    return value
+
+
+def _file_list(f: InputField, value: Any) -> Any:
+    if _empty_placeholder(f, value):
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise InputError(f"{f.variable} in input form must be a list of files")
+    if f.max_length and len(value) > f.max_length:
+        raise InputError(f"{f.variable} in input form must be less than {f.max_length} files")
+    return value
+
+
+def _empty_placeholder(f: InputField, value: Any) -> bool:
+    # What a form sends for an optional file left empty; a required one goes on to be refused.
+    return not f.required and value == ""
+
+
+def _json_object(f: InputField, value: Any) -> Any:
+    if value and not isinstance(value, dict):  # an empty value ("", 0, []) passes, as in Dify
+        raise InputError(f"{f.variable} in input form must be a dict")
+    return value
+
+
+# A form field's type → its check and conversion of a value that is not None.
+_FIELD_TYPES: dict[str, Callable[[InputField, Any], Any]] = {
+    "text-input": _text,
+    "paragraph": _text,
+    "select": _select,
+    "number": lambda f, value: _number(f.variable, value),
+    "checkbox": lambda f, value: _checkbox(value),
+    "file": _file,
+    "file-list": _file_list,
+    "json_object": _json_object,
+}
 
 
 def _number(name: str, value: Any) -> int | float | None:

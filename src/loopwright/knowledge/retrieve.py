@@ -41,31 +41,70 @@ async def retrieve(
     model = model or dataset.retrieval
     if not query.strip() or model.top_k <= 0:
         return []
-    document_ids: set[str] | None = None
-    hidden = await store.hidden_documents(dataset.id)  # disabled or archived: never retrieved
-    if metadata_filter is not None or hidden:
-        completed = [d for d in await store.completed_documents(dataset.id) if d.id not in hidden]
-        document_ids = metadata_filter.allowed(completed) if metadata_filter else {d.id for d in completed}
-        if not document_ids:
-            return []
+    document_ids = await _searchable_documents(store, dataset.id, metadata_filter)
+    if document_ids is not None and not document_ids:
+        return []  # every document is hidden or filtered out
     method = effective_method(dataset, model, embedder)
+    # Hybrid search ranks the union of both sides: each side is asked for more than top_k.
     pool = model.top_k if method != "hybrid" else max(model.top_k * HYBRID_POOL_FACTOR, HYBRID_MIN_POOL)
+    keyword, vector = await _search(store, dataset, query, method, embedder, pool, document_ids)
+    ranked = _rank(_combine(method, keyword, vector, model), model)
+    if not ranked:
+        return []
+    hits = await _hits(store, ranked, keyword, vector)
+    if count_hits and hits:
+        await store.count_hits([h.segment.seq for h in hits])
+    return hits
+
+
+async def _searchable_documents(
+    store: KnowledgeStore, dataset_id: str, metadata_filter: MetadataFilter | None
+) -> set[str] | None:
+    """The documents a search may return, or None for all of them (no filter, nothing hidden):
+    both indexes search faster without a list of ids."""
+    hidden = await store.hidden_documents(dataset_id)  # disabled or archived: never retrieved
+    if metadata_filter is None and not hidden:
+        return None
+    completed = [d for d in await store.completed_documents(dataset_id) if d.id not in hidden]
+    return metadata_filter.allowed(completed) if metadata_filter else {d.id for d in completed}
+
+
+async def _search(
+    store: KnowledgeStore,
+    dataset: Dataset,
+    query: str,
+    method: Method,
+    embedder: Embedder | None,
+    pool: int,
+    document_ids: set[str] | None,
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Keyword and vector scores by segment row; a side the method does not use is empty."""
     keyword: dict[int, float] = {}
     vector: dict[int, float] = {}
     if method in ("keyword", "hybrid"):
         keyword = dict(await store.keyword_search(dataset.id, query, pool, document_ids))
     if method in ("vector", "hybrid"):
-        assert embedder is not None
+        assert embedder is not None  # effective_method chose keywords without one
         query_vector = (await embedder.embed([query]))[0]
         vector = dict(await store.vector_search(dataset, query_vector, pool, document_ids))
-    scores = _combine(method, keyword, vector, model)
+    return keyword, vector
+
+
+def _rank(scores: dict[int, float], model: RetrievalModel) -> list[tuple[float, int]]:
+    """(score, row) best first, at most top_k, none under the threshold; equal scores by row, so a
+    ranking is repeatable."""
     threshold = model.threshold
     ranked = sorted(((s, seq) for seq, s in scores.items() if s >= threshold), key=lambda x: (-x[0], x[1]))
-    ranked = ranked[: model.top_k]
-    if not ranked:
-        return []
-    seqs = [seq for _, seq in ranked]
-    segments = await store.segments_by_seq(seqs)
+    return ranked[: model.top_k]
+
+
+async def _hits(
+    store: KnowledgeStore,
+    ranked: list[tuple[float, int]],
+    keyword: dict[int, float],
+    vector: dict[int, float],
+) -> list[Hit]:
+    segments = await store.segments_by_seq([seq for _, seq in ranked])
     documents = await store.documents_by_ids({s.document_id for s in segments.values()})
     hits: list[Hit] = []
     for score, seq in ranked:
@@ -83,8 +122,6 @@ async def retrieve(
                 document_metadata=dict(document.metadata),
             )
         )
-    if count_hits and hits:
-        await store.count_hits([h.segment.seq for h in hits])
     return hits
 
 

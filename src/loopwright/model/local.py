@@ -223,51 +223,82 @@ class LocalModel:
         stop: Sequence[str],
         params: ModelSettings,
     ) -> AsyncGenerator[LLMChunk, None]:
-        loaded = _cache.get(self._key())
-        if loaded is None:
-            await self.load()
-            loaded = _cache[self._key()]
+        loaded = _cache.get(self._key()) or await self._load_now()
+        request = self._request(loaded, messages, turn, stop, params)
+        # Tokens pass straight through: this loop runs once per token.
+        async for chunk in _generate(loaded, request):
+            yield chunk
+
+    async def _load_now(self) -> _Loaded:
+        await self.load()
+        return _cache[self._key()]
+
+    def _request(
+        self,
+        loaded: _Loaded,
+        messages: Sequence[PromptMessage],
+        turn: ReactTurn | None,
+        stop: Sequence[str],
+        params: ModelSettings,
+    ) -> _Request:
+        """What llama.cpp is asked for: a plain reply (``turn`` None) or a ReAct round's."""
         if turn is not None:
             messages = _with_tool_examples(messages, turn.tools)
         prompt, template_stops = self._render(loaded, messages)
-        tool_choice = str(params.get("tool_choice", "auto"))
-        if turn is not None and turn.observation is not None and not turn.failed and self.react_continue:
-            # This model's own prompt: after a tool round that worked, it answers. A 135M model does
-            # not plan a second step; asked to choose, it called the same tool again (with the result
-            # as the argument) until the repeated-call guardrail stopped the run.
-            tool_choice = "none" if tool_choice == "auto" else tool_choice
         request = _Request(
             prompt=prompt,
             stop=[*stop, *template_stops],
             max_tokens=int(params.get("max_tokens", self.max_tokens)),
             sampling={k: v for k, v in params.items() if k in _SAMPLING_KEYS},
-            react_tools=turn.tools if turn is not None else None,
-            tool_choice=tool_choice,
-            # Only this model's own ReAct prompt repeats the observation in the user's turn, which is
-            # what lets the grammar offer it back as the answer.
-            observation=turn.observation if turn is not None and self.react_continue else None,
+            react_tools=None,
+            tool_choice=str(params.get("tool_choice", "auto")),
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
-            output_schema=turn.output_schema if turn is not None else None,
         )
-        if turn is not None and turn.tools and turn.observation is None and messages:
-            # The turn asks the user's question (the last message): the choice of a tool is
-            # calibrated against the same prompt with a neutral question.
-            neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
-            request.neutral_prompt = self._render(loaded, neutral)[0]
-            question = content_text(messages[-1].content).strip()
-            if self.react_template is not None and question:
-                # This model's own prompt: the tool is chosen by how likely the question is after
-                # each tool's description and examples (_local_choice.choose_by_question).
-                request.question = question
-                request.question_contexts = [(t.name, question_context(t)) for t in turn.tools]
-                request.question_contexts.append(("none", question_context(None)))
+        if turn is not None:
+            self._react(request, loaded, messages, turn)
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
         request.sampling.setdefault("repeat_penalty", 1.1)
-        async for chunk in _generate(loaded, request):
-            yield chunk
+        return request
+
+    def _react(
+        self, request: _Request, loaded: _Loaded, messages: Sequence[PromptMessage], turn: ReactTurn
+    ) -> None:
+        """A ReAct round's part of the request: the tools the grammar offers, and how to choose."""
+        request.react_tools = turn.tools
+        request.output_schema = turn.output_schema
+        if self.react_continue:
+            # Only this model's own ReAct prompt repeats the observation in the user's turn, which is
+            # what lets the grammar offer it back as the answer.
+            request.observation = turn.observation
+            if turn.observation is not None and not turn.failed and request.tool_choice == "auto":
+                # After a tool round that worked, it answers. A 135M model does not plan a second
+                # step; asked to choose, it called the same tool again (with the result as the
+                # argument) until the repeated-call guardrail stopped the run.
+                request.tool_choice = "none"
+        if turn.tools and turn.observation is None and messages:
+            self._calibrate(request, loaded, messages, turn.tools)
+
+    def _calibrate(
+        self,
+        request: _Request,
+        loaded: _Loaded,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSchema],
+    ) -> None:
+        # The turn asks the user's question (the last message): the choice of a tool is
+        # calibrated against the same prompt with a neutral question.
+        neutral = [*messages[:-1], UserMessage(NEUTRAL_QUESTION)]
+        request.neutral_prompt = self._render(loaded, neutral)[0]
+        question = content_text(messages[-1].content).strip()
+        if self.react_template is not None and question:
+            # This model's own prompt: the tool is chosen by how likely the question is after
+            # each tool's description and examples (_local_choice.choose_by_question).
+            request.question = question
+            request.question_contexts = [(t.name, question_context(t)) for t in tools]
+            request.question_contexts.append(("none", question_context(None)))
 
 
 NEUTRAL_QUESTION = "N/A"

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import weakref
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,12 @@ from loopwright.model.settings import ModelSettings
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import (
+        Choice,
+        ChoiceDeltaFunctionCall,
+        ChoiceDeltaToolCall,
+    )
+    from openai.types.completion_usage import CompletionUsage
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +122,7 @@ _TOOL_CHOICES = frozenset({"auto", "required", "none"})
 # Keys whose values are schemas (or maps/lists of schemas): the only places an array node can hide.
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_ONES = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SCHEMA_ONES = ("additionalProperties", "not", "contains", "if", "then", "else")
 
 
 def ensure_array_items(schema: Any) -> Any:
@@ -126,24 +132,45 @@ def ensure_array_items(schema: Any) -> Any:
     if not isinstance(schema, Mapping):
         return schema
     out: dict[str, Any] = dict(schema)
-    kind = out.get("type")
-    if (kind == "array" or (isinstance(kind, list) and "array" in kind)) and "items" not in out:
+    if _is_array(out.get("type")) and "items" not in out:
         out["items"] = {"type": "string"}
-    for key in _SCHEMA_MAPS:
-        value = out.get(key)
-        if isinstance(value, Mapping):
-            out[key] = {k: ensure_array_items(v) for k, v in value.items()}
-    for key in _SCHEMA_LISTS:
-        value = out.get(key)
-        if isinstance(value, list):
-            out[key] = [ensure_array_items(v) for v in value]
-    for key in _SCHEMA_ONES:
-        value = out.get(key)
-        if isinstance(value, Mapping):
-            out[key] = ensure_array_items(value)
-        elif key == "items" and isinstance(value, list):  # draft-4 tuple form
-            out[key] = [ensure_array_items(v) for v in value]
+    for key, walk in _SCHEMA_WALKS.items():
+        if key in out:
+            out[key] = walk(out[key])
     return out
+
+
+def _is_array(kind: Any) -> bool:
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
+
+
+def _walk_map(value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        return value  # not a schema position after all (a malformed schema): left as it is
+    return {k: ensure_array_items(v) for k, v in value.items()}
+
+
+def _walk_list(value: Any) -> Any:
+    return [ensure_array_items(v) for v in value] if isinstance(value, list) else value
+
+
+def _walk_one(value: Any) -> Any:
+    # Only a mapping: a boolean schema (``"additionalProperties": false``) has no array inside.
+    return ensure_array_items(value) if isinstance(value, Mapping) else value
+
+
+def _walk_items(value: Any) -> Any:
+    # ``items`` may also be a list, draft-4's tuple form: one schema per position.
+    return _walk_list(value) if isinstance(value, list) else _walk_one(value)
+
+
+# Schema keyword → how to reach the schemas under it.
+_SCHEMA_WALKS: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(_SCHEMA_MAPS, _walk_map),
+    **dict.fromkeys(_SCHEMA_LISTS, _walk_list),
+    "items": _walk_items,
+    **dict.fromkeys(_SCHEMA_ONES, _walk_one),
+}
 
 
 def tool_to_openai(tool: ToolSchema) -> dict[str, Any]:
@@ -229,25 +256,56 @@ def build_request(
     stops = [s for s in stop if s]
     if stops:
         request["stop"] = stops
+    request.update(_params_to_send(model, params or {}, bool(tools)))
+    return request
+
+
+def _params_to_send(model: str, params: ModelSettings, with_tools: bool) -> dict[str, Any]:
+    """The request keys that ``params`` become (see :func:`build_request`)."""
+    sent: dict[str, Any] = {}
     dropped: list[str] = []
-    for key, value in (params or {}).items():
-        if key in SAMPLING_PARAMS:
-            if value is not None and (key != "parallel_tool_calls" or tools):
-                request[key] = value
-        elif key == "tool_choice":
-            choice = _tool_choice(value)
-            if tools and choice is not None:
-                request["tool_choice"] = choice
-        elif key == "extra_body":
-            if value:
-                if not isinstance(value, Mapping):
-                    raise TypeError(f"params['extra_body'] must be a mapping, not {type(value).__name__}")
-                request["extra_body"] = dict(value)
-        else:
+    for key, value in params.items():
+        read = _PARAM_READERS.get(key)
+        if read is None:
             dropped.append(key)
+            continue
+        value = read(value, with_tools)
+        if value is not None:
+            sent[key] = value
     if dropped:
         log.debug("parameters not sent to %s (put them under extra_body): %s", model, ", ".join(dropped))
-    return request
+    return sent
+
+
+def _as_is(value: Any, with_tools: bool) -> Any:
+    return value
+
+
+def _with_tools_only(value: Any, with_tools: bool) -> Any:
+    # OpenAI refuses parallel_tool_calls in a request without tools.
+    return value if with_tools else None
+
+
+def _tool_choice_param(value: Any, with_tools: bool) -> Any:
+    choice = _tool_choice(value)
+    return choice if with_tools else None
+
+
+def _extra_body(value: Any, with_tools: bool) -> dict[str, Any] | None:
+    if not value:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"params['extra_body'] must be a mapping, not {type(value).__name__}")
+    return dict(value)
+
+
+# A param's name → its value in the request (None: not sent). A name not here is dropped.
+_PARAM_READERS: dict[str, Callable[[Any, bool], Any]] = {
+    **dict.fromkeys(SAMPLING_PARAMS, _as_is),
+    "parallel_tool_calls": _with_tools_only,
+    "tool_choice": _tool_choice_param,
+    "extra_body": _extra_body,
+}
 
 
 def _tool_choice(value: Any) -> str | dict[str, Any] | None:
@@ -296,11 +354,23 @@ def convert_chunk(
     chunk: ChatCompletionChunk, prices: tuple[Decimal, Decimal] | None = None
 ) -> LLMChunk | None:
     """One SDK chunk as an LLMChunk, or None when it carries nothing (a role-only delta)."""
+    text, deltas, finish = _read_choices(chunk.choices)
+    # Usage arrives once, in the last chunk: every other chunk skips the pricing.
+    usage = None if chunk.usage is None else _chunk_usage(chunk.usage, prices)
+    if not text and deltas is None and usage is None and finish is None:
+        return None
+    return LLMChunk(text, deltas, usage, finish)
+
+
+def _read_choices(choices: Sequence[Choice] | None) -> tuple[str, list[ToolCallDelta] | None, str | None]:
+    """The text, tool-call fragments and finish reason of choice 0. Runs once per token, so a text
+    delta is read inline; only tool-call fragments (a few chunks of a reply) call out."""
     text = ""
     deltas: list[ToolCallDelta] | None = None
     finish: str | None = None
-    for choice in chunk.choices or ():
-        if choice.index:  # only the first choice is ours
+    # Not validated by the SDK: a lenient server's chunk may hold None where a list or delta belongs.
+    for choice in choices or ():
+        if choice.index:  # we ask for one choice; a server sending more has its first one read
             continue
         finish = choice.finish_reason or finish
         delta = choice.delta
@@ -309,27 +379,40 @@ def convert_chunk(
         if delta.content:
             text += delta.content
         if delta.tool_calls:
-            deltas = deltas or []
-            for position, tc in enumerate(delta.tool_calls):
-                fn = tc.function
-                deltas.append(
-                    ToolCallDelta(
-                        index=tc.index if isinstance(tc.index, int) else position,
-                        id=tc.id or None,
-                        name=(fn.name or None) if fn is not None else None,
-                        arguments=(fn.arguments or "") if fn is not None else "",
-                    )
-                )
-        elif delta.function_call is not None:  # the legacy single-function shape some servers send
-            fc = delta.function_call
-            deltas = [ToolCallDelta(index=0, name=fc.name or None, arguments=fc.arguments or "")]
-    usage: Usage | None = None
-    if chunk.usage is not None:
-        u = chunk.usage
-        usage = make_usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0, prices)
-    if not text and deltas is None and usage is None and finish is None:
-        return None
-    return LLMChunk(text=text, tool_calls=deltas, usage=usage, finish_reason=finish)
+            deltas = _tool_call_deltas(delta.tool_calls, deltas)
+        elif delta.function_call is not None:
+            # The legacy single-function shape some servers still send: one call, which replaces
+            # whatever an earlier entry of the same chunk held (there is no index to keep them apart).
+            deltas = [_function_call_delta(delta.function_call)]
+    return text, deltas, finish
+
+
+def _tool_call_deltas(
+    calls: Sequence[ChoiceDeltaToolCall], deltas: list[ToolCallDelta] | None
+) -> list[ToolCallDelta]:
+    """``deltas`` (or a new list) with these tool-call fragments appended."""
+    out = deltas or []
+    for position, tc in enumerate(calls):
+        fn = tc.function
+        out.append(
+            ToolCallDelta(
+                # A server that leaves the index out sends the calls in order.
+                index=tc.index if isinstance(tc.index, int) else position,
+                id=tc.id or None,
+                name=(fn.name or None) if fn is not None else None,
+                arguments=(fn.arguments or "") if fn is not None else "",
+            )
+        )
+    return out
+
+
+def _function_call_delta(fc: ChoiceDeltaFunctionCall) -> ToolCallDelta:
+    return ToolCallDelta(index=0, name=fc.name or None, arguments=fc.arguments or "")
+
+
+def _chunk_usage(u: CompletionUsage, prices: tuple[Decimal, Decimal] | None) -> Usage:
+    # A server may leave counts out (None) or send a zero total: make_usage adds the total up.
+    return make_usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0, prices)
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -549,18 +632,30 @@ class OpenAICompatModel:
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         """The loopwright error for an SDK error; its message names the server, never the key."""
-        where = self.base_url or "OpenAI"
+        if isinstance(exc, openai.APIConnectionError):  # a timeout is one too
+            return self._unreachable(exc)
+        if not isinstance(exc, openai.APIError):  # e.g. the SDK refusing to start without a key
+            return ModelAuthError(f"cannot call {self._where}: {_scrub(str(exc), self._api_key)}")
+        message = _scrub(_server_message(exc), self._api_key)
+        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        # The SDK's own classes (and OpenAI's error code) say most; the status says the rest.
+        by_kind = self._error_by_kind(exc, message, status)
+        return by_kind if by_kind is not None else self._error_by_status(exc, message, status)
+
+    @property
+    def _where(self) -> str:
+        return self.base_url or "OpenAI"
+
+    def _unreachable(self, exc: openai.APIConnectionError) -> ModelError:
         if isinstance(exc, openai.APITimeoutError):
             return ModelUnavailableError(
                 f"cannot reach the model server at {self.server}: no answer within {self.timeout:g} s"
             )
-        if isinstance(exc, openai.APIConnectionError):
-            detail = _scrub(_cause(exc), self._api_key)
-            return ModelUnavailableError(f"cannot reach the model server at {self.server}: {detail}")
-        if not isinstance(exc, openai.APIError):  # e.g. the SDK refusing to start without a key
-            return ModelAuthError(f"cannot call {where}: {_scrub(str(exc), self._api_key)}")
-        message = _scrub(_server_message(exc), self._api_key)
-        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        detail = _scrub(_cause(exc), self._api_key)
+        return ModelUnavailableError(f"cannot reach the model server at {self.server}: {detail}")
+
+    def _error_by_kind(self, exc: openai.APIError, message: str, status: int | None) -> ModelError | None:
+        where = self._where
         if isinstance(exc, openai.AuthenticationError):
             return ModelAuthError(
                 f"the API key was rejected by {where}: check OPENAI_API_KEY ({message})", status_code=status
@@ -572,12 +667,18 @@ class OpenAICompatModel:
         if isinstance(exc, openai.RateLimitError):
             what = "the quota is used up" if exc.code == "insufficient_quota" else "rate limited"
             return ModelRateLimitError(f"{where}: {what}: {message}", status_code=status)
+        # A 400 with this code is how some servers say 404 (and a stream error has no status).
         if isinstance(exc, openai.NotFoundError) or exc.code == "model_not_found":
             return ModelNotFoundError(
                 f"model '{self.model}' not found at {self.server} ({message}); check the model name "
                 "and that base_url is the API root (usually ending in /v1)",
                 status_code=status,
             )
+        return None
+
+    def _error_by_status(self, exc: openai.APIError, message: str, status: int | None) -> ModelError:
+        # Servers word a prompt beyond the context in many ways, and only as a client error (or in
+        # the stream): a 5xx mentioning the context is still the server failing.
         if status == 413 or ((status is None or 400 <= status < 500) and _is_context_error(exc, message)):
             return ContextTooLongError(
                 f"the prompt is too long for model '{self.model}' "
@@ -589,7 +690,7 @@ class OpenAICompatModel:
                 f"cannot reach the model server at {self.server}: server error {status}: {message}",
                 status_code=status,
             )
-        if status is None:
+        if status is None:  # the server reported the error inside a stream it had begun with 200
             return ModelRequestError(
                 f"the model server at {self.server} reported an error while streaming: {message}"
             )
