@@ -122,7 +122,10 @@ async def test_a_message_marked_interrupted_keeps_the_answer_and_thoughts_its_st
             msg,
             "task-new",
             [thought(done.id, 1), "Let me add."],
-            [thought(done.id, 1, thought="Let me add.", **calc)],  # older than the stored row: kept
+            # the journal's last state of round 1 is only as far on as its stored row (the round's end
+            # changed only its thought, which no event showed): the stored row stays
+            [thought(done.id, 1, thought="Let me add.", **calc)],
+            [thought(done.id, 1, thought="Let me", observations=["5"], **calc)],
             [thought("t2", 2), "counting ", "coun"],
             [thought("t2", 2, thought="", tools=["search"], inputs=[{"q": "天气"}])],
             later=1,
@@ -140,7 +143,7 @@ async def test_a_message_marked_interrupted_keeps_the_answer_and_thoughts_its_st
     assert (other.status, other.answer) == ("error", "")
     assert [(t.id, t.position) for t in thoughts] == [(done.id, 1), ("t2", 2)]
     first, cut = thoughts
-    assert (first.observation, first.tokens) == (json.dumps({"calc": "5"}), 42)  # the stored row won
+    assert (first.thought, first.observation, first.tokens) == ("Let me add.", json.dumps({"calc": "5"}), 42)
     assert (cut.thought, cut.tool, cut.observation, cut.message_files) == ("", "search", "", "[]")
     assert json.loads(cut.tool_input or "") == {"search": {"q": "天气"}}
     assert json.loads(cut.tool_labels_str) == {"search": {"en_US": "search", "zh_Hans": "search"}}
@@ -155,12 +158,13 @@ async def test_a_thought_stored_before_its_last_announced_state_is_brought_up_to
         # stored when the run paused for an approval (no observation yet), then resumed and cut
         paused = await rows.add_thought(s, msg.id, 1, thought="Check.", tools=["calc"], inputs=[{"e": "1"}])
         paused.tokens = 7
+        observed = {"thought": "Check.", "tools": ["calc"], "inputs": [{"e": "1"}], "observations": ["1"]}
         await stream(
             s,
             msg,
             "task-1",
-            [thought(paused.id, 1, thought="Check.", tools=["calc"], inputs=[{"e": "1"}], observations=["1"])],
-            [thought(paused.id, 1, thought="Check.", tools=["calc"], inputs=[{"e": "1"}], observations=["1"], files=["f-1"])],
+            [thought(paused.id, 1, **observed)],
+            [thought(paused.id, 1, **observed, files=["f-1"])],
         )
     async with db.transaction() as s:
         assert await repo.interrupt_lost(s, DEAD, [], m.utcnow() + timedelta(seconds=1)) == 1
