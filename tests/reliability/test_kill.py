@@ -4,6 +4,7 @@ and keeps what its stream's journal stored: the answer and thoughts a re-attach 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,10 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from sqlalchemy import text
 
+from loopwright.store.db import Database
 from tests.sse import numbered
 
 EXE = Path(sys.executable).with_name("loopwright")
+URL_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
 
 
 def free_port() -> int:
@@ -86,7 +91,34 @@ def assert_saved_from_stream(message: dict[str, Any], replayed: list[dict[str, A
         assert row["observation"] or not event["observation"], (row, event)
 
 
-def test_a_message_cut_by_kill_9_is_marked_interrupted_after_a_restart(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The server's database settings: a SQLite file, or the test server's PostgreSQL (an empty
+    ``public`` schema; skipped without one, as ``tests/store/test_postgres.py``)."""
+    if request.param == "sqlite":
+        return {"LOOPWRIGHT_DB": str(tmp_path / "kill.db")}
+    url = os.environ.get(URL_ENV)
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail(f"{URL_ENV} is not set; under CI the PostgreSQL tests must run", pytrace=False)
+        pytest.skip(f"{URL_ENV} is not set: no PostgreSQL server (`bash scripts/ci-postgres` prints a URL)")
+    asyncio.run(_empty_schema(url))
+    return {"DATABASE_URL": url}
+
+
+async def _empty_schema(url: str) -> None:
+    database = Database(url)
+    try:
+        async with database.engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        await database.close()
+
+
+def test_a_message_cut_by_kill_9_is_marked_interrupted_after_a_restart(
+    tmp_path: Path, database: dict[str, str]
+) -> None:
     script = tmp_path / "script.json"
     long_answer = "counting " * 400  # ~180 s at one 4-character chunk per 0.1 s: it is cut long before
     script.write_text(
@@ -102,8 +134,7 @@ def test_a_message_cut_by_kill_9_is_marked_interrupted_after_a_restart(tmp_path:
             }
         )
     )
-    env = {**os.environ, "LOOPWRIGHT_DB": str(tmp_path / "kill.db")}
-    env.pop("DATABASE_URL", None)
+    env = {k: v for k, v in os.environ.items() if k not in ("LOOPWRIGHT_DB", "DATABASE_URL")} | database
 
     def cli(*args: str) -> str:
         return subprocess.run(
