@@ -115,7 +115,7 @@ async def test_a_message_marked_interrupted_keeps_the_answer_and_thoughts_its_st
             s, msg.id, 1, thought="Let me add.", observations=["5"], tools=["calc"], inputs=calc["inputs"]
         )
         done.tokens = 42
-        # an earlier run of the message (before a pause for approvals): its stream no longer counts
+        # an earlier stream of the message: only its latest counts
         await stream(s, msg, "task-old", ["Old text."])
         await stream(
             s,

@@ -246,9 +246,9 @@ def _show(seen: Seen, item: Item) -> None:
 async def chunks_of_messages(
     session: AsyncSession, message_ids: Collection[str]
 ) -> dict[str, list[RunEvent]]:
-    """The stored chunks of the latest stream of each of these messages (a message answered again
-    after a pause for approvals has one stream per run), in order, by message id: one read of the
-    streams, one of their chunks — only these messages' (a message without a stream has no key)."""
+    """The stored chunks of each of these messages' stream (its latest, should it have more than
+    one), in order, by message id: one read of the streams, one of their chunks — only these
+    messages' (a message without a stream has no key)."""
     if not message_ids:
         return {}
     rows = await session.execute(
