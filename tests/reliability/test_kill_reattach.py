@@ -1,7 +1,7 @@
 """``kill -9`` of a real ``loopwright serve`` at seeded random points of a stream, then a restart and a
-re-attach: nothing lost — the message is marked interrupted with the rounds it finished, and the
-client gets every stored event once, in order, the same frames it saw live, then an ``error``
-(``interrupted: …``) that ends the stream."""
+re-attach: nothing lost — the message is marked interrupted with the rounds it finished and the answer
+and thoughts of the stored events, and the client gets every stored event once, in order, the same
+frames it saw live, then an ``error`` (``interrupted: …``) that ends the stream."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from tests.reliability.test_kill import EXE, free_port, serve
+from tests.reliability.test_kill import EXE, assert_saved_from_stream, free_port, serve, shown
 from tests.sse import numbered
 
 SEED = 20261125
@@ -111,3 +111,7 @@ def kill_and_reattach(tmp_path: Path, kills: int, seed: int) -> None:
             continue
         [message] = history["data"]
         assert message["status"] == "error" and message["error"].startswith("interrupted:")
+        # it keeps what the stream stored: the answer a re-attach shows, the thoughts it announced
+        assert_saved_from_stream(message, [e for _, e in stored])
+        answer, client = message["answer"], shown(e for _, e in seen)
+        assert client.startswith(answer) or answer.startswith(client), (point, answer, client)

@@ -30,6 +30,7 @@ from tests.store import rows
 from tests.store import test_db as db_tests
 from tests.store import test_logs as log_tests
 from tests.store import test_repositories as repository_tests
+from tests.store import test_streamed as streamed_tests
 from tests.store import test_thoughts as thought_tests
 
 URL_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
@@ -51,7 +52,14 @@ def _shared(*modules: ModuleType) -> list[Callable[[Database], Awaitable[None]]]
 
 
 SHARED = _shared(
-    db_tests, repository_tests, thought_tests, history_tests, message_tests, trust_tests, log_tests
+    db_tests,
+    repository_tests,
+    thought_tests,
+    history_tests,
+    message_tests,
+    trust_tests,
+    log_tests,
+    streamed_tests,
 )
 
 
@@ -109,6 +117,7 @@ def test_the_shared_tests_are_found() -> None:
         "test_save_thought_usage_and_listing",
         "test_load_history",
         "test_a_message_is_streamed_and_stored",
+        "test_a_message_marked_interrupted_keeps_the_answer_and_thoughts_its_stream_stored",
     } <= names
 
 

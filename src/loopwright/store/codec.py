@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "decode_history_inputs",
     "decode_history_observations",
+    "decode_json_list",
     "decode_json_object",
     "dump_json",
     "encode_per_tool",
@@ -115,6 +116,18 @@ def decode_json_object(text: str | None) -> dict[str, Any] | None:
     except (ValueError, TypeError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def decode_json_list(text: str | None) -> list[Any]:
+    """The JSON list in ``text`` (a thought's ``message_files``), or ``[]`` when it is empty, invalid
+    or not a list."""
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError):
+        return []
+    return value if isinstance(value, list) else []
 
 
 def decode_history_inputs(tool: str | None, tool_input: str | None) -> dict[str, Any]:

@@ -323,7 +323,7 @@ class RunStream(Base):
     task_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     app_id: Mapped[str] = mapped_column(String(36), nullable=False)
     user: Mapped[str] = mapped_column(String(255), nullable=False)
-    message_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)  # the sweep's reads
     conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
     message_created_at: Mapped[int] = mapped_column(Integer, nullable=False)  # unix seconds, as events
     worker_id: Mapped[str | None] = mapped_column(String(36))  # the process running it (app.run.recovery)

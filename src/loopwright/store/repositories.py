@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from loopwright.model.entities import Usage
-from loopwright.store import codec
+from loopwright.store import codec, streams
 from loopwright.store.models import (
     PRICE_UNIT,
     ApiKey,
@@ -57,6 +57,7 @@ __all__ = [
     "get_conversation",
     "get_message",
     "get_or_create_end_user",
+    "keep_streamed",
     "latest_config",
     "list_conversations",
     "list_messages",
@@ -642,38 +643,127 @@ async def interrupt_lost(
     """Mark ``error`` (with :data:`LOST_ERROR`) the messages still stored as running in this live
     worker that it no longer runs: their result could not be written (the database was down). Only
     messages created before ``created_before``: one that is just starting may not be registered yet.
-    Returns how many were marked."""
+    Each keeps what its stream stored (:func:`keep_streamed`). Returns how many were marked."""
     lost = (
         (Message.status == RUNNING)
         & (Message.worker_id == worker_id)
         & Message.id.not_in(list(running))
         & (Message.created_at < created_before)
     )
-    result = await session.execute(
-        update(Message)
-        .where(lost)
-        .values(status="error", error=LOST_ERROR, worker_id=None)
-        .execution_options(synchronize_session=False)
-    )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    marked = await _mark_error(session, lost, LOST_ERROR)
+    await keep_streamed(session, marked)
+    return len(marked)
 
 
 async def interrupt_orphans(session: AsyncSession, alive_since: datetime, dead: Collection[str] = ()) -> int:
     """Mark ``error`` (with :data:`INTERRUPTED_ERROR`) every running message whose worker is in
     ``dead``, has not beaten since ``alive_since``, or has no row (it stopped, or never registered),
-    and forget those workers. Their thoughts stay as stored. Returns how many messages were marked."""
+    and forget those workers. Each keeps its thoughts as stored and what its stream stored
+    (:func:`keep_streamed`). Returns how many messages were marked."""
     if dead:
         await session.execute(delete(Worker).where(Worker.id.in_(list(dead))))
     live = select(Worker.id).where(Worker.heartbeat_at >= alive_since)
     orphaned = (Message.status == RUNNING) & (Message.worker_id.is_(None) | Message.worker_id.not_in(live))
+    marked = await _mark_error(session, orphaned, INTERRUPTED_ERROR)
+    await session.execute(delete(Worker).where(Worker.heartbeat_at < alive_since))
+    await keep_streamed(session, marked)
+    return len(marked)
+
+
+async def _mark_error(session: AsyncSession, where: ColumnElement[bool], error: str) -> list[str]:
+    """Mark the running messages ``where`` holds ``error`` with ``error``; their ids."""
     result = await session.execute(
         update(Message)
-        .where(orphaned)
-        .values(status="error", error=INTERRUPTED_ERROR, worker_id=None)
+        .where(where)
+        .values(status="error", error=error, worker_id=None)
+        .returning(Message.id)
         .execution_options(synchronize_session=False)
     )
-    await session.execute(delete(Worker).where(Worker.heartbeat_at < alive_since))
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return list(result.scalars())
+
+
+async def keep_streamed(session: AsyncSession, message_ids: Collection[str]) -> None:
+    """Save in these messages — cut before their end, their rows as the run last wrote them — what
+    their streams stored (``store.streams``: nothing when the journal is off or stored nothing): the
+    answer a client showed after the stored events (:func:`streams.seen_by_client`), and the thought
+    rows those events announced that are not stored, or stored in an older state (fewer tools, then
+    fewer observations, then fewer files, then no thought: a round's state only grows), in the
+    columns an ``agent_thought`` event carries. Reads only these messages' chunks."""
+    chunks = await streams.chunks_of_messages(session, message_ids)
+    if not chunks:
+        return
+    stored = await thoughts_of_messages(session, list(chunks))
+    for message_id, message_chunks in chunks.items():
+        seen = streams.seen_by_client(message_chunks)
+        if seen.answer:
+            await session.execute(
+                update(Message)
+                .where(Message.id == message_id)
+                .values(answer=storable(seen.answer))
+                .execution_options(synchronize_session=False)
+            )
+        rows = {row.id: row for row in stored.get(message_id, [])}
+        await _keep_thoughts(session, message_id, list(seen.thoughts.values()), rows)
+
+
+# the columns of a thought row an ``agent_thought`` event shows (and :func:`keep_streamed` updates)
+_SHOWN = ("thought", "tool", "tool_input", "observation", "tool_labels_str", "message_files")
+
+
+async def _keep_thoughts(
+    session: AsyncSession,
+    message_id: str,
+    announced: Sequence[Mapping[str, Any]],
+    stored: Mapping[str, MessageAgentThought],
+) -> None:
+    new: list[dict[str, Any]] = []
+    for payload in announced:
+        thought_id = str(payload["id"])
+        values = _announced_values(payload)
+        row = stored.get(thought_id)
+        if row is None:
+            new.append({**new_thought(message_id, values["position"], thought_id=thought_id), **values})
+        elif _progress(values) > _progress({column: getattr(row, column) for column in _SHOWN}):
+            await session.execute(
+                update(MessageAgentThought)
+                .where(MessageAgentThought.id == thought_id)
+                .values(**{column: values[column] for column in _SHOWN})
+                .execution_options(synchronize_session=False)
+            )
+    if new:
+        await session.execute(insert_unless_present(session, MessageAgentThought), new)
+
+
+def _announced_values(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A thought row's values from an ``agent_thought`` event's payload (Dify's joined strings decoded,
+    then encoded again by :func:`thought_values`; what the event does not carry is left empty)."""
+    tool, names = str(payload.get("tool") or ""), codec.split_tool_names(payload.get("tool"))
+    inputs = codec.decode_history_inputs(tool, payload.get("tool_input"))
+    observations = codec.decode_history_observations(tool, payload.get("observation"))
+    labels = payload.get("tool_labels")
+    return thought_values(
+        str(payload["id"]),
+        int(payload.get("position") or 0),
+        thought=str(payload.get("thought") or ""),
+        tool_names=names,
+        tool_inputs=list(inputs.values()),
+        observations=list(observations.values()),
+        metas=[{} for _ in names],
+        answer="",
+        file_ids=[str(f) for f in payload.get("message_files") or ()],
+        usage=None,
+        labels=labels if isinstance(labels, Mapping) else None,
+    )
+
+
+def _progress(shown: Mapping[str, Any]) -> tuple[int, int, int, bool]:
+    """How far a round's state (the :data:`_SHOWN` columns of its row) has got: its tools, their
+    observations, its files, its thought."""
+    tool, observation = shown["tool"], shown["observation"]
+    observed = codec.decode_history_observations(tool, observation) if observation else {}
+    done = sum(1 for o in observed.values() if o)
+    files = codec.decode_json_list(shown["message_files"])
+    return (len(codec.split_tool_names(tool)), done, len(files), bool(shown["thought"]))
 
 
 # --- reads of the Service API's lists and feedback (app.admin.conversations, app.files.uploads) ---------

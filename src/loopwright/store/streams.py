@@ -16,8 +16,8 @@ and a stop is written on the stream's row (``stop_user``) for the process runnin
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Container, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,9 @@ __all__ = [
     "STOPS_CHANNEL",
     "Chunk",
     "Item",
+    "Seen",
     "chunks_after",
+    "chunks_of_messages",
     "get_stream",
     "interrupt_streams",
     "notification",
@@ -42,6 +44,7 @@ __all__ = [
     "purge_streams",
     "request_follow",
     "request_stop",
+    "seen_by_client",
     "take_stops",
     "write_chunks",
 ]
@@ -187,6 +190,85 @@ async def chunks_after(session: AsyncSession, task_id: str, after: int) -> list[
         .order_by(RunEvent.first_seq)
     )
     return list(await session.scalars(query))
+
+
+@dataclass(slots=True)
+class Seen:
+    """What a Dify client shows after some events of a stream (:func:`seen_by_client`): ``answer``, the
+    text of the ``agent_message`` deltas and ``message`` events concatenated, a ``message_replace``
+    starting it again from its answer; ``thoughts``, the last ``agent_thought`` payload of each thought
+    id, in the order the ids were announced; ``text_after``, whether text came after the events read
+    (when told to stop at one)."""
+
+    answer: str = ""
+    thoughts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    text_after: bool = False
+
+
+def seen_by_client(chunks: Iterable[RunEvent], upto: int | None = None) -> Seen:
+    """What a client of a stream shows after its stored ``chunks`` (in order: :func:`chunks_after`,
+    :func:`chunks_of_messages`) — up to the event numbered ``upto`` when given (``Seen.text_after``
+    then tells whether text followed). An event stored twice (in two chunks) counts once."""
+    seen = Seen()
+    done = 0
+    for chunk in chunks:
+        for i, item in enumerate(json.loads(chunk.items)):
+            seq = chunk.first_seq + i
+            if seq <= done:
+                continue  # a chunk stored twice
+            done = seq
+            if upto is not None and seq > upto:
+                seen.text_after = seen.text_after or _text_of(item) is not None
+                continue
+            _show(seen, item)
+    return seen
+
+
+def _text_of(item: Item) -> str | None:
+    """The text an event adds to the answer shown, if it adds any."""
+    if isinstance(item, str):  # an agent_message delta
+        return item
+    if item.get("event") == "message":  # a direct answer (a moderation's or an annotation's)
+        return str(item.get("answer", ""))
+    return None
+
+
+def _show(seen: Seen, item: Item) -> None:
+    text = _text_of(item)
+    if text is not None:
+        seen.answer += text
+    elif isinstance(item, dict) and item.get("event") == "message_replace":
+        seen.answer = str(item.get("answer", ""))
+    elif isinstance(item, dict) and item.get("event") == "agent_thought" and isinstance(item.get("id"), str):
+        seen.thoughts[item["id"]] = item
+
+
+async def chunks_of_messages(
+    session: AsyncSession, message_ids: Collection[str]
+) -> dict[str, list[RunEvent]]:
+    """The stored chunks of each of these messages' stream (its latest, should it have more than
+    one), in order, by message id: one read of the streams, one of their chunks — only these
+    messages' (a message without a stream has no key)."""
+    if not message_ids:
+        return {}
+    rows = await session.execute(
+        select(RunStream.task_id, RunStream.message_id)
+        .where(RunStream.message_id.in_(list(message_ids)))
+        .order_by(RunStream.started_at, RunStream.task_id)
+    )
+    latest = {message_id: task_id for task_id, message_id in rows.all()}  # the last one wins
+    if not latest:
+        return {}
+    message_of = {task_id: message_id for message_id, task_id in latest.items()}
+    query = (
+        select(RunEvent)
+        .where(RunEvent.task_id.in_(list(message_of)))
+        .order_by(RunEvent.task_id, RunEvent.first_seq)
+    )
+    out: dict[str, list[RunEvent]] = {}
+    for chunk in await session.scalars(query):
+        out.setdefault(message_of[chunk.task_id], []).append(chunk)
+    return out
 
 
 async def interrupt_streams(

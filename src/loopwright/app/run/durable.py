@@ -35,7 +35,6 @@ claims their messages and streams so that no sweep marks them interrupted meanwh
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Collection
@@ -517,20 +516,8 @@ async def _answer_replaced(
     upto = int(carried[0]) + len(carried[1]) - 1  # the last event the checkpoint carried
     if last_seq <= upto:
         return None
-    answer, cut, done = "", False, 0
-    for chunk in await streams.chunks_after(session, task_id, 0):
-        for i, item in enumerate(json.loads(chunk.items)):
-            seq = chunk.first_seq + i
-            if seq <= done:
-                continue  # a chunk stored twice
-            done = seq
-            if seq > upto:
-                cut = cut or isinstance(item, str)
-            elif isinstance(item, str):  # an agent_message delta
-                answer += item
-            elif item.get("event") == "message_replace":
-                answer = str(item.get("answer", ""))
-    return answer if cut else None
+    seen = streams.seen_by_client(await streams.chunks_after(session, task_id, 0), upto=upto)
+    return seen.answer if seen.text_after else None
 
 
 def _status(run: Run) -> str:

@@ -5,10 +5,12 @@ Each process that runs messages (a server worker, a CLI run) holds a :class:`Wor
 answered is ``running`` and names its worker; its result clears both. A process that is killed
 (``kill -9``, a power cut) leaves its messages ``running`` under a heartbeat that stops; the next sweep
 of any live process — at its start and at every beat — marks them ``error`` with a clear text
-(``repositories.INTERRUPTED_ERROR``), keeping the thoughts already stored. A worker counts as dead once
-its heartbeat is ``stale_after`` old (three beats by default), so a busy but live worker is never
-swept — or at once when it ran on this host and its process is gone (a server restarted after a
-``kill -9`` cleans up at its start, without waiting for the heartbeat to age).
+(``repositories.INTERRUPTED_ERROR``), keeping the thoughts already stored, and saves in them what
+their streams' journal stored (``repositories.keep_streamed``: the answer a client was shown, the
+thoughts it was shown that were not stored yet), so that the history says what the stream said. A
+worker counts as dead once its heartbeat is ``stale_after`` old (three beats by default), so a busy
+but live worker is never swept — or at once when it ran on this host and its process is gone (a
+server restarted after a ``kill -9`` cleans up at its start, without waiting for the heartbeat to age).
 """
 
 from __future__ import annotations
