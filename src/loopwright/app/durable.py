@@ -65,6 +65,7 @@ from loopwright.app.runs import Run, RunRegistry
 from loopwright.app.wire import DifyStream
 from loopwright.app.wire_events import EventHead, MessageReplace, WireEvent
 from loopwright.config import ConfigError, Settings
+from loopwright.errors import StorageError
 from loopwright.store import repositories as repo
 from loopwright.store import streams
 from loopwright.store.db import Database
@@ -144,7 +145,7 @@ class Runtime(Protocol):
     async def agent(self, version: ConfigVersion, app_id: str = "") -> Agent: ...
 
 
-class DurableRunError(RuntimeError):
+class DurableRunError(StorageError, RuntimeError):
     """A durable run's steps could not be recorded (its workflow failed)."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright._threads import run_sync
+from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge.connection import knowledge_path
 from loopwright.knowledge.embeddings import (
     MINILM_DIM,
@@ -57,12 +58,12 @@ _METHODS: dict[str, SearchMethod] = {
 }
 
 
-class DatasetNotFoundError(LookupError):
-    pass
+class DatasetNotFoundError(NotFoundError):
+    """No dataset has the id or name given (a ``LookupError``, as it always was)."""
 
 
-class DatasetExistsError(ValueError):
-    pass
+class DatasetExistsError(UserInputError):
+    """Another dataset has the name given (a ``ValueError``, as it always was)."""
 
 
 class KnowledgeBase:
