@@ -21,6 +21,7 @@ from loopwright.agent.agent import Agent
 from loopwright.agent.callbacks_otel import OtelCallback
 from loopwright.app.config import AppConfig
 from loopwright.app.runtime import AppRuntime
+from loopwright.config import ConfigError
 
 CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
@@ -28,10 +29,16 @@ CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 def otlp_provider(env: Mapping[str, str] = os.environ) -> TracerProvider:
     """The SDK's tracer provider exporting over OTLP/HTTP in batches (a background thread), configured
     by the standard ``OTEL_*`` variables."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise ConfigError(
+            f"exporting traces (OTEL_EXPORTER_OTLP_ENDPOINT is set) needs the OpenTelemetry SDK ({exc}): "
+            "pip install 'loopwright[otel]'"
+        ) from None
 
     provider = SdkTracerProvider(
         resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "loopwright")})
