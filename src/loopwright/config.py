@@ -28,6 +28,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from loopwright.errors import UserInputError
 from loopwright.model.base import Model, ModelError
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ TOOL_SOURCE_KINDS = (
 # a TOML boolean, or a string pydantic reads as one ("true", "0", …)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserInputError):
     """The configuration is wrong; the message names the problem in one line."""
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from loopwright.errors import UserInputError
 from loopwright.model import (
     AssistantMessage,
     LLMChunk,
@@ -18,14 +19,17 @@ from loopwright.model import (
     PromptMessage,
     SystemMessage,
     ToolCall,
+    ToolMessage,
     ToolSchema,
     Usage,
     UserMessage,
     estimate_tokens,
 )
+from loopwright.model.scripted import UndeliverableScriptError
 from loopwright.testing import Reply, ScriptedModel, ScriptExhaustedError
 
 HELLO = [UserMessage("hello")]
+FC = ["tool-call"]  # the feature that makes an agent use function calling, and the script's calls
 
 
 async def collect(
@@ -155,7 +159,7 @@ async def test_tool_calls_with_stream_feature_come_as_header_then_argument_fragm
 
 
 async def test_explicit_call_ids_are_used() -> None:
-    for features in ([], ["stream-tool-call"]):
+    for features in (["tool-call"], ["tool-call", "stream-tool-call"]):
         model = ScriptedModel(
             [Reply.tool_calls(("a", {}, "call_abc"), ("b", {"x": 1}, "call_def"))], features=features
         )
@@ -164,13 +168,13 @@ async def test_explicit_call_ids_are_used() -> None:
 
 
 async def test_generated_call_ids_are_unique_across_replies() -> None:
-    model = ScriptedModel([Reply.tool_calls(("a", {})), Reply.tool_calls(("a", {}))])
+    model = ScriptedModel([Reply.tool_calls(("a", {})), Reply.tool_calls(("a", {}))], features=FC)
     first = assembled_calls(await collect(model))[0]["id"]
     second = assembled_calls(await collect(model))[0]["id"]
     assert first and second and first != second
 
 
-@pytest.mark.parametrize("features", [[], ["stream-tool-call"]])
+@pytest.mark.parametrize("features", [["tool-call"], ["tool-call", "stream-tool-call"]])
 async def test_string_arguments_are_passed_verbatim(features: list[str]) -> None:
     malformed = "{'q': 'single quotes', trailing: 1,"
     model = ScriptedModel([Reply.tool_calls(("search", malformed))], features=features, chunk_size=5)
@@ -178,12 +182,14 @@ async def test_string_arguments_are_passed_verbatim(features: list[str]) -> None
 
 
 async def test_non_ascii_arguments_are_not_escaped() -> None:
-    model = ScriptedModel([Reply.tool_calls(("translate", {"text": "日本語"}))])
+    model = ScriptedModel([Reply.tool_calls(("translate", {"text": "日本語"}))], features=FC)
     assert assembled_calls(await collect(model))[0]["arguments"] == '{"text": "日本語"}'
 
 
 async def test_text_comes_before_tool_calls_in_one_reply() -> None:
-    model = ScriptedModel([Reply.tool_calls(("a", {"x": 1}), text="Let me check.")], chunk_size=4)
+    model = ScriptedModel(
+        [Reply.tool_calls(("a", {"x": 1}), text="Let me check.")], features=FC, chunk_size=4
+    )
     chunks = await collect(model)
     first_call = next(i for i, c in enumerate(chunks) if c.tool_calls)
     assert text_of(chunks[:first_call]) == "Let me check."
@@ -206,7 +212,9 @@ async def test_usage_comes_on_the_last_chunk_only() -> None:
 
 async def test_given_usage_is_returned_as_given() -> None:
     given = Usage(prompt_tokens=11, completion_tokens=22, total_tokens=33, currency="EUR", latency=0.1)
-    model = ScriptedModel([Reply.text("ok", usage=given), Reply.tool_calls(("a", {}), usage=given)])
+    model = ScriptedModel(
+        [Reply.text("ok", usage=given), Reply.tool_calls(("a", {}), usage=given)], features=FC
+    )
     for _ in range(2):
         chunks = await collect(model)
         assert chunks[-1].usage == Usage(
@@ -307,6 +315,37 @@ def test_scripted_model_satisfies_the_model_protocol() -> None:
     assert model.mode is ModelMode.COMPLETION
 
 
+@pytest.mark.parametrize("features", [[], ["vision", "agent-thought"]])
+def test_a_script_with_tool_calls_needs_a_tool_call_feature(features: list[str]) -> None:
+    """Without one, an agent would run the script with ReAct, which reads only text: the calls would be
+    dropped and the answer would be ''. The script is refused at once, naming the fix."""
+    script = ["Thinking.", Reply.tool_calls(("add", {"a": 1}))]
+    with pytest.raises(UndeliverableScriptError, match=r'reply #2 .*features=\["tool-call"\]') as caught:
+        ScriptedModel(script, features=features)
+    assert isinstance(caught.value, UserInputError) and isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize("feature", ["tool-call", "multi-tool-call", "stream-tool-call"])
+def test_any_tool_call_feature_delivers_a_script_with_tool_calls(feature: str) -> None:
+    model = ScriptedModel([Reply.tool_calls(("add", {"a": 1}))], features=[feature])
+    assert model.remaining == 1
+
+
+async def test_with_the_feature_an_agent_runs_the_scripted_call() -> None:
+    """What the refused script does once the model declares the feature: the agent calls the tool."""
+    from loopwright import Agent, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    model = ScriptedModel([Reply.tool_calls(("add", {"a": 2, "b": 3})), "It is 5."], features=FC)
+    result = await Agent(model=model, tools=[add]).run("2 + 3?")
+    assert result.text == "It is 5."
+    assert [m.content for m in result.messages if isinstance(m, ToolMessage)] == ["5"]
+
+
 def test_unknown_feature_is_rejected() -> None:
     with pytest.raises(ValueError):
         ScriptedModel([], features=["telepathy"])
@@ -340,7 +379,7 @@ def test_count_tokens() -> None:
 
 
 async def test_generated_call_ids_are_unique_when_streams_are_consumed_later() -> None:
-    model = ScriptedModel([Reply.tool_calls(("a", {})), Reply.tool_calls(("a", {}))])
+    model = ScriptedModel([Reply.tool_calls(("a", {})), Reply.tool_calls(("a", {}))], features=FC)
     first_stream = model.stream(HELLO)
     second_stream = model.stream(HELLO)
     first = assembled_calls([c async for c in first_stream])[0]["id"]

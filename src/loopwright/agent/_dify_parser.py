@@ -30,6 +30,7 @@ from enum import IntEnum
 from typing import Any
 
 from loopwright.agent.react_events import Action, ParserEvent, merge_events
+from loopwright.errors import ModelError
 
 __all__ = ["DifyParserError", "DifyReactParser"]
 
@@ -50,7 +51,7 @@ _BRACE = re.compile(r"[{}]")
 Event = ParserEvent
 
 
-class DifyParserError(ValueError):
+class DifyParserError(ModelError, ValueError):
     """Raised by :class:`DifyReactParser` where Dify 1.12.1's parser raises.  The message starts
     with the name of the exception Dify raises (``ValidationError: ...``, ``AttributeError: ...``);
     ``events`` holds what the failing call had produced before the error."""

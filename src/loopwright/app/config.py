@@ -20,6 +20,7 @@ from loopwright.app.dify.tools import ImportOptions, ToolImport
 from loopwright.app.guards.external_data import ExternalDataTool
 from loopwright.app.guards.moderation import ModerationRule
 from loopwright.app.toolset_sources import check_source
+from loopwright.errors import UserInputError
 
 FieldType = Literal[
     "text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object"
@@ -169,7 +170,7 @@ class AppConfig(pydantic.BaseModel):
         return [check_source(entry) for entry in value]
 
 
-class ConfigImportError(ValueError):
+class ConfigImportError(UserInputError):
     """A file that is not a usable app definition; the message names the problem."""
 
 

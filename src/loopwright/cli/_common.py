@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from loopwright.config import ConfigError, Settings, load_settings
-from loopwright.errors import LoopwrightError
+from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import ModelError
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def unexpected_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {one_line(exc)} (run with --debug for a traceback)"
 
 
-class UsageError(Exception):
+class UsageError(UserInputError):
     """A bad command line the parser could not catch (an unknown tool name): exit code 2."""
 
 

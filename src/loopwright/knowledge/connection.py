@@ -14,13 +14,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from loopwright.errors import StorageError
 from loopwright.paths import files_dir, sqlite_path_of_url
 
 BUSY_TIMEOUT_MS = 5000
 KNOWLEDGE_FILE_NAME = "knowledge.sqlite3"
 
 
-class KnowledgeSetupError(RuntimeError):
+class KnowledgeSetupError(StorageError, RuntimeError):
     """The knowledge index cannot be opened (no SQLite driver that loads extensions, …)."""
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from loopwright._threads import run_sync
+from loopwright.errors import ModelError
 from loopwright.knowledge.vectors import Vectors
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ OPENAI_API_BASE = "https://api.openai.com/v1"
 _KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(ModelError, RuntimeError):
     """An embedding model is unavailable or failed; the message is meant for the user."""
 
 

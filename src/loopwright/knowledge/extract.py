@@ -10,6 +10,8 @@ import logging
 from html.parser import HTMLParser
 from pathlib import PurePath
 
+from loopwright.errors import UserInputError
+
 KINDS = {
     ".txt": "text",
     ".text": "text",
@@ -33,7 +35,7 @@ MIME_KINDS = {
 log = logging.getLogger(__name__)
 
 
-class ExtractError(ValueError):
+class ExtractError(UserInputError):
     """The file cannot be read as text; the message says why."""
 
 

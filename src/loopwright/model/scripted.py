@@ -9,8 +9,10 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopwright.errors import UserInputError
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
+    TOOL_CALL_FEATURES,
     LLMChunk,
     ModelFeature,
     ModelMode,
@@ -24,6 +26,12 @@ from loopwright.model.settings import ModelSettings
 
 class ScriptExhaustedError(ModelError):
     """The scripted model was called more times than its script has replies."""
+
+
+class UndeliverableScriptError(UserInputError):
+    """A script the scripted model could not deliver as written: it holds structured tool calls, but the
+    model declares no tool-call feature, so an agent would run it with ReAct, which reads only text
+    (the calls would be dropped, and the agent would answer ``''``)."""
 
 
 CallSpec = tuple[str, Any] | tuple[str, Any, str]
@@ -96,6 +104,7 @@ class ScriptedModel:
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
         self._script = [Reply.text(r) if isinstance(r, str) else r for r in self.replies]
+        _check_deliverable(self._script, self.features)
         # Arguments rendered once, not on every replay.
         self._calls = [[_render_call(spec) for spec in r.calls] for r in self._script]
 
@@ -189,6 +198,17 @@ class ScriptedModel:
                 delta = ToolCallDelta(index=index, arguments=raw[i : i + self.chunk_size])
                 pieces.append(LLMChunk(tool_calls=[delta]))
         return pieces if streams else [LLMChunk(tool_calls=whole)]
+
+
+def _check_deliverable(script: Sequence[Reply], features: Iterable[ModelFeature | str]) -> None:
+    if TOOL_CALL_FEATURES.isdisjoint(features):
+        first = next((n for n, reply in enumerate(script, 1) if reply.calls), None)
+        if first is not None:
+            raise UndeliverableScriptError(
+                f"reply #{first} of the script makes tool calls, but the model declares no tool-call "
+                "feature, so an agent would use ReAct and never see them: give "
+                'ScriptedModel(..., features=["tool-call"]) (or script ReAct text instead)'
+            )
 
 
 def _render_call(spec: CallSpec) -> tuple[str, str, str | None]:

@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from loopwright.errors import UserInputError
+
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
@@ -28,10 +30,16 @@ def otlp_provider(env: Mapping[str, str] = os.environ) -> TracerProvider:
     """The SDK's tracer provider exporting over OTLP/HTTP in batches (a background thread), configured
     by the standard ``OTEL_*`` variables (``pip install 'loopwright[otel]'``); its service name is
     ``OTEL_SERVICE_NAME`` (default ``loopwright``)."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:  # a clear error naming the extra, not a bare ModuleNotFoundError
+        raise UserInputError(
+            f"exporting traces (OTEL_EXPORTER_OTLP_ENDPOINT is set) needs the OpenTelemetry SDK ({exc}): "
+            "pip install 'loopwright[otel]'"
+        ) from None
 
     provider = SdkTracerProvider(
         resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "loopwright")})

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import Connection, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from loopwright.errors import StorageError
 from loopwright.paths import default_db_path, sqlite_path_of_url
 from loopwright.store.models import Base
 from loopwright.store.writer import WriteBehind
@@ -76,7 +77,11 @@ class Database:
         # A server database that restarted leaves the pool's connections dead: each is checked
         # when taken (one round trip), so the first requests after a restart do not fail on them.
         ping = not self.url.startswith("sqlite")
-        self.engine: AsyncEngine = create_async_engine(self.url, echo=echo, pool_pre_ping=ping)
+        try:
+            self.engine: AsyncEngine = create_async_engine(self.url, echo=echo, pool_pre_ping=ping)
+        except ModuleNotFoundError as exc:  # the URL's driver (asyncpg: the postgres extra)
+            extra = " pip install 'loopwright[postgres]'" if exc.name == "asyncpg" else ""
+            raise StorageError(f"the database driver {exc.name!r} is not installed.{extra}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessionmaker: async_sessionmaker[AsyncSession] = async_sessionmaker(

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 from loopwright._threads import run_sync
+from loopwright.errors import ToolError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ os.execv(limits["argv"][0], limits["argv"])
 """
 
 
-class SandboxUnavailableError(RuntimeError):
+class SandboxUnavailableError(ToolError, RuntimeError):
     """The sandbox cannot run code on this host (the message says why and what to do)."""
 
 

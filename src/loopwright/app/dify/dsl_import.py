@@ -17,9 +17,10 @@ import pydantic
 from loopwright.app._validation import first_error
 from loopwright.app.dify.tools import ImportOptions, ToolImport, map_tools
 from loopwright.app.dify.trust_import import trust_fields
+from loopwright.errors import UserInputError
 
 
-class DifyImportError(ValueError):
+class DifyImportError(UserInputError):
     """An export that cannot be read as a Dify agent-chat app; the message names the problem."""
 
 

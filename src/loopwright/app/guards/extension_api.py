@@ -20,6 +20,7 @@ from typing import Any, Literal
 import httpx
 import pydantic
 
+from loopwright.errors import ToolError
 from loopwright.tools.base import ToolInvokeError
 from loopwright.tools.net import NetworkPolicy, guarded_client
 
@@ -28,7 +29,7 @@ DEFAULT_TIMEOUT = 10.0  # seconds for the whole call (Dify's: 5 to connect, 60 t
 MAX_REPLY_BYTES = 1_000_000
 
 
-class ExtensionError(RuntimeError):
+class ExtensionError(ToolError, RuntimeError):
     """The extension could not be reached or answered with something unusable."""
 
 

@@ -39,6 +39,7 @@ import httpx
 import pydantic
 
 from loopwright.app.guards.extension_api import DEFAULT_TIMEOUT, Endpoint, ExtensionError, call_extension
+from loopwright.errors import ModelError
 from loopwright.tools.base import ToolInvokeError
 from loopwright.tools.net import NetworkPolicy, guarded_client
 
@@ -169,7 +170,7 @@ class ModerationContext:
     openai_api_key: str | None = None
 
 
-class ModerationProviderError(RuntimeError):
+class ModerationProviderError(ModelError, RuntimeError):
     """A provider failed; handled by the rule's ``on_error``."""
 
 

@@ -62,6 +62,7 @@ from loopwright.app.run.plan import RunPlan, created_at, resumed_plan
 from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.runs import Run
 from loopwright.config import ConfigError, Settings
+from loopwright.errors import StorageError
 from loopwright.store import repositories as repo
 from loopwright.store import streams, takeover
 from loopwright.store.db import Database
@@ -130,7 +131,7 @@ class Runtime(Protocol):
     async def agent(self, version: ConfigVersion, app_id: str = "") -> Agent: ...
 
 
-class DurableRunError(RuntimeError):
+class DurableRunError(StorageError, RuntimeError):
     """A durable run's steps could not be recorded (its workflow failed)."""
 
 

@@ -13,6 +13,7 @@ import binascii
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from loopwright.errors import ToolError
 from loopwright.model.base import Model
 from loopwright.model.entities import (
     AssistantMessage,
@@ -30,7 +31,7 @@ ModelFor = Callable[[ToolContext], Awaitable[Model | None]]
 """``model_for(ctx)``: the model of the app a tool call runs for, or None."""
 
 
-class BackwardsError(Exception):
+class BackwardsError(ToolError):
     """A backwards call the host refuses or cannot answer; its text goes to the plugin."""
 
 

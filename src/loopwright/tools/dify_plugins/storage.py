@@ -7,13 +7,14 @@ import hashlib
 from pathlib import Path
 
 from loopwright._threads import run_sync
+from loopwright.errors import ToolError
 from loopwright.tools.files.storage import LocalFileStorage
 
 MAX_VALUE_BYTES = 1024 * 1024
 MAX_KEYS = 10_000
 
 
-class PluginStorageError(ValueError):
+class PluginStorageError(ToolError, ValueError):
     pass
 
 

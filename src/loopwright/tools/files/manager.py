@@ -27,6 +27,7 @@ from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
 import loopwright.tools.files.signing as signing  # the module, not the package that re-exports this one
 from loopwright._threads import run_sync
+from loopwright.errors import ToolError
 from loopwright.paths import files_dir
 from loopwright.tools.base import (
     FILE_OUTPUTS,
@@ -77,7 +78,7 @@ _OWN_PATH = re.compile(
 )
 
 
-class ToolFileError(ValueError):
+class ToolFileError(ToolError, ValueError):
     """A file output that cannot be stored (a broken ``data:`` URL, a scheme we do not take)."""
 
 

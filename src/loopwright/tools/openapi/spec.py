@@ -23,6 +23,7 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError,
 from referencing.exceptions import Unresolvable
 
 from loopwright._threads import run_sync
+from loopwright.errors import ToolError
 from loopwright.tools.net import DEFAULT_POLICY, NetworkPolicy, guarded_client
 
 SpecKind = Literal["openapi3", "swagger2"]
@@ -30,7 +31,7 @@ MAX_SPEC_BYTES = 10 * 1024 * 1024
 _FETCH_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
 
-class SpecError(ValueError):
+class SpecError(ToolError, ValueError):
     """The API description cannot be used; the message says where and why."""
 
 
