@@ -25,11 +25,11 @@ SKIPPED = ("loopwright.__main__", "loopwright.store.migrations.env", "loopwright
 
 # module → (the extra it needs at import, the top-level modules of that extra, why it cannot be lazy)
 NEEDS_EXTRA: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "loopwright.app.durable": (
+    "loopwright.app.run.durable": (
         "durable",
         ("dbos",),
         "the DBOS executor itself: its workflow and step are registered with DBOS's decorators at import; "
-        "app.executors checks for the extra before importing it (LOOPWRIGHT_EXECUTOR=durable)",
+        "app.run.executors checks for the extra before importing it (LOOPWRIGHT_EXECUTOR=durable)",
     ),
 }
 
@@ -48,7 +48,7 @@ def _local_model() -> None:
 
 
 def _durable_executor() -> None:
-    from loopwright.app.executors import check_executor
+    from loopwright.app.run.executors import check_executor
 
     check_executor("durable")
 
@@ -72,7 +72,7 @@ def _plugin_credentials() -> None:
 
 
 def _otlp_exporter() -> None:
-    from loopwright.server.tracing import otlp_provider
+    from loopwright.observe import otlp_provider
 
     otlp_provider({})
 
