@@ -53,6 +53,7 @@ from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.agent.approvals import Interruption
 from loopwright.agent.durability import StepLog
+from loopwright.agent.run_state import RunState
 from loopwright.app import messages
 from loopwright.app.approvals import Resumption
 from loopwright.app.chat_files import ChatFiles
@@ -179,12 +180,12 @@ class StepGate:
         self._stream = stream
         return self
 
-    async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
+    async def step(self, snapshot: RunState, *, before_effects: bool = True) -> None:
         async with self._turn:
             self._check()
             assert self._stream is not None
             self.count += 1
-            checkpoint = {"n": self.count, "agent": snapshot, "stream": self._stream.saved()}
+            checkpoint = {"n": self.count, "agent": snapshot.to_dict(), "stream": self._stream.saved()}
             record = self._record
             if record is not None and record.carry is not None:
                 # the step carries its events: a worker that takes the run up stores those the
@@ -365,7 +366,9 @@ class DurableExecutor:
         that the journal lacks (numbered above its last stored one) are stored first."""
         runtime = self.runtime
         task_id, message_id = spec["task_id"], spec["message_id"]
-        resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
+        resume = Resumption(
+            Interruption([], RunState.from_dict(checkpoint["agent"])), [], checkpoint["stream"]
+        )
         async with runtime.db.transaction() as session:
             status = await session.scalar(select(Message.status).where(Message.id == message_id))
             if status != repo.RUNNING:  # it ended (and was saved) before its end was recorded

@@ -359,7 +359,7 @@ class AppRuntime:
         request = MessageRequest(
             row.app_id,
             row.user,
-            resume.interruption.state["query"],
+            resume.interruption.state.query,
             conversation_id=row.conversation_id,
             response_mode="streaming" if streaming else "blocking",
         )
@@ -382,7 +382,7 @@ class AppRuntime:
         if durable is not None:  # a workflow of its own: the paused one has ended
             from loopwright.app.durable import run_spec
 
-            workflow_id = f"{row.task_id}:{resume.interruption.state['round']}"
+            workflow_id = f"{row.task_id}:{resume.interruption.state.round}"
             steps = durable.gate(run, run_spec(message), workflow_id).bind
         self.runs.start(run, messages.run_events(message, agent, run, resume=resume, steps=steps))
         if durable is not None:
