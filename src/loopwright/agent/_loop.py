@@ -214,15 +214,22 @@ async def run_loop(
         reply: RoundReply | None = None
         started = clock()
         chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
-        # aclosing: a consumer that stops listening closes the model's stream right away.
-        async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
-            async for item in items:
-                if type(item) is TextDelta:
-                    if not state.first_token_at:
-                        state.first_token_at = clock()
-                    yield item
-                else:
-                    reply = item  # type: ignore[assignment]
+        items = strategy.read(chunks, state)
+        # Closed in any case (as ``aclosing`` would, without its three calls per generator): a consumer
+        # that stops listening closes the model's stream right away.
+        try:
+            try:
+                async for item in items:
+                    if type(item) is TextDelta:
+                        if not state.first_token_at:
+                            state.first_token_at = clock()
+                        yield item
+                    else:
+                        reply = item  # type: ignore[assignment]
+            finally:
+                await items.aclose()
+        finally:
+            await chunks.aclose()
         assert reply is not None, "a strategy must end its reply with a RoundReply"
         usage = _timed(reply.usage, clock() - started)
         state.usage = state.usage.plus(usage)

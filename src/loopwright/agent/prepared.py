@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopwright.agent._factory import create_strategy
-from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, run_loop
+from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, StreamReact, run_loop
 from loopwright.agent._react import ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
@@ -24,7 +24,7 @@ from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.output import OutputSpec, output_spec
 from loopwright.agent.prompts import fill_inputs
 from loopwright.agent.run_state import RunState
-from loopwright.model.base import Model, ReactDecodingModel
+from loopwright.model.base import Model
 from loopwright.model.entities import (
     ContentPart,
     ModelFeature,
@@ -171,7 +171,7 @@ def prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None)
         tool_choice=agent.tool_choice,
         repeat_limit=agent.repeated_call_limit or None,
         clock=agent.clock,
-        stream_react=model.stream_react if isinstance(model, ReactDecodingModel) else None,
+        stream_react=_stream_react(model),
         max_output_retries=agent.output_retries,
         output_budget=agent.output_time_budget,
         approval_names=frozenset(agent.approval_required),
@@ -190,6 +190,13 @@ def prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None)
         callbacks=tuple(agent.callbacks),
         callback_tasks=set() if callback_tasks is None else callback_tasks,
     )
+
+
+def _stream_react(model: Model) -> StreamReact | None:
+    """The model's ``stream_react`` when it is a ReactDecodingModel: the check ``isinstance`` makes on
+    that one-method Protocol, without its cost (~4 µs, a walk of the class's attributes)."""
+    method = getattr(model, "stream_react", None)
+    return method if callable(method) else None
 
 
 def _tools(agent: Agent) -> LoopTools:

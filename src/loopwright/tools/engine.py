@@ -19,8 +19,10 @@ from cachetools import TLRUCache
 from loopwright.model.base import estimate_tokens, token_prefix_length
 from loopwright.model.entities import ToolSchema
 from loopwright.tools.base import (
+    DIRECT_CALL,
     FILE_OUTPUTS,
     BlobMessage,
+    DirectCallFn,
     FileMessage,
     ImageMessage,
     JsonMessage,
@@ -121,8 +123,10 @@ class ToolEngine:
         self.observation_token_limit = observation_token_limit
         self.files = files
         self.hook = hook
-        # Tool results by (name, user, arguments), each kept for its tool's cache_ttl.
-        self._cache: TLRUCache[_CacheKey, _CacheEntry] = TLRUCache(1024, ttu=_expires, timer=clock)
+        # Tool results by (name, user, arguments), each kept for its tool's cache_ttl; made when a tool
+        # with a cache_ttl is first called (most engines have none, and an agent may be built per run).
+        self._cache: TLRUCache[_CacheKey, _CacheEntry] | None = None
+        self._clock = clock
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace the tool table (a toolset's tools may change between runs); the cache is kept."""
@@ -138,6 +142,12 @@ class ToolEngine:
         # the tools a call of which must not run twice (durable runs: agent.durability)
         self.unsafe_names = frozenset(t.name for t in table.values() if not t.idempotent)
 
+    def _results(self) -> TLRUCache[_CacheKey, _CacheEntry]:
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = TLRUCache(1024, ttu=_expires, timer=self._clock)
+        return cache
+
     async def invoke(
         self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None
     ) -> ToolResult:
@@ -152,14 +162,15 @@ class ToolEngine:
             args = prepare_arguments(tool, arguments)
             # The user is part of the key: a tool may answer differently per user (it gets the context).
             key = (name, ctx.user_id, _canonical(args)) if tool.cache_ttl else None
-            if key is not None and (hit := self._cache.get(key)) is not None:
+            if key is not None and (hit := self._results().get(key)) is not None:
                 result = hit[1]
                 return ToolResult(
                     result.observation, result.outputs, ToolInvokeMeta(0.0, None, {"tool_name": name}, True)
                 )
             async with asyncio.timeout(timeout) as deadline:
                 if self.hook is None:
-                    outputs = [m async for m in tool.invoke(args, ctx)]
+                    direct: DirectCallFn | None = getattr(tool.invoke, DIRECT_CALL, None)
+                    outputs = await direct(args, ctx) if direct else [m async for m in tool.invoke(args, ctx)]
                 else:
                     outputs = await self.hook(tool, args, ctx, _caller(tool, ctx))
         except Exception as e:  # a tool's own bug (or its own timeout) must not end the run
@@ -167,7 +178,7 @@ class ToolEngine:
             return _failure(name, e, f"timed out after {timeout:g} s" if expired else None, started)
         result = await self._result(outputs, ctx, name, started)
         if key is not None and tool.cache_ttl:
-            self._cache[key] = (tool.cache_ttl, result)
+            self._results()[key] = (tool.cache_ttl, result)
         return result
 
     async def _result(
