@@ -11,7 +11,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Protocol
@@ -115,6 +115,7 @@ class _Run:
     guard: RepeatGuard | None
     approval_names: frozenset[str]
     steps: StepLog | None
+    decisions: Mapping[str, ApprovalDecision]  # a resumed run's, on its paused round's calls
 
     def snapshot(self, state: RunState) -> RunState:
         """The state to go on from, detached from the running one (approvals, durable steps)."""
@@ -178,10 +179,12 @@ async def run_loop(
     settings: LoopSettings,
     context: ToolContext,
     steps: StepLog | None = None,
+    decisions: Mapping[str, ApprovalDecision] | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """The events of one run. The caller iterates this generator directly (no wrapper generator):
     every level of async generators costs time on each event. ``settings`` and ``tools`` are shared by
-    the runs of one configuration: only ``state`` is this run's to change."""
+    the runs of one configuration: only ``state`` is this run's to change. ``decisions`` (by call id)
+    decide a resumed run's paused round."""
     engine = await tools.current()
     schemas = engine.schemas
     approval = (
@@ -190,7 +193,7 @@ async def run_loop(
     guard = RepeatGuard(settings.repeat_limit) if settings.repeat_limit else None
     if guard is not None and state.guard:
         guard.restore(state.guard)  # a resumed run: the calls before the pause count
-    run = _Run(settings, engine, context, guard, approval, steps)
+    run = _Run(settings, engine, context, guard, approval, steps, decisions or {})
     clock = settings.clock
     state.started_at = clock() - state.elapsed  # a resumed run: its time so far counts
     stream_react = settings.stream_react
@@ -361,7 +364,7 @@ async def _resume_round(run: _Run, strategy: Strategy, state: RunState) -> Async
             call.meta = ToolInvokeMeta(0.0, "interrupted", {})
         if call.id not in pending.awaiting:
             continue
-        decision = state.decisions.get(call.id) or ApprovalDecision.deny(call.id, "no decision was given")
+        decision = run.decisions.get(call.id) or ApprovalDecision.deny(call.id, "no decision was given")
         if not decision.approved:
             call.observation = denial_observation(decision.reason)
             call.meta = ToolInvokeMeta(0.0, "denied", {})

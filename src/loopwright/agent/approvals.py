@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from loopwright.agent.run_state import RunState
+from loopwright.agent.run_state import RunState, RunStateVersionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +68,6 @@ class Interruption:
     def from_json(cls, text: str | bytes) -> Interruption:
         """An interruption ``to_json`` wrote, by this loopwright or an earlier one (its run state's
         version 1 is still read); raises ``RunStateVersionError`` (a ``ValueError``) for anything else."""
-        from loopwright.agent.run_state import RunState, RunStateVersionError  # run_state imports events
-
         data = json.loads(text)
         try:
             if not isinstance(data, dict):

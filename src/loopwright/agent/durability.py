@@ -25,10 +25,9 @@ model decides. The app's durable executor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from loopwright.agent.run_state import RunState
+from loopwright.agent.run_state import RunState
 
 INTERRUPTED_OBSERVATION = (
     "This tool call was interrupted (the server running it stopped) and its result is unknown. It was "

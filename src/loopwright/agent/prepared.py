@@ -10,37 +10,28 @@ once or in turn; the app builds one per configuration version.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from loopwright.agent._factory import create_strategy
-from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, StreamReact, run_loop
+from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, run_loop
 from loopwright.agent._react import ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
-from loopwright.agent.output import OutputSpec, output_spec
+from loopwright.agent.output import OutputSpec
 from loopwright.agent.prompts import fill_inputs
 from loopwright.agent.run_state import RunState
 from loopwright.model.base import Model
 from loopwright.model.entities import (
     ContentPart,
-    ModelFeature,
     PromptMessage,
     SystemMessage,
     TextPart,
     UserMessage,
 )
-from loopwright.model.settings import model_settings_from_params
-from loopwright.tools.base import Tool, ToolContext, Toolset
-from loopwright.tools.engine import ToolEngine
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from loopwright.agent.agent import Agent
+from loopwright.tools.base import ToolContext
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -129,8 +120,7 @@ class PreparedAgent:
     ) -> AsyncGenerator[AgentEvent, None]:
         state = interruption.state.detached()  # the interruption may be resumed again
         state.output = self.output
-        state.decisions = {d.call_id: d for d in decisions}
-        return self._events(state, context, callbacks, steps)
+        return self._events(state, context, callbacks, steps, {d.call_id: d for d in decisions})
 
     def _events(
         self,
@@ -138,9 +128,17 @@ class PreparedAgent:
         context: ToolContext | None,
         callbacks: Sequence[object],
         steps: StepLog | None,
+        decisions: dict[str, ApprovalDecision] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         events = run_loop(
-            self.model, self.strategy, self.tools, state, self.settings, context or self.context, steps
+            self.model,
+            self.strategy,
+            self.tools,
+            state,
+            self.settings,
+            context or self.context,
+            steps,
+            decisions,
         )
         if not (self.callbacks or callbacks):
             return events  # nothing to tell: the loop's own stream, unwrapped
@@ -151,67 +149,6 @@ class PreparedAgent:
         """Wait until every async callback hook queued by these runs has run."""
         while self.callback_tasks:
             await asyncio.gather(*self.callback_tasks, return_exceptions=True)
-
-
-def prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None) -> PreparedAgent:
-    """The prepared form of ``agent``'s configuration (checked: a bad setting raises here)."""
-    if agent.max_iterations < 0:
-        raise ValueError("max_iterations must be 0 or more")
-    model = agent.model
-    strategy = create_strategy(
-        model, agent.strategy, parser_mode=agent.parser_mode, react_stop=agent.react_stop, stop=agent.stop
-    )
-    output = output_spec(agent.output_type) if agent.output_type is not None else None
-    settings = LoopSettings(
-        max_iterations=agent.max_iterations,
-        max_parallel_tools=agent.max_parallel_tools,
-        max_malformed_retries=agent.max_malformed_retries,
-        # A plain mapping (an app config's model_params) is checked once per configuration.
-        params=model_settings_from_params(agent.model_params),
-        tool_choice=agent.tool_choice,
-        repeat_limit=agent.repeated_call_limit or None,
-        clock=agent.clock,
-        stream_react=_stream_react(model),
-        max_output_retries=agent.output_retries,
-        output_budget=agent.output_time_budget,
-        approval_names=frozenset(agent.approval_required),
-        selector=agent.tool_selector,
-    )
-    return PreparedAgent(
-        model=model,
-        strategy=strategy,
-        settings=settings,
-        tools=_tools(agent),
-        instruction=agent.instruction,
-        output=output,
-        output_note=output.instruction(isinstance(strategy, ReactStrategy)) if output is not None else None,
-        vision=ModelFeature.VISION in model.features,
-        context=agent.context,
-        callbacks=tuple(agent.callbacks),
-        callback_tasks=set() if callback_tasks is None else callback_tasks,
-    )
-
-
-def _stream_react(model: Model) -> StreamReact | None:
-    """The model's ``stream_react`` when it is a ReactDecodingModel: the check ``isinstance`` makes on
-    that one-method Protocol, without its cost (~4 µs, a walk of the class's attributes)."""
-    method = getattr(model, "stream_react", None)
-    return method if callable(method) else None
-
-
-def _tools(agent: Agent) -> LoopTools:
-    items = tuple(agent.tools)
-    for item in items:
-        if not isinstance(item, Tool | Toolset):
-            raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")
-    engine = ToolEngine(
-        [t for t in items if isinstance(t, Tool)],
-        default_timeout=agent.tool_timeout,
-        observation_token_limit=agent.observation_token_limit,
-        files=agent.files,
-        hook=agent.tool_hook,
-    )
-    return LoopTools(engine, items, any(not isinstance(t, Tool) for t in items))
 
 
 async def _result(events: AsyncGenerator[AgentEvent, None]) -> AgentResult:

@@ -10,7 +10,7 @@ scratchpad), the counters the loop's limits read, the usage, the run's time so f
 summary of the calls made (for the metrics), the repeated-call guard's memory (``guard``) and the round
 waiting for decisions (``pending``). Not kept: what only the running process has (the files tools made
 — a server has them stored with the message already —, the output spec, which the agent gives again,
-the decisions, the clock readings and the ReAct prompt memos).
+the clock readings and the ReAct prompt memos).
 
 The data is versioned (``"version"``: :data:`RUN_STATE_VERSION`). Version 1, written by loopwright
 before ``RunState`` was serializable itself (approvals stored in a database, durable checkpoints), is
@@ -22,19 +22,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loopwright.agent._snapshot import dump_message, dump_usage, load_message, load_usage
-from loopwright.agent.events import ToolCallRecord
+from loopwright.agent.output import OutputSpec
 from loopwright.agent.prompts import ScratchpadStep
+from loopwright.agent.records import ToolCallRecord
 from loopwright.errors import UserInputError
 from loopwright.model.entities import PromptMessage, Usage, UserMessage
 from loopwright.tools.base import ToolOutput
 from loopwright.tools.engine import ToolInvokeMeta
-
-if TYPE_CHECKING:
-    from loopwright.agent.approvals import ApprovalDecision
-    from loopwright.agent.output import OutputSpec
 
 RUN_STATE_VERSION = 2
 """The version ``to_dict`` writes. 2: calls waiting in a paused round keep their time cost."""
@@ -84,7 +81,6 @@ class RunState:
     output: OutputSpec | None = None  # what the final answer must be (structured output)
     output_value: Any = None  # the answer's typed value, once it followed the schema
     output_errors: list[str] = field(default_factory=list)  # why the last answer did not
-    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)  # for the pending round
     started_at: float = 0.0  # on the agent's clock, set when the run starts
     first_token_at: float = 0.0  # 0.0: nothing streamed yet
     react_history: list[PromptMessage] | None = None  # ReAct: the history as its prompt shows it
