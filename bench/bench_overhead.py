@@ -9,6 +9,8 @@
 3. Wall time of one round of 5 tool calls that each sleep 50 ms (concurrent: ≈ 50 ms).
 4. Callbacks: the function-calling run with 0, 1 and 5 no-op callbacks (plain methods overriding
    every hook), to show what registering them costs and that none costs nothing.
+5. When openai-agents and/or smolagents are installed (not dependencies of loopwright): the same run
+   with each (bench/_peers.py), built per run and reused, and how many times loopwright's is faster.
 
 Run: .venv/bin/python bench/bench_overhead.py
 """
@@ -24,6 +26,8 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
+
+import _peers
 
 from loopwright import Agent, AgentCallback, tool
 from loopwright.agent.callbacks import HOOKS
@@ -182,7 +186,22 @@ async def main() -> None:
     held = await held_bytes_after(fc_agent("add", [add]), 20_000)
     print(f"memory held after 20,000 more runs: {held / 1024:.1f} KiB ({held / 20_000:.2f} B/run)")
     print(f"one round of 5 tools sleeping 50 ms each: {await five_naps_ms():.1f} ms (best of 5)")
+    await compare_with_peers(statistics.median(results["function calling, agent built per run"]))
     print(json.dumps({k: round(statistics.median(v), 1) for k, v in results.items()}))
+
+
+async def compare_with_peers(ours_built: float) -> None:
+    for name, measure in [("openai-agents", _peers.openai_agents_us), ("smolagents", _peers.smolagents_us)]:
+        for built in (True, False):
+            times = await measure(built)
+            if times is None:
+                print(f"{name}: not installed (pip install {name}), skipped")
+                break
+            p50 = statistics.median(times)
+            label = f"{name}, agent {'built per run' if built else 'reused'}"
+            print(
+                f"{label:42s} p50 {p50:7.0f} µs   loopwright built per run is {p50 / ours_built:5.0f}× faster"
+            )
 
 
 if __name__ == "__main__":
