@@ -2,11 +2,15 @@
 
 1. µs per full run — 2 model calls + 1 tool call — with an instant scripted model (whole replies in one
    chunk, no delay): function calling with an async tool, with a sync tool (which hops to a worker
-   thread), and ReAct with an async tool. p50 / p90 / p99 over many runs after a warm-up.
+   thread), and ReAct with an async tool; then function calling and ReAct with the Agent built anew
+   for every run (``Agent(...)`` + ``run``, as a caller that keeps no agent does; the model and the
+   tools are the caller's, made once). p50 / p90 / p99 over many runs after a warm-up.
 2. Memory: traced allocations still held after 20,000 more runs (should be ~0: no per-run growth).
 3. Wall time of one round of 5 tool calls that each sleep 50 ms (concurrent: ≈ 50 ms).
 4. Callbacks: the function-calling run with 0, 1 and 5 no-op callbacks (plain methods overriding
    every hook), to show what registering them costs and that none costs nothing.
+5. When openai-agents and/or smolagents are installed (not dependencies of loopwright): the same run
+   with each (bench/_peers.py), built per run and reused, and how many times loopwright's is faster.
 
 Run: .venv/bin/python bench/bench_overhead.py
 """
@@ -21,6 +25,9 @@ import platform
 import statistics
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
+
+import _peers
 
 from loopwright import Agent, AgentCallback, tool
 from loopwright.agent.callbacks import HOOKS
@@ -51,8 +58,8 @@ async def nap(ms: int) -> str:
     return "ok"
 
 
-def fc_agent(tool_name: str, tools: list) -> Agent:  # type: ignore[type-arg]
-    model = ScriptedModel(
+def fc_model(tool_name: str) -> ScriptedModel:
+    return ScriptedModel(
         [
             Reply.tool_calls((tool_name, {"a": 2, "b": 3}), usage=USAGE),
             Reply.text("The answer is 5.", usage=USAGE),
@@ -62,7 +69,19 @@ def fc_agent(tool_name: str, tools: list) -> Agent:  # type: ignore[type-arg]
         cycle=True,
         record=0,
     )
-    return Agent(model=model, tools=tools, instruction="You are a calculator.")
+
+
+def fc_agent(tool_name: str, tools: list) -> Agent:  # type: ignore[type-arg]
+    return Agent(model=fc_model(tool_name), tools=tools, instruction="You are a calculator.")
+
+
+def built_per_run(model: ScriptedModel) -> Callable[[], Awaitable[object]]:
+    """A run that builds its Agent first (the model and the tool are made once, as a caller's are)."""
+
+    def once() -> Awaitable[object]:
+        return Agent(model=model, tools=[add], instruction="You are a calculator.").run("What is 2 + 3?")
+
+    return once
 
 
 class NoOp(AgentCallback):
@@ -73,26 +92,30 @@ for _hook in HOOKS:
     setattr(NoOp, _hook, lambda self, *args: None)
 
 
-def react_agent() -> Agent:
+def react_model() -> ScriptedModel:
     step = 'Thought: add\nAction:\n```json\n{"action": "add", "action_input": {"a": 2, "b": 3}}\n```'
     final = 'Thought: done\nAction:\n```json\n{"action": "Final Answer", "action_input": "5"}\n```'
-    model = ScriptedModel(
+    return ScriptedModel(
         [Reply.text(step, usage=USAGE), Reply.text(final, usage=USAGE)],
         chunk_size=1 << 20,
         cycle=True,
         record=0,
     )
-    return Agent(model=model, tools=[add], instruction="You are a calculator.")
 
 
-async def per_run_us(agent: Agent, runs: int) -> list[float]:
+def react_agent() -> Agent:
+    return Agent(model=react_model(), tools=[add], instruction="You are a calculator.")
+
+
+async def per_run_us(agent: Agent | Callable[[], Awaitable[object]], runs: int) -> list[float]:
+    once = agent if callable(agent) else (lambda: agent.run("What is 2 + 3?"))
     for _ in range(500):  # warm-up
-        await agent.run("What is 2 + 3?")
+        await once()
     times = []
     clock = time.perf_counter
     for _ in range(runs):
         t0 = clock()
-        await agent.run("What is 2 + 3?")
+        await once()
         times.append((clock() - t0) * 1e6)
     return times
 
@@ -138,11 +161,14 @@ async def main() -> None:
     )
     print(f"python: {platform.python_version()}")
     results = {}
-    for label, agent in [
+    cases: list[tuple[str, Agent | Callable[[], Awaitable[object]]]] = [
         ("function calling, async tool", fc_agent("add", [add])),
         ("function calling, sync tool (thread hop)", fc_agent("add_sync", [add_sync])),
         ("react, async tool", react_agent()),
-    ]:
+        ("function calling, agent built per run", built_per_run(fc_model("add"))),
+        ("react, agent built per run", built_per_run(react_model())),
+    ]
+    for label, agent in cases:
         times = await per_run_us(agent, 20_000)
         results[label] = times
         print(
@@ -160,7 +186,22 @@ async def main() -> None:
     held = await held_bytes_after(fc_agent("add", [add]), 20_000)
     print(f"memory held after 20,000 more runs: {held / 1024:.1f} KiB ({held / 20_000:.2f} B/run)")
     print(f"one round of 5 tools sleeping 50 ms each: {await five_naps_ms():.1f} ms (best of 5)")
+    await compare_with_peers(statistics.median(results["function calling, agent built per run"]))
     print(json.dumps({k: round(statistics.median(v), 1) for k, v in results.items()}))
+
+
+async def compare_with_peers(ours_built: float) -> None:
+    for name, measure in [("openai-agents", _peers.openai_agents_us), ("smolagents", _peers.smolagents_us)]:
+        for built in (True, False):
+            times = await measure(built)
+            if times is None:
+                print(f"{name}: not installed (pip install {name}), skipped")
+                break
+            p50 = statistics.median(times)
+            label = f"{name}, agent {'built per run' if built else 'reused'}"
+            print(
+                f"{label:42s} p50 {p50:7.0f} µs   loopwright built per run is {p50 / ours_built:5.0f}× faster"
+            )
 
 
 if __name__ == "__main__":

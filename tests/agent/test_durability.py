@@ -11,6 +11,7 @@ from loopwright import Agent, tool
 from loopwright.agent import Finished, ToolCallFinished
 from loopwright.agent.approvals import Interruption
 from loopwright.agent.durability import INTERRUPTED_OBSERVATION
+from loopwright.agent.run_state import RunState
 from loopwright.testing import Reply, ScriptedModel
 
 FC = ["tool-call", "multi-tool-call", "stream-tool-call"]
@@ -22,8 +23,8 @@ class Steps:
     def __init__(self) -> None:
         self.snapshots: list[dict[str, Any]] = []
 
-    async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
-        self.snapshots.append(json.loads(json.dumps(snapshot)))
+    async def step(self, snapshot: RunState, *, before_effects: bool = True) -> None:
+        self.snapshots.append(json.loads(snapshot.to_json()))
 
 
 def counted_agent(model: ScriptedModel, runs: dict[str, int]) -> Agent:
@@ -76,13 +77,16 @@ async def test_the_boundaries_of_a_run() -> None:
         (2, None),  # before round 3's model call
     ]
     assert [s["pending"]["started"] for s in steps.snapshots[3:6]] == [[], [], ["c3"]]
-    assert agent._engine is not None and agent._engine.unsafe_names == {"charge"}
+    assert agent.prepare().tools.engine.unsafe_names == {"charge"}
 
 
 async def resume_from(snapshot: dict[str, Any], replies: list[Reply]) -> tuple[dict[str, int], list[Any]]:
     runs = {"lookup": 0, "wait": 0, "charge": 0}
     agent = counted_agent(ScriptedModel(replies, features=FC), runs)
-    events = [e async for e in agent.resume_stream(Interruption([], snapshot), [], steps=Steps())]
+    events = [
+        e
+        async for e in agent.resume_stream(Interruption([], RunState.from_dict(snapshot)), [], steps=Steps())
+    ]
     return runs, events
 
 

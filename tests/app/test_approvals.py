@@ -9,8 +9,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from loopwright.agent.approvals import Interruption, PendingCall
+from loopwright.agent.run_state import RunState
 from loopwright.app.run.approvals import TIMEOUT_REASON, ApprovalTimer, Decision, check_owner, resumption
 from loopwright.errors import NotFoundError, UserInputError
+from loopwright.model.entities import UserMessage
 from loopwright.store.models import PendingApproval
 
 NOW = datetime(2026, 1, 1, 12, 0)
@@ -18,7 +20,8 @@ NOW = datetime(2026, 1, 1, 12, 0)
 
 def row(expires_in: float = 60.0) -> PendingApproval:
     interruption = Interruption(
-        [PendingCall("a", "pay", {"amount": 1}), PendingCall("b", "pay", {"amount": 2})], {"version": 1}
+        [PendingCall("a", "pay", {"amount": 1}), PendingCall("b", "pay", {"amount": 2})],
+        RunState("", "pay", UserMessage("pay"), []),
     )
     return PendingApproval(
         task_id="t",

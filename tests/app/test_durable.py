@@ -196,6 +196,16 @@ async def test_concurrent_durable_runs_with_parallel_calls_all_end_answered(dura
         await runtime.shutdown()
 
 
+class Snap:
+    """A stand-in for the RunState a run hands its step log: the gate records ``to_dict()``."""
+
+    def __init__(self, at: str) -> None:
+        self.data = {"at": at}
+
+    def to_dict(self) -> dict[str, str]:
+        return self.data
+
+
 def _gate_with_record(db: Database) -> tuple[StepGate, RunRecord]:
     head = EventHead("task-1", "message-1", "conversation-1", 0)
     record = RunRecord(EventJournal(db), head.task_id)
@@ -212,10 +222,10 @@ async def test_a_step_before_a_tool_waits_for_its_record_and_those_before_it(tmp
     try:
         gate, record = _gate_with_record(db)
         record.add("Add")
-        await gate.step({"at": "model call"}, before_effects=False)  # returns without a record
+        await gate.step(Snap("model call"), before_effects=False)  # returns without a record
         record.add("ing.")
         record.add("!")
-        waiting = asyncio.create_task(gate.step({"at": "tools"}))
+        waiting = asyncio.create_task(gate.step(Snap("tools")))
         first, second = await gate.next(), await gate.next()
         assert (first["n"], first["events"]) == (2, [1, ["Add"]])
         assert (second["n"], second["events"]) == (3, [2, ["ing.", "!"]])
@@ -233,10 +243,10 @@ async def test_a_failed_record_stops_the_run_at_its_next_waiting_step(tmp_path: 
     await db.create_all()  # the journal may write the record's events meanwhile
     try:
         gate, _ = _gate_with_record(db)
-        await gate.step({"at": "model call"}, before_effects=False)
+        await gate.step(Snap("model call"), before_effects=False)
         gate.fail(RuntimeError("the database is gone"))
         with pytest.raises(DurableRunError):
-            await gate.step({"at": "tools"})
+            await gate.step(Snap("tools"))
     finally:
         await db.close()
 
@@ -259,17 +269,17 @@ async def test_checkpoints_waiting_together_are_recorded_as_one_step(tmp_path: P
     try:
         gate, record = _gate_with_record(db)
         record.add("One")
-        await gate.step({"at": "model call"}, before_effects=False)
+        await gate.step(Snap("model call"), before_effects=False)
         record.add("two")
         record.add("three")
-        await gate.step({"at": "next tool result"}, before_effects=False)
+        await gate.step(Snap("next tool result"), before_effects=False)
         folded = await gate.next()
         assert (folded["n"], folded["agent"], folded["events"]) == (
             3,
             {"at": "next tool result"},
             [1, ["One", "two", "three"]],
         )
-        await gate.step({"at": "model call"}, before_effects=False)
+        await gate.step(Snap("model call"), before_effects=False)
         gate.end("normal")
         assert await gate.next() == {"end": "normal"}
     finally:
@@ -291,10 +301,10 @@ async def test_a_workflow_that_cannot_start_fails_the_run_at_its_first_waiting_s
     try:
         gate = StepGate(start)
         gate.bind(DifyStream(head, "function-calling"), RunRecord(EventJournal(db), head.task_id))
-        await gate.step({"at": "model call"}, before_effects=False)  # returns before the start ends
+        await gate.step(Snap("model call"), before_effects=False)  # returns before the start ends
         assert not started.is_set()
         with pytest.raises(DurableRunError) as failed:
-            await gate.step({"at": "tools"})
+            await gate.step(Snap("tools"))
         assert isinstance(failed.value.__cause__, ConnectionError)
     finally:
         await db.close()

@@ -377,6 +377,35 @@ async def test_engine_default_timeout() -> None:
     assert "timed out" in result.observation
 
 
+@pytest.mark.timeout(30)
+async def test_a_cancellation_from_outside_stays_a_cancellation() -> None:
+    """A call cancelled by its caller (a stopped run) is not reported as a timeout nor a failure."""
+    started = asyncio.Event()
+
+    @tool(timeout=30)
+    async def waits() -> str:
+        """Waits for ever."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    call = asyncio.create_task(ToolEngine([waits]).invoke("waits", {}))
+    await started.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+
+@pytest.mark.timeout(30)
+async def test_a_timed_out_call_leaves_its_task_uncancelled() -> None:
+    """The timeout's cancellation is withdrawn once it became a TimeoutError: the run goes on."""
+    result = await ToolEngine([sleepy]).invoke("sleepy", {})
+    assert "timed out" in result.observation
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0)  # no cancellation left to deliver
+
+
 async def test_per_tool_timeout_wins_over_the_default() -> None:
     @tool(timeout=5.0)
     async def brief() -> str:

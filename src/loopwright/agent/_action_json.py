@@ -3,6 +3,7 @@ lenient decoding (strict JSON, then ``json_repair`` for near-JSON) that never ra
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -63,16 +64,9 @@ def loads_lenient(raw: str, repair: bool) -> tuple[bool, Any]:
 Converted = list[Action] | str | None  # actions, a problem description, or "not an attempt"
 
 
-_KEY_CACHE: dict[str, str] = {}
-
-
+@functools.lru_cache(maxsize=512)
 def _norm_key(key: str) -> str:
-    norm = _KEY_CACHE.get(key)
-    if norm is None:
-        norm = " ".join(key.lower().replace("_", " ").replace("-", " ").split())
-        if len(_KEY_CACHE) < 512:
-            _KEY_CACHE[key] = norm
-    return norm
+    return " ".join(key.lower().replace("_", " ").replace("-", " ").split())
 
 
 def convert(obj: Any, depth: int = 0) -> Converted:

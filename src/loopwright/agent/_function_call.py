@@ -6,9 +6,10 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from loopwright.agent._loop import ModelRequest, RoundReply, RunState
+from loopwright.agent._loop import ModelRequest, RoundReply
 from loopwright.agent.events import TextDelta, ToolCallRecord
 from loopwright.agent.output import OUTPUT_TOOL, OutputSpec
+from loopwright.agent.run_state import RunState
 from loopwright.model.entities import (
     AssistantMessage,
     LLMChunk,

@@ -11,10 +11,10 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.approvals import ApprovalDecision, Interruption, PendingCall, denial_observation
@@ -34,8 +34,8 @@ from loopwright.agent.events import (
     ToolCallStarted,
 )
 from loopwright.agent.metrics import RunMetrics
-from loopwright.agent.output import OutputSpec, output_note
-from loopwright.agent.prompts import ScratchpadStep
+from loopwright.agent.output import output_note
+from loopwright.agent.run_state import PendingRound, RunState
 from loopwright.agent.tool_selection import ToolChoiceRequest, ToolSelector
 from loopwright.errors import AgentError
 from loopwright.model.base import Model, ReactTurn
@@ -48,7 +48,7 @@ from loopwright.model.entities import (
     UserMessage,
 )
 from loopwright.model.settings import ModelSettings
-from loopwright.tools.base import ToolContext, ToolOutput
+from loopwright.tools.base import Tool, ToolContext, Toolset
 from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
 
 log = logging.getLogger("loopwright.agent")
@@ -57,72 +57,70 @@ log = logging.getLogger("loopwright.agent")
 StreamReact = Callable[..., AsyncGenerator[LLMChunk, None]]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class LoopSettings:
-    """The knobs of the loop, taken from the Agent once per run."""
+    """The knobs of the loop: one agent configuration's, built once and shared by all its runs (a run
+    never changes them)."""
 
     max_iterations: int
     max_parallel_tools: int
     max_malformed_retries: int
     params: ModelSettings
     tool_choice: str  # for the first round; later rounds are "auto"
-    tool_context: ToolContext
-    guard: RepeatGuard | None
+    repeat_limit: int | None = None  # the repeated-call guard's limit (None: no guard)
     clock: Callable[[], float] = time.perf_counter  # what the run's metrics are measured with
-    # the model's ReactDecodingModel.stream_react, when it has one (the Agent checks once per model:
+    # the model's ReactDecodingModel.stream_react, when it has one (checked once per configuration:
     # isinstance on a Protocol costs ~4 µs)
     stream_react: StreamReact | None = None
     # structured output: answers that do not follow the schema are sent back at most this many times,
     # and not after ``output_budget`` seconds (on ``clock``) of the run
     max_output_retries: int = 2
     output_budget: float | None = None
-    # tools whose calls wait for a person's approval (agent.approvals)
+    # tools (by name) whose calls wait for a person's approval (agent.approvals), beside those the
+    # tools themselves mark (the engine's ``approval_names``)
     approval_names: frozenset[str] = frozenset()
-    # a paused run's snapshot: (state, time so far) → JSON data; set by the Agent
-    snapshot: Callable[[RunState, float], dict[str, Any]] | None = None
     selector: ToolSelector | None = None  # chooses the tools of each round (agent.tool_selection)
-    steps: StepLog | None = None  # durable execution: where step boundaries go (agent.durability)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopTools:
+    """An agent's tools, prepared: one engine shared by its runs (so the tool result cache outlives a
+    run). A toolset may change its tools between runs: when there is one, each run asks again and the
+    engine's table is renewed."""
+
+    engine: ToolEngine
+    items: tuple[Tool | Toolset, ...] = ()  # the agent's tools and toolsets, in order
+    dynamic: bool = False  # a toolset is among them
+
+    async def current(self) -> ToolEngine:
+        if self.dynamic:
+            tools: list[Tool] = []
+            for item in self.items:
+                if isinstance(item, Tool):
+                    tools.append(item)
+                else:
+                    tools.extend(await item.get_tools())
+            self.engine.set_tools(tools)
+        return self.engine
 
 
 @dataclass(slots=True)
-class RunState:
-    """Everything one run changes. Strategies read it to build requests and append to it."""
+class _Run:
+    """What one run adds to the settings: its engine, whose calls wait for approval, the repeated-call
+    guard, who the run is for and where its steps go."""
 
-    instruction: str
-    query: str
-    user_message: UserMessage
-    history: list[PromptMessage]
-    turn: list[PromptMessage] = field(default_factory=list)  # this turn's assistant/tool messages
-    scratchpad: list[ScratchpadStep] = field(default_factory=list)  # ReAct only
-    usage: Usage = field(default_factory=Usage)
-    files: list[ToolOutput] = field(default_factory=list)
-    round: int = 0
-    malformed_streak: int = 0
-    repeated: str | None = None  # a tool the model kept calling with the same arguments
-    cache: dict[str, Any] = field(default_factory=dict)  # per-run memo for strategies
-    # for the run's metrics (agent.metrics)
-    started_at: float = 0.0  # on LoopSettings.clock, set when the run starts
-    first_token_at: float = 0.0  # 0.0: nothing streamed yet
-    calls: list[ToolCallRecord] = field(default_factory=list)  # every tool call that ran or was refused
-    malformed: int = 0  # unreadable replies the model was asked to resend
-    output: OutputSpec | None = None  # what the final answer must be (structured output)
-    output_value: Any = None  # the answer's typed value, once it followed the schema
-    output_errors: list[str] = field(default_factory=list)  # why the last answer did not
-    output_attempts: int = 0  # answers sent back for not following the schema
-    pending: PendingRound | None = None  # a round waiting for approvals (a resumed run starts with it)
-    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)  # for the pending round
+    settings: LoopSettings
+    engine: ToolEngine
+    context: ToolContext
+    guard: RepeatGuard | None
+    approval_names: frozenset[str]
+    steps: StepLog | None
+    decisions: Mapping[str, ApprovalDecision]  # a resumed run's, on its paused round's calls
 
-
-@dataclass(slots=True)
-class PendingRound:
-    """A round whose calls wait for decisions: its thought text, every call, its usage, and the ids
-    of the calls that need a decision."""
-
-    text: str
-    calls: list[ToolCallRecord]
-    usage: Usage
-    awaiting: set[str]
-    started: set[str] = field(default_factory=set)  # durable runs: non-idempotent calls that started
+    def snapshot(self, state: RunState) -> RunState:
+        """The state to go on from, detached from the running one (approvals, durable steps)."""
+        elapsed = self.settings.clock() - state.started_at
+        return state.snapshot(elapsed, self.guard.memory() if self.guard is not None else [])
 
 
 @dataclass(slots=True)
@@ -176,56 +174,71 @@ def malformed_note(problem: str) -> str:
 async def run_loop(
     model: Model,
     strategy: Strategy,
-    get_engine: Callable[[], Awaitable[ToolEngine]],
+    tools: LoopTools,
     state: RunState,
     settings: LoopSettings,
+    context: ToolContext,
+    steps: StepLog | None = None,
+    decisions: Mapping[str, ApprovalDecision] | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """The events of one run. The caller iterates this generator directly (no wrapper generator):
-    every level of async generators costs time on each event."""
-    engine = await get_engine()
-    tools = engine.schemas
-    if engine.approval_names:  # @tool(requires_approval=True) among the tools
-        settings.approval_names |= engine.approval_names
+    every level of async generators costs time on each event. ``settings`` and ``tools`` are shared by
+    the runs of one configuration: only ``state`` is this run's to change. ``decisions`` (by call id)
+    decide a resumed run's paused round."""
+    engine = await tools.current()
+    schemas = engine.schemas
+    approval = (
+        settings.approval_names | engine.approval_names if engine.approval_names else settings.approval_names
+    )
+    guard = RepeatGuard(settings.repeat_limit) if settings.repeat_limit else None
+    if guard is not None and state.guard:
+        guard.restore(state.guard)  # a resumed run: the calls before the pause count
+    run = _Run(settings, engine, context, guard, approval, steps, decisions or {})
     clock = settings.clock
-    state.started_at = clock()
+    state.started_at = clock() - state.elapsed  # a resumed run: its time so far counts
     stream_react = settings.stream_react
     cap = min(settings.max_iterations, 99) + 1
-    state.started_at -= state.cache.pop("elapsed", 0.0)  # a resumed run: its time so far
-    steps = settings.steps
     if state.pending is not None:  # a resumed run: the round that waited for decisions goes first
-        async with aclosing(_resume_round(engine, strategy, state, settings)) as resumed:
+        async with aclosing(_resume_round(run, strategy, state)) as resumed:
             async for event in resumed:
                 yield event
     for rnd in range(state.round + 1, cap + 1):
         if steps is not None:  # durable: the rounds so far are kept (the model call does not wait)
-            await steps.step(_snapshot(state, settings), before_effects=False)
+            await steps.step(run.snapshot(state), before_effects=False)
         state.round = rnd
         # The last round, or the one after a repeated call, offers no tools: the model must answer.
         last = rnd == cap or state.repeated is not None
         offered: tuple[str, ...] | None = None
-        round_tools: Sequence[ToolSchema] = tools
-        if settings.selector is not None and not last and tools:
-            round_tools, offered = await _select_tools(settings.selector, tools, state)
+        round_tools: Sequence[ToolSchema] = schemas
+        if settings.selector is not None and not last and schemas:
+            round_tools, offered = await _select_tools(settings.selector, schemas, state)
         yield RoundStarted(rnd, offered)
         req = strategy.request(state, () if last else round_tools)
         reply: RoundReply | None = None
         started = clock()
         chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
-        # aclosing: a consumer that stops listening closes the model's stream right away.
-        async with aclosing(chunks), aclosing(strategy.read(chunks, state)) as items:
-            async for item in items:
-                if type(item) is TextDelta:
-                    if not state.first_token_at:
-                        state.first_token_at = clock()
-                    yield item
-                else:
-                    reply = item  # type: ignore[assignment]
+        items = strategy.read(chunks, state)
+        # Closed in any case (as ``aclosing`` would, without its three calls per generator): a consumer
+        # that stops listening closes the model's stream right away.
+        try:
+            try:
+                async for item in items:
+                    if type(item) is TextDelta:
+                        if not state.first_token_at:
+                            state.first_token_at = clock()
+                        yield item
+                    else:
+                        reply = item  # type: ignore[assignment]
+            finally:
+                await items.aclose()
+        finally:
+            await chunks.aclose()
         assert reply is not None, "a strategy must end its reply with a RoundReply"
         usage = _timed(reply.usage, clock() - started)
         state.usage = state.usage.plus(usage)
-        step = _settle(strategy, state, reply, last, settings)
+        step = _settle(strategy, state, reply, last, run)
         if step is not _Step.TOOLS:
-            for event in _round_end(step, state, reply, usage, settings):
+            for event in _round_end(step, state, reply, usage, run):
                 yield event
             if step is _Step.RETRY:
                 continue
@@ -233,10 +246,10 @@ async def run_loop(
         if len(reply.calls) == 1 and reply.calls[0].observation is None and steps is None:  # inline
             call = reply.calls[0]
             yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
-            await _invoke(engine, call, settings.tool_context)
+            await _invoke(engine, call, context)
             yield _finished_event(rnd, call, state)
         else:
-            async with aclosing(_round_calls(engine, reply, usage, state, settings)) as call_events:
+            async with aclosing(_round_calls(run, reply, usage, state)) as call_events:
                 async for event in call_events:
                     yield event
         state.calls.extend(reply.calls)
@@ -255,23 +268,22 @@ class _Step(enum.Enum):
 
 
 def _round_end(
-    step: _Step, state: RunState, reply: RoundReply, usage: Usage, settings: LoopSettings
+    step: _Step, state: RunState, reply: RoundReply, usage: Usage, run: _Run
 ) -> Iterable[AgentEvent]:
     """The events of a round whose tool calls do not run now (``step`` is not TOOLS)."""
     if step is _Step.RETRY:
         return [RoundFinished(state.round, reply.text, [], usage)]
     if step is _Step.ANSWER:
-        return _finish(state, reply, usage, settings.clock)
-    return _interrupt(state, reply, usage, settings)
+        return _finish(state, reply, usage, run.settings.clock)
+    return _interrupt(state, reply, usage, run)
 
 
-def _settle(
-    strategy: Strategy, state: RunState, reply: RoundReply, last: bool, settings: LoopSettings
-) -> _Step:
+def _settle(strategy: Strategy, state: RunState, reply: RoundReply, last: bool, run: _Run) -> _Step:
     """What a reply leads to. Raises when the last round still asks for tools; records a malformed
     reply's note while retries remain; holds repeated calls (guardrail) before tools run."""
+    settings = run.settings
     if reply.calls and last:
-        raise _out_of_rounds(state, settings)
+        raise _out_of_rounds(state, run)
     if reply.problem is not None:
         state.malformed_streak += 1
         if state.malformed_streak <= settings.max_malformed_retries and not last:
@@ -284,9 +296,9 @@ def _settle(
             return _Step.RETRY
         return _Step.ANSWER
     state.malformed_streak = 0
-    if settings.guard is not None:
-        _hold_repeats(settings.guard, state, reply.calls)
-    if settings.approval_names and _awaiting(settings.approval_names, reply.calls):
+    if run.guard is not None:
+        _hold_repeats(run.guard, state, reply.calls)
+    if run.approval_names and _awaiting(run.approval_names, reply.calls):
         return _Step.PAUSE
     return _Step.TOOLS
 
@@ -319,13 +331,12 @@ def _awaiting(names: frozenset[str], calls: list[ToolCallRecord]) -> bool:
     return any(c.observation is None and c.name in names for c in calls)
 
 
-def _interrupt(state: RunState, reply: RoundReply, usage: Usage, settings: LoopSettings) -> list[AgentEvent]:
+def _interrupt(state: RunState, reply: RoundReply, usage: Usage, run: _Run) -> list[AgentEvent]:
     """The run pauses before the round's calls: which wait for approval, and the state to resume."""
-    names = settings.approval_names
+    names = run.approval_names
     waiting = [c for c in reply.calls if c.observation is None and c.name in names]
     state.pending = PendingRound(reply.text, reply.calls, usage, {c.id for c in waiting})
-    assert settings.snapshot is not None, "an agent that pauses for approvals makes snapshots"
-    snapshot = settings.snapshot(state, settings.clock() - state.started_at)
+    snapshot = run.snapshot(state)
     pending = [PendingCall(c.id, c.name, c.arguments) for c in waiting]
     result = AgentResult(
         text="",
@@ -334,15 +345,13 @@ def _interrupt(state: RunState, reply: RoundReply, usage: Usage, settings: LoopS
         finish_reason="approval_required",
         rounds=state.round,
         messages=[*state.history, state.user_message, *state.turn],
-        metrics=_metrics(state, settings.clock()),
+        metrics=_metrics(state, run.settings.clock()),
         interruption=Interruption(pending, snapshot),
     )
     return [ApprovalRequired(state.round, reply.text, reply.calls, pending), Finished(result)]
 
 
-async def _resume_round(
-    engine: ToolEngine, strategy: Strategy, state: RunState, settings: LoopSettings
-) -> AsyncGenerator[AgentEvent, None]:
+async def _resume_round(run: _Run, strategy: Strategy, state: RunState) -> AsyncGenerator[AgentEvent, None]:
     """The paused round, decided: approved calls run (with edited arguments when given), denied ones
     (and those left without a decision) get the denial as their observation. A durable run's round
     taken up after a crash (agent.durability) runs the calls that had not finished; a non-idempotent
@@ -355,18 +364,18 @@ async def _resume_round(
             call.meta = ToolInvokeMeta(0.0, "interrupted", {})
         if call.id not in pending.awaiting:
             continue
-        decision = state.decisions.get(call.id) or ApprovalDecision.deny(call.id, "no decision was given")
+        decision = run.decisions.get(call.id) or ApprovalDecision.deny(call.id, "no decision was given")
         if not decision.approved:
             call.observation = denial_observation(decision.reason)
             call.meta = ToolInvokeMeta(0.0, "denied", {})
         elif decision.arguments is not None:
             call.arguments, call.raw_arguments = dict(decision.arguments), None
     pending.awaiting = set()  # decided: a durable snapshot from here on runs the calls as they are
-    if settings.steps is None:
+    if run.steps is None:
         state.pending = None
     else:  # durable: the decisions are kept before the calls run
-        await settings.steps.step(_snapshot(state, settings))
-    async with aclosing(_run_calls(engine, pending.calls, state, settings)) as call_events:
+        await run.steps.step(run.snapshot(state))
+    async with aclosing(_run_calls(run, pending.calls, state)) as call_events:
         async for event in call_events:
             yield event
     state.pending = None
@@ -377,16 +386,16 @@ async def _resume_round(
 
 
 async def _round_calls(
-    engine: ToolEngine, reply: RoundReply, usage: Usage, state: RunState, settings: LoopSettings
+    run: _Run, reply: RoundReply, usage: Usage, state: RunState
 ) -> AsyncGenerator[AgentEvent, None]:
     """A round's calls (``_run_calls``); a durable run keeps the reply before they run, as a round
     waiting for them (agent.durability)."""
-    steps = settings.steps
+    steps = run.steps
     if steps is not None:
         state.pending = PendingRound(reply.text, reply.calls, usage, set())
-        await steps.step(_snapshot(state, settings))
+        await steps.step(run.snapshot(state))
     try:
-        async with aclosing(_run_calls(engine, reply.calls, state, settings)) as call_events:
+        async with aclosing(_run_calls(run, reply.calls, state)) as call_events:
             async for event in call_events:
                 yield event
     finally:
@@ -442,11 +451,11 @@ def _model_stream(
     return model.stream(req.messages, tools=req.tools, stop=req.stop, params=params)
 
 
-def _out_of_rounds(state: RunState, settings: LoopSettings) -> AgentError:
+def _out_of_rounds(state: RunState, run: _Run) -> AgentError:
     """The error of a run whose last round still asked for tools."""
     if state.repeated is not None:
-        return AgentRepeatedToolCallError(state.repeated, settings.guard.limit if settings.guard else 0)
-    return AgentMaxIterationError(settings.max_iterations)
+        return AgentRepeatedToolCallError(state.repeated, run.guard.limit if run.guard else 0)
+    return AgentMaxIterationError(run.settings.max_iterations)
 
 
 def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecord]) -> None:
@@ -528,7 +537,7 @@ def _metrics(state: RunState, now: float) -> RunMetrics:
 
 
 async def _run_calls(
-    engine: ToolEngine, calls: list[ToolCallRecord], state: RunState, settings: LoopSettings
+    run: _Run, calls: list[ToolCallRecord], state: RunState
 ) -> AsyncGenerator[AgentEvent, None]:
     """Run a round's calls, at most ``max_parallel_tools`` at a time. Started/finished events stream
     as calls start and end; each record gets its observation, so the model sees results in its own
@@ -542,8 +551,8 @@ async def _run_calls(
     if not todo:
         return
     queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
-    gate = asyncio.Semaphore(max(1, settings.max_parallel_tools))
-    steps = settings.steps
+    gate = asyncio.Semaphore(max(1, run.settings.max_parallel_tools))
+    steps, engine = run.steps, run.engine
     unfinished = len(todo)
 
     async def one(call: ToolCallRecord) -> None:
@@ -553,11 +562,11 @@ async def _run_calls(
             if steps is not None and call.name in engine.unsafe_names:  # durable: never run twice
                 assert state.pending is not None
                 state.pending.started.add(call.id)
-                await steps.step(_snapshot(state, settings))
-            await _invoke(engine, call, settings.tool_context)
+                await steps.step(run.snapshot(state))
+            await _invoke(engine, call, run.context)
             unfinished -= 1
             if steps is not None and unfinished:  # durable: the round's last is kept by the next round
-                await steps.step(_snapshot(state, settings), before_effects=False)
+                await steps.step(run.snapshot(state), before_effects=False)
             queue.put_nowait(_finished_event(rnd, call, state))
 
     tasks = [asyncio.create_task(one(c)) for c in todo]
@@ -568,12 +577,6 @@ async def _run_calls(
         for t in tasks:
             t.cancel()  # a consumer that stops listening (a stopped run) stops the tools too
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _snapshot(state: RunState, settings: LoopSettings) -> dict[str, Any]:
-    """The run's state at a durable step boundary (agent.durability)."""
-    assert settings.snapshot is not None, "a durable run makes snapshots"
-    return settings.snapshot(state, settings.clock() - state.started_at)
 
 
 async def _invoke(engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext) -> None:

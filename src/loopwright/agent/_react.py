@@ -8,7 +8,9 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
-from loopwright.agent._loop import ModelRequest, RoundReply, RunState
+from cachetools import LRUCache
+
+from loopwright.agent._loop import ModelRequest, RoundReply
 from loopwright.agent.events import TextDelta, ToolCallRecord
 from loopwright.agent.prompts import (
     CONTINUE,
@@ -23,6 +25,7 @@ from loopwright.agent.prompts import (
     render_scratchpad,
 )
 from loopwright.agent.react_parser import Action, DifyParserError, is_final_answer, new_parser
+from loopwright.agent.run_state import RunState
 from loopwright.model.base import ReactTurn
 from loopwright.model.entities import (
     AssistantMessage,
@@ -61,7 +64,9 @@ class ReactStrategy:
         # Dify sends the literal "continue"; a model may bring its own text, where "{observation}"
         # stands for the last step's observations (small models act on what the last turn says).
         self.continue_message = continue_message or CONTINUE
-        self._systems: dict[tuple[str, int], tuple[Sequence[ToolSchema], str]] = {}
+        # system prompts by (instruction, tool list): instructions vary with inputs, so the least
+        # recently used are dropped
+        self._systems: LRUCache[tuple[str, int], tuple[Sequence[ToolSchema], str]] = LRUCache(64)
 
     def request(self, state: RunState, tools: Sequence[ToolSchema]) -> ModelRequest:
         if self.mode == "completion":
@@ -69,7 +74,7 @@ class ReactStrategy:
                 self.template,
                 state.instruction,
                 tools,
-                self._memo(state, "history_text", lambda: render_historic_text(self._history(state))),
+                self._history_text(state),
                 state.query,
                 render_scratchpad(state.scratchpad),
             )
@@ -182,20 +187,20 @@ class ReactStrategy:
         key = (instruction, id(tools))
         hit = self._systems.get(key)
         if hit is None:
-            if len(self._systems) >= 64:  # instructions vary with inputs; keep the cache small
-                self._systems.clear()
             hit = self._systems[key] = (tools, render_react_system(self.template, instruction, tools))
         return hit[1]
 
-    def _history(self, state: RunState) -> list[PromptMessage]:
-        return self._memo(state, "history", lambda: react_history(state.history))  # type: ignore[no-any-return]
-
     @staticmethod
-    def _memo(state: RunState, key: str, build: Any) -> Any:
-        value = state.cache.get(key)
-        if value is None:
-            value = state.cache[key] = build()
-        return value
+    def _history(state: RunState) -> list[PromptMessage]:
+        """The history as the prompt shows it, made once per run."""
+        if state.react_history is None:
+            state.react_history = react_history(state.history)
+        return state.react_history
+
+    def _history_text(self, state: RunState) -> str:
+        if state.react_history_text is None:
+            state.react_history_text = render_historic_text(self._history(state))
+        return state.react_history_text
 
 
 def _parse(call: Callable[..., list[str | Action]], *args: str) -> tuple[list[str | Action], str | None]:

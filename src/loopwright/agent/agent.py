@@ -9,26 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loopwright.agent._factory import StrategyName, create_strategy
-from loopwright.agent._guardrails import RepeatGuard
-from loopwright.agent._loop import LoopSettings, RunState, Strategy, StreamReact, run_loop
+from loopwright.agent._loop import LoopSettings, LoopTools, StreamReact
 from loopwright.agent._react import ParserMode, ReactStrategy
-from loopwright.agent._snapshot import dump_state, load_state
 from loopwright.agent.approvals import ApprovalDecision, Interruption
-from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.durability import StepLog
-from loopwright.agent.events import AgentEvent, AgentResult, Finished
-from loopwright.agent.output import OutputSpec, output_spec
-from loopwright.agent.prompts import fill_inputs
+from loopwright.agent.events import AgentEvent, AgentResult
+from loopwright.agent.output import output_spec
+from loopwright.agent.prepared import PreparedAgent
 from loopwright.agent.tool_selection import ToolSelector
-from loopwright.model.base import Model, ReactDecodingModel
-from loopwright.model.entities import (
-    ContentPart,
-    ModelFeature,
-    PromptMessage,
-    SystemMessage,
-    TextPart,
-    UserMessage,
-)
+from loopwright.model.base import Model
+from loopwright.model.entities import ContentPart, ModelFeature, PromptMessage
 from loopwright.model.settings import ModelSettings, model_settings_from_params
 from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
 from loopwright.tools.engine import FileSink, ToolEngine, ToolHook
@@ -46,6 +36,9 @@ class Agent:
     ``output_type`` asks for the answer as a typed value (``result.output``; see agent.output).
     A call of a tool that requires approval pauses the run (``result.interruption``); ``resume`` goes
     on with the decisions (see agent.approvals).
+
+    An ``Agent`` is configuration: its runs use its prepared form (``prepare()``: strategy, tool engine,
+    output spec, …; agent.prepared), made when it is built and made again when a field was set since.
     """
 
     model: Model
@@ -82,21 +75,49 @@ class Agent:
     output_time_budget: float | None = None
     # Tools (by name) whose calls wait for a person's approval, beside @tool(requires_approval=True)
     approval_required: Sequence[str] = ()
-    _callback_tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
-    _engine: ToolEngine | None = field(default=None, init=False, repr=False)
-    _dynamic: bool = field(default=False, init=False, repr=False)  # a toolset is among the tools
-    _strategy: tuple[tuple[Any, ...], Strategy] | None = field(default=None, init=False, repr=False)
-    _decoding: tuple[Model, StreamReact | None] | None = field(default=None, init=False, repr=False)
-    _output: tuple[Any, OutputSpec | None] = field(default=(None, None), init=False, repr=False)
+    # the prepared form, and the configuration it was made from (see ``prepare``)
+    _prepared: tuple[tuple[Any, ...], PreparedAgent] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.max_iterations < 0:
-            raise ValueError("max_iterations must be 0 or more")
-        create_strategy(self.model, self.strategy)  # fail early on a bad strategy name
-        self._output_spec()  # fail early on an output type that has no JSON Schema
-        for item in self.tools:
-            if not isinstance(item, Tool | Toolset):
-                raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")
+        self.prepare()  # fail early on a bad setting; the first run finds it ready
+
+    def prepare(self) -> PreparedAgent:
+        """The prepared form of this configuration, shared by every run; made again when a field was
+        set since (fields are compared by value, so a list changed in place is not noticed)."""
+        key = self._key()
+        hit = self._prepared
+        if hit is None or hit[0] != key:
+            hit = self._prepared = (key, _prepare(self, hit[1].callback_tasks if hit is not None else None))
+        return hit[1]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.model,
+            self.tools,
+            self.instruction,
+            self.strategy,
+            self.max_iterations,
+            self.parser_mode,
+            self.react_stop,
+            self.stop,
+            self.model_params,
+            self.tool_choice,
+            self.max_parallel_tools,
+            self.tool_timeout,
+            self.observation_token_limit,
+            self.repeated_call_limit,
+            self.max_malformed_retries,
+            self.context,
+            self.files,
+            self.callbacks,
+            self.tool_hook,
+            self.tool_selector,
+            self.clock,
+            self.output_type,
+            self.output_retries,
+            self.output_time_budget,
+            self.approval_required,
+        )
 
     async def run(
         self,
@@ -109,17 +130,9 @@ class Agent:
         callbacks: Sequence[object] = (),
     ) -> AgentResult:
         """Run to the end and return the result; raises what ``stream`` raises."""
-        result: AgentResult | None = None
-        # Consume the stream to its end rather than returning at "finished": an async generator left
-        # unfinished is closed later by the event loop, through a thread-safe wake-up (a syscall).
-        events = self.stream(
+        return await self.prepare().run(
             query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
         )
-        async for event in events:
-            if type(event) is Finished:
-                result = event.result
-        assert result is not None, "an agent run always ends with a finished event or an error"
-        return result
 
     def stream(
         self,
@@ -140,20 +153,15 @@ class Agent:
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
         ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
         Closing the generator early cancels the model stream and running tool calls."""
-        strategy = self._get_strategy()
-        instruction = fill_inputs(self.instruction, inputs)
-        output = self._output_spec()
-        if output is not None:
-            note = output.instruction(isinstance(strategy, ReactStrategy))
-            instruction = f"{instruction}\n\n{note}" if instruction else note
-        state = RunState(
-            instruction=instruction,
-            query=query,
-            user_message=self._user_message(query, files),
-            history=[m for m in history or () if not isinstance(m, SystemMessage)],
-            output=output,
+        return self.prepare().stream(
+            query,
+            history=history,
+            inputs=inputs,
+            files=files,
+            context=context,
+            callbacks=callbacks,
+            steps=steps,
         )
-        return self._events(strategy, state, context, callbacks, query, steps)
 
     async def resume(
         self,
@@ -164,12 +172,7 @@ class Agent:
         callbacks: Sequence[object] = (),
     ) -> AgentResult:
         """Go on with a run that paused for approvals (see agent.approvals); as ``run``."""
-        result: AgentResult | None = None
-        async for event in self.resume_stream(interruption, decisions, context=context, callbacks=callbacks):
-            if type(event) is Finished:
-                result = event.result
-        assert result is not None, "an agent run always ends with a finished event or an error"
-        return result
+        return await self.prepare().resume(interruption, decisions, context=context, callbacks=callbacks)
 
     def resume_stream(
         self,
@@ -182,123 +185,76 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of a resumed run, as ``stream``'s: the paused round's tool calls first. A durable
         run's snapshot (agent.durability) is taken up the same way, without ``decisions``."""
-        strategy = self._get_strategy()
-        state, elapsed, guard = load_state(interruption.state)
-        state.output = self._output_spec()
-        state.decisions = {d.call_id: d for d in decisions}
-        state.cache["elapsed"] = elapsed
-        state.cache["guard"] = guard
-        return self._events(strategy, state, context, callbacks, state.query, steps)
-
-    def _events(
-        self,
-        strategy: Strategy,
-        state: RunState,
-        context: ToolContext | None,
-        callbacks: Sequence[object],
-        query: str,
-        steps: StepLog | None = None,
-    ) -> AsyncGenerator[AgentEvent, None]:
-        guard = RepeatGuard(self.repeated_call_limit) if self.repeated_call_limit else None
-        if guard is not None and "guard" in state.cache:
-            guard.restore(state.cache.pop("guard"))
-        settings = LoopSettings(
-            max_iterations=self.max_iterations,
-            max_parallel_tools=self.max_parallel_tools,
-            max_malformed_retries=self.max_malformed_retries,
-            # A plain mapping (an app config's model_params) is checked once per run, not per call.
-            params=model_settings_from_params(self.model_params),
-            tool_choice=self.tool_choice,
-            tool_context=context or self.context,
-            guard=guard,
-            clock=self.clock,
-            stream_react=self._stream_react(),
-            max_output_retries=self.output_retries,
-            output_budget=self.output_time_budget,
-            approval_names=frozenset(self.approval_required),
-            snapshot=lambda s, elapsed: dump_state(s, elapsed, guard.memory() if guard else []),
-            selector=self.tool_selector,
-            steps=steps,
+        return self.prepare().resume_stream(
+            interruption, decisions, context=context, callbacks=callbacks, steps=steps
         )
-        events = run_loop(self.model, strategy, self._tool_engine, state, settings)
-        if not (self.callbacks or callbacks):
-            return events  # nothing to tell: the loop's own stream, unwrapped
-        dispatch = CallbackDispatch([*self.callbacks, *callbacks], self._callback_tasks)
-        return with_callbacks(events, dispatch, query)
-
-    def _output_spec(self) -> OutputSpec | None:
-        """The spec of ``output_type``, made again only when it was changed."""
-        made_from, spec = self._output
-        if made_from is not self.output_type:
-            spec = output_spec(self.output_type) if self.output_type is not None else None
-            self._output = (self.output_type, spec)
-        return spec
-
-    def _stream_react(self) -> StreamReact | None:
-        """The model's ``stream_react`` when it is a ReactDecodingModel; checked once per model."""
-        hit = self._decoding
-        if hit is None or hit[0] is not self.model:
-            model = self.model
-            hit = self._decoding = (
-                model,
-                model.stream_react if isinstance(model, ReactDecodingModel) else None,
-            )
-        return hit[1]
 
     async def flush_callbacks(self) -> None:
         """Wait until every async callback hook queued by this agent's runs has run."""
-        while self._callback_tasks:
-            await asyncio.gather(*self._callback_tasks, return_exceptions=True)
+        await self.prepare().flush_callbacks()
 
     @property
     def strategy_kind(self) -> Literal["function-calling", "react"]:
         """The strategy runs use: ``"auto"`` resolved against the model's features."""
-        return "react" if isinstance(self._get_strategy(), ReactStrategy) else "function-calling"
+        return self.prepare().strategy_kind
 
-    def _get_strategy(self) -> Strategy:
-        # Strategies keep no per-run state, so one serves every run (and keeps its prompt caches)
-        # until a setting it depends on changes.
-        key = (self.model, self.strategy, self.parser_mode, self.react_stop, tuple(self.stop))
-        if self._strategy is None or self._strategy[0] != key:
-            strategy = create_strategy(
-                self.model,
-                self.strategy,
-                parser_mode=self.parser_mode,
-                react_stop=self.react_stop,
-                stop=self.stop,
-            )
-            self._strategy = (key, strategy)
-        return self._strategy[1]
 
-    def _user_message(self, query: str, files: Sequence[ContentPart] | None) -> UserMessage:
-        # Files reach the model only when it can see them (Dify: the vision feature); they go first.
-        if files and ModelFeature.VISION in self.model.features:
-            return UserMessage([*files, TextPart(query)])
-        return UserMessage(query)
+def _prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None) -> PreparedAgent:
+    """The prepared form of ``agent``'s configuration (checked: a bad setting raises here)."""
+    if agent.max_iterations < 0:
+        raise ValueError("max_iterations must be 0 or more")
+    model = agent.model
+    strategy = create_strategy(
+        model, agent.strategy, parser_mode=agent.parser_mode, react_stop=agent.react_stop, stop=agent.stop
+    )
+    output = output_spec(agent.output_type) if agent.output_type is not None else None
+    settings = LoopSettings(
+        max_iterations=agent.max_iterations,
+        max_parallel_tools=agent.max_parallel_tools,
+        max_malformed_retries=agent.max_malformed_retries,
+        # A plain mapping (an app config's model_params) is checked once per configuration.
+        params=model_settings_from_params(agent.model_params),
+        tool_choice=agent.tool_choice,
+        repeat_limit=agent.repeated_call_limit or None,
+        clock=agent.clock,
+        stream_react=_stream_react(model),
+        max_output_retries=agent.output_retries,
+        output_budget=agent.output_time_budget,
+        approval_names=frozenset(agent.approval_required),
+        selector=agent.tool_selector,
+    )
+    return PreparedAgent(
+        model=model,
+        strategy=strategy,
+        settings=settings,
+        tools=_tools(agent),
+        instruction=agent.instruction,
+        output=output,
+        output_note=output.instruction(isinstance(strategy, ReactStrategy)) if output is not None else None,
+        vision=ModelFeature.VISION in model.features,
+        context=agent.context,
+        callbacks=tuple(agent.callbacks),
+        callback_tasks=set() if callback_tasks is None else callback_tasks,
+    )
 
-    async def _tool_engine(self) -> ToolEngine:
-        # One engine per agent, so the tool result cache (@tool(cache_ttl=...)) outlives a run. A
-        # toolset may change its tools between runs: it is asked again each run and the table renewed.
-        if self._engine is not None and not self._dynamic:
-            return self._engine
 
-        tools: list[Tool] = []
-        dynamic = False
-        for item in self.tools:
-            if isinstance(item, Tool):
-                tools.append(item)
-            else:
-                tools.extend(await item.get_tools())
-                dynamic = True
-        if self._engine is not None:
-            self._engine.set_tools(tools)
-            return self._engine
-        self._dynamic = dynamic
-        self._engine = ToolEngine(
-            tools,
-            default_timeout=self.tool_timeout,
-            observation_token_limit=self.observation_token_limit,
-            files=self.files,
-            hook=self.tool_hook,
-        )
-        return self._engine
+def _stream_react(model: Model) -> StreamReact | None:
+    """The model's ``stream_react`` when it is a ReactDecodingModel: the check ``isinstance`` makes on
+    that one-method Protocol, without its cost (~4 µs, a walk of the class's attributes)."""
+    method = getattr(model, "stream_react", None)
+    return method if callable(method) else None
+
+
+def _tools(agent: Agent) -> LoopTools:
+    items = tuple(agent.tools)
+    for item in items:
+        if not isinstance(item, Tool | Toolset):
+            raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")
+    engine = ToolEngine(
+        [t for t in items if isinstance(t, Tool)],
+        default_timeout=agent.tool_timeout,
+        observation_token_limit=agent.observation_token_limit,
+        files=agent.files,
+        hook=agent.tool_hook,
+    )
+    return LoopTools(engine, items, any(not isinstance(t, Tool) for t in items))

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-SNAPSHOT_VERSION = 1
+from loopwright.agent.run_state import RunState, RunStateVersionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,25 +51,34 @@ class ApprovalDecision:
 
 @dataclass(frozen=True, slots=True)
 class Interruption:
-    """A paused run: ``calls`` wait for decisions; ``state`` is what resuming needs (plain JSON data)."""
+    """A paused run: ``calls`` wait for decisions; ``state`` is what resuming needs (a
+    :class:`~loopwright.agent.run_state.RunState`, serializable with the calls by ``to_json``)."""
 
     calls: list[PendingCall]
-    state: dict[str, Any] = field(repr=False)
+    state: RunState = field(repr=False)
 
     def to_json(self) -> str:
         return json.dumps(
-            {"calls": [c.to_dict() for c in self.calls], "state": self.state},
+            {"calls": [c.to_dict() for c in self.calls], "state": self.state.to_dict()},
             ensure_ascii=False,
             separators=(",", ":"),
         )
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Interruption:
+        """An interruption ``to_json`` wrote, by this loopwright or an earlier one (its run state's
+        version 1 is still read); raises ``RunStateVersionError`` (a ``ValueError``) for anything else."""
         data = json.loads(text)
-        if not isinstance(data, dict) or data.get("state", {}).get("version") != SNAPSHOT_VERSION:
-            raise ValueError("not a loopwright run interruption (or one from another version)")
+        try:
+            if not isinstance(data, dict):
+                raise RunStateVersionError("not a JSON object")
+            state = RunState.from_dict(data.get("state"))
+        except RunStateVersionError as e:
+            raise RunStateVersionError(
+                f"not a loopwright run interruption this version can resume: {e}"
+            ) from e
         calls = [PendingCall(c["id"], c["tool"], c["arguments"]) for c in data["calls"]]
-        return cls(calls, data["state"])
+        return cls(calls, state)
 
 
 def denial_observation(reason: str) -> str:

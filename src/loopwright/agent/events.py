@@ -7,12 +7,12 @@ from them: ``round_started``/``round_finished`` bracket a round, ``text_delta``s
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loopwright.agent.approvals import Interruption, PendingCall
 from loopwright.agent.metrics import RunMetrics
+from loopwright.agent.records import ToolCallRecord as ToolCallRecord  # re-exported: part of the events
 from loopwright.model.entities import PromptMessage, Usage
 from loopwright.tools.base import ToolOutput
 from loopwright.tools.engine import ToolInvokeMeta
@@ -23,26 +23,6 @@ from loopwright.tools.engine import ToolInvokeMeta
 # "approval_required": the run paused before calling a tool that needs a person's approval
 # (``result.interruption``; see agent.approvals).
 FinishReason = Literal["stop", "length", "content_filter", "approval_required"]
-
-
-@dataclass(slots=True)
-class ToolCallRecord:
-    """One tool call of a round with its outcome (``observation`` is None until it finished)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any] | str
-    observation: str | None = None
-    files: list[ToolOutput] = field(default_factory=list)
-    meta: ToolInvokeMeta | None = None
-    outputs: list[ToolOutput] = field(default_factory=list)  # everything the tool yielded
-    raw_arguments: str | None = None  # the arguments as the model wrote them, when it wrote JSON text
-
-    def arguments_json(self) -> str:
-        if self.raw_arguments is not None:
-            return self.raw_arguments
-        args = self.arguments
-        return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
 
 
 @dataclass(slots=True)

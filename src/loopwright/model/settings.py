@@ -68,7 +68,9 @@ def model_settings_from_params(params: Mapping[str, Any] | None) -> ModelSetting
     each provider sends the keys it knows and drops the others (the OpenAI-compatible provider logs
     them at debug level and expects provider-specific fields under ``extra_body``)."""
     out: dict[str, Any] = {}
-    for key, value in (params or {}).items():
+    if not params:
+        return {}
+    for key, value in params.items():
         if value is None:
             continue
         if key in _NUMBER_KEYS:

@@ -7,7 +7,7 @@ A tool is a small dataclass holding its schema and an ``invoke`` coroutine funct
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -243,6 +243,11 @@ class ToolContext:
 
 
 InvokeFn = Callable[[dict[str, Any], ToolContext], AsyncIterator[ToolOutput]]
+# An ``invoke`` function may carry, under this attribute, a coroutine function with the same arguments
+# that returns every output at once (``@tool`` functions that are not generators): the engine awaits
+# it instead of iterating ``invoke``. A wrapper of ``invoke`` does not have it, so it is never bypassed.
+DIRECT_CALL = "direct_call"
+DirectCallFn = Callable[[dict[str, Any], ToolContext], Awaitable[list[ToolOutput]]]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,8 +19,10 @@ from cachetools import TLRUCache
 from loopwright.model.base import estimate_tokens, token_prefix_length
 from loopwright.model.entities import ToolSchema
 from loopwright.tools.base import (
+    DIRECT_CALL,
     FILE_OUTPUTS,
     BlobMessage,
+    DirectCallFn,
     FileMessage,
     ImageMessage,
     JsonMessage,
@@ -121,8 +123,10 @@ class ToolEngine:
         self.observation_token_limit = observation_token_limit
         self.files = files
         self.hook = hook
-        # Tool results by (name, user, arguments), each kept for its tool's cache_ttl.
-        self._cache: TLRUCache[_CacheKey, _CacheEntry] = TLRUCache(1024, ttu=_expires, timer=clock)
+        # Tool results by (name, user, arguments), each kept for its tool's cache_ttl; made when a tool
+        # with a cache_ttl is first called (most engines have none, and an agent may be built per run).
+        self._cache: TLRUCache[_CacheKey, _CacheEntry] | None = None
+        self._clock = clock
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace the tool table (a toolset's tools may change between runs); the cache is kept."""
@@ -138,6 +142,12 @@ class ToolEngine:
         # the tools a call of which must not run twice (durable runs: agent.durability)
         self.unsafe_names = frozenset(t.name for t in table.values() if not t.idempotent)
 
+    def _results(self) -> TLRUCache[_CacheKey, _CacheEntry]:
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = TLRUCache(1024, ttu=_expires, timer=self._clock)
+        return cache
+
     async def invoke(
         self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None
     ) -> ToolResult:
@@ -146,29 +156,31 @@ class ToolEngine:
             return _error_result(f"there is not a tool named {name}")
         started = time.perf_counter()
         ctx = ctx or _NO_CONTEXT
-        deadline: asyncio.Timeout | None = None
+        expired: list[bool] = []  # set by the timer: the call ran out of time
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             args = prepare_arguments(tool, arguments)
             # The user is part of the key: a tool may answer differently per user (it gets the context).
             key = (name, ctx.user_id, _canonical(args)) if tool.cache_ttl else None
-            if key is not None and (hit := self._cache.get(key)) is not None:
+            if key is not None and (hit := self._results().get(key)) is not None:
                 result = hit[1]
                 return ToolResult(
                     result.observation, result.outputs, ToolInvokeMeta(0.0, None, {"tool_name": name}, True)
                 )
-            async with asyncio.timeout(timeout) as deadline:
-                if self.hook is None:
-                    outputs = [m async for m in tool.invoke(args, ctx)]
-                else:
-                    outputs = await self.hook(tool, args, ctx, _caller(tool, ctx))
+            outputs = await _within(timeout, self._call(tool, args, ctx), expired)
         except Exception as e:  # a tool's own bug (or its own timeout) must not end the run
-            expired = isinstance(e, TimeoutError) and deadline is not None and deadline.expired()
-            return _failure(name, e, f"timed out after {timeout:g} s" if expired else None, started)
+            timed_out = isinstance(e, TimeoutError) and bool(expired)
+            return _failure(name, e, f"timed out after {timeout:g} s" if timed_out else None, started)
         result = await self._result(outputs, ctx, name, started)
         if key is not None and tool.cache_ttl:
-            self._cache[key] = (tool.cache_ttl, result)
+            self._results()[key] = (tool.cache_ttl, result)
         return result
+
+    def _call(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Awaitable[list[ToolOutput]]:
+        if self.hook is not None:
+            return self.hook(tool, args, ctx, _caller(tool, ctx))
+        direct: DirectCallFn | None = getattr(tool.invoke, DIRECT_CALL, None)
+        return direct(args, ctx) if direct else _collect(tool.invoke(args, ctx))
 
     async def _result(
         self, outputs: list[ToolOutput], ctx: ToolContext, name: str, started: float
@@ -293,6 +305,41 @@ def _caller(tool: Tool, ctx: ToolContext) -> ToolCaller:
         return [m async for m in tool.invoke(arguments, ctx)]
 
     return call
+
+
+async def _collect(outputs: AsyncIterator[ToolOutput]) -> list[ToolOutput]:
+    return [m async for m in outputs]
+
+
+async def _within(
+    seconds: float | None, call: Awaitable[list[ToolOutput]], expired: list[bool]
+) -> list[ToolOutput]:
+    """``await call``, cancelled after ``seconds`` with ``TimeoutError`` (``expired`` then
+    gets an item): ``asyncio.timeout``'s rules (a cancellation from outside stays one), at a third of
+    its cost per call (no context-manager object, one timer handle)."""
+    if seconds is None:
+        return await call
+    task = asyncio.current_task()
+    assert task is not None, "a tool call runs in a task"
+    loop = asyncio.get_running_loop()
+    cancelling = task.cancelling()
+    timer = loop.call_at(loop.time() + seconds, _expire, task, expired)
+    try:
+        outputs = await call
+    except asyncio.CancelledError:
+        if expired and task.uncancel() <= cancelling:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()
+    if expired:  # the time ran out as the call returned: the cancellation is withdrawn, as asyncio does
+        task.uncancel()
+    return outputs
+
+
+def _expire(task: asyncio.Task[Any], expired: list[bool]) -> None:
+    expired.append(True)
+    task.cancel()
 
 
 def _failure(name: str, e: Exception, timed_out: str | None, started: float) -> ToolResult:

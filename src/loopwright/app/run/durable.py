@@ -51,6 +51,7 @@ from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.agent.approvals import Interruption
 from loopwright.agent.durability import StepLog
+from loopwright.agent.run_state import RunState
 from loopwright.app.dify.events import EventHead
 from loopwright.app.dify.stream import DifyStream
 from loopwright.app.lookup import AppLookup, ConfigVersion
@@ -165,12 +166,12 @@ class StepGate:
             record.carry = []
         return self
 
-    async def step(self, snapshot: dict[str, Any], *, before_effects: bool = True) -> None:
+    async def step(self, snapshot: RunState, *, before_effects: bool = True) -> None:
         async with self._turn:
             self._check()
             assert self._stream is not None
             self.count += 1
-            checkpoint = {"n": self.count, "agent": snapshot, "stream": self._stream.saved()}
+            checkpoint = {"n": self.count, "agent": snapshot.to_dict(), "stream": self._stream.saved()}
             record = self._record
             if record is not None and record.carry is not None:
                 # the step carries its events: a worker that takes the run up stores those the
@@ -287,7 +288,7 @@ class DurableExecutor:
     def resume(self, plan: RunPlan) -> Run:
         """A workflow of its own: the paused one has ended."""
         assert plan.resume is not None
-        gate = self.gate(plan, f"{plan.head.task_id}:{plan.resume.interruption.state['round']}")
+        gate = self.gate(plan, f"{plan.head.task_id}:{plan.resume.interruption.state.round}")
         run = self.inner.launch(plan, steps=gate.bind)
         self.watch(run)
         return run
@@ -375,7 +376,9 @@ class DurableExecutor:
         that the journal lacks (numbered above its last stored one) are stored first."""
         runtime = self.runtime
         task_id, message_id = spec["task_id"], spec["message_id"]
-        resume = Resumption(Interruption([], checkpoint["agent"]), [], checkpoint["stream"])
+        resume = Resumption(
+            Interruption([], RunState.from_dict(checkpoint["agent"])), [], checkpoint["stream"]
+        )
         async with runtime.db.transaction() as session:
             left = await takeover.take_up_run(
                 session, task_id, message_id, spec["conversation_id"], runtime.lease.id

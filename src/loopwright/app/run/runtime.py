@@ -341,7 +341,7 @@ class AppRuntime:
                 version=version,
                 agent=agent,
                 end_user_id=row.end_user_id,
-                query=resume.interruption.state["query"],
+                query=resume.interruption.state.query,
                 resume=resume,
                 streaming=streaming,
             )
