@@ -36,6 +36,7 @@ from loopwright.server import (
     routes_file_previews,
     routes_files,
     routes_health,
+    routes_openai,
     routes_plugin_icons,
     routes_run_events,
     routes_tool_files,
@@ -103,6 +104,7 @@ def create_app(
     runtime.journal.enabled = runtime.settings.resumable_streams  # off: no re-attach, no journal cost
     errors.install(app)
     app.include_router(routes_chat.router)
+    app.include_router(routes_openai.router)
     app.include_router(routes_run_events.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)

@@ -60,6 +60,11 @@ class DifyEncoder:
         self._prefix = ""
         self.seq = seq
 
+    @property
+    def ping(self) -> Encoded:
+        """What a quiet stream gets (the registry's ticker queues it)."""
+        return PING
+
     def _delta_prefix(self, head: EventHead) -> str:
         if head is not self._head:
             self._head = head

@@ -107,7 +107,7 @@ class InProcessExecutor:
             thoughts = () if plan.taken_up else [t["id"] for t in plan.resume.stream_state["thoughts"]]
             writes.resumed(thoughts, str(plan.end_user), self.lease.id)
         run = Run(head, request.app_id, request.user, keep_events=plan.streaming)
-        run.encoder = DifyEncoder(plan.first_seq)
+        run.encoder = (request.encoder or DifyEncoder)(plan.first_seq)
         if record is None and plan.taken_up:
             record = self.journal.record(head.task_id, plan.first_seq)
         elif record is None:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from loopwright.agent import Agent
 from loopwright.app.config import AppConfig
+from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import EventHead
 from loopwright.app.dify.stream import EvidencePolicy, StreamExtras
 from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
@@ -56,6 +57,9 @@ class MessageRequest:
     call_depth: int = 0  # how deep in apps calling apps as tools this message is
     auto_generate_name: bool = False  # Dify's flag: name a new conversation with the model (app.run.naming)
     task_id: str | None = None  # the run's id when the caller chose it (a retried request: one run)
+    history: Sequence[PromptMessage] = ()  # a new conversation's turns so far, as the caller gives them
+    # The stream's encoder, given the number of its last event (another wire's, app.wires); None: Dify's
+    encoder: Callable[[int], DifyEncoder] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,7 +123,7 @@ async def prepare(
         latest = await lookup.latest_config(app_id)
         if latest is None:
             raise AppUnavailableError(f"app {app_id} has no configuration")
-        version, history = latest, []
+        version, history = latest, list(request.history)
         end_user = lookup.end_user_now(app_id, request.user)
     # Every turn runs on its own inputs, checked against the form (as Dify), and stores them.
     form = version.config.user_input_form

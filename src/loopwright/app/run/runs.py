@@ -20,10 +20,10 @@ two, and no queue in between. Otherwise events go into the run's queue and the r
 attaches again once it has caught up. Order is kept because the run writes directly only while the
 queue is empty. Nothing here knows HTTP.
 
-Pings: one ticker per registry queues :data:`PING` for each run that has been silent for the ping
-interval — rather than a timeout around every read of every stream. Stops asked of another process
-reach this one through the relay: pushed on PostgreSQL; on SQLite with several workers the same
-ticker looks for them.
+Pings: one ticker per registry queues the run's encoder's ping (Dify's :data:`PING`) for each run
+that has been silent for the ping interval — rather than a timeout around every read of every
+stream. Stops asked of another process reach this one through the relay: pushed on PostgreSQL; on
+SQLite with several workers the same ticker looks for them.
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ class RunRegistry:
             now = loop.time()
             for run in self._runs.values():
                 if run.keep_events and now - run.last_event >= self._ping_interval:
-                    run.queue.put_nowait(PING)
+                    run.queue.put_nowait(run.encoder.ping)
                     run.last_event = now
             if self._stop_poll is not None:
                 await self._take_stops()
