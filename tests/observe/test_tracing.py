@@ -40,6 +40,9 @@ async def test_a_run_continues_the_callers_trace(db: Database, new_app: NewApp) 
             "/v1/chat-messages", json={**body, "query": "again"}, headers=app.headers
         )
         assert untraced.status_code == 200
+    runtime = server.state.loopwright
+    await runtime.runs.wait_idle()  # saved, and its database work done, before the test's loop closes
+    await runtime.journal.settled()
 
     finished = exporter.get_finished_spans()
     runs = [s for s in finished if s.name.startswith("invoke_agent")]
