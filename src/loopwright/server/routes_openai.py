@@ -69,7 +69,7 @@ async def chat_completions(
         query=asked.query.replace("\x00", ""),
         history=asked.history,
         response_mode="streaming" if payload.stream else "blocking",
-        encoder=partial(_encoder, model, include_usage),
+        encoder=partial(OpenAIChatEncoder, model, include_usage),
     )
     run = await runtime.start(request)
     if payload.stream:
@@ -84,10 +84,6 @@ async def chat_completions(
         model, head.message_id, head.created_at, outcome.answer, metadata.get("usage") or {}
     )
     return JSONResponse(body)
-
-
-def _encoder(model: str, include_usage: bool, seq: int) -> OpenAIChatEncoder:
-    return OpenAIChatEncoder(model, include_usage, seq)
 
 
 async def _stream(run: Run, send: Send, writable: Any) -> None:

@@ -35,6 +35,8 @@ class SseSink:
 
     async def write(self, events: Sequence[Encoded]) -> None:
         text = events[0].frame if len(events) == 1 else "".join([e.frame for e in events])
+        if not text:  # events this wire does not show (app.wires)
+            return
         await self._send({"type": "http.response.body", "body": text.encode(), "more_body": True})
 
 

@@ -104,15 +104,15 @@ class InProcessExecutor:
                 worker_id=self.lease.id,
             )
         else:
+            assert isinstance(plan.end_user, str)  # a message that goes on has its end user already
             thoughts = () if plan.taken_up else [t["id"] for t in plan.resume.stream_state["thoughts"]]
-            writes.resumed(thoughts, str(plan.end_user), self.lease.id)
-        run = Run(head, request.app_id, request.user, keep_events=plan.streaming)
-        run.encoder = (request.encoder or DifyEncoder)(plan.first_seq)
+            writes.resumed(thoughts, plan.end_user, self.lease.id)
         if record is None and plan.taken_up:
             record = self.journal.record(head.task_id, plan.first_seq)
         elif record is None:
             record = self.journal.open(head, request.app_id, request.user, self.lease.id)
-        run.record = record
+        encoder = (request.encoder or DifyEncoder)(plan.first_seq)
+        run = Run(head, request.app_id, request.user, plan.streaming, record, encoder)
         pipeline = MessageRun(
             plan,
             run,

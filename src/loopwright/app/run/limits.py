@@ -6,9 +6,9 @@ message is written, with Dify's text.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Iterator
 
+from loopwright.app.run.runs import Run
 from loopwright.errors import UserInputError
 
 
@@ -62,12 +62,6 @@ class ActiveRequests:
         return self._active.get(app_id, 0)
 
 
-class Ends(Protocol):
-    """What ends: a run handle (``app.run.runs.Run``)."""
-
-    def on_end(self, callback: Callable[[], object]) -> None: ...
-
-
 class Count:
     """One counted message (``ActiveRequests.counted``); ``app_id`` None: the app has no limit."""
 
@@ -77,7 +71,7 @@ class Count:
         self._active = active
         self.app_id = app_id
 
-    def until(self, run: Ends) -> None:
+    def until(self, run: Run) -> None:
         """Keep the count until ``run`` has ended."""
         run.on_end(self.leave)
 

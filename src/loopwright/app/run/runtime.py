@@ -1,8 +1,8 @@
 """``AppRuntime``: the app layer of one process, and its one entry point for running a message.
 
-``await runtime.start(MessageRequest(...))`` resolves and checks the request, builds (or reuses) the
-app's agent, queues the message's first rows and hands the run to the executor (the in-process
-:class:`~app.run.runs.RunRegistry`); it returns the :class:`~app.run.runs.Run` handle — task id, typed events
+``await runtime.start(MessageRequest(...))`` resolves and checks the request into a run plan (with the
+app's prepared agent, built once per configuration version) and hands it to the executor
+(``app.run.executors``); it returns the :class:`~app.run.runs.Run` handle — task id, typed events
 (``run.events()`` / ``run.pump(sink)``), outcome (``await run.outcome()``). Everything that can be
 refused (unknown conversation, bad inputs or files, an app without configuration, a model that cannot
 be built) is raised by ``start`` before anything is written. The HTTP routes, the CLI and apps called as

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
-from typing import Any, Literal
+from typing import Any
 
 from loopwright.app.dify.encoder import DifyEncoder, Encoded
 from loopwright.app.dify.errors import error_fields
@@ -61,10 +61,9 @@ def chat_query(messages: Sequence[Mapping[str, Any]]) -> ChatQuery:
             turns.append(UserMessage(text))
         elif role == "assistant" and text:
             turns.append(AssistantMessage(text))
-    if not turns or not isinstance(turns[-1], UserMessage) or not turns[-1].text.strip():
+    last = turns.pop() if turns else None
+    if not isinstance(last, UserMessage) or not last.text.strip():
         raise UserInputError("messages must end with a user message that has text")
-    last = turns.pop()
-    assert isinstance(last, UserMessage)
     return ChatQuery(last.text, turns)
 
 
@@ -107,7 +106,7 @@ class OpenAIChatEncoder(DifyEncoder):
         payload = event.payload()
         if isinstance(event, MessageEnd | ToolApprovalRequired):
             # a run that waits for a person ends here too: this wire cannot wait with it
-            return Encoded(event, payload, self._end(event, "stop"))
+            return Encoded(event, payload, self._end(event))
         if isinstance(event, ErrorEvent):
             return Encoded(event, payload, f"data: {_dumps(error_body(event.error))}\n\n")
         return Encoded(event, payload, "")  # thoughts, files, speech: not part of this wire
@@ -133,9 +132,9 @@ class OpenAIChatEncoder(DifyEncoder):
         choice = f'{{"index":0,"delta":{delta},"finish_reason":null}}'
         return f'data: {self._chunk_prefix(event)},"choices":[{choice}]}}\n\n'
 
-    def _end(self, event: WireEvent, reason: Literal["stop", "length"]) -> str:
+    def _end(self, event: WireEvent) -> str:
         head = self._chunk_prefix(event)
-        frames = f'data: {head},"choices":[{{"index":0,"delta":{{}},"finish_reason":"{reason}"}}]}}\n\n'
+        frames = f'data: {head},"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}]}}\n\n'
         if self._usage and isinstance(event, MessageEnd):
             usage = _dumps(openai_usage(event.metadata.get("usage") or {}))
             frames += f'data: {head},"choices":[],"usage":{usage}}}\n\n'
