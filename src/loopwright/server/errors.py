@@ -83,34 +83,34 @@ def validation_message(exc: RequestValidationError) -> str:
     return f"{where}: {msg}" if where else msg
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers (and the catch-all middleware) on ``app``."""
-
-    async def api_error(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, ApiError)
-        return error_response(exc.status, exc.code, exc.message)
-
-    async def loopwright_error(_: Request, exc: Exception) -> JSONResponse:
+def classify(exc: Exception) -> tuple[int, str, str] | None:
+    """The status, code and message an error is answered with (any wire's shape is built from
+    these); ``None`` for an exception that is not one of the client-facing kinds (a bug)."""
+    if isinstance(exc, ApiError):
+        return exc.status, exc.code, exc.message
+    if isinstance(exc, LoopwrightError):
         code, status, message = error_fields(exc)
         if status >= 500:
             log.error("request failed: %s", exc, exc_info=exc)
+        return status, code, message
+    if isinstance(exc, RequestValidationError):
+        return 400, "invalid_param", validation_message(exc)
+    if isinstance(exc, StarletteHTTPException):
+        fallback = "internal_server_error" if exc.status_code >= 500 else "error"
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return exc.status_code, _HTTP_CODES.get(exc.status_code, fallback), message
+    return None
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers (and the catch-all middleware) on ``app``."""
+
+    async def handled(_: Request, exc: Exception) -> JSONResponse:
+        status, code, message = classify(exc) or (500, "internal_server_error", INTERNAL_MESSAGE)
         return error_response(status, code, message)
 
-    async def request_invalid(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
-        return error_response(400, "invalid_param", validation_message(exc))
-
-    async def http_error(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
-        fallback = "internal_server_error" if exc.status_code >= 500 else "error"
-        code = _HTTP_CODES.get(exc.status_code, fallback)
-        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        return error_response(exc.status_code, code, message)
-
-    app.add_exception_handler(ApiError, api_error)
-    app.add_exception_handler(LoopwrightError, loopwright_error)
-    app.add_exception_handler(RequestValidationError, request_invalid)
-    app.add_exception_handler(StarletteHTTPException, http_error)
+    for kind in (ApiError, LoopwrightError, RequestValidationError, StarletteHTTPException):
+        app.add_exception_handler(kind, handled)
     app.add_middleware(CatchAll)
 
 
