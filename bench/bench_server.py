@@ -23,11 +23,17 @@ and what is measured is the server.
 them (``LOOPWRIGHT_METRICS_TOKEN`` set, /metrics scraped once at the end): the cost of the metrics is
 the difference in server CPU per event between the two.
 
+``--wire`` picks the protocol the streams speak: Dify's Service API (default), OpenAI's Chat
+Completions (``openai-chat``) or Responses (``openai-responses``) — the same runs, another encoder;
+compare their server CPU per model chunk (events differ in number between wires: the figure printed
+per event counts each wire's own data frames, and ``µs/chunk`` divides by the model's chunks).
+
 ``--journal-off`` serves with ``LOOPWRIGHT_RESUMABLE_STREAMS=false`` (no event journal: the cost of
 the journal is the difference in server CPU per event and memory per stream with and without it).
 Set ``PYTHONPATH`` to the ``src`` of the tree to measure (the server inherits it).
 
-Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [--metrics] [--journal-off] [N ...]
+Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [--metrics] [--journal-off]
+[--wire dify|openai-chat|openai-responses] [N ...]
 (default sizes: 100 500 1000)
 """
 
@@ -44,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -51,6 +59,45 @@ import httpx
 METRICS_TOKEN = "bench-metrics"  # noqa: S105 - a bench's own local server
 CHUNK_DELAY = 0.05  # 20 chunks per second per stream
 CHUNKS_BURST = 40  # 2 s answers when everything arrives at once
+
+
+@dataclass(frozen=True)
+class Wire:
+    """How one protocol's streaming request is made and read: its path, its body, and which data
+    frames are the first answer text and the end."""
+
+    path: str
+    body: Callable[[str], dict[str, object]]
+    is_text: Callable[[bytes], bool]
+    is_end: Callable[[bytes], bool]
+
+
+QUESTION = "Tell me something."
+WIRES = {
+    "dify": Wire(
+        "/v1/chat-messages",
+        lambda user: {"query": QUESTION, "user": user, "response_mode": "streaming", "inputs": {}},
+        lambda data: json.loads(data)["event"] == "agent_message",
+        lambda data: json.loads(data)["event"] == "message_end",
+    ),
+    "openai-chat": Wire(
+        "/v1/chat/completions",
+        lambda user: {
+            "model": "bench",
+            "messages": [{"role": "user", "content": QUESTION}],
+            "stream": True,
+            "user": user,
+        },
+        lambda data: b'"content":' in data,
+        lambda data: data == b"[DONE]",
+    ),
+    "openai-responses": Wire(
+        "/v1/responses",
+        lambda user: {"model": "bench", "input": QUESTION, "stream": True, "user": user},
+        lambda data: data.startswith(b'{"type":"response.output_text.delta"'),
+        lambda data: data.startswith(b'{"type":"response.completed"'),
+    ),
+}
 
 
 def free_port() -> int:
@@ -123,13 +170,11 @@ class Counter:
         self.open -= 1
 
 
-async def one_stream(port: int, key: str, user: str, streams: Counter) -> dict[str, object]:
+async def one_stream(port: int, key: str, user: str, streams: Counter, wire: Wire) -> dict[str, object]:
     """POST a streaming chat and time every SSE event (chunked transfer decoding by hand)."""
-    body = json.dumps(
-        {"query": "Tell me something.", "user": user, "response_mode": "streaming", "inputs": {}}
-    ).encode()
+    body = json.dumps(wire.body(user)).encode()
     head = (
-        f"POST /v1/chat-messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
+        f"POST {wire.path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     started = time.perf_counter()
@@ -158,15 +203,14 @@ async def one_stream(port: int, key: str, user: str, streams: Counter) -> dict[s
             now = time.perf_counter()
             *frames, buffer = buffer.split(b"\n\n")
             for frame in frames:
-                if frame.startswith(b"id: "):  # the event's number (resumable streams)
-                    frame = frame[frame.index(b"\n") + 1 :]
-                if not frame.startswith(b"data: "):
-                    continue
+                # the data line, after an event's number (resumable streams) or name (Responses)
+                data = next((line[6:] for line in frame.split(b"\n") if line.startswith(b"data: ")), None)
+                if data is None:
+                    continue  # a ping
                 arrivals.append(now)
-                event = json.loads(frame[6:])["event"]
-                if event == "agent_message" and first_answer is None:
+                if first_answer is None and wire.is_text(data):
                     first_answer = now - started
-                elif event == "message_end":
+                elif wire.is_end(data):
                     ended = True
     except (OSError, asyncio.IncompleteReadError, ValueError) as e:
         return {"error": type(e).__name__}
@@ -187,14 +231,16 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
 
 
-async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag: str) -> None:
+async def run(
+    n: int, port: int, key: str, pid: int, *, rate: float | None, tag: str, wire: Wire, chunks: int
+) -> None:
     idle = rss_kib(pid)
     peak = idle
     cpu_before = cpu_seconds(pid)
     streams = Counter()
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(one_stream(port, key, f"{tag}-{i}", streams)))
+        tasks.append(asyncio.create_task(one_stream(port, key, f"{tag}-{i}", streams, wire)))
         if rate:
             await asyncio.sleep(1 / rate)
         if i % 50 == 0:
@@ -222,7 +268,7 @@ async def run(n: int, port: int, key: str, pid: int, *, rate: float | None, tag:
         f"(first event p50 {pct(setups, 0.5):5.1f} ms)  "
         f"memory {(peak - idle) / max(n, 1):5.1f} KiB/stream  "
         f"server CPU {cpu:5.1f} s = {cpu / max(events, 1) * 1e6:5.1f} µs/event "
-        f"({system / max(cpu, 1e-9):.0%} system)"
+        f"{cpu / max(n * chunks, 1) * 1e6:5.1f} µs/chunk ({system / max(cpu, 1e-9):.0%} system)"
     )
     if errors:
         print("   errors:", sorted(set(map(str, errors))))
@@ -243,6 +289,9 @@ def main() -> None:
     parser.add_argument(
         "--journal-off", action="store_true", help="serve with LOOPWRIGHT_RESUMABLE_STREAMS=false"
     )
+    parser.add_argument(
+        "--wire", choices=sorted(WIRES), default="dify", help="the protocol the streams speak"
+    )
     args = parser.parse_args()
     largest = max(args.sizes)
     if args.burst:
@@ -253,6 +302,7 @@ def main() -> None:
     mode += ", function calling" if args.function_calling else ", ReAct"
     mode += f", {args.workers} worker{'s' if args.workers > 1 else ''}"
     mode += ", stream journal off" if args.journal_off else ", stream journal on"
+    mode += f", wire {args.wire}"
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}; "
         f"{mode}; answers of {chunks} chunks at {1 / CHUNK_DELAY:g}/s; "
@@ -284,7 +334,7 @@ def main() -> None:
             if label:
                 print(f"-- metrics {label}")
             server_env = {**env, "LOOPWRIGHT_METRICS_TOKEN": token} if token else env
-            _serve_and_run(args, server_env, key, token, tag=label)
+            _serve_and_run(args, server_env, key, token, tag=label, chunks=chunks)
         total = sum(args.sizes) * len(modes)
         waited = time.perf_counter()
         saved = _count_saved(Path(tmp) / "bench.db")
@@ -298,7 +348,7 @@ def main() -> None:
 
 
 def _serve_and_run(
-    args: argparse.Namespace, env: dict[str, str], key: str, token: str | None, *, tag: str
+    args: argparse.Namespace, env: dict[str, str], key: str, token: str | None, *, tag: str, chunks: int
 ) -> None:
     """Start a server, run every size against it, scrape /metrics once when it has them, stop it."""
     port = free_port()
@@ -318,7 +368,8 @@ def _serve_and_run(
                 time.sleep(0.1)
         for i, n in enumerate(args.sizes):
             rate = None if args.burst else args.rate
-            asyncio.run(run(n, port, key, server.pid, rate=rate, tag=f"{tag}r{i}"))
+            wire = WIRES[args.wire]
+            asyncio.run(run(n, port, key, server.pid, rate=rate, tag=f"{tag}r{i}", wire=wire, chunks=chunks))
         if token:
             r = httpx.get(
                 f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10
