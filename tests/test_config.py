@@ -249,6 +249,20 @@ def test_local_spec_with_a_path(tmp_path: Path) -> None:
     assert model.path == gguf
 
 
+def test_the_local_model_keeps_its_prompt_cache_in_the_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOPWRIGHT_DATA_DIR", str(tmp_path))
+    model = build_model("local", load_settings({"LOOPWRIGHT_PROMPT_CACHE_MB": "64"}))
+    assert isinstance(model, LocalModel) and model.prompt_cache is not None
+    assert model.prompt_cache.directory == tmp_path / "prompt-cache"
+    assert model.prompt_cache.max_bytes == 64 * 2**20
+    off = build_model("local", load_settings({"LOOPWRIGHT_PROMPT_CACHE_MB": "0"}))
+    assert isinstance(off, LocalModel) and off.prompt_cache is None
+    with pytest.raises(ConfigError, match="LOOPWRIGHT_PROMPT_CACHE_MB"):
+        load_settings({"LOOPWRIGHT_PROMPT_CACHE_MB": "-1"})
+
+
 def test_local_spec_with_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"local model file not found: .*missing\.gguf"):
         build_model(f"local:{tmp_path / 'missing.gguf'}", Settings())

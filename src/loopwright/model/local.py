@@ -5,6 +5,10 @@ The default weights are SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the Py
 tokens into asyncio; requests to one model queue behind each other (a llama.cpp context serves one
 at a time); the weights load once per process and are shared.
 
+The fixed part of a prompt (the system prompt) is evaluated once and kept by a
+:class:`~loopwright.model.prompt_cache.PromptCache` when one is given (``prompt_cache``; the
+configured models get one under the data directory): a run then evaluates only what follows it.
+
 When the ReAct strategy runs on it (``stream_react`` with the round's ``ReactTurn``), replies are
 constrained by a grammar built from the offered tools: a one-line thought, then a fenced JSON action
 naming one of the tools (with input that follows the tool's JSON schema) or the final answer. Every
@@ -19,6 +23,7 @@ import contextlib
 import functools
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 import threading
@@ -52,7 +57,10 @@ from loopwright.model.entities import (
     UserMessage,
     content_text,
 )
+from loopwright.model.prompt_cache import PromptCache, common_prefix
 from loopwright.model.settings import ModelSettings
+
+log = logging.getLogger("loopwright.model")
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SAMPLING_KEYS: tuple[str, ...] = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
@@ -99,8 +107,10 @@ class LocalModel:
         n_threads: int | None = None,
         max_tokens: int = 384,
         temperature: float = 0.0,
+        prompt_cache: PromptCache | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else None
+        self.prompt_cache = prompt_cache
         self.context_size = n_ctx
         # Every core (up to 8) by default: a 2-core machine runs the main job at about twice the
         # speed of llama.cpp's half-the-cores default. On a busy machine pass fewer: llama.cpp's
@@ -255,6 +265,8 @@ class LocalModel:
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
         )
+        if self.prompt_cache is not None and messages and isinstance(messages[0], SystemMessage):
+            request.cached = (self.prompt_cache, str(self.model_path), self._render(loaded, messages[:1])[0])
         if turn is not None:
             self._react(request, loaded, messages, turn)
         request.sampling.setdefault("temperature", self.temperature)
@@ -318,6 +330,9 @@ class _Request:
     output_schema: dict[str, Any] | None = None  # structured output: the final answer's JSON Schema
     question: str | None = None  # the user's question, when this round asks it (this model's prompt)
     question_contexts: list[tuple[str, str]] | None = None  # per option, the text the question follows
+    # The prompt cache, the model file it keys on, and the fixed part of the prompt (its system prompt
+    # rendered alone: the tokens it shares with the whole prompt are the prefix kept)
+    cached: tuple[PromptCache, str, str] | None = None
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -387,8 +402,16 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             return
         llama = loaded.llama
         started = time.perf_counter()
+        tokens = llama.tokenize(request.prompt.encode(), add_bos=False, special=True)
+        if request.cached is not None:
+            # before the grammar's choice, which puts back what the context held: the prefix
+            cache, model_id, fixed_prompt = request.cached
+            fixed = llama.tokenize(fixed_prompt.encode(), add_bos=False, special=True)
+            source = cache.prime(llama, model_id, tokens[: common_prefix(tokens, fixed)])
+            log.debug("prompt cache: prefix %s (%.2f s)", source, time.perf_counter() - started)
         grammar = _react_grammar(llama, request)
-        prompt_tokens = len(llama.tokenize(request.prompt.encode(), add_bos=False, special=True))
+        log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
+        prompt_tokens = len(tokens)
         generated: list[str] = []
         stream = llama.create_completion(
             request.prompt,
@@ -404,12 +427,15 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
                     break
                 text = part["choices"][0]["text"]
                 if text:
+                    if not generated:
+                        log.debug("first token after %.2f s", time.perf_counter() - started)
                     generated.append(text)
                     put("text", text)
         finally:
             stream.close()  # stops llama.cpp at once when cancelled
         # The stream has no token count; the text re-tokenized is exact for all practical purposes.
         completion_tokens = len(llama.tokenize("".join(generated).encode(), add_bos=False, special=True))
+        log.debug("%d tokens generated in %.2f s", completion_tokens, time.perf_counter() - started)
         usage = Usage(
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
