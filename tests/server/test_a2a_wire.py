@@ -13,11 +13,17 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import Client, ClientConfig, ClientFactory
-from a2a.client.errors import A2AClientError
 from a2a.types import a2a_pb2 as a2a
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from fastapi import FastAPI
 
+from loopwright.store import repositories as repo
+from loopwright.store.db import Database
 from loopwright.tools.base import TextMessage, Tool, ToolContext, ToolOutput
 from tests.live_server import serving
 from tests.server.conftest import NewApp, ServiceApp
@@ -43,9 +49,7 @@ async def a2a_client(url: str, app: ServiceApp, *, streaming: bool = True) -> As
 
 
 def user_message(text: str, *, task_id: str = "", context_id: str = "") -> a2a.SendMessageRequest:
-    message = a2a.Message(
-        message_id=str(uuid.uuid4()), role=a2a.Role.ROLE_USER, parts=[a2a.Part(text=text)]
-    )
+    message = a2a.Message(message_id=str(uuid.uuid4()), role=a2a.Role.ROLE_USER, parts=[a2a.Part(text=text)])
     if task_id:
         message.task_id = task_id
     if context_id:
@@ -97,3 +101,160 @@ async def test_a_sent_message_is_a_completed_task_with_the_apps_answer(
     assert [m["id"] for m in stored] == [task.id]
     assert stored[0]["answer"] == "17 times 23 is 391."
     assert stored[0]["agent_thoughts"][0]["tool"] == "calculator"
+
+
+def kind(reply: a2a.StreamResponse) -> str:
+    return str(reply.WhichOneof("payload"))
+
+
+async def test_a_streamed_message_gives_the_task_its_tool_round_the_answer_then_completed(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    app = await new_app(TOOL_ROUND)
+    async with serving(server_app) as url, a2a_client(url, app) as client:
+        replies = [r async for r in client.send_message(user_message("What is 17 * 23?"))]
+        read = await client.get_task(a2a.GetTaskRequest(id=replies[0].task.id, history_length=1))
+    kinds = [kind(r) for r in replies]
+    assert kinds[0] == "task" and kinds[-1] == "status_update"
+    task = replies[0].task
+    assert task.status.state == a2a.TaskState.TASK_STATE_WORKING and task.context_id
+    # the tool round's update comes before the answer's text, the final status after it
+    tool_at = next(i for i, r in enumerate(replies) if kind(r) == "status_update")
+    text_at = [i for i, r in enumerate(replies) if kind(r) == "artifact_update"]
+    assert tool_at < text_at[0] and text_at[-1] < len(replies) - 1
+    tool = replies[tool_at].status_update
+    assert tool.status.state == a2a.TaskState.TASK_STATE_WORKING
+    assert tool.status.message.parts[0].data.struct_value["tool"] == "calculator"
+    updates = [replies[i].artifact_update for i in text_at]
+    assert not updates[0].append and all(u.append for u in updates[1:])
+    assert {u.task_id for u in updates} == {task.id}
+    assert "".join(u.artifact.parts[0].text for u in updates) == "17 times 23 is 391."
+    end = replies[-1].status_update
+    assert end.task_id == task.id and end.status.state == a2a.TaskState.TASK_STATE_COMPLETED
+    assert answer_of(read) == "17 times 23 is 391." and len(read.history) == 1
+
+
+async def test_a_task_goes_on_in_its_context(server_app: FastAPI, new_app: NewApp) -> None:
+    app = await new_app(["Hello Ada.", "Your name is Ada."])
+    runtime = server_app.state.loopwright
+    async with serving(server_app) as url, a2a_client(url, app, streaming=False) as client:
+        [first] = [r async for r in client.send_message(user_message("My name is Ada."))]
+        context = first.task.context_id
+        [second] = [r async for r in client.send_message(user_message("My name?", context_id=context))]
+    assert second.task.context_id == context and second.task.id != first.task.id
+    model = next(iter(runtime._models.values()))
+    texts = [getattr(m, "content", "") for m in model.requests[-1].messages]
+    assert "My name is Ada." in texts and "Hello Ada." in texts
+
+
+def gate_tool(entered: asyncio.Event) -> Tool:
+    """A tool that holds its run until the run is stopped, and says when it has started."""
+
+    async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
+        entered.set()
+        await asyncio.Event().wait()
+        yield TextMessage("never")
+
+    return Tool("gate", "Waits until the run is stopped.", (), invoke)
+
+
+async def test_cancel_stops_a_running_task(server_app: FastAPI, new_app: NewApp) -> None:
+    entered = asyncio.Event()
+    server_app.state.loopwright.tools.append(gate_tool(entered))
+    app = await new_app([{"tool_calls": [["gate", {}]]}, "never said"], tools=[{"name": "gate"}])
+    async with serving(server_app) as url, a2a_client(url, app, streaming=False) as client:
+        request = user_message("Wait.")
+        request.configuration.return_immediately = True
+        [reply] = [r async for r in client.send_message(request)]
+        assert reply.task.status.state == a2a.TaskState.TASK_STATE_WORKING
+        await entered.wait()
+        running = await client.get_task(a2a.GetTaskRequest(id=reply.task.id))
+        canceled = await client.cancel_task(a2a.CancelTaskRequest(id=reply.task.id))
+        read = await client.get_task(a2a.GetTaskRequest(id=reply.task.id))
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(a2a.CancelTaskRequest(id=reply.task.id))
+    assert running.status.state == a2a.TaskState.TASK_STATE_WORKING
+    assert canceled.status.state == a2a.TaskState.TASK_STATE_CANCELED
+    assert read.status.state == a2a.TaskState.TASK_STATE_CANCELED
+
+
+async def test_a_tool_approval_is_input_required_and_the_next_message_resumes_it(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    call = {"text": "", "tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    app = await new_app([call, "It is 5."], **APPROVAL)
+    async with serving(server_app) as url, a2a_client(url, app) as client:
+        paused = [r async for r in client.send_message(user_message("What is 2 + 3?"))]
+        task = paused[0].task
+        asking = paused[-1].status_update.status
+        with pytest.raises(InvalidParamsError, match="approve"):
+            _ = [r async for r in client.send_message(user_message("maybe", task_id=task.id))]
+        waiting = await client.get_task(a2a.GetTaskRequest(id=task.id))
+        answer = user_message("approve", task_id=task.id, context_id=task.context_id)
+        rest = [r async for r in client.send_message(answer)]
+        done = await client.get_task(a2a.GetTaskRequest(id=task.id))
+        with pytest.raises(UnsupportedOperationError):
+            _ = [r async for r in client.send_message(user_message("again", task_id=task.id))]
+    assert asking.state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED
+    calls = asking.message.parts[1].data.struct_value["tool_calls"]
+    assert [c["call_id"] for c in calls] == ["call_a"] and calls[0]["tool"] == "calculator"
+    assert waiting.status.state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED
+    assert rest[0].task.id == task.id
+    assert rest[-1].status_update.status.state == a2a.TaskState.TASK_STATE_COMPLETED
+    text = "".join(r.artifact_update.artifact.parts[0].text for r in rest if kind(r) == "artifact_update")
+    assert text == "It is 5." and answer_of(done) == "It is 5."
+    assert done.status.state == a2a.TaskState.TASK_STATE_COMPLETED
+
+
+async def rpc(url: str, app: ServiceApp, body: Any, *, key: str | None = None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key or app.key}", "A2A-Version": "1.0"}
+    async with httpx.AsyncClient() as http:
+        if isinstance(body, bytes):
+            return await http.post(f"{url}/a2a/{app.id}", content=body, headers=headers)
+        return await http.post(f"{url}/a2a/{app.id}", json=body, headers=headers)
+
+
+async def test_bad_requests_get_json_rpc_errors(server_app: FastAPI, new_app: NewApp, db: Database) -> None:
+    app = await new_app(["hi"])
+    other = await new_app(["hi"])
+    async with db.transaction() as s:
+        second_key = (await repo.create_api_key(s, app.id)).token
+    async with serving(server_app) as url:
+        broken = await rpc(url, app, b"{not json")
+        unknown = await rpc(url, app, {"jsonrpc": "2.0", "id": 7, "method": "Dance", "params": {}})
+        not_rpc = await rpc(url, app, {"id": 8, "method": "GetTask"})
+        old = await rpc(url, app, {"jsonrpc": "2.0", "id": 9, "method": "message/send", "params": {}})
+        no_parts = await rpc(
+            url, app, {"jsonrpc": "2.0", "id": 10, "method": "SendMessage", "params": {"message": {}}}
+        )
+        wrong_key = await rpc(url, app, {"jsonrpc": "2.0", "id": 11, "method": "GetTask"}, key=other.key)
+        async with httpx.AsyncClient() as http:
+            no_app = await http.post(
+                f"{url}/a2a/no-such-app", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}
+            )
+            card = await http.get(f"{url}/a2a/{app.id}/.well-known/agent-card.json")
+        async with a2a_client(url, app, streaming=False) as client:
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task(a2a.GetTaskRequest(id="no-such-task"))
+            [reply] = [r async for r in client.send_message(user_message("hello"))]
+        # another key of the same app does not see the task
+        seen_by_other_key = await rpc(
+            url,
+            app,
+            {"jsonrpc": "2.0", "id": 12, "method": "GetTask", "params": {"id": reply.task.id}},
+            key=second_key,
+        )
+    assert broken.status_code == 200 and broken.json()["error"]["code"] == -32700
+    assert unknown.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "Method not found: Dance"},
+    }
+    assert not_rpc.json()["error"]["code"] == -32600 and not_rpc.json()["id"] == 8
+    assert old.json()["error"]["code"] == -32009 and "SendMessage" in old.json()["error"]["message"]
+    assert no_parts.json()["error"]["code"] == -32602
+    assert wrong_key.status_code == 401 and wrong_key.json()["error"]["code"] == -32000
+    assert wrong_key.headers["www-authenticate"] == "Bearer"
+    assert no_app.status_code == 404 and "error" in no_app.json()
+    assert card.status_code == 401  # the card names the app's tools: it needs the key
+    assert seen_by_other_key.json()["error"]["code"] == -32001

@@ -82,6 +82,10 @@ class A2ATasks:
             response_mode=mode,
             encoder=encoder,
         )
+        # The end user known first (cached after the key's first task): the run's rows are then queued
+        # as it starts, rather than parked until the user is found, so a GetTask that comes while it
+        # runs finds its task once the queue is flushed.
+        await self.runtime.lookup.end_user_id(self.app_id, self.user)
         try:
             run = await self.runtime.start(request)
         except ConversationNotFoundError:
