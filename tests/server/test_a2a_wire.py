@@ -22,6 +22,8 @@ from a2a.utils.errors import (
 )
 from fastapi import FastAPI
 
+from loopwright.config import Settings
+from loopwright.server.app import create_app
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.tools.base import TextMessage, Tool, ToolContext, ToolOutput
@@ -258,3 +260,16 @@ async def test_bad_requests_get_json_rpc_errors(server_app: FastAPI, new_app: Ne
     assert no_app.status_code == 404 and "error" in no_app.json()
     assert card.status_code == 401  # the card names the app's tools: it needs the key
     assert seen_by_other_key.json()["error"]["code"] == -32001
+
+
+async def test_a_task_shows_in_the_consoles_logs(db: Database, new_app: NewApp) -> None:
+    server = create_app(db, Settings(admin_token="console-token"), ping_interval=0.05)
+    app = await new_app(TOOL_ROUND)
+    async with serving(server) as url, a2a_client(url, app, streaming=False) as client:
+        [reply] = [r async for r in client.send_message(user_message("What is 17 * 23?"))]
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer console-token"}) as http:
+            logs = await http.get(f"/console/api/apps/{app.id}/conversations")
+            thread = await http.get(f"/console/api/apps/{app.id}/conversations/{reply.task.context_id}")
+    assert [c["id"] for c in logs.json()["data"]] == [reply.task.context_id]
+    messages = thread.json()["messages"]
+    assert [m["id"] for m in messages] == [reply.task.id]
