@@ -194,6 +194,8 @@ async def _call(tasks: A2ATasks, method: str, params: Any, rpc_id: Any) -> JSONR
     if method in (SEND, STREAM):
         asked = asked_of(params)
         config = params.get("configuration") or {}
+        if not isinstance(config, dict):
+            raise A2AError(INVALID_PARAMS, "params.configuration must be an object")
         history = _history_length(config)
         started = await tasks.send(asked, rpc_id, streaming=method == STREAM)
         if method == STREAM:

@@ -289,7 +289,8 @@ class A2AEncoder(DifyEncoder):
     def encode(self, event: WireEvent) -> Encoded:
         self.seq += 1
         if isinstance(event, AgentMessage | TextMessage):
-            return Encoded(event, event.answer, self._text(event.head, event.answer, append=self._started))
+            text = event.answer
+            return Encoded(event, text, self._text(event.head, text, append=self._started) if text else "")
         payload = event.payload()
         if isinstance(event, MessageReplace):
             return Encoded(event, payload, self._text(event.head, event.answer, append=False))
@@ -300,8 +301,6 @@ class A2AEncoder(DifyEncoder):
 
     def _text(self, head: EventHead, text: str, *, append: bool) -> str:
         """An ``artifactUpdate`` of the answer (``append``: more of it; else it starts again)."""
-        if not text and append:
-            return ""
         self._started = True
         around = self._artifact_frame.get(append)
         if around is None:
