@@ -21,6 +21,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from fastapi import FastAPI
+from google.protobuf import json_format, struct_pb2
 
 from loopwright.config import Settings
 from loopwright.server.app import create_app
@@ -273,3 +274,34 @@ async def test_a_task_shows_in_the_consoles_logs(db: Database, new_app: NewApp) 
     assert [c["id"] for c in logs.json()["data"]] == [reply.task.context_id]
     messages = thread.json()["messages"]
     assert [m["id"] for m in messages] == [reply.task.id]
+
+
+async def test_a_run_that_fails_ends_its_task_failed_with_the_reason(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    app = await new_app([])  # the model has nothing to say: its first call fails
+    async with serving(server_app) as url, a2a_client(url, app) as client:
+        replies = [r async for r in client.send_message(user_message("Anything?"))]
+        read = await client.get_task(a2a.GetTaskRequest(id=replies[0].task.id))
+    end = replies[-1].status_update.status
+    assert [kind(r) for r in replies] == ["task", "status_update"]
+    assert end.state == a2a.TaskState.TASK_STATE_FAILED and end.message.parts[0].text
+    assert read.status.state == a2a.TaskState.TASK_STATE_FAILED and read.status.message.parts[0].text
+
+
+async def test_decisions_in_a_data_part_deny_a_call_and_the_task_goes_on(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    call = {"text": "", "tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    app = await new_app([call, "I was not allowed to compute."], **APPROVAL)
+    decisions = {"decisions": [{"call_id": "call_a", "action": "deny", "reason": "not now"}]}
+    async with serving(server_app) as url, a2a_client(url, app, streaming=False) as client:
+        [paused] = [r async for r in client.send_message(user_message("What is 2 + 3?"))]
+        answer = user_message("", task_id=paused.task.id)
+        del answer.message.parts[:]
+        answer.message.parts.append(a2a.Part(data=json_format.ParseDict(decisions, struct_pb2.Value())))
+        [done] = [r async for r in client.send_message(answer)]
+    assert paused.task.status.state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED
+    assert done.task.id == paused.task.id
+    assert done.task.status.state == a2a.TaskState.TASK_STATE_COMPLETED
+    assert answer_of(done.task) == "I was not allowed to compute."
