@@ -76,3 +76,39 @@ def test_the_source_is_checked_when_the_configuration_is_saved() -> None:
         check_source({"type": "a2a", "url": "agents.example"})
     with pytest.raises(ValueError, match="not set"):
         A2ASource(url="https://agents.example", bearer_token_env="LOOPWRIGHT_NO_SUCH_VARIABLE").build()
+
+
+async def test_agents_calling_agents_stop_at_the_depth_limit(
+    server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    b = await new_app(["never asked"], name="Multiplier", tools=[])
+    async with serving(server_app) as url:
+        toolset = {
+            "type": "a2a",
+            "url": f"{url}/a2a/{b.id}",
+            "bearer_token": b.key,
+            "allow_hosts": ["127.0.0.1"],
+        }
+        a = await new_app(
+            [{"tool_calls": [["multiplier", {"query": "What is 17 * 23?"}]]}, "B was not asked."],
+            name="asker",
+            tools=[],
+            toolsets=[toolset],
+        )
+        message = {
+            "messageId": "m1",
+            "role": "ROLE_USER",
+            "parts": [{"text": "Ask B."}],
+            "metadata": {"loopwright": {"call_depth": 5}},  # as a caller five agents deep says it
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        async with httpx.AsyncClient(headers=a.headers) as http:
+            reply = await http.post(f"{url}/a2a/{a.id}", json=body)
+        task = reply.json()["result"]["task"]
+        await db.writer.flush()
+        async with db.transaction() as s:
+            thoughts = await repo.list_thoughts(s, task["id"])
+            asked = list(await s.scalars(select(Message).where(Message.app_id == b.id)))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    refused = [t.observation for t in thoughts if t.tool == "multiplier"]
+    assert "went 5 deep" in refused[0] and asked == []

@@ -110,13 +110,15 @@ def key_user(token: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Asked:
     """The fields of an A2A ``Message`` a run uses: its text, its data parts, the task and context it
-    names (empty when it names none) and the app's input form values (``metadata.inputs``)."""
+    names (empty when it names none), the app's input form values (``metadata.inputs``) and how deep
+    in agents calling agents it was sent (``metadata.loopwright.call_depth``)."""
 
     text: str
     data: list[Mapping[str, Any]] = field(default_factory=list)
     task_id: str = ""
     context_id: str = ""
     inputs: Mapping[str, Any] | None = None
+    call_depth: int = 0
 
 
 def asked_of(params: Any) -> Asked:
@@ -148,10 +150,21 @@ def asked_of(params: Any) -> Asked:
     if not text.strip() and not data:
         raise A2AError(INVALID_PARAMS, "the message holds no text")
     metadata = message.get("metadata")
-    inputs = metadata.get("inputs") if isinstance(metadata, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    inputs = metadata.get("inputs")
     if inputs is not None and not isinstance(inputs, dict):
         raise A2AError(INVALID_PARAMS, "message.metadata.inputs must be an object (the app's input form)")
-    return Asked(text, data, _id_field(message, "taskId"), _id_field(message, "contextId"), inputs)
+    ids = _id_field(message, "taskId"), _id_field(message, "contextId")
+    return Asked(text, data, *ids, inputs=inputs, call_depth=_call_depth(metadata))
+
+
+def _call_depth(metadata: Mapping[str, Any]) -> int:
+    """How deep in agents calling agents the message is, as a loopwright caller says it
+    (``metadata.loopwright.call_depth``; ``tools.a2a`` sends it): 0 when not said. A caller can only
+    make its own calls shallower, never skip another's limit."""
+    ours = metadata.get("loopwright")
+    depth = ours.get("call_depth") if isinstance(ours, dict) else None
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) and 0 <= depth <= 100 else 0
 
 
 def _id_field(message: Mapping[str, Any], name: str) -> str:

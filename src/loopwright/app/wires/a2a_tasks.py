@@ -80,6 +80,7 @@ class A2ATasks:
             inputs=asked.inputs,
             conversation_id=asked.context_id or None,
             response_mode=mode,
+            call_depth=asked.call_depth,
             encoder=encoder,
         )
         # The end user known first (cached after the key's first task): the run's rows are then queued

@@ -6,7 +6,9 @@ address is refused unless allow-listed. The tool's parameter is ``query``. The c
 conversation of the calling app go on in one context of the remote agent (its ``contextId``, kept in
 memory while the server runs), so the agent sees what it was asked before. A task that ends otherwise
 than completed — failed, canceled, rejected, or waiting for input or authorization the caller cannot
-give — is the call's error, with the agent's own words.
+give — is the call's error, with the agent's own words. Each message says how deep in agents calling
+agents it is (``metadata.loopwright.call_depth``): a loopwright server counts on from there and its
+A2A and app tools refuse past their limit, so agents that call each other in a loop stop.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import httpx
 from cachetools import LRUCache
 
-from loopwright.tools.app_tool import tool_name_for
+from loopwright.tools.app_tool import DEFAULT_MAX_DEPTH, tool_name_for
 from loopwright.tools.base import TextMessage, Tool, ToolContext, ToolInvokeError, ToolOutput, ToolParameter
 from loopwright.tools.net import NetworkPolicy, check_url, guarded_client
 
@@ -99,10 +101,17 @@ class A2AAgent:
         text = str(args.get("query") or "").strip()
         if not text:
             raise ToolInvokeError("query is required: say what to ask the agent")
+        if ctx.call_depth >= DEFAULT_MAX_DEPTH:
+            raise ToolInvokeError(
+                f"the agent was not asked: agents calling agents went {ctx.call_depth} deep, "
+                f"and the limit is {DEFAULT_MAX_DEPTH}"
+            )
         message: dict[str, Any] = {
             "messageId": str(uuid.uuid4()),
             "role": "ROLE_USER",
             "parts": [{"text": text}],
+            # a loopwright agent behind it counts on from here, so a loop of agents ends
+            "metadata": {"loopwright": {"call_depth": ctx.call_depth + 1}},
         }
         context = self._contexts.get(ctx.conversation_id) if ctx.conversation_id else None
         if context:
