@@ -121,6 +121,10 @@ async def card(
     except LoopwrightError as exc:  # an app with no configuration, a model that cannot be built
         _, status, message = error_fields(exc)
         return JSONResponse(rpc_error(None, SERVER_ERROR, message), status_code=status)
+    except Exception:  # the app's agent could not be built: the card cannot say what it offers
+        log.exception("the A2A card of app %s could not be made", app_id)
+        body = rpc_error(None, INTERNAL_ERROR, "the app's agent cannot be built now (see the server's log)")
+        return JSONResponse(body, status_code=503)
 
 
 def rpc_url(request: Request, app_id: str) -> str:
