@@ -91,3 +91,13 @@ async def test_the_tool_speaks_to_the_a2a_projects_own_server() -> None:
     assert tool.description == "Repeats what it is asked. Skills: echo."
     assert (first, second, other) == ("You asked: the time", "You asked: the date", "You asked: the place")
     assert executor.contexts[0] == executor.contexts[1] != executor.contexts[2]
+
+
+async def test_the_token_goes_only_to_the_cards_origin() -> None:
+    executor, where = Echo(), {}
+    async with serving(echo_server(executor, where)) as url:
+        where["url"] = url.replace("127.0.0.1", "localhost")  # the card names another origin
+        agent = A2AAgent(url, token="secret", policy=LOOPBACK)
+        with pytest.raises(ToolInvokeError, match="sent to the card's origin only"):
+            await agent.tool()
+    assert executor.contexts == []  # nothing was sent

@@ -72,6 +72,12 @@ class A2AAgent:
         if self._tool is None:
             card = await self._card()
             self._endpoint = _jsonrpc_endpoint(card)
+            if self._token and _origin(self._endpoint) != _origin(self.card_url):
+                # the token is the card's host's: a card must not send it elsewhere
+                raise ToolInvokeError(
+                    f"the agent's endpoint {_origin(self._endpoint)} is not where its card is "
+                    f"({_origin(self.card_url)}); its token is sent to the card's origin only"
+                )
             name = self._name or str(card.get("name") or "agent")
             description = self._description or _describe(card)
             query = ToolParameter("query", "string", required=True, description="What to ask the agent.")
@@ -158,6 +164,11 @@ def _jsonrpc_endpoint(card: Mapping[str, Any]) -> str:
         if version.split(".")[:2] == PROTOCOL_VERSION.split(".") and isinstance(interface.get("url"), str):
             return str(interface["url"])
     raise ToolInvokeError(f"the agent offers no JSON-RPC interface of A2A {PROTOCOL_VERSION}")
+
+
+def _origin(url: str) -> str:
+    parsed = httpx.URL(url)
+    return f"{parsed.scheme}://{parsed.host}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
 
 
 def _describe(card: Mapping[str, Any]) -> str:
