@@ -20,6 +20,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a.utils.proto_utils import validate_proto_required_fields
 from fastapi import FastAPI
 from google.protobuf import json_format, struct_pb2
 
@@ -77,6 +78,7 @@ async def test_the_card_names_the_app_its_tools_and_its_endpoint(
     assert "tool:calculator" in [s.id for s in card.skills]
     scheme = card.security_schemes["appKey"]
     assert scheme.http_auth_security_scheme.scheme == "Bearer"
+    validate_proto_required_fields(card)  # every field A2A 1.0 requires is there
 
 
 async def test_a_sent_message_is_a_completed_task_with_the_apps_answer(
@@ -119,6 +121,9 @@ async def test_a_streamed_message_gives_the_task_its_tool_round_the_answer_then_
         read = await client.get_task(a2a.GetTaskRequest(id=replies[0].task.id, history_length=1))
     kinds = [kind(r) for r in replies]
     assert kinds[0] == "task" and kinds[-1] == "status_update"
+    for reply in replies:
+        validate_proto_required_fields(reply)
+    validate_proto_required_fields(read)
     task = replies[0].task
     assert task.status.state == a2a.TaskState.TASK_STATE_WORKING and task.context_id
     # the tool round's update comes before the answer's text, the final status after it
