@@ -310,3 +310,38 @@ async def test_decisions_in_a_data_part_deny_a_call_and_the_task_goes_on(
     assert done.task.id == paused.task.id
     assert done.task.status.state == a2a.TaskState.TASK_STATE_COMPLETED
     assert answer_of(done.task) == "I was not allowed to compute."
+
+
+async def test_a_subscriber_follows_a_running_task_to_its_end(server_app: FastAPI, new_app: NewApp) -> None:
+    entered = asyncio.Event()
+    server_app.state.loopwright.tools.append(gate_tool(entered))
+    app = await new_app(
+        [{"text": "Waiting at the gate.", "tool_calls": [["gate", {}]]}, "never said"],
+        tools=[{"name": "gate"}],
+    )
+    async with serving(server_app) as url, a2a_client(url, app) as client:
+        request = user_message("Wait.")
+        request.configuration.return_immediately = True
+        async with a2a_client(url, app, streaming=False) as sender:
+            [reply] = [r async for r in sender.send_message(request)]
+        await entered.wait()
+        first = asyncio.Event()
+        seen: list[a2a.StreamResponse] = []
+
+        async def subscribe() -> None:
+            async for update in client.subscribe(a2a.SubscribeToTaskRequest(id=reply.task.id)):
+                seen.append(update)
+                first.set()
+
+        following = asyncio.create_task(subscribe())
+        await first.wait()
+        await client.cancel_task(a2a.CancelTaskRequest(id=reply.task.id))
+        await following
+        with pytest.raises(UnsupportedOperationError):  # an ended task has nothing to follow
+            _ = [r async for r in client.subscribe(a2a.SubscribeToTaskRequest(id=reply.task.id))]
+    assert kind(seen[0]) == "task" and seen[0].task.id == reply.task.id
+    text = "".join(r.artifact_update.artifact.parts[0].text for r in seen if kind(r) == "artifact_update")
+    assert text == "Waiting at the gate."  # what the run had said before the subscriber came
+    rounds = [r.status_update.status.message for r in seen[1:-1] if kind(r) == "status_update"]
+    assert rounds[0].parts[0].data.struct_value["tool"] == "gate"
+    assert seen[-1].status_update.status.state == a2a.TaskState.TASK_STATE_CANCELED

@@ -4,10 +4,10 @@
 Both take the app's key as a bearer token; the key must be the app's in the path (another app's key is
 refused as an invalid one, ``401``; an app that does not exist is ``404``). The methods are the ones
 A2A 1.0 names and the ``a2a-sdk`` client sends: ``SendMessage``, ``SendStreamingMessage`` (SSE),
-``GetTask``, ``CancelTask``. Every refusal is a JSON-RPC error object (with the request's id when it
-could be read), never a bare HTTP error page. The run pipeline is the one every wire shares; the
-request's mapping and the stream's encoder are ``app.wires.a2a`` and the task operations
-``app.wires.a2a_tasks``. See docs/protocols.md.
+``GetTask``, ``CancelTask``, ``SubscribeToTask`` (SSE). Every refusal is a JSON-RPC error object
+(with the request's id when it could be read), never a bare HTTP error page. The run pipeline is the
+one every wire shares; the request's mapping and the stream's encoder are ``app.wires.a2a`` and the
+task operations ``app.wires.a2a_tasks``. See docs/protocols.md.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from loopwright.app.dify.errors import error_fields
 from loopwright.app.lookup import KeyedApp
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.app.wires.a2a import (
+    A2A_PING,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -35,6 +36,7 @@ from loopwright.app.wires.a2a import (
     SERVER_ERROR,
     UNSUPPORTED_OPERATION,
     VERSION_NOT_SUPPORTED,
+    A2AEncoder,
     A2AError,
     asked_of,
     key_user,
@@ -44,7 +46,7 @@ from loopwright.app.wires.a2a import (
     status_update,
 )
 from loopwright.app.wires.a2a_card import agent_card
-from loopwright.app.wires.a2a_tasks import A2ATasks, Started
+from loopwright.app.wires.a2a_tasks import A2ATasks, Following, Started
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.server.auth import bearer_token
 from loopwright.server.errors import ApiError
@@ -58,9 +60,9 @@ log = logging.getLogger("loopwright.server")
 router = APIRouter()
 
 SEND, STREAM, GET, CANCEL = "SendMessage", "SendStreamingMessage", "GetTask", "CancelTask"
+SUBSCRIBE = "SubscribeToTask"
 UNSUPPORTED = {
     "ListTasks": "listing tasks is not supported: keep the ids SendMessage returns",
-    "SubscribeToTask": "re-subscribing to a task is not supported: poll it with GetTask",
     "GetExtendedAgentCard": "there is no extended card: the card at .well-known/agent-card.json is whole",
 }
 PUSH_METHODS = frozenset(
@@ -74,6 +76,7 @@ PUSH_METHODS = frozenset(
 # A2A 0.3's names: answered with the version this agent speaks
 OLD_METHODS = frozenset({"message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe"})
 VERSION_HEADER = "a2a-version"
+PING = A2A_PING.frame
 
 
 class Refused(Exception):
@@ -201,19 +204,23 @@ async def _call(tasks: A2ATasks, method: str, params: Any, rpc_id: Any) -> JSONR
         if not isinstance(config, dict):
             raise A2AError(INVALID_PARAMS, "params.configuration must be an object")
         history = _history_length(config)
-        started = await tasks.send(asked, rpc_id, streaming=method == STREAM)
+        at_once = bool(config.get("returnImmediately"))
+        # a task that returns at once keeps its stream, for SubscribeToTask
+        started = await tasks.send(asked, rpc_id, streaming=method == STREAM or at_once)
         if method == STREAM:
             return EventStream(_Stream(tasks, started, rpc_id, history), headers=SSE_HEADERS)
-        if config.get("returnImmediately"):
+        if at_once:
             return JSONResponse(rpc_result(rpc_id, {"task": tasks.working_task(started, history)}))
         outcome = await started.run.outcome()
         return JSONResponse(rpc_result(rpc_id, {"task": tasks.outcome_task(started, outcome, history)}))
-    if method in (GET, CANCEL):
+    if method in (GET, CANCEL, SUBSCRIBE):
         task_id = params.get("id") if isinstance(params, dict) else None
         if not isinstance(task_id, str) or not task_id:
             raise A2AError(INVALID_PARAMS, "params.id (the task's id) is required")
         if method == GET:
             return JSONResponse(rpc_result(rpc_id, await tasks.get(task_id, _history_length(params))))
+        if method == SUBSCRIBE:
+            return EventStream(_Follow(tasks, await tasks.follow(task_id), rpc_id), headers=SSE_HEADERS)
         return JSONResponse(rpc_result(rpc_id, await tasks.cancel(task_id)))
     if method in UNSUPPORTED:
         raise A2AError(UNSUPPORTED_OPERATION, UNSUPPORTED[method])
@@ -244,11 +251,43 @@ class _Stream:
     async def __call__(self, send: Send, writable: Any) -> None:
         started, rpc_id = self.started, self.rpc_id
         first = sse_frame(rpc_result(rpc_id, {"task": self.tasks.working_task(started, self.history)}))
-        await send({"type": "http.response.body", "body": first.encode(), "more_body": True})
+        await _send(send, first)
         await stream_to(started.run, send, writable)
         task = self.tasks.outcome_task(started, await started.run.outcome())
         update = status_update(
             task["id"], task["contextId"], task["status"]["state"], task["status"].get("message")
         )
-        last = sse_frame(rpc_result(rpc_id, update))
-        await send({"type": "http.response.body", "body": last.encode(), "more_body": True})
+        await _send(send, sse_frame(rpc_result(rpc_id, update)))
+
+
+class _Follow:
+    """The body of a ``SubscribeToTask`` response: the task as it is, its run's events from the first
+    (as ``SendStreamingMessage`` sent them), then the status it ended (or paused) with."""
+
+    def __init__(self, tasks: A2ATasks, following: Following, rpc_id: Any) -> None:
+        self.tasks = tasks
+        self.following = following
+        self.rpc_id = rpc_id
+
+    async def __call__(self, send: Send, _writable: Any) -> None:
+        task, head, events = self.following.task, self.following.head, self.following.events
+        await _send(send, sse_frame(rpc_result(self.rpc_id, {"task": task})))
+        if head is None or events is None:
+            return
+        encoder = A2AEncoder(self.rpc_id)
+        try:
+            async for batch in events:
+                text = "".join([encoder.replayed(head, e.seq, e.item) for e in batch]) if batch else PING
+                if text:
+                    await _send(send, text)
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        now = (await self.tasks.get(task["id"]))["status"]
+        update = status_update(task["id"], task["contextId"], now["state"], now.get("message"))
+        await _send(send, sse_frame(rpc_result(self.rpc_id, update)))
+
+
+async def _send(send: Send, text: str) -> None:
+    await send({"type": "http.response.body", "body": text.encode(), "more_body": True})

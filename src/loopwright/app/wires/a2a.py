@@ -8,7 +8,8 @@ history and the web app like any other message. A task's state is the message's 
 ``waiting`` (paused for a tool approval) → ``INPUT_REQUIRED``. The answer is the task's one artifact,
 ``answer``.
 
-Streaming: the route sends the task first (working); then this encoder turns the answer's text into
+Streaming: the route sends the task first (working); then this encoder (or, for ``SubscribeToTask``,
+its :meth:`A2AEncoder.replayed` over the run's stored stream) turns the answer's text into
 ``artifactUpdate`` frames (the first one starts the artifact, the next ones append to it; a
 ``message_replace`` starts it again) and each tool round into a ``statusUpdate`` (working) whose message
 carries the tool's name, input and output as a data part; the route ends with the final
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any
 
-from loopwright.app.dify.encoder import DifyEncoder, Encoded
+from loopwright.app.dify.encoder import DifyEncoder, Encoded, Item
 from loopwright.app.dify.events import (
     AgentMessage,
     AgentThought,
@@ -308,7 +309,7 @@ class A2AEncoder(DifyEncoder):
         if isinstance(event, MessageReplace):
             return Encoded(event, payload, self._text(event.head, event.answer, append=False))
         if isinstance(event, AgentThought) and event.tool:
-            return Encoded(event, payload, self._tool_round(event))
+            return Encoded(event, payload, self._tool_round(event.head, event.id, payload))
         # message_end, an error, a pause: the route ends the stream with the outcome's status
         return Encoded(event, payload, "")
 
@@ -328,11 +329,24 @@ class A2AEncoder(DifyEncoder):
             around = self._artifact_frame[append] = (whole[:cut], whole[cut + 2 :])
         return f"{around[0]}{encode_basestring(text)}{around[1]}"
 
-    def _tool_round(self, event: AgentThought) -> str:
-        head = event.head
-        data = {"tool": event.tool, "tool_input": event.tool_input, "observation": event.observation}
+    def replayed(self, head: EventHead, seq: int, item: Item) -> str:
+        """A stored event of the run's stream (``app.run.journal``: Dify's item) as the frame it was
+        sent as on this wire — for ``SubscribeToTask``."""
+        self.seq = seq
+        if isinstance(item, str):
+            return self._text(head, item, append=self._started) if item else ""
+        kind = item.get("event")
+        if kind == "message_replace":
+            return self._text(head, str(item.get("answer") or ""), append=False)
+        if kind == "agent_thought" and item.get("tool"):
+            return self._tool_round(head, str(item.get("id") or ""), item)
+        return ""
+
+    def _tool_round(self, head: EventHead, thought_id: str, payload: Mapping[str, Any]) -> str:
+        """A ``statusUpdate`` (working) for a tool round, from its ``agent_thought`` payload."""
+        data = {k: payload.get(k) for k in ("tool", "tool_input", "observation")}
         message = agent_message(
-            f"{event.id}-{self.seq}", head.message_id, head.conversation_id, [{"data": data}]
+            f"{thought_id}-{self.seq}", head.message_id, head.conversation_id, [{"data": data}]
         )
         update = status_update(head.message_id, head.conversation_id, TaskState.WORKING, message)
         return sse_frame(rpc_result(self._rpc_id, update))

@@ -1,5 +1,5 @@
 """The A2A operations on an app's tasks for one app key: send a message (a new task, or the answer to a
-task that waits for approval), read a task, cancel one. A task is a message of the key's end user
+task that waits for approval), read a task, follow one, cancel one. A task is a message of the key's end user
 (``app.wires.a2a``); nothing here knows HTTP or JSON-RPC framing.
 
 A task paused for a tool approval (input-required) goes on with the next message sent in it
@@ -11,14 +11,16 @@ its timeout and its resumption are the approvals machinery's (``app.run.approval
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
 from loopwright.app.dify.errors import error_fields
+from loopwright.app.dify.events import EventHead
 from loopwright.app.errors import ConversationNotFoundError
 from loopwright.app.run.approvals import ApprovalsRequest, Decision
+from loopwright.app.run.journal import Replayed
 from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runs import Run, RunOutcome
 from loopwright.app.run.runtime import AppRuntime
@@ -35,7 +37,7 @@ from loopwright.app.wires.a2a import (
     TaskState,
     task_body,
 )
-from loopwright.errors import UserInputError
+from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import tasks as stored_tasks
 from loopwright.store.models import Message, PendingApproval
 
@@ -49,6 +51,15 @@ class Started:
 
     run: Run
     query: str
+
+
+@dataclass(frozen=True, slots=True)
+class Following:
+    """A task to follow: as it is now, and its run's stream (none when nothing runs for it)."""
+
+    task: dict[str, Any]
+    head: EventHead | None = None
+    events: AsyncIterator[list[Replayed]] | None = None
 
 
 class A2ATasks:
@@ -150,6 +161,28 @@ class A2ATasks:
                 if local is not None:
                     await local.outcome()  # saved as stopped
         return await self.get(task_id)
+
+    async def follow(self, task_id: str) -> Following:
+        """The task as it is, and its run's stream to follow from its first event while it runs
+        (``AppRuntime.follow``, whichever worker runs it). An ended task cannot be followed
+        (:class:`A2AError`, unsupported operation); one waiting for input has nothing to follow."""
+        row, pending = await self._find(task_id)
+        task = self._stored_task(row, pending, None)
+        state = task["status"]["state"]
+        if state in TERMINAL:
+            raise A2AError(
+                UNSUPPORTED_OPERATION,
+                f"task {task_id} is {_state_name(state)}: only a task going on can be followed; read it "
+                "with GetTask",
+            )
+        run_id = await self._run_id(task_id) if state == TaskState.WORKING else None
+        if run_id is None:
+            return Following(task)
+        try:
+            head, events = await self.runtime.follow(run_id, self.app_id, self.user)
+        except NotFoundError as exc:  # resumable streams are off, or the stream is gone
+            raise A2AError(UNSUPPORTED_OPERATION, str(exc)) from None
+        return Following(task, head, events)
 
     def outcome_task(
         self, started: Started, outcome: RunOutcome, history_length: int | None = None
