@@ -74,6 +74,7 @@ TOOL_SOURCE_KINDS = (
     "builtin",
     "openapi",
     "mcp",
+    "a2a",
     "app",
     "knowledge",
 )  # loopwright.app.guards.tool_allowlist

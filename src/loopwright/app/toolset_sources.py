@@ -1,7 +1,7 @@
 """The tool sources an app configuration may name in ``toolsets``, and their checking.
 
 An app's ``toolsets`` are plain mappings with a ``type``; each is validated by its source model
-(``OpenAPISource``, ``MCPSource``, :class:`AppToolSource`, :class:`KnowledgeSource`,
+(``OpenAPISource``, ``MCPSource``, ``A2ASource``, :class:`AppToolSource`, :class:`KnowledgeSource`,
 :class:`~loopwright.tools.dify_plugins.source.DifyPluginSource`), imported only
 when an app uses that kind, since the OpenAPI and MCP stacks take about a second to import.
 ``loopwright.app.config`` checks them when a configuration is loaded; ``loopwright.app.toolsets``
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import pydantic
 
-SOURCE_TYPES = ("openapi", "mcp", "app", "knowledge", "dify_plugin")
+SOURCE_TYPES = ("openapi", "mcp", "a2a", "app", "knowledge", "dify_plugin")
 # Any source but a Dify plugin (which names its tools itself) may offer only some of its tools:
 # ``tools: [names]`` beside its own fields.
 SELECTION_KEY = "tools"
@@ -65,6 +65,10 @@ def source_model(kind: object) -> type[pydantic.BaseModel]:
         from loopwright.tools.mcp.source import MCPSource
 
         return MCPSource
+    if kind == "a2a":
+        from loopwright.tools.a2a.source import A2ASource
+
+        return A2ASource
     if kind == "app":
         return AppToolSource
     if kind == "knowledge":

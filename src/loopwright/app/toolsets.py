@@ -1,6 +1,6 @@
 """Building the tool sources an app configuration names beside its built-in tools: OpenAPI specs,
-MCP servers, other apps, knowledge bases and installed Dify plugins (checked when the configuration
-is saved, by :mod:`loopwright.app.toolset_sources`).
+MCP servers, remote A2A agents, other apps, knowledge bases and installed Dify plugins (checked when
+the configuration is saved, by :mod:`loopwright.app.toolset_sources`).
 
 :class:`ToolsetPool` builds them for a server: one per distinct source, shared by every app and every
 run — an MCP server keeps one session for all of them and is closed when the server stops.
@@ -115,7 +115,7 @@ class ToolsetPool:
                 k: v for k, v in (("top_k", source.top_k), ("score_threshold", source.score_threshold)) if v
             }
             return KnowledgeToolset(self._knowledge(), source.datasets, **options)
-        build: Callable[..., ToolLike] = source.build  # type: ignore[attr-defined]  # OpenAPI and MCP sources
+        build: Callable[..., ToolLike] = source.build  # type: ignore[attr-defined]  # OpenAPI, MCP and A2A sources
         return build(self._policy()) if self._policy is not None else build()
 
     async def _app_tool(self, source: AppToolSource) -> Tool:

@@ -22,6 +22,7 @@ from loopwright.config import ConfigError, Settings
 from loopwright.observe import otlp_provider, tracing_enabled
 from loopwright.server import (
     errors,
+    routes_a2a,
     routes_agent_log,
     routes_annotations,
     routes_app,
@@ -105,6 +106,8 @@ def create_app(
     errors.install(app)
     app.include_router(routes_chat.router)
     app.include_router(routes_openai.router)
+    app.include_router(routes_a2a.router)
+    app.include_router(routes_a2a.router)
     app.include_router(routes_run_events.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)

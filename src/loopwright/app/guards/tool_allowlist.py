@@ -1,14 +1,15 @@
 """The server's allow-list of tool sources: which tools, APIs, MCP servers, apps and knowledge bases an
 app may use (``tool_sources`` in loopwright.toml, ``LOOPWRIGHT_TOOL_SOURCES``).
 
-Each entry is ``kind:pattern`` — kind ``builtin``, ``openapi``, ``mcp``, ``app`` or ``knowledge``, the
-pattern a shell-style wildcard (``fnmatch``) — or ``kind`` alone (any of that kind), or ``*``
-(anything). What an app's configuration names is matched as:
+Each entry is ``kind:pattern`` — kind ``builtin``, ``openapi``, ``mcp``, ``a2a``, ``app`` or
+``knowledge``, the pattern a shell-style wildcard (``fnmatch``) — or ``kind`` alone (any of that kind),
+or ``*`` (anything). What an app's configuration names is matched as:
 
 - ``builtin:<tool name>`` for each of its ``tools``;
 - ``openapi:<host>`` — the host of ``server_url`` if set, else of the spec's URL; a spec read from a
   file without ``server_url`` is ``openapi:<path>``;
 - ``mcp:<command>`` (stdio, the command as written) or ``mcp:<url>`` (HTTP transports);
+- ``a2a:<host>`` — the host of the agent's card URL;
 - ``app:<app id>`` and ``knowledge:<dataset>`` (each dataset named).
 
 An empty allow-list allows everything (the default). A configuration naming anything else is refused
@@ -57,6 +58,9 @@ def toolset_names(entry: dict[str, Any]) -> list[str]:
     if kind == "mcp":
         target = entry.get("command") if entry.get("transport", "stdio") == "stdio" else entry.get("url")
         return [f"mcp:{target or ''}"]
+    if kind == "a2a":
+        url = str(entry.get("url") or "")
+        return [f"a2a:{_host(url) or url}"]
     if kind == "app":
         return [f"app:{entry.get('app_id') or ''}"]
     if kind == "knowledge":

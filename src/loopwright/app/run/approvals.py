@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from loopwright.agent.approvals import ApprovalDecision, Interruption
+from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store.models import PendingApproval
 
@@ -50,6 +51,8 @@ class ApprovalsRequest:
     user: str
     decisions: Sequence[Decision]
     response_mode: Literal["streaming", "blocking"] = "streaming"
+    # The rest of the stream's encoder, as MessageRequest's (another wire's, app.wires); None: Dify's
+    encoder: Callable[[int], DifyEncoder] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,15 +196,18 @@ def resumed_plan(
     taken_up: bool = False,
     replaced: str | None = None,
     first_seq: int = 0,
+    encoder: Callable[[int], DifyEncoder] | None = None,
 ) -> RunPlan:
     """The plan of a message that goes on from its stored state: resumed after approvals, or taken up
-    by the durable executor (``taken_up``) from its last checkpoint."""
+    by the durable executor (``taken_up``) from its last checkpoint. ``encoder``: the wire the rest
+    of its stream is read on (None: Dify's)."""
     request = MessageRequest(
         app_id,
         user,
         query,
         conversation_id=head.conversation_id,
         response_mode="streaming" if streaming else "blocking",
+        encoder=encoder,
     )
     return RunPlan(
         head=head,

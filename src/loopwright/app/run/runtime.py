@@ -30,6 +30,7 @@ from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
+from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import EventHead
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.files.speech import Speech
@@ -298,7 +299,7 @@ class AppRuntime:
                 await pending.get_pending(session, request.task_id), request.app_id, request.user
             )
         resume = resumption(row, request.decisions, self.clock())
-        return await self._resume(row, resume, request.response_mode == "streaming")
+        return await self._resume(row, resume, request.response_mode == "streaming", request.encoder)
 
     async def expire_approvals(self) -> int:
         """Resume the paused runs whose approval time is up, their calls denied; how many."""
@@ -316,7 +317,13 @@ class AppRuntime:
                 log.warning("could not resume paused run %s: %s", row.task_id, exc)
         return count
 
-    async def _resume(self, row: PendingApproval, resume: Resumption, streaming: bool) -> Run:
+    async def _resume(
+        self,
+        row: PendingApproval,
+        resume: Resumption,
+        streaming: bool,
+        encoder: Callable[[int], DifyEncoder] | None = None,
+    ) -> Run:
         version = await self.lookup.config(row.config_id)
         if version is None:
             raise ProviderNotInitializedError(f"configuration {row.config_id} is missing")
@@ -344,6 +351,7 @@ class AppRuntime:
                 query=resume.interruption.state.query,
                 resume=resume,
                 streaming=streaming,
+                encoder=encoder,
             )
             run = self.executor.resume(plan)
             count.until(run)
