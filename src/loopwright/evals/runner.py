@@ -1,0 +1,303 @@
+"""Running an eval set against an app, in-process, through the same run pipeline as every request
+(:class:`~loopwright.app.run.runtime.AppRuntime`): each turn is a stored message, its trajectory read
+back from its agent log; cases run in parallel up to a bound.
+
+The app is one in the database (by id, ``version`` pinning one of its configuration versions), or an
+app YAML file, which is created in a scratch database that goes away with the run — what CI uses. A
+``model`` spec replaces the app's model; ``replay`` replaces it with the recorded replies
+(:mod:`loopwright.evals.replay`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopwright._threads import run_sync
+from loopwright.app.admin import apps as admin
+from loopwright.app.admin.agent_log import message_log
+from loopwright.app.config import AppConfig
+from loopwright.app.run.plan import MessageRequest
+from loopwright.app.run.runtime import AppRuntime, Database, migrate
+from loopwright.config import Settings, build_model, load_settings
+from loopwright.errors import LoopwrightError, UserInputError
+from loopwright.evals.judges import Graders
+from loopwright.evals.matchers import check_turn
+from loopwright.evals.replay import ReplayModel, replaying
+from loopwright.evals.results import CaseResult, Check, ToolCall, TurnTrace
+from loopwright.evals.schema import Case, EvalSet, Expect
+from loopwright.model.base import Model
+
+EVAL_USER = "loopwright-eval"  # the end user eval runs are stored under
+DEFAULT_CONCURRENCY = 4
+APP_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+Progress = Callable[[CaseResult, int, int], None]  # (result, done, total)
+
+
+class EvalTargetError(UserInputError):
+    """The app or version to evaluate is not there, or a replay lacks its recordings."""
+
+
+@dataclass
+class EvalTarget:
+    """An app ready to run cases on: its runtime, id, pinned configuration and what replaces its model."""
+
+    runtime: AppRuntime
+    app_id: str
+    app_label: str
+    config_id: str
+    config: AppConfig
+    version: int | None
+    model: str | None
+    replay: bool
+    user: str = EVAL_USER
+    judge_models: dict[str, Model] = field(default_factory=dict)
+
+
+@asynccontextmanager
+async def open_target(
+    app: str,
+    *,
+    version: int | None = None,
+    model: str | None = None,
+    replay: bool = False,
+    settings: Settings | None = None,
+    database_url: str | None = None,
+    runtime: AppRuntime | None = None,
+) -> AsyncIterator[EvalTarget]:
+    """The app to evaluate (see the module's docstring): ``app`` is an app's id, or the path of an
+    app YAML file (created in a scratch database). ``runtime`` runs on a caller's runtime instead of
+    one of its own (a server's, a test's); it is left open."""
+    settings = settings or load_settings()
+    app_file = await run_sync(read_app_file, app)
+    async with AsyncExitStack() as stack:
+        if runtime is None:
+            if app_file is not None:
+                scratch = await run_sync(tempfile.mkdtemp, "", "loopwright-eval-")
+                stack.push_async_callback(run_sync, shutil.rmtree, scratch, True)
+                database_url = f"sqlite+aiosqlite:///{Path(scratch) / 'eval.db'}"
+            db = Database(database_url) if database_url else Database()
+            stack.push_async_callback(db.close)
+            await migrate(db)
+            runtime = AppRuntime.with_builtin_tools(db, settings)
+            stack.push_async_callback(runtime.shutdown)
+        if app_file is not None:
+            report = admin.read_app_file(app_file[1])
+            app_id = await admin.create_app(report.name, report.config, db=runtime.db)
+            label = app_file[0]
+        else:
+            app_id, label = app, app
+        config_id, config, number = await _version(runtime, app_id, version)
+        if replay:
+            runtime.use_model(config.model, ReplayModel())
+        elif model:
+            runtime.use_model(config.model, build_model(model, settings))
+        yield EvalTarget(runtime, app_id, label, config_id, config, number, model, replay)
+
+
+def read_app_file(app: str) -> tuple[str, str] | None:
+    """``(file name, text)`` when ``app`` is the path of an app file, None when it is an app's id."""
+    file = Path(app).expanduser()
+    if file.suffix not in APP_FILE_SUFFIXES or not file.is_file():
+        return None
+    return file.name, file.read_text(encoding="utf-8")
+
+
+async def _version(
+    runtime: AppRuntime, app_id: str, version: int | None
+) -> tuple[str, AppConfig, int | None]:
+    try:
+        versions = await admin.list_versions(app_id, db=runtime.db)
+    except admin.AppNotFoundError:
+        raise EvalTargetError(
+            f"no app {app_id!r} (give an app's id, or the path of an app YAML file)"
+        ) from None
+    if not versions:
+        raise EvalTargetError(f"app {app_id!r} has no configuration")
+    chosen = versions[0] if version is None else next((v for v in versions if v.version == version), None)
+    if chosen is None:
+        have = ", ".join(str(v.version) for v in reversed(versions))
+        raise EvalTargetError(f"app {app_id!r} has no version {version} (it has {have})")
+    config = await admin.get_version(app_id, chosen.version, db=runtime.db)
+    return chosen.id, config, chosen.version if version is not None else None
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+
+async def run_set(
+    target: EvalTarget,
+    eval_set: EvalSet,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: Progress | None = None,
+    judge_model: str | None = None,
+) -> list[CaseResult]:
+    """Every case of the set, ``concurrency`` at a time, in the set's order."""
+    if target.replay:
+        missing = [c.name for c in eval_set.cases if not c.replayable]
+        if missing:
+            raise EvalTargetError(
+                f"--replay needs recorded replies in every turn; {len(missing)} case(s) have none: "
+                f"{', '.join(missing[:5])}"
+            )
+    graders = Graders(_embedder_for(target), _judge_model_for(target))
+    gate = asyncio.Semaphore(max(1, concurrency))
+    done = 0
+
+    async def one(case: Case) -> CaseResult:
+        nonlocal done
+        async with gate:
+            result = await run_case(target, case, graders, judge_model)
+        done += 1
+        if progress is not None:
+            progress(result, done, len(eval_set.cases))
+        return result
+
+    return list(await asyncio.gather(*(one(c) for c in eval_set.cases)))
+
+
+async def run_case(
+    target: EvalTarget, case: Case, graders: Graders, judge_model: str | None = None
+) -> CaseResult:
+    """One case: its turns in one conversation, then every expectation checked."""
+    started = time.perf_counter()
+    react = target.config.strategy == "react"
+    replay = (
+        replaying([r for t in case.turns for r in t.replies], react=react) if target.replay else nullcontext()
+    )
+    traces: list[TurnTrace] = []
+    with replay:
+        conversation: str | None = None
+        for turn in case.turns:
+            trace, conversation = await run_turn(target, turn.query, turn.inputs, turn.files, conversation)
+            traces.append(trace)
+            if conversation is None:  # refused before it started: no conversation to go on with
+                break
+    checks: list[Check] = []
+    judge_default = judge_model or (None if target.replay else target.model or target.config.model)
+    for index, expect in case.expectations():
+        if index >= len(traces):
+            checks.append(Check(name="turn", passed=False, turn=index, detail="the turn did not run"))
+            continue
+        checks += await score_turn(expect, traces[index], index, target, graders, judge_default)
+    expected = case.expect.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    return CaseResult(
+        name=case.name,
+        passed=all(c.passed for c in checks),
+        checks=checks,
+        turns=traces,
+        seconds=time.perf_counter() - started,
+        expected=expected,
+    )
+
+
+async def score_turn(
+    expect: Expect, trace: TurnTrace, index: int, target: EvalTarget, graders: Graders, judge: str | None
+) -> list[Check]:
+    checks = check_turn(expect, trace, index, target.config.output_schema)
+    graded: list[Awaitable[Check]] = []
+    if expect.answer is not None and expect.answer.similar is not None:
+        graded.append(graders.similar(expect.answer.similar, trace))
+    if expect.answer is not None and expect.answer.judge is not None:
+        graded.append(graders.judge(expect.answer.judge, trace, judge))
+    for check in await asyncio.gather(*graded, return_exceptions=True):
+        if isinstance(check, BaseException):
+            if not isinstance(check, Exception):
+                raise check
+            checks.append(Check(name="answer.graded", passed=False, turn=index, detail=_one_line(check)))
+        else:
+            check.turn = index
+            checks.append(check)
+    return checks
+
+
+async def run_turn(
+    target: EvalTarget,
+    query: str,
+    inputs: dict[str, Any],
+    files: list[dict[str, Any]],
+    conversation: str | None,
+) -> tuple[TurnTrace, str | None]:
+    """One message through the runtime; its trace and the conversation it is in (None when refused)."""
+    runtime = target.runtime
+    request = MessageRequest(
+        target.app_id,
+        target.user,
+        query,
+        inputs,
+        conversation_id=conversation,
+        files=files,
+        response_mode="blocking",
+        config_id=target.config_id if conversation is None else None,
+    )
+    started = time.perf_counter()
+    try:
+        run = await runtime.start(request)
+    except LoopwrightError as exc:
+        return TurnTrace(query=query, error=_one_line(exc)), conversation
+    outcome = await run.outcome()
+    seconds = time.perf_counter() - started
+    head = run.head
+    usage = outcome.usage
+    error = _one_line(outcome.error) if outcome.error is not None else None
+    if outcome.approval is not None:
+        error = "waiting for approval of its tool calls"
+    trace = TurnTrace(
+        query=query,
+        answer=outcome.answer,
+        tokens=usage.total_tokens,
+        cost=float(usage.total_price),
+        currency=usage.currency,
+        seconds=seconds,
+        error=error,
+        citations=list((outcome.end.metadata.get("retriever_resources") or []) if outcome.end else []),
+        message_id=head.message_id,
+    )
+    await runtime.db.writer.settled(head.conversation_id)
+    try:
+        log = await message_log(runtime.db, head.message_id)
+    except LoopwrightError:  # not stored (refused by a guard before the agent ran)
+        return trace, head.conversation_id
+    trace.tool_calls = [
+        ToolCall(name=c["tool_name"], args=c["tool_input"], output=str(c["tool_output"]), error=c["error"])
+        for it in log["iterations"]
+        for c in it["tool_calls"]
+    ]
+    trace.rounds = int(log["meta"].get("metrics", {}).get("rounds") or log["meta"]["iterations"])
+    return trace, head.conversation_id
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _embedder_for(target: EvalTarget) -> Callable[[str], Any]:
+    def make(spec: str) -> Any:
+        from loopwright.knowledge.embeddings import embedder_for
+
+        return embedder_for(spec, target.runtime.settings)
+
+    return make
+
+
+def _judge_model_for(target: EvalTarget) -> Callable[[str], Awaitable[Model]]:
+    async def make(spec: str) -> Model:
+        model = target.judge_models.get(spec)
+        if model is None:
+            model = target.runtime.model(spec)  # built once per spec, as the apps' models
+            load = getattr(model, "load", None)
+            if load is not None and asyncio.iscoroutinefunction(load):
+                await load()
+            target.judge_models[spec] = model
+        return model
+
+    return make
