@@ -106,30 +106,24 @@ async def _run_report(
     concurrency: int,
     judge_model: str | None,
 ) -> Report:
-    import time
+    from loopwright.evals.runner import EvalTargetError, evaluate
 
-    from loopwright.evals.results import Report
-    from loopwright.evals.runner import EvalTargetError, open_target, run_set
-
-    started = time.perf_counter()
     try:
-        async with open_target(app, version=version, model=model, replay=replay) as target:
-            with _progress(len(cases.cases)) as progress:
-                results = await run_set(
-                    target, cases, concurrency=concurrency, progress=progress, judge_model=judge_model
-                )
+        with _progress(len(cases.cases)) as progress:
+            return await evaluate(
+                cases,
+                app,
+                name=path.stem,
+                version=version,
+                model=model,
+                replay=replay,
+                threshold=threshold,
+                concurrency=concurrency,
+                judge_model=judge_model,
+                progress=progress,
+            )
     except EvalTargetError as exc:
         raise UsageError(str(exc)) from None
-    return Report(
-        set=cases.name or path.stem,
-        app=target.app_label,
-        version=target.version,
-        model=model,
-        replay=replay,
-        threshold=threshold,
-        seconds=time.perf_counter() - started,
-        cases=results,
-    )
 
 
 class _progress:

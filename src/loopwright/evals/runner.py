@@ -31,7 +31,7 @@ from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.evals.judges import Graders
 from loopwright.evals.matchers import check_turn
 from loopwright.evals.replay import ReplayModel, replaying
-from loopwright.evals.results import CaseResult, Check, ToolCall, TurnTrace
+from loopwright.evals.results import CaseResult, Check, Report, ToolCall, TurnTrace
 from loopwright.evals.schema import Case, EvalSet, Expect
 from loopwright.model.base import Model
 
@@ -301,3 +301,38 @@ def _judge_model_for(target: EvalTarget) -> Callable[[str], Awaitable[Model]]:
         return model
 
     return make
+
+
+async def evaluate(
+    eval_set: EvalSet,
+    app: str,
+    *,
+    name: str = "",
+    version: int | None = None,
+    model: str | None = None,
+    replay: bool = False,
+    threshold: float = 1.0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    judge_model: str | None = None,
+    progress: Progress | None = None,
+    settings: Settings | None = None,
+    database_url: str | None = None,
+) -> Report:
+    """Run the set on the app (see :func:`open_target` and :func:`run_set`) into its report."""
+    started = time.perf_counter()
+    async with open_target(
+        app, version=version, model=model, replay=replay, settings=settings, database_url=database_url
+    ) as target:
+        results = await run_set(
+            target, eval_set, concurrency=concurrency, progress=progress, judge_model=judge_model
+        )
+    return Report(
+        set=eval_set.name or name,
+        app=target.app_label,
+        version=target.version,
+        model=model,
+        replay=replay,
+        threshold=threshold,
+        seconds=time.perf_counter() - started,
+        cases=results,
+    )
