@@ -231,3 +231,49 @@ async def test_a_judge_is_needed_for_a_judge_check(tmp_path: Path) -> None:
 
     check = await Graders(lambda s: None, no_model).judge(Judge(rubric="r"), TurnTrace(query="q"), None)
     assert not check.passed and "no judge model" in check.detail
+
+
+async def test_model_overrides_the_apps_model(db: Database, tmp_path: Path) -> None:
+    app_id = await new_app(db, script(tmp_path, "app", ["from the app's model"], cycle=True))
+    other = script(tmp_path, "other", ["from the other model"], cycle=True)
+    one = parse_eval_set("cases: [{name: a, query: hi, expect: {answer: {contains: other}}}]")
+    report = await run(db, app_id, one, model=other)
+    assert report.cases[0].passed and report.cases[0].turns[0].answer == "from the other model"
+
+
+async def test_cases_run_in_parallel_up_to_the_bound(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from loopwright.evals import runner
+    from loopwright.evals.results import CaseResult
+
+    app_id = await new_app(db, script(tmp_path, "s", ["hi"]))
+    eval_set = parse_eval_set("cases:\n" + "".join(f"  - {{name: c{i}, query: q}}\n" for i in range(7)))
+    active, most = 0, 0
+    release = asyncio.Event()
+    three_in = asyncio.Event()
+
+    async def fake_case(target: Any, case: Any, graders: Any, judge: Any = None) -> CaseResult:
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        if active == 3:
+            three_in.set()
+        await release.wait()
+        active -= 1
+        return CaseResult(name=case.name, passed=True)
+
+    monkeypatch.setattr(runner, "run_case", fake_case)
+    seen: list[int] = []
+    async with open_target(app_id, settings=Settings(), database_url=str(db.url)) as target:
+        task = asyncio.ensure_future(
+            run_set(target, eval_set, concurrency=3, progress=lambda r, done, total: seen.append(done))
+        )
+        await three_in.wait()
+        assert active == 3  # the others wait for a place
+        release.set()
+        results = await task
+    assert most == 3 and [r.name for r in results] == [f"c{i}" for i in range(7)]
+    assert seen == list(range(1, 8))
