@@ -18,8 +18,9 @@ from loopwright.evals.compare import compare
 from loopwright.evals.judges import Graders
 from loopwright.evals.record import add_case, record_case
 from loopwright.evals.results import Report, TurnTrace
-from loopwright.evals.runner import EvalTargetError, open_target, run_set
+from loopwright.evals.runner import open_target, run_set
 from loopwright.evals.schema import EvalSet, Judge, Similar, load_eval_set, parse_eval_set
+from loopwright.evals.target import EvalTargetError
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.tools.builtin import builtin_tools
@@ -83,9 +84,9 @@ async def ask(runtime: AppRuntime, app_id: str, query: str, conversation: str | 
     return run.head.conversation_id
 
 
-async def run(db: Database, app: str, eval_set: EvalSet, **options: Any) -> Report:
+async def run(db: Database, app: str, eval_set: EvalSet, concurrency: int = 3, **options: Any) -> Report:
     async with open_target(app, settings=Settings(), database_url=str(db.url), **options) as target:
-        cases = await run_set(target, eval_set, concurrency=3)
+        cases = await run_set(target, eval_set, concurrency=concurrency)
     return Report(set="t", app=app, cases=cases, replay=options.get("replay", False))
 
 
@@ -168,8 +169,9 @@ async def test_a_changed_instruction_that_alters_the_trajectory_shows_in_the_com
         "  - {name: add, query: 'Add 2 and 3.', expect: {trajectory: {tools: [calculator]}}}\n"
         "  - {name: plain, query: 'Say 5.', expect: {answer: {contains: '5'}}}\n"
     )
-    base = await run(db, app_id, eval_set, version=1)
-    candidate = await run(db, app_id, eval_set, version=2)
+    # One case at a time: the cases of a version share its one script.
+    base = await run(db, app_id, eval_set, version=1, concurrency=1)
+    candidate = await run(db, app_id, eval_set, version=2, concurrency=1)
     assert base.cases[0].turns[0].tools == ["calculator"]  # version 1 ran, though 2 is the newest
     comparison = compare(base, candidate)
     by_name = {c.name: c for c in comparison.cases}

@@ -60,6 +60,12 @@ def run(
     ] = 1.0,
     concurrency: ConcurrencyOpt = 4,
     judge_model: JudgeOpt = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server", metavar="URL", help="Run against this server; --app is then the app's API key."
+        ),
+    ] = None,
 ) -> None:
     """Run every case of the set through the app and check what it expects; exit 1 below the threshold."""
     with reported_errors():
@@ -68,7 +74,9 @@ def run(
         cases = _load(eval_set)
         console = new_console()
         report = asyncio.run(
-            _run_report(eval_set, cases, app, version, model, replay, threshold, concurrency, judge_model)
+            _run_report(
+                eval_set, cases, app, version, model, replay, threshold, concurrency, judge_model, server
+            )
         )
         print_report(console, report)
         _write(report.to_json(), json_out)
@@ -105,8 +113,10 @@ async def _run_report(
     threshold: float,
     concurrency: int,
     judge_model: str | None,
+    server: str | None = None,
 ) -> Report:
-    from loopwright.evals.runner import EvalTargetError, evaluate
+    from loopwright.evals.runner import evaluate
+    from loopwright.evals.target import EvalTargetError
 
     try:
         with _progress(len(cases.cases)) as progress:
@@ -121,6 +131,7 @@ async def _run_report(
                 concurrency=concurrency,
                 judge_model=judge_model,
                 progress=progress,
+                server=server,
             )
     except EvalTargetError as exc:
         raise UsageError(str(exc)) from None

@@ -15,10 +15,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopwright._threads import run_sync
 from loopwright.app.admin import apps as admin
@@ -27,23 +27,22 @@ from loopwright.app.config import AppConfig
 from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runtime import AppRuntime, Database, migrate
 from loopwright.config import Settings, build_model, load_settings
-from loopwright.errors import LoopwrightError, UserInputError
+from loopwright.errors import LoopwrightError
 from loopwright.evals.judges import Graders
 from loopwright.evals.matchers import check_turn
 from loopwright.evals.replay import ReplayModel, replaying
 from loopwright.evals.results import CaseResult, Check, Report, ToolCall, TurnTrace
 from loopwright.evals.schema import Case, EvalSet, Expect
+from loopwright.evals.target import EVAL_USER, EvalTargetError, Target, load_model
 from loopwright.model.base import Model
 
-EVAL_USER = "loopwright-eval"  # the end user eval runs are stored under
+if TYPE_CHECKING:
+    from loopwright.knowledge.embeddings import Embedder
+
 DEFAULT_CONCURRENCY = 4
 APP_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 Progress = Callable[[CaseResult, int, int], None]  # (result, done, total)
-
-
-class EvalTargetError(UserInputError):
-    """The app or version to evaluate is not there, or a replay lacks its recordings."""
 
 
 @dataclass
@@ -60,6 +59,29 @@ class EvalTarget:
     replay: bool
     user: str = EVAL_USER
     judge_models: dict[str, Model] = field(default_factory=dict)
+
+    @property
+    def default_judge(self) -> str | None:
+        """The judge of LLM-judge checks that name none: the model the app runs on (none in a replay)."""
+        return None if self.replay else self.model or self.config.model
+
+    async def turn(
+        self, query: str, inputs: dict[str, Any], files: list[dict[str, Any]], conversation: str | None
+    ) -> tuple[TurnTrace, str | None]:
+        return await run_turn(self, query, inputs, files, conversation)
+
+    def embedder_for(self, spec: str) -> Embedder | None:
+        from loopwright.knowledge.embeddings import embedder_for
+
+        return embedder_for(spec, self.runtime.settings)
+
+    async def judge_model(self, spec: str) -> Model:
+        model = self.judge_models.get(spec)
+        if model is None:
+            model = self.runtime.model(spec)  # built once per spec, as the apps' models
+            await load_model(model)
+            self.judge_models[spec] = model
+        return model
 
 
 @asynccontextmanager
@@ -134,7 +156,7 @@ async def _version(
 
 
 async def run_set(
-    target: EvalTarget,
+    target: Target,
     eval_set: EvalSet,
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -149,7 +171,7 @@ async def run_set(
                 f"--replay needs recorded replies in every turn; {len(missing)} case(s) have none: "
                 f"{', '.join(missing[:5])}"
             )
-    graders = Graders(_embedder_for(target), _judge_model_for(target))
+    graders = Graders(target.embedder_for, target.judge_model)
     gate = asyncio.Semaphore(max(1, concurrency))
     done = 0
 
@@ -166,11 +188,11 @@ async def run_set(
 
 
 async def run_case(
-    target: EvalTarget, case: Case, graders: Graders, judge_model: str | None = None
+    target: Target, case: Case, graders: Graders, judge_model: str | None = None
 ) -> CaseResult:
     """One case: its turns in one conversation, then every expectation checked."""
     started = time.perf_counter()
-    react = target.config.strategy == "react"
+    react = target.config is not None and target.config.strategy == "react"
     replay = (
         replaying([r for t in case.turns for r in t.replies], react=react) if target.replay else nullcontext()
     )
@@ -178,12 +200,12 @@ async def run_case(
     with replay:
         conversation: str | None = None
         for turn in case.turns:
-            trace, conversation = await run_turn(target, turn.query, turn.inputs, turn.files, conversation)
+            trace, conversation = await target.turn(turn.query, turn.inputs, turn.files, conversation)
             traces.append(trace)
             if conversation is None:  # refused before it started: no conversation to go on with
                 break
     checks: list[Check] = []
-    judge_default = judge_model or (None if target.replay else target.model or target.config.model)
+    judge_default = judge_model or target.default_judge
     for index, expect in case.expectations():
         if index >= len(traces):
             checks.append(Check(name="turn", passed=False, turn=index, detail="the turn did not run"))
@@ -201,9 +223,10 @@ async def run_case(
 
 
 async def score_turn(
-    expect: Expect, trace: TurnTrace, index: int, target: EvalTarget, graders: Graders, judge: str | None
+    expect: Expect, trace: TurnTrace, index: int, target: Target, graders: Graders, judge: str | None
 ) -> list[Check]:
-    checks = check_turn(expect, trace, index, target.config.output_schema)
+    schema = target.config.output_schema if target.config is not None else None
+    checks = check_turn(expect, trace, index, schema)
     graded: list[Awaitable[Check]] = []
     if expect.answer is not None and expect.answer.similar is not None:
         graded.append(graders.similar(expect.answer.similar, trace))
@@ -280,29 +303,6 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _embedder_for(target: EvalTarget) -> Callable[[str], Any]:
-    def make(spec: str) -> Any:
-        from loopwright.knowledge.embeddings import embedder_for
-
-        return embedder_for(spec, target.runtime.settings)
-
-    return make
-
-
-def _judge_model_for(target: EvalTarget) -> Callable[[str], Awaitable[Model]]:
-    async def make(spec: str) -> Model:
-        model = target.judge_models.get(spec)
-        if model is None:
-            model = target.runtime.model(spec)  # built once per spec, as the apps' models
-            load = getattr(model, "load", None)
-            if load is not None and asyncio.iscoroutinefunction(load):
-                await load()
-            target.judge_models[spec] = model
-        return model
-
-    return make
-
-
 async def evaluate(
     eval_set: EvalSet,
     app: str,
@@ -317,12 +317,24 @@ async def evaluate(
     progress: Progress | None = None,
     settings: Settings | None = None,
     database_url: str | None = None,
+    server: str | None = None,
 ) -> Report:
-    """Run the set on the app (see :func:`open_target` and :func:`run_set`) into its report."""
+    """Run the set on the app (see :func:`open_target` and :func:`run_set`) into its report; with
+    ``server`` (a base URL), on the app behind that server whose API key ``app`` is
+    (:mod:`loopwright.evals.remote`)."""
     started = time.perf_counter()
-    async with open_target(
-        app, version=version, model=model, replay=replay, settings=settings, database_url=database_url
-    ) as target:
+    opened: AbstractAsyncContextManager[Target]
+    if server is not None:
+        from loopwright.evals.remote import open_remote
+
+        if replay or version is not None or model is not None:
+            raise EvalTargetError("a server runs its app as configured: no --replay, --version or --model")
+        opened = open_remote(server, app, settings=settings)
+    else:
+        opened = open_target(
+            app, version=version, model=model, replay=replay, settings=settings, database_url=database_url
+        )
+    async with opened as target:
         results = await run_set(
             target, eval_set, concurrency=concurrency, progress=progress, judge_model=judge_model
         )
