@@ -119,7 +119,7 @@ async def _run_report(
     from loopwright.evals.target import EvalTargetError
 
     try:
-        with _progress(len(cases.cases)) as progress:
+        with _ProgressBar(len(cases.cases)) as progress:
             return await evaluate(
                 cases,
                 app,
@@ -137,7 +137,7 @@ async def _run_report(
         raise UsageError(str(exc)) from None
 
 
-class _progress:
+class _ProgressBar:
     """A progress bar on stderr while the cases run (transient: the table replaces it)."""
 
     def __init__(self, total: int) -> None:
@@ -155,7 +155,7 @@ class _progress:
         self._task = self._bar.add_task("", total=total)
         self._failed = 0
 
-    def __enter__(self) -> _progress:
+    def __enter__(self) -> _ProgressBar:
         self._bar.start()
         return self
 

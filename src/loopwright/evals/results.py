@@ -54,7 +54,8 @@ class CaseResult(pydantic.BaseModel):
     turns: list[TurnTrace] = []
     error: str | None = None  # the case could not run (not a turn's own error)
     seconds: float = 0.0
-    expected: dict[str, Any] = {}  # the case's expectations, as written (shown beside the trajectory)
+    # What each turn was expected to do, as written ({"turn": n, ...}; shown beside the trajectory)
+    expected: list[dict[str, Any]] = []
 
     @property
     def tokens(self) -> int:

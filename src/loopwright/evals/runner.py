@@ -211,7 +211,10 @@ async def run_case(
             checks.append(Check(name="turn", passed=False, turn=index, detail="the turn did not run"))
             continue
         checks += await score_turn(expect, traces[index], index, target, graders, judge_default)
-    expected = case.expect.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    expected = [
+        {"turn": index + 1, **expect.model_dump(mode="json", exclude_defaults=True, by_alias=True)}
+        for index, expect in case.expectations()
+    ]
     return CaseResult(
         name=case.name,
         passed=all(c.passed for c in checks),
