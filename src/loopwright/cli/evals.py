@@ -27,7 +27,9 @@ evals = typer.Typer(
     help="Evals: run eval sets against apps, record cases, compare versions.", no_args_is_help=True
 )
 
-SetArg = Annotated[Path, typer.Argument(help="The eval set (YAML or JSON; see docs/evals.md).")]
+SetArg = Annotated[
+    Path, typer.Argument(metavar="SET", help="The eval set (YAML or JSON; see docs/evals.md).")
+]
 AppOpt = Annotated[str, typer.Option("--app", help="The app: its id, or the path of an app YAML file.")]
 ReplayOpt = Annotated[
     bool, typer.Option("--replay", help="Play the replies recorded with each case: no model is called.")
@@ -242,7 +244,9 @@ async def _record(app: str, conversation: str, name: str | None, expect: str) ->
 
 @evals.command("compare")
 def compare_command(
-    eval_set: Annotated[Path | None, typer.Argument(help="The eval set (not with --reports).")] = None,
+    eval_set: Annotated[
+        Path | None, typer.Argument(metavar="[SET]", help="The eval set (not with --reports).")
+    ] = None,
     app: Annotated[str | None, typer.Option("--app", help="The app: its id, or an app YAML file.")] = None,
     version: Annotated[
         list[int] | None, typer.Option("--version", help="A configuration version (give two, base first).")
