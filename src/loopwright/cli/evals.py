@@ -245,7 +245,7 @@ async def _record(app: str, conversation: str, name: str | None, expect: str) ->
 @evals.command("compare")
 def compare_command(
     eval_set: Annotated[
-        Path | None, typer.Argument(metavar="[SET]", help="The eval set (not with --reports).")
+        Path | None, typer.Argument(metavar="SET", help="The eval set (not with --reports).")
     ] = None,
     app: Annotated[str | None, typer.Option("--app", help="The app: its id, or an app YAML file.")] = None,
     version: Annotated[
