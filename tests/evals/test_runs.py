@@ -279,3 +279,21 @@ async def test_cases_run_in_parallel_up_to_the_bound(
         results = await task
     assert most == 3 and [r.name for r in results] == [f"c{i}" for i in range(7)]
     assert seen == list(range(1, 8))
+
+
+async def test_an_app_on_react_replays_its_recorded_replies_as_react_text(
+    db: Database, tmp_path: Path
+) -> None:
+    config = {"model": "scripted:/never.json", "strategy": "react", "tools": [{"name": "calculator"}]}
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(s, "React", config)
+    eval_set = parse_eval_set(
+        "cases:\n  - name: r\n    query: 17*23?\n"
+        "    replies:\n"
+        "      - {text: I will compute., tool_calls: [[calculator, {expression: '17*23'}]]}\n"
+        "      - It is 391.\n"
+        "    expect:\n      answer: {equals: It is 391.}\n"
+        "      trajectory: {tools: [{name: calculator, args: {expression: '17*23'}, output: '391'}]}\n"
+    )
+    report = await run(db, app.id, eval_set, replay=True)
+    assert report.cases[0].passed, report.cases[0].failed_checks
