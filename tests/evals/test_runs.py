@@ -297,3 +297,31 @@ async def test_an_app_on_react_replays_its_recorded_replies_as_react_text(
     )
     report = await run(db, app.id, eval_set, replay=True)
     assert report.cases[0].passed, report.cases[0].failed_checks
+
+
+async def test_replayed_tools_give_back_their_recorded_outputs(
+    db: Database, runtime: AppRuntime, tmp_path: Path
+) -> None:
+    spec = script(tmp_path, "live", TWO_TOOLS)
+    app_id = await new_app(db, spec)
+    conversation = await ask(runtime, app_id, "Add 2 and 3, then tell me the time.")
+    case = await record_case(db, app_id, conversation, name="pinned", expect="trajectory")
+    recorded = [(o.tool, o.output) for o in case.turns[0].tool_outputs]
+    assert [t for t, _ in recorded] == ["calculator", "current_time"] and recorded[0][1] == "5"
+    # An edited recording shows it is given back, not computed: the calculator "returns" 6.
+    edited = case.turns[0].model_copy(
+        update={
+            "tool_outputs": [
+                o.model_copy(update={"output": "6"}) if o.tool == "calculator" else o
+                for o in case.turns[0].tool_outputs
+            ]
+        }
+    )
+    pinned = EvalSet(cases=[case.model_copy(update={"turns": [edited]})])
+
+    replayed = await run(db, app_id, pinned, replay=True, replay_tools=True)
+    calls = replayed.cases[0].turns[0].tool_calls
+    assert replayed.cases[0].passed
+    assert [(c.name, c.output) for c in calls] == [("calculator", "6"), ("current_time", recorded[1][1])]
+    live_tools = await run(db, app_id, pinned, replay=True)
+    assert live_tools.cases[0].turns[0].tool_calls[0].output == "5"  # without the flag the tools run

@@ -55,6 +55,10 @@ def run(
         typer.Option("--model", "-m", metavar="SPEC", help="Run on this model instead of the app's."),
     ] = None,
     replay: ReplayOpt = False,
+    replay_tools: Annotated[
+        bool,
+        typer.Option("--replay-tools", help="With --replay: tools give back their recorded outputs too."),
+    ] = False,
     json_out: JsonOut = None,
     html_out: HtmlOut = None,
     threshold: Annotated[
@@ -73,11 +77,23 @@ def run(
     with reported_errors():
         if replay and model:
             raise UsageError("--replay and --model exclude each other: a replay calls no model")
+        if replay_tools and not replay:
+            raise UsageError("--replay-tools goes with --replay")
         cases = _load(eval_set)
         console = new_console()
         report = asyncio.run(
             _run_report(
-                eval_set, cases, app, version, model, replay, threshold, concurrency, judge_model, server
+                eval_set,
+                cases,
+                app,
+                version,
+                model,
+                replay,
+                threshold,
+                concurrency,
+                judge_model,
+                server,
+                replay_tools,
             )
         )
         print_report(console, report)
@@ -116,6 +132,7 @@ async def _run_report(
     concurrency: int,
     judge_model: str | None,
     server: str | None = None,
+    replay_tools: bool = False,
 ) -> Report:
     from loopwright.evals.runner import evaluate
     from loopwright.evals.target import EvalTargetError
@@ -129,6 +146,7 @@ async def _run_report(
                 version=version,
                 model=model,
                 replay=replay,
+                replay_tools=replay_tools,
                 threshold=threshold,
                 concurrency=concurrency,
                 judge_model=judge_model,

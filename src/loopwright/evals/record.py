@@ -20,6 +20,7 @@ from loopwright.evals.schema import (
     EvalSetError,
     Expect,
     ToolExpect,
+    ToolOutputRecord,
     TrajectoryExpect,
     Turn,
     load_eval_set,
@@ -59,7 +60,10 @@ def _turn(
         else None,
         error=status == "error",
     )
-    return Turn(query=query, inputs=dict(inputs), replies=replies_of(log, answer), expect=wanted)
+    outputs = [ToolOutputRecord(tool=c["tool_name"], output=str(c.get("tool_output", ""))) for c in calls]
+    return Turn(
+        query=query, inputs=dict(inputs), replies=replies_of(log, answer), tool_outputs=outputs, expect=wanted
+    )
 
 
 def add_case(path: Path, case: Case, *, replace: bool = False) -> EvalSet:

@@ -36,6 +36,7 @@ class RemoteTarget:
     version: int | None = None
     model: str | None = None
     replay: bool = False
+    replay_tools: bool = False
     user: str = EVAL_USER
     judge_models: dict[str, Model] = field(default_factory=dict)
 

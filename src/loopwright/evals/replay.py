@@ -13,18 +13,27 @@ conversation is one script). The tools still run.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections import defaultdict, deque
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from loopwright.config import ScriptReply, ToolCallSpec
 from loopwright.model.base import ModelError, estimate_message_tokens
 from loopwright.model.entities import TOOL_CALL_FEATURES, LLMChunk, ModelMode, PromptMessage, ToolSchema
 from loopwright.model.scripted import Reply, ScriptedModel
 from loopwright.model.settings import ModelSettings
+from loopwright.tools.base import InvokeFn, TextMessage, Tool, ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from loopwright.evals.schema import ToolOutputRecord
 
 _SCRIPT: ContextVar[ScriptedModel | None] = ContextVar("loopwright_eval_replay", default=None)
+_TOOL_OUTPUTS: ContextVar[Mapping[str, deque[str]] | None] = ContextVar(
+    "loopwright_eval_tool_outputs", default=None
+)
 
 
 class NoRecordingError(ModelError):
@@ -66,8 +75,14 @@ class ReplayModel:
 
 
 @contextmanager
-def replaying(replies: Sequence[ScriptReply], *, react: bool = False) -> Iterator[ScriptedModel]:
-    """Within this block (and the tasks started in it), :class:`ReplayModel` plays ``replies``."""
+def replaying(
+    replies: Sequence[ScriptReply], *, react: bool = False, tool_outputs: Sequence[ToolOutputRecord] = ()
+) -> Iterator[ScriptedModel]:
+    """Within this block (and the tasks started in it), :class:`ReplayModel` plays ``replies``, and
+    the tools :func:`replayed_tools` wrapped give back ``tool_outputs`` (each tool its own, in order)."""
+    queues: dict[str, deque[str]] = defaultdict(deque)
+    for record in tool_outputs:
+        queues[record.tool].append(record.output)
     script = ScriptedModel(
         [react_reply(r) if react else r.to_reply() for r in replies],
         features=TOOL_CALL_FEATURES,
@@ -76,10 +91,31 @@ def replaying(replies: Sequence[ScriptReply], *, react: bool = False) -> Iterato
         name="replay",
     )
     token = _SCRIPT.set(script)
+    outputs = _TOOL_OUTPUTS.set(queues)
     try:
         yield script
     finally:
+        _TOOL_OUTPUTS.reset(outputs)
         _SCRIPT.reset(token)
+
+
+def replayed_tools(tools: Sequence[Tool]) -> list[Tool]:
+    """``tools`` that give back the outputs recorded for them in a :func:`replaying` block (until those
+    run out: then they run), and run as ever outside one. Never cached: each case has its own."""
+    return [replace(t, invoke=_replayed(t.name, t.invoke), cache_ttl=None) for t in tools]
+
+
+def _replayed(name: str, real: InvokeFn) -> InvokeFn:
+    async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
+        recorded = _TOOL_OUTPUTS.get()
+        queue = recorded.get(name) if recorded is not None else None
+        if queue:
+            yield TextMessage(queue.popleft())
+            return
+        async for output in real(args, ctx):
+            yield output
+
+    return invoke
 
 
 def react_reply(reply: ScriptReply) -> Reply:

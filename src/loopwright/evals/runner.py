@@ -30,7 +30,7 @@ from loopwright.config import Settings, build_model, load_settings
 from loopwright.errors import LoopwrightError
 from loopwright.evals.judges import Graders
 from loopwright.evals.matchers import check_turn
-from loopwright.evals.replay import ReplayModel, replaying
+from loopwright.evals.replay import ReplayModel, replayed_tools, replaying
 from loopwright.evals.results import CaseResult, Check, Report, ToolCall, TurnTrace
 from loopwright.evals.schema import Case, EvalSet, Expect
 from loopwright.evals.target import EVAL_USER, EvalTargetError, Target, load_model
@@ -57,6 +57,7 @@ class EvalTarget:
     version: int | None
     model: str | None
     replay: bool
+    replay_tools: bool = False
     user: str = EVAL_USER
     judge_models: dict[str, Model] = field(default_factory=dict)
 
@@ -91,6 +92,7 @@ async def open_target(
     version: int | None = None,
     model: str | None = None,
     replay: bool = False,
+    replay_tools: bool = False,
     settings: Settings | None = None,
     database_url: str | None = None,
     runtime: AppRuntime | None = None,
@@ -111,6 +113,8 @@ async def open_target(
             await migrate(db)
             runtime = AppRuntime.with_builtin_tools(db, settings)
             stack.push_async_callback(runtime.shutdown)
+            if replay and replay_tools:  # before any agent takes them up
+                runtime.tools = replayed_tools(runtime.tools)
         if app_file is not None:
             report = admin.read_app_file(app_file[1])
             app_id = await admin.create_app(report.name, report.config, db=runtime.db)
@@ -122,7 +126,9 @@ async def open_target(
             runtime.use_model(config.model, ReplayModel())
         elif model:
             runtime.use_model(config.model, build_model(model, settings))
-        yield EvalTarget(runtime, app_id, label, config_id, config, number, model, replay)
+        yield EvalTarget(
+            runtime, app_id, label, config_id, config, number, model, replay, replay and replay_tools
+        )
 
 
 def read_app_file(app: str) -> tuple[str, str] | None:
@@ -193,9 +199,9 @@ async def run_case(
     """One case: its turns in one conversation, then every expectation checked."""
     started = time.perf_counter()
     react = target.config is not None and target.config.strategy == "react"
-    replay = (
-        replaying([r for t in case.turns for r in t.replies], react=react) if target.replay else nullcontext()
-    )
+    replies = [r for t in case.turns for r in t.replies]
+    outputs = [o for t in case.turns for o in t.tool_outputs] if target.replay_tools else []
+    replay = replaying(replies, react=react, tool_outputs=outputs) if target.replay else nullcontext()
     traces: list[TurnTrace] = []
     with replay:
         conversation: str | None = None
@@ -314,6 +320,7 @@ async def evaluate(
     version: int | None = None,
     model: str | None = None,
     replay: bool = False,
+    replay_tools: bool = False,
     threshold: float = 1.0,
     concurrency: int = DEFAULT_CONCURRENCY,
     judge_model: str | None = None,
@@ -335,7 +342,13 @@ async def evaluate(
         opened = open_remote(server, app, settings=settings)
     else:
         opened = open_target(
-            app, version=version, model=model, replay=replay, settings=settings, database_url=database_url
+            app,
+            version=version,
+            model=model,
+            replay=replay,
+            replay_tools=replay_tools,
+            settings=settings,
+            database_url=database_url,
         )
     async with opened as target:
         results = await run_set(

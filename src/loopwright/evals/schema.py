@@ -171,14 +171,23 @@ class Expect(_Strict):
         return self == Expect()
 
 
+class ToolOutputRecord(_Strict):
+    """What one tool call returned, recorded (``--replay-tools`` gives it back instead of running)."""
+
+    tool: str
+    output: str
+
+
 class Turn(_Strict):
     """One message of a case; ``replies`` are the model's replies recorded for it (``--replay``),
-    in the form of a scripted model's script (docs/configuration.md)."""
+    in the form of a scripted model's script (docs/configuration.md); ``tool_outputs`` what its tool
+    calls returned, in order."""
 
     query: str
     inputs: dict[str, Any] = {}
     files: list[dict[str, Any]] = []
     replies: list[ScriptReply] = []
+    tool_outputs: list[ToolOutputRecord] = []
     expect: Expect | None = None
 
     @pydantic.field_validator("replies", mode="before")
@@ -201,7 +210,8 @@ class Case(_Strict):
         # ``query:`` (with ``inputs``/``files``) is a one-turn case written short.
         if isinstance(data, dict) and "query" in data and "turns" not in data:
             data = dict(data)
-            turn = {k: data.pop(k) for k in ("query", "inputs", "files", "replies") if k in data}
+            keys = ("query", "inputs", "files", "replies", "tool_outputs")
+            turn = {k: data.pop(k) for k in keys if k in data}
             data["turns"] = [turn]
         return data
 

@@ -31,6 +31,7 @@ class Target(Protocol):
     version: int | None
     model: str | None
     replay: bool
+    replay_tools: bool  # with ``replay``: tools give back the outputs recorded with each case
 
     @property
     def config(self) -> AppConfig | None: ...
