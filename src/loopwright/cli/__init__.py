@@ -2,7 +2,8 @@
 create apps and keys, ``serve`` them, manage knowledge bases (``kb``) and import ``tools``.
 
 One module per command group: :mod:`~loopwright.cli.run` (run, chat), :mod:`~loopwright.cli.models`,
-:mod:`~loopwright.cli.admin` (app, key, serve), :mod:`~loopwright.cli.kb`, :mod:`~loopwright.cli.tools`.
+:mod:`~loopwright.cli.admin` (app, key, serve), :mod:`~loopwright.cli.kb`, :mod:`~loopwright.cli.tools`,
+:mod:`~loopwright.cli.evals` (eval run, record, compare).
 The commands call the app layer (``loopwright.app``), never the store.
 """
 
@@ -16,7 +17,7 @@ from typing import Annotated
 import typer
 
 from loopwright import __version__
-from loopwright.cli import admin, annotate, info, kb, log, models, plugins, run, tools
+from loopwright.cli import admin, annotate, evals, info, kb, log, models, plugins, run, tools
 from loopwright.cli._common import debug, print_error, unexpected_error
 from loopwright.paths import DATA_DIR_ENV, legacy_db_notice
 
@@ -76,6 +77,7 @@ app.command()(admin.serve)
 app.command()(log.log)
 app.command()(info.info)
 app.add_typer(annotate.annotate, name="annotate")
+app.add_typer(evals.evals, name="eval")
 
 
 def main() -> None:

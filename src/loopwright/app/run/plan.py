@@ -60,6 +60,9 @@ class MessageRequest:
     history: Sequence[PromptMessage] = ()  # a new conversation's turns so far, as the caller gives them
     # The stream's encoder, given the number of its last event (another wire's, app.wires); None: Dify's
     encoder: Callable[[int], DifyEncoder] | None = None
+    # A new conversation's configuration version (its id) instead of the app's newest: what an eval of
+    # an older or a newer version runs on. Set by callers in this process only, never from a wire.
+    config_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,9 +123,7 @@ async def prepare(
         version, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
         end_user: str | asyncio.Task[str] = end_user_id
     else:
-        latest = await lookup.latest_config(app_id)
-        if latest is None:
-            raise AppUnavailableError(f"app {app_id} has no configuration")
+        latest = await _chosen_config(lookup, app_id, request.config_id)
         version, history = latest, list(request.history)
         end_user = lookup.end_user_now(app_id, request.user)
     # Every turn runs on its own inputs, checked against the form (as Dify), and stores them.
@@ -162,6 +163,15 @@ async def prepare(
         new_conversation=not request.conversation_id,
         end_user=end_user,
     )
+
+
+async def _chosen_config(lookup: AppLookup, app_id: str, config_id: str | None) -> ConfigVersion:
+    """The configuration a new conversation starts on: the one the caller chose, else the newest."""
+    version = await (lookup.config(config_id) if config_id else lookup.latest_config(app_id))
+    if version is None:
+        what = f"configuration {config_id}" if config_id else "configuration"
+        raise AppUnavailableError(f"app {app_id} has no {what}")
+    return version
 
 
 async def _continued(

@@ -413,6 +413,13 @@ class AppRuntime:
             self._models[spec] = model
         return model
 
+    def use_model(self, spec: str, model: Model) -> None:
+        """Run the apps whose configuration names ``spec`` on ``model`` instead (an eval swaps an app's
+        model, or replays recorded replies); agents already built on the old one are dropped."""
+        self._models[spec] = model
+        for key in [k for k in self._agents if k[1] == spec]:
+            self._agents.pop(key, None)
+
     async def agent(self, version: ConfigVersion, app_id: str = "") -> Agent:
         """The agent of a configuration version, built once: an Agent is configuration only (runs keep
         their state apart), so one serves every request, with its prompt caches warm."""
