@@ -25,7 +25,6 @@ from loopwright.app.dify.errors import error_fields
 from loopwright.app.lookup import KeyedApp
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.app.wires.a2a import (
-    A2A_PING,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -47,6 +46,7 @@ from loopwright.app.wires.a2a import (
 )
 from loopwright.app.wires.a2a_card import agent_card
 from loopwright.app.wires.a2a_tasks import A2ATasks, Following, Started
+from loopwright.app.wires.encoding import COMMENT_PING
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.server.auth import bearer_token
 from loopwright.server.errors import ApiError
@@ -76,7 +76,7 @@ PUSH_METHODS = frozenset(
 # A2A 0.3's names: answered with the version this agent speaks
 OLD_METHODS = frozenset({"message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe"})
 VERSION_HEADER = "a2a-version"
-PING = A2A_PING.frame
+PING = COMMENT_PING.frame
 
 
 class Refused(Exception):

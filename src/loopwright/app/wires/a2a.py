@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any
 
-from loopwright.app.dify.encoder import DifyEncoder, Encoded, Item
+from loopwright.app.dify.encoder import Item
 from loopwright.app.dify.events import (
     AgentMessage,
     AgentThought,
@@ -36,6 +36,7 @@ from loopwright.app.dify.events import (
     TextMessage,
     WireEvent,
 )
+from loopwright.app.wires.encoding import WireEncoder
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -281,10 +282,7 @@ def sse_frame(payload: Mapping[str, Any]) -> str:
 # --- the stream's encoder ---------------------------------------------------------------------------
 
 
-A2A_PING = Encoded(None, None, ": ping\n\n")  # an SSE comment: A2A's clients skip it
-
-
-class A2AEncoder(DifyEncoder):
+class A2AEncoder(WireEncoder):
     """Encodes a run's events as ``SendStreamingMessage`` frames answering the request ``rpc_id`` (see
     the module's docstring); the journal's item of each event is Dify's."""
 
@@ -296,22 +294,16 @@ class A2AEncoder(DifyEncoder):
         self._artifact_frame: dict[bool, tuple[str, str]] = {}  # by append: the frame around the text
         self._started = False
 
-    @property
-    def ping(self) -> Encoded:
-        return A2A_PING
-
-    def encode(self, event: WireEvent) -> Encoded:
-        self.seq += 1
+    def frames(self, event: WireEvent) -> str:
         if isinstance(event, AgentMessage | TextMessage):
             text = event.answer
-            return Encoded(event, text, self._text(event.head, text, append=self._started) if text else "")
-        payload = event.payload()
+            return self._text(event.head, text, append=self._started) if text else ""
         if isinstance(event, MessageReplace):
-            return Encoded(event, payload, self._text(event.head, event.answer, append=False))
+            return self._text(event.head, event.answer, append=False)
         if isinstance(event, AgentThought) and event.tool:
-            return Encoded(event, payload, self._tool_round(event.head, event.id, payload))
+            return self._tool_round(event.head, event.id, event.payload())
         # message_end, an error, a pause: the route ends the stream with the outcome's status
-        return Encoded(event, payload, "")
+        return ""
 
     def _text(self, head: EventHead, text: str, *, append: bool) -> str:
         """An ``artifactUpdate`` of the answer (``append``: more of it; else it starts again)."""
@@ -336,6 +328,8 @@ class A2AEncoder(DifyEncoder):
         if isinstance(item, str):
             return self._text(head, item, append=self._started) if item else ""
         kind = item.get("event")
+        if kind == "message":  # a text reply's (Dify's chat apps): journalled as its payload
+            return self._text(head, str(item.get("answer") or ""), append=self._started)
         if kind == "message_replace":
             return self._text(head, str(item.get("answer") or ""), append=False)
         if kind == "agent_thought" and item.get("tool"):
