@@ -15,6 +15,7 @@ from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult
 from loopwright.agent.output import output_spec
+from loopwright.agent.planning import PlanSettings
 from loopwright.agent.prepared import PreparedAgent
 from loopwright.agent.tool_selection import ToolSelector
 from loopwright.model.base import Model
@@ -29,9 +30,11 @@ class Agent:
     """An agent: a model, tools, an instruction, and how to run them.
 
     ``instruction`` may hold ``{{variables}}`` filled from the ``inputs`` of each run. ``strategy`` is
-    ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
-    or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
-    offered no tools.
+    ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``,
+    ``"react"`` or ``"plan"`` (plan and execute: the model writes a plan of tool steps, they run, at
+    most ``max_replans`` new plans after failed steps, then it answers; agent._plan). A run makes at
+    most ``min(max_iterations, 99) + 1`` model calls (rounds, with ``plan``); the last one is offered
+    no tools.
 
     ``output_type`` asks for the answer as a typed value (``result.output``; see agent.output).
     A call of a tool that requires approval pauses the run (``result.interruption``); ``resume`` goes
@@ -75,6 +78,9 @@ class Agent:
     output_time_budget: float | None = None
     # Tools (by name) whose calls wait for a person's approval, beside @tool(requires_approval=True)
     approval_required: Sequence[str] = ()
+    # strategy "plan": new plans after failed steps, and steps per plan (agent.planning.PlanSettings)
+    max_replans: int = 2
+    max_plan_steps: int = 8
     # the prepared form, and the configuration it was made from (see ``prepare``)
     _prepared: tuple[tuple[Any, ...], PreparedAgent] | None = field(default=None, init=False, repr=False)
 
@@ -117,6 +123,8 @@ class Agent:
             self.output_retries,
             self.output_time_budget,
             self.approval_required,
+            self.max_replans,
+            self.max_plan_steps,
         )
 
     async def run(
@@ -235,6 +243,7 @@ def _prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None
         context=agent.context,
         callbacks=tuple(agent.callbacks),
         callback_tasks=set() if callback_tasks is None else callback_tasks,
+        plans=PlanSettings(agent.max_replans, agent.max_plan_steps) if agent.strategy == "plan" else None,
     )
 
 

@@ -568,6 +568,8 @@ def build_agent(
         output_type=config.output_schema,
         approval_required=config.approval.tools,
         tool_selector=_tool_ranker(config),
+        max_replans=config.plan.max_replans,
+        max_plan_steps=config.plan.max_steps,
     )
 
 
