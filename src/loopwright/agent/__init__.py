@@ -19,6 +19,7 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallRecord,
     ToolCallStarted,
+    ToolProgress,
 )
 from loopwright.agent.metrics import RunMetrics
 
@@ -47,4 +48,5 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "ToolProgress",
 ]

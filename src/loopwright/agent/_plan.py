@@ -283,7 +283,12 @@ class PlanRun:
             calls.append(call)
             by_call[call.id] = step
         thought = "\n".join(f"{s.id}: {s.task}" for s in ready)
-        if len(calls) == 1 and calls[0].observation is None:  # one step: no task, no queue
+        # one step that streams nothing: no task, no queue
+        if (
+            len(calls) == 1
+            and calls[0].observation is None
+            and calls[0].name not in run.engine.progress_names
+        ):
             call, only = calls[0], ready[0]
             yield PlanStepStarted(rnd, only, call.id)
             yield ToolCallStarted(rnd, call.id, call.name, call.arguments)

@@ -22,7 +22,8 @@ round's usage); then ``on_agent_finish``, or ``on_agent_error`` (the run raised)
 
 Strategy ``"plan"`` adds ``on_plan`` (a plan or a new plan was written) and ``on_plan_step_start`` /
 ``on_plan_step_end`` around each step's tool call; a round that runs a plan's steps calls no model, so
-it has no ``on_llm_start``/``on_llm_end``.
+it has no ``on_llm_start``/``on_llm_end``. A tool that streams progress adds ``on_tool_progress``
+calls between its ``on_tool_start`` and ``on_tool_end``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from loopwright.agent.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ HOOKS = (
     "on_tool_start",
     "on_tool_end",
     "on_tool_error",
+    "on_tool_progress",
     "on_plan",
     "on_plan_step_start",
     "on_plan_step_end",
@@ -108,6 +111,9 @@ class AgentCallback:
 
     def on_tool_error(self, event: ToolCallFinished) -> Any:
         """A tool call failed: ``event.meta.error`` says why; the observation tells the model."""
+
+    def on_tool_progress(self, event: ToolProgress) -> Any:
+        """A running tool call reported progress (``event.text``, ``event.fraction``)."""
 
     def on_plan(self, event: PlanCreated) -> Any:
         """Strategy ``"plan"``: the model wrote a plan (``event.revision`` 0) or a new one."""
@@ -227,13 +233,14 @@ def _after_reply(dispatch: CallbackDispatch, event: AgentEvent, reading: int) ->
         dispatch("on_agent_finish", event.result)
         return _FINISHED
     else:
-        hook = _PLAN_HOOKS.get(type(event))
+        hook = _MORE_HOOKS.get(type(event))
         if hook is not None:
             dispatch(hook, event)
     return reading
 
 
-_PLAN_HOOKS: dict[type, str] = {
+_MORE_HOOKS: dict[type, str] = {
+    ToolProgress: "on_tool_progress",
     PlanCreated: "on_plan",
     PlanStepStarted: "on_plan_step_start",
     PlanStepFinished: "on_plan_step_end",

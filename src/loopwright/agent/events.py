@@ -91,6 +91,19 @@ class ToolCallFinished:
 
 
 @dataclass(slots=True)
+class ToolProgress:
+    """A running call's progress (a tool with ``streams_progress`` yielded a ProgressMessage), between
+    its ``tool_call_started`` and ``tool_call_finished``."""
+
+    round: int
+    id: str
+    name: str
+    text: str
+    fraction: float | None = None
+    type: Literal["tool_progress"] = field(default="tool_progress", init=False)
+
+
+@dataclass(slots=True)
 class RoundFinished:
     """A round is over: its thought text, its tool calls in the model's order, its own usage, and the
     final answer if this round gave one."""
@@ -186,6 +199,7 @@ AgentEvent = (
     | TextDelta
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
     | RoundFinished
     | ApprovalRequired
     | PlanCreated

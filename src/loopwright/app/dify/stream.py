@@ -40,6 +40,7 @@ from loopwright.agent.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.planning import render_checklist
@@ -197,6 +198,18 @@ class DifyStream:
             out.append(self._message_file(file_id, output))
         out.append(self._thought(row))
         return out
+
+    def on_tool_progress(self, event: ToolProgress) -> list[WireEvent]:
+        """A running call's progress: its observation, until its result replaces it, is the progress
+        line (the round's thought sent again: Dify's clients update it in place)."""
+        row = self.thoughts[-1]
+        if event.id not in row.call_ids:
+            return []
+        line = event.text
+        if event.fraction is not None:
+            line = f"{line} ({max(0.0, min(1.0, event.fraction)):.0%})".strip()
+        row.observations[row.call_ids.index(event.id)] = line
+        return [self._thought(row)]
 
     def on_round_finished(self, event: RoundFinished) -> list[WireEvent]:
         row = self.thoughts[-1]
@@ -366,6 +379,7 @@ _HOOKS: dict[type[AgentEvent], Callable[[DifyStream, Any], list[WireEvent]]] = {
     RoundStarted: DifyStream.on_round_started,
     ToolCallStarted: DifyStream.on_tool_call_started,
     ToolCallFinished: DifyStream.on_tool_call_finished,
+    ToolProgress: DifyStream.on_tool_progress,
     RoundFinished: DifyStream.on_round_finished,
     ApprovalRequired: DifyStream.on_approval_required,
     PlanCreated: DifyStream.on_plan_created,
