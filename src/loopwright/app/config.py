@@ -174,6 +174,8 @@ class AppConfig(pydantic.BaseModel):
 
     tool_ranking: ToolRanking = ToolRanking()
     plan: PlanConfig = PlanConfig()  # strategy "plan" only
+    # Skills: folders or zips with a SKILL.md, by path on the server (tools.skills)
+    skills: list[str] = []
 
     @pydantic.field_validator("toolsets")
     @classmethod

@@ -69,6 +69,8 @@ from loopwright.tools.app_tool import AppAnswer
 from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
 from loopwright.tools.net import NetworkPolicy, network_policy
+from loopwright.tools.sandbox import Sandbox
+from loopwright.tools.skills import Skill, load_skills
 
 if TYPE_CHECKING:
     from loopwright.app.run.durable import DurableExecutor
@@ -416,7 +418,8 @@ class AppRuntime:
             toolsets = await self.toolsets.tools_for(version.config)
             if self.prompt_log is not None:
                 model = self.prompt_log.wrap(model)
-            agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
+            skills = await run_sync(load_skills, version.config.skills) if version.config.skills else []
+            agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self), skills)
             if self.agent_observers:
                 observers = [make(app_id, version.config, agent) for make in self.agent_observers]
                 agent.callbacks = [*agent.callbacks, *observers]
@@ -545,6 +548,7 @@ def build_agent(
     tools: Sequence[Tool],
     toolsets: Sequence[ToolLike] = (),
     files: _LazyFiles | None = None,
+    skills: Sequence[Skill] = (),
 ) -> Agent:
     """The agent an app configuration describes, on an already built model: ``config.tools`` chosen by
     name from ``tools``, plus the built ``toolsets`` of ``config.toolsets``; ``files`` keeps the files
@@ -570,6 +574,8 @@ def build_agent(
         tool_selector=_tool_ranker(config),
         max_replans=config.plan.max_replans,
         max_plan_steps=config.plan.max_steps,
+        skills=skills,
+        skill_sandbox=Sandbox() if any(s.scripts for s in skills) else None,
     )
 
 
