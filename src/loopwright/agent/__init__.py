@@ -22,6 +22,7 @@ from loopwright.agent.events import (
     ToolProgress,
 )
 from loopwright.agent.metrics import RunMetrics
+from loopwright.agent.subagent import agent_tool
 
 __all__ = [
     "Agent",
@@ -45,6 +46,7 @@ __all__ = [
     "RoundStarted",
     "RunMetrics",
     "TextDelta",
+    "agent_tool",
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",

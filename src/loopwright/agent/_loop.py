@@ -592,7 +592,9 @@ async def _run_calls(
 
 def _progress_sink(queue: asyncio.Queue[AgentEvent], rnd: int, call: ToolCallRecord) -> ProgressSink:
     def sink(message: ProgressMessage) -> None:
-        queue.put_nowait(ToolProgress(rnd, call.id, call.name, message.text, message.fraction))
+        queue.put_nowait(
+            ToolProgress(rnd, call.id, call.name, message.text, message.fraction, message.detail)
+        )
 
     return sink
 

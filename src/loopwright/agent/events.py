@@ -100,6 +100,8 @@ class ToolProgress:
     name: str
     text: str
     fraction: float | None = None
+    # the ProgressMessage's detail: for an agent called as a tool, the sub-agent's own event
+    detail: Any = None
     type: Literal["tool_progress"] = field(default="tool_progress", init=False)
 
 

@@ -76,6 +76,8 @@ class ProgressMessage:
 
     text: str = ""
     fraction: float | None = None
+    # what the progress is, for a reader that knows it: a sub-agent's own event (agent.subagent)
+    detail: Any = None
     type: Literal["progress"] = "progress"
 
 
