@@ -21,6 +21,7 @@ from loopwright.agent.events import (
     ToolCallStarted,
     ToolProgress,
 )
+from loopwright.agent.handoffs import HandoffStarted, handoff_tool, stream_with_handoffs
 from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.subagent import agent_tool
 
@@ -35,6 +36,7 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalRequired",
     "Finished",
+    "HandoffStarted",
     "Interruption",
     "LoggingCallback",
     "PendingCall",
@@ -47,6 +49,8 @@ __all__ = [
     "RunMetrics",
     "TextDelta",
     "agent_tool",
+    "handoff_tool",
+    "stream_with_handoffs",
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
