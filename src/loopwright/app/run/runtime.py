@@ -30,7 +30,7 @@ from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
-from loopwright.app.dify.events import EventHead
+from loopwright.app.dify.events import AgentThought, EventHead
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.files.speech import Speech
 from loopwright.app.files.uploads import UploadLimits, upload_limits
@@ -66,7 +66,7 @@ from loopwright.store import approvals as pending
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
 from loopwright.store.models import App, PendingApproval, RunStream, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
-from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
+from loopwright.tools.base import ProgressMessage, Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
 from loopwright.tools.net import NetworkPolicy, network_policy
 from loopwright.tools.sandbox import Sandbox
@@ -351,15 +351,24 @@ class AppRuntime:
             count.until(run)
         return run
 
-    async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
+    async def answer(
+        self,
+        app_id: str,
+        query: str,
+        inputs: Mapping[str, Any],
+        ctx: ToolContext,
+        progress: Callable[[ProgressMessage], None] | None = None,
+    ) -> AppAnswer:
         """One message of an app, run to its end for an app that calls it as a tool (a new conversation
-        of the same end user each time; it is stored like any other)."""
+        of the same end user each time; it is stored like any other). ``progress`` is told of each of
+        its thoughts as they come (the caller streams them as its call's progress)."""
         request = MessageRequest(
             app_id,
             ctx.user_id or "app-tool",
             query,
             inputs,
-            response_mode="blocking",
+            # streaming keeps the run's events for us to read: only when they are wanted
+            response_mode="streaming" if progress is not None else "blocking",
             call_depth=ctx.call_depth,
         )
         try:
@@ -367,6 +376,10 @@ class AppRuntime:
         except UserInputError as exc:
             raise ToolInvokeError(str(exc)) from None
         try:
+            if progress is not None:
+                async for event in run.events():
+                    if isinstance(event, AgentThought) and (line := thought_line(event)):
+                        progress(ProgressMessage(line, None, event))
             outcome = await run.outcome()
         except asyncio.CancelledError:
             run.stop("caller stopped")  # the calling run was stopped: so is this one
@@ -614,3 +627,15 @@ class _LazyFiles:
     async def store_outputs(self, outputs: Sequence[ToolOutput], ctx: ToolContext) -> list[StoredFile]:
         files = await self._runtime.files()
         return await files.store_outputs(outputs, ctx)
+
+
+def thought_line(thought: AgentThought) -> str:
+    """One line for an app's thought, as its caller's live progress shows it ('' for an empty one)."""
+    if thought.tool and thought.observation:
+        text = f"{thought.tool}: {thought.observation}"
+    elif thought.tool:
+        text = f"calling {thought.tool}"
+    else:
+        text = thought.thought
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:200] + "…"
