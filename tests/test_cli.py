@@ -236,14 +236,14 @@ def test_agent_error(runner: CliRunner, tmp_path: Path) -> None:
 
 
 def test_bad_strategy_is_a_usage_error(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["run", "hi", "--strategy", "plan"])
+    result = runner.invoke(app, ["run", "hi", "--strategy", "planning"])
     assert result.exit_code == 2
 
 
 def test_bad_setting_in_the_environment(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["run", "hi"], env={"LOOPWRIGHT_STRATEGY": "plan"})
+    result = runner.invoke(app, ["run", "hi"], env={"LOOPWRIGHT_STRATEGY": "planning"})
     assert result.exit_code == 1
-    assert "error: environment LOOPWRIGHT_STRATEGY: unknown strategy 'plan'" in result.stderr
+    assert "error: environment LOOPWRIGHT_STRATEGY: unknown strategy 'planning'" in result.stderr
 
 
 def test_question_from_stdin(runner: CliRunner, tmp_path: Path) -> None:

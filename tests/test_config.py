@@ -105,7 +105,7 @@ def test_iterations_and_strategy_from_the_environment() -> None:
     [
         ({"LOOPWRIGHT_MAX_ITERATIONS": "many"}, "LOOPWRIGHT_MAX_ITERATIONS.*whole number"),
         ({"LOOPWRIGHT_MAX_ITERATIONS": "-1"}, "0 or more"),
-        ({"LOOPWRIGHT_STRATEGY": "plan"}, "unknown strategy 'plan'.*auto, function-calling, react"),
+        ({"LOOPWRIGHT_STRATEGY": "planning"}, "unknown strategy 'planning'.*react, plan"),
     ],
 )
 def test_bad_environment_values(env: dict[str, str], match: str) -> None:

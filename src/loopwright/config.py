@@ -40,7 +40,7 @@ SPEC_FORMS = (
     "local, local:/path/model.gguf, openai:<name>, openai-compatible:<name>, scripted:/path/script.json"
 )
 MODEL_KINDS = ("local", "openai", "openai-compatible", "scripted")
-STRATEGIES = ("auto", "function-calling", "react")
+STRATEGIES = ("auto", "function-calling", "react", "plan")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 OPENAI_API_BASE = "https://api.openai.com/v1"
 CONFIG_FILE_NAME = "loopwright.toml"

@@ -256,3 +256,23 @@ async def test_a_disabled_app_answers_403(base_url: str, new_app: NewApp, db: Da
         403,
         {"code": "forbidden", "message": "The app's API service has been disabled.", "status": 403},
     )
+
+
+async def test_a_plan_and_its_steps_read_as_plain_thoughts(base_url: str, new_app: NewApp) -> None:
+    """Strategy "plan": the SDK reads the plan's checklist and each step as ordinary agent_thoughts."""
+    from tests.server.test_plan_stream import PLAN_REPLIES
+
+    client = sdk(base_url, await new_app(PLAN_REPLIES, strategy="plan"))
+
+    def chat() -> list[dict[str, Any]]:
+        response = client.create_chat_message({}, "Double 2+3", "alice", response_mode="streaming")
+        return read_stream(response)
+
+    events = await asyncio.to_thread(chat)
+    assert events[-1]["event"] == "message_end" and "error" not in [e["event"] for e in events]
+    thoughts = [e for e in events if e["event"] == "agent_thought"]
+    assert all(set(t) >= {"id", "position", "thought", "tool", "tool_input", "observation"} for t in thoughts)
+    assert "- [x] s2: double it (calculator)" in thoughts[-1]["thought"] or any(
+        "- [x] s2" in t["thought"] for t in thoughts
+    )
+    assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == "It is 10."

@@ -176,3 +176,28 @@ async def test_spans_export_over_otlp_http() -> None:
     assert sorted(names) == sorted(
         ["invoke_agent", "chat gpt-test", "chat gpt-test", "execute_tool add", "execute_tool broken"]
     )
+
+
+async def test_a_plan_is_a_span_with_its_steps_as_events(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, exporter = spans
+    otel = OtelCallback(model="gpt-test", provider="openai", tracer_provider=provider)
+    steps = [
+        {"id": "s1", "task": "add", "tool": "add", "arguments": {"a": 1, "b": 2}},
+        {"id": "s2", "task": "break", "tool": "broken", "arguments": {"x": "y"}},
+    ]
+    model = ScriptedModel(
+        [Reply.tool_calls(("make_plan", {"steps": steps})), Reply.text("3")], features=FC, name="gpt-test"
+    )
+    agent = Agent(model=model, tools=[add, broken], strategy="plan", max_replans=0, callbacks=[otel])
+    await agent.run("go")
+    finished = exporter.get_finished_spans()
+    (run,) = by_name(finished, "invoke_agent")
+    (plan,) = by_name(finished, "plan")
+    assert plan.parent is not None and plan.parent.span_id == run.context.span_id
+    assert plan.attributes is not None and plan.attributes["loopwright.plan.steps"] == 2
+    ended = [(e.attributes or {}).get("step.status") for e in plan.events if e.name == "step_finished"]
+    assert sorted(ended) == ["done", "failed"]  # type: ignore[type-var]
+    assert len(by_name(finished, "chat")) == 2  # the plan and the answer: step rounds call no model
+    assert len(by_name(finished, "execute_tool")) == 2

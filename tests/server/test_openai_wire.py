@@ -194,3 +194,19 @@ async def test_errors_before_the_run_are_openais_shape(server_app: FastAPI, new_
         "param": None,
     }
     assert isinstance(bad_body.value.body, dict) and bad_body.value.body["code"] == "invalid_param"
+
+
+async def test_a_plan_apps_completion_is_its_answer(server_app: FastAPI, new_app: NewApp) -> None:
+    """Strategy "plan" on OpenAI's wire: the plan and its steps stay in the agent log, the text is the
+    answer."""
+    from tests.server.test_plan_stream import PLAN_REPLIES
+
+    app = await new_app(PLAN_REPLIES, strategy="plan")
+    async with serving(server_app) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=app.key, max_retries=0)
+        stream = await client.chat.completions.create(
+            model=app.id, messages=[{"role": "user", "content": "Double 2+3"}], stream=True
+        )
+        chunks = [chunk async for chunk in stream]
+        await client.close()
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "It is 10."

@@ -222,3 +222,24 @@ async def test_a_retriever_tool_ends_the_message_with_its_citations(
         headers={"Authorization": f"Bearer {app.key}"},
     )
     assert resources and r.json()["data"][0]["retriever_resources"] == resources
+
+
+async def test_an_app_called_as_a_tool_streams_its_rounds_into_the_callers_stream(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    inner = await new_app(
+        [{"tool_calls": [["calculator", {"expression": "6*7"}]]}, "It is 42."], name="maths"
+    )
+    outer = await new_app([{"tool_calls": [["maths", {"query": "6 times 7?"}]]}, "42."], name="assistant")
+    await add_toolsets(db, outer.id, [{"type": "app", "app_id": inner.id, "name": "maths"}])
+    events = await chat(client, outer.key, "6*7?")
+    shown = [
+        json.loads(e["observation"])["maths"]
+        for e in events
+        if e["event"] == "agent_thought" and e["tool"] == "maths" and e["observation"]
+    ]
+    # the inner app's rounds, live, as the call's observation — then its answer replaces them
+    assert "calling calculator" in shown and any(s.startswith("calculator: ") and "42" in s for s in shown)
+    assert shown[-1] == "It is 42."
+    assert shown.index("calling calculator") < len(shown) - 1
+    assert events[-1]["event"] == "message_end"

@@ -9,14 +9,21 @@ from loopwright.agent.events import (
     AgentResult,
     ApprovalRequired,
     Finished,
+    PlanCreated,
+    PlanStep,
+    PlanStepFinished,
+    PlanStepStarted,
     RoundFinished,
     RoundStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallRecord,
     ToolCallStarted,
+    ToolProgress,
 )
+from loopwright.agent.handoffs import HandoffStarted, handoff_tool, stream_with_handoffs
 from loopwright.agent.metrics import RunMetrics
+from loopwright.agent.subagent import agent_tool
 
 __all__ = [
     "Agent",
@@ -29,14 +36,23 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalRequired",
     "Finished",
+    "HandoffStarted",
     "Interruption",
     "LoggingCallback",
     "PendingCall",
+    "PlanCreated",
+    "PlanStep",
+    "PlanStepFinished",
+    "PlanStepStarted",
     "RoundFinished",
     "RoundStarted",
     "RunMetrics",
     "TextDelta",
+    "agent_tool",
+    "handoff_tool",
+    "stream_with_handoffs",
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "ToolProgress",
 ]

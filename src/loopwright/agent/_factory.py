@@ -11,8 +11,8 @@ from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.model.base import Model
 from loopwright.model.entities import TOOL_CALL_FEATURES, ModelMode
 
-StrategyName = Literal["auto", "function-calling", "react"]
-STRATEGY_NAMES: tuple[str, ...] = ("auto", "function-calling", "react")
+StrategyName = Literal["auto", "function-calling", "react", "plan"]
+STRATEGY_NAMES: tuple[str, ...] = ("auto", "function-calling", "react", "plan")
 
 
 def supports_tool_calls(model: Model) -> bool:
@@ -28,7 +28,8 @@ def create_strategy(
     stop: Sequence[str] = (),
 ) -> Strategy:
     """Function calling when asked for (or on ``auto``) and the model can call tools; ReAct otherwise,
-    with the chat or completion prompt by the model's mode."""
+    with the chat or completion prompt by the model's mode. ``plan`` gets the strategy ``auto`` would:
+    the one its planning and answer rounds talk to the model with (agent._plan)."""
     if name not in STRATEGY_NAMES:
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGY_NAMES)}")
     if name != "react" and supports_tool_calls(model):

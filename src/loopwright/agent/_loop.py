@@ -32,6 +32,7 @@ from loopwright.agent.events import (
     ToolCallFinished,
     ToolCallRecord,
     ToolCallStarted,
+    ToolProgress,
 )
 from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.output import output_note
@@ -48,8 +49,8 @@ from loopwright.model.entities import (
     UserMessage,
 )
 from loopwright.model.settings import ModelSettings
-from loopwright.tools.base import Tool, ToolContext, Toolset
-from loopwright.tools.engine import ToolEngine, ToolInvokeMeta
+from loopwright.tools.base import ProgressMessage, Tool, ToolContext, Toolset
+from loopwright.tools.engine import ProgressSink, ToolEngine, ToolInvokeMeta
 
 log = logging.getLogger("loopwright.agent")
 
@@ -243,7 +244,12 @@ async def run_loop(
             if step is _Step.RETRY:
                 continue
             return
-        if len(reply.calls) == 1 and reply.calls[0].observation is None and steps is None:  # inline
+        if (  # one call that streams nothing: inline, no task or queue
+            len(reply.calls) == 1
+            and reply.calls[0].observation is None
+            and steps is None
+            and reply.calls[0].name not in engine.progress_names
+        ):
             call = reply.calls[0]
             yield ToolCallStarted(rnd, call.id, call.name, call.arguments)
             await _invoke(engine, call, context)
@@ -563,7 +569,8 @@ async def _run_calls(
                 assert state.pending is not None
                 state.pending.started.add(call.id)
                 await steps.step(run.snapshot(state))
-            await _invoke(engine, call, run.context)
+            progress = _progress_sink(queue, rnd, call) if call.name in engine.progress_names else None
+            await _invoke(engine, call, run.context, progress)
             unfinished -= 1
             if steps is not None and unfinished:  # durable: the round's last is kept by the next round
                 await steps.step(run.snapshot(state), before_effects=False)
@@ -571,16 +578,31 @@ async def _run_calls(
 
     tasks = [asyncio.create_task(one(c)) for c in todo]
     try:
-        for _ in range(2 * len(todo)):
-            yield await queue.get()
+        remaining = 2 * len(todo)  # a start and a finish per call; progress comes between them
+        while remaining:
+            event = await queue.get()
+            if type(event) is not ToolProgress:
+                remaining -= 1
+            yield event
     finally:
         for t in tasks:
             t.cancel()  # a consumer that stops listening (a stopped run) stops the tools too
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _invoke(engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext) -> None:
-    result = await engine.invoke(call.name, call.arguments, ctx)
+def _progress_sink(queue: asyncio.Queue[AgentEvent], rnd: int, call: ToolCallRecord) -> ProgressSink:
+    def sink(message: ProgressMessage) -> None:
+        queue.put_nowait(
+            ToolProgress(rnd, call.id, call.name, message.text, message.fraction, message.detail)
+        )
+
+    return sink
+
+
+async def _invoke(
+    engine: ToolEngine, call: ToolCallRecord, ctx: ToolContext, progress: ProgressSink | None = None
+) -> None:
+    result = await engine.invoke(call.name, call.arguments, ctx, progress)
     call.observation = result.observation
     call.files = result.files
     call.meta = result.meta

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult
 from loopwright.agent.output import output_spec
+from loopwright.agent.planning import PlanSettings
 from loopwright.agent.prepared import PreparedAgent
 from loopwright.agent.tool_selection import ToolSelector
 from loopwright.model.base import Model
@@ -22,6 +24,8 @@ from loopwright.model.entities import ContentPart, ModelFeature, PromptMessage
 from loopwright.model.settings import ModelSettings, model_settings_from_params
 from loopwright.tools.base import Tool, ToolContext, ToolLike, Toolset
 from loopwright.tools.engine import FileSink, ToolEngine, ToolHook
+from loopwright.tools.sandbox import Sandbox
+from loopwright.tools.skills import Skill, load_skills, skill_tools, skills_instruction
 
 
 @dataclass
@@ -29,9 +33,11 @@ class Agent:
     """An agent: a model, tools, an instruction, and how to run them.
 
     ``instruction`` may hold ``{{variables}}`` filled from the ``inputs`` of each run. ``strategy`` is
-    ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``
-    or ``"react"``. A run makes at most ``min(max_iterations, 99) + 1`` model calls; the last one is
-    offered no tools.
+    ``"auto"`` (function calling when the model can call tools, else ReAct), ``"function-calling"``,
+    ``"react"`` or ``"plan"`` (plan and execute: the model writes a plan of tool steps, they run, at
+    most ``max_replans`` new plans after failed steps, then it answers; agent._plan). A run makes at
+    most ``min(max_iterations, 99) + 1`` model calls (rounds, with ``plan``); the last one is offered
+    no tools.
 
     ``output_type`` asks for the answer as a typed value (``result.output``; see agent.output).
     A call of a tool that requires approval pauses the run (``result.interruption``); ``resume`` goes
@@ -75,6 +81,13 @@ class Agent:
     output_time_budget: float | None = None
     # Tools (by name) whose calls wait for a person's approval, beside @tool(requires_approval=True)
     approval_required: Sequence[str] = ()
+    # strategy "plan": new plans after failed steps, and steps per plan (agent.planning.PlanSettings)
+    max_replans: int = 2
+    max_plan_steps: int = 8
+    # Skills (tools.skills): folders or zips with a SKILL.md, or loaded Skills; the prompt names them
+    # and the model loads one with the load_skill tool. Their scripts run only in ``skill_sandbox``.
+    skills: Sequence[str | os.PathLike[str] | Skill] = ()
+    skill_sandbox: Sandbox | None = None
     # the prepared form, and the configuration it was made from (see ``prepare``)
     _prepared: tuple[tuple[Any, ...], PreparedAgent] | None = field(default=None, init=False, repr=False)
 
@@ -117,6 +130,10 @@ class Agent:
             self.output_retries,
             self.output_time_budget,
             self.approval_required,
+            self.max_replans,
+            self.max_plan_steps,
+            self.skills,
+            self.skill_sandbox,
         )
 
     async def run(
@@ -208,6 +225,11 @@ def _prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None
         model, agent.strategy, parser_mode=agent.parser_mode, react_stop=agent.react_stop, stop=agent.stop
     )
     output = output_spec(agent.output_type) if agent.output_type is not None else None
+    skills = load_skills(agent.skills) if agent.skills else []
+    instruction = agent.instruction
+    if skills:  # the prompt names the skills; their instructions come with load_skill
+        note = skills_instruction(skills)
+        instruction = f"{instruction}\n\n{note}" if instruction else note
     settings = LoopSettings(
         max_iterations=agent.max_iterations,
         max_parallel_tools=agent.max_parallel_tools,
@@ -227,14 +249,15 @@ def _prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None
         model=model,
         strategy=strategy,
         settings=settings,
-        tools=_tools(agent),
-        instruction=agent.instruction,
+        tools=_tools(agent, skill_tools(skills, agent.skill_sandbox) if skills else ()),
+        instruction=instruction,
         output=output,
         output_note=output.instruction(isinstance(strategy, ReactStrategy)) if output is not None else None,
         vision=ModelFeature.VISION in model.features,
         context=agent.context,
         callbacks=tuple(agent.callbacks),
         callback_tasks=set() if callback_tasks is None else callback_tasks,
+        plans=PlanSettings(agent.max_replans, agent.max_plan_steps) if agent.strategy == "plan" else None,
     )
 
 
@@ -245,8 +268,8 @@ def _stream_react(model: Model) -> StreamReact | None:
     return method if callable(method) else None
 
 
-def _tools(agent: Agent) -> LoopTools:
-    items = tuple(agent.tools)
+def _tools(agent: Agent, extra: Sequence[Tool] = ()) -> LoopTools:
+    items = (*agent.tools, *extra)
     for item in items:
         if not isinstance(item, Tool | Toolset):
             raise TypeError(f"not a tool or toolset: {item!r} (use @tool, or a Tool, or a toolset)")

@@ -19,6 +19,11 @@ The hooks, in the order a run calls them: ``on_agent_start``; per round ``on_rou
 run), ``on_tool_start`` / ``on_tool_end`` or ``on_tool_error`` per call, ``on_round_end`` (with the
 round's usage); then ``on_agent_finish``, or ``on_agent_error`` (the run raised) or ``on_agent_stop``
 (its consumer stopped listening).
+
+Strategy ``"plan"`` adds ``on_plan`` (a plan or a new plan was written) and ``on_plan_step_start`` /
+``on_plan_step_end`` around each step's tool call; a round that runs a plan's steps calls no model, so
+it has no ``on_llm_start``/``on_llm_end``. A tool that streams progress adds ``on_tool_progress``
+calls between its ``on_tool_start`` and ``on_tool_end``.
 """
 
 from __future__ import annotations
@@ -35,11 +40,15 @@ from loopwright.agent.events import (
     AgentResult,
     ApprovalRequired,
     Finished,
+    PlanCreated,
+    PlanStepFinished,
+    PlanStepStarted,
     RoundFinished,
     RoundStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 
 log = logging.getLogger(__name__)
@@ -57,6 +66,10 @@ HOOKS = (
     "on_tool_start",
     "on_tool_end",
     "on_tool_error",
+    "on_tool_progress",
+    "on_plan",
+    "on_plan_step_start",
+    "on_plan_step_end",
 )
 
 
@@ -98,6 +111,18 @@ class AgentCallback:
 
     def on_tool_error(self, event: ToolCallFinished) -> Any:
         """A tool call failed: ``event.meta.error`` says why; the observation tells the model."""
+
+    def on_tool_progress(self, event: ToolProgress) -> Any:
+        """A running tool call reported progress (``event.text``, ``event.fraction``)."""
+
+    def on_plan(self, event: PlanCreated) -> Any:
+        """Strategy ``"plan"``: the model wrote a plan (``event.revision`` 0) or a new one."""
+
+    def on_plan_step_start(self, event: PlanStepStarted) -> Any:
+        """A plan's step starts (its tool call's ``on_tool_start`` follows)."""
+
+    def on_plan_step_end(self, event: PlanStepFinished) -> Any:
+        """A plan's step ended: ``done``, ``failed`` or ``skipped``."""
 
 
 class _Target:
@@ -175,9 +200,10 @@ async def with_callbacks(
                 if kind is TextDelta:
                     dispatch("on_llm_chunk", event)
                 elif kind is RoundStarted:
-                    reading = event.round  # type: ignore[union-attr]
                     dispatch("on_round_start", event)
-                    dispatch("on_llm_start", reading)
+                    if event.calls_model:  # type: ignore[union-attr]
+                        reading = event.round  # type: ignore[union-attr]
+                        dispatch("on_llm_start", reading)
                 else:
                     reading = _after_reply(dispatch, event, reading)
                 yield event
@@ -194,7 +220,7 @@ async def with_callbacks(
 
 def _after_reply(dispatch: CallbackDispatch, event: AgentEvent, reading: int) -> int:
     """Hooks for the events that follow a model reply; returns the round still being read (0: none)."""
-    if reading and type(event) in (ToolCallStarted, RoundFinished, ApprovalRequired):
+    if reading and type(event) in (ToolCallStarted, RoundFinished, ApprovalRequired, PlanCreated):
         dispatch("on_llm_end", reading)
         reading = 0
     if type(event) is ToolCallStarted:
@@ -206,7 +232,19 @@ def _after_reply(dispatch: CallbackDispatch, event: AgentEvent, reading: int) ->
     elif type(event) is Finished:
         dispatch("on_agent_finish", event.result)
         return _FINISHED
+    else:
+        hook = _MORE_HOOKS.get(type(event))
+        if hook is not None:
+            dispatch(hook, event)
     return reading
+
+
+_MORE_HOOKS: dict[type, str] = {
+    ToolProgress: "on_tool_progress",
+    PlanCreated: "on_plan",
+    PlanStepStarted: "on_plan_step_start",
+    PlanStepFinished: "on_plan_step_end",
+}
 
 
 _FINISHED = -1  # what _after_reply returns once the run has answered
@@ -297,3 +335,10 @@ class LoggingCallback(AgentCallback):
             event.meta.time_cost,
             _short(event.meta.error or ""),
         )
+
+    def on_plan(self, event: PlanCreated) -> None:
+        steps = ",".join(s.id for s in event.steps)
+        self.log.info("plan round=%d revision=%d steps=%s", event.round, event.revision, steps)
+
+    def on_plan_step_end(self, event: PlanStepFinished) -> None:
+        self.log.info("plan_step step=%s tool=%s status=%s", event.step.id, event.step.tool, event.status)

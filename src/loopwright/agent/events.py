@@ -51,6 +51,9 @@ class RoundStarted:
     round: int
     # the tools this round offers when a tool selector chose them (None: every tool; the last round: none)
     offered: tuple[str, ...] | None = None
+    # False for a round that runs a plan's steps (strategy "plan"): its calls come from the plan, not
+    # from a model reply, so no model is called in it
+    calls_model: bool = True
     type: Literal["round_started"] = field(default="round_started", init=False)
 
 
@@ -88,6 +91,21 @@ class ToolCallFinished:
 
 
 @dataclass(slots=True)
+class ToolProgress:
+    """A running call's progress (a tool with ``streams_progress`` yielded a ProgressMessage), between
+    its ``tool_call_started`` and ``tool_call_finished``."""
+
+    round: int
+    id: str
+    name: str
+    text: str
+    fraction: float | None = None
+    # the ProgressMessage's detail: for an agent called as a tool, the sub-agent's own event
+    detail: Any = None
+    type: Literal["tool_progress"] = field(default="tool_progress", init=False)
+
+
+@dataclass(slots=True)
 class RoundFinished:
     """A round is over: its thought text, its tool calls in the model's order, its own usage, and the
     final answer if this round gave one."""
@@ -112,6 +130,66 @@ class ApprovalRequired:
     type: Literal["approval_required"] = field(default="approval_required", init=False)
 
 
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One step of a plan (strategy ``"plan"``): a task done with one tool call. ``after`` names the
+    steps whose results it needs (a step waits for them; steps that need nothing of each other run
+    in the same round, at once). A string argument may hold ``{{id}}``: that step's result."""
+
+    id: str
+    task: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task": self.task,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "after": list(self.after),
+        }
+
+
+PlanStepStatus = Literal["pending", "running", "done", "failed", "skipped"]
+
+
+@dataclass(slots=True)
+class PlanCreated:
+    """The model wrote a plan (``revision`` 0) or a new one after a step failed (``reason`` says
+    which and why); the steps not yet run are these."""
+
+    round: int
+    steps: tuple[PlanStep, ...]
+    revision: int = 0
+    reason: str | None = None
+    type: Literal["plan_created"] = field(default="plan_created", init=False)
+
+
+@dataclass(slots=True)
+class PlanStepStarted:
+    """A plan's step starts: its tool call (``call_id``) follows."""
+
+    round: int
+    step: PlanStep
+    call_id: str
+    type: Literal["plan_step_started"] = field(default="plan_step_started", init=False)
+
+
+@dataclass(slots=True)
+class PlanStepFinished:
+    """A plan's step ended: ``done`` or ``failed`` after its call, ``skipped`` when a step it needs
+    failed and no re-plan was left; ``result`` is its call's observation (or why it was skipped)."""
+
+    round: int
+    step: PlanStep
+    call_id: str
+    status: PlanStepStatus
+    result: str
+    type: Literal["plan_step_finished"] = field(default="plan_step_finished", init=False)
+
+
 @dataclass(slots=True)
 class Finished:
     result: AgentResult
@@ -123,7 +201,11 @@ AgentEvent = (
     | TextDelta
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
     | RoundFinished
     | ApprovalRequired
+    | PlanCreated
+    | PlanStepStarted
+    | PlanStepFinished
     | Finished
 )

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, run_loop
+from loopwright.agent._plan import PlanRun
 from loopwright.agent._react import ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
 from loopwright.agent.output import OutputSpec
+from loopwright.agent.planning import PlanSettings
 from loopwright.agent.prompts import fill_inputs
 from loopwright.agent.run_state import RunState
 from loopwright.model.base import Model
@@ -50,6 +52,8 @@ class PreparedAgent:
     context: ToolContext  # who runs are for, unless a run says otherwise
     callbacks: tuple[object, ...]
     callback_tasks: set[asyncio.Task[None]]  # the async callback hooks queued and not yet run
+    # strategy "plan": how its plans run (None: the strategy's own loop; agent._plan)
+    plans: PlanSettings | None = None
 
     @property
     def strategy_kind(self) -> Literal["function-calling", "react"]:
@@ -130,7 +134,31 @@ class PreparedAgent:
         steps: StepLog | None,
         decisions: dict[str, ApprovalDecision] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        events = run_loop(
+        if self.plans is not None and state.pending is None:
+            events = PlanRun(
+                self.model,
+                self.strategy,
+                self.tools,
+                state,
+                self.settings,
+                self.plans,
+                context or self.context,
+            ).events()
+        else:
+            events = self._loop(state, context, steps, decisions)
+        if not (self.callbacks or callbacks):
+            return events  # nothing to tell: the loop's own stream, unwrapped
+        dispatch = CallbackDispatch([*self.callbacks, *callbacks], self.callback_tasks)
+        return with_callbacks(events, dispatch, state.query)
+
+    def _loop(
+        self,
+        state: RunState,
+        context: ToolContext | None,
+        steps: StepLog | None,
+        decisions: dict[str, ApprovalDecision] | None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        return run_loop(
             self.model,
             self.strategy,
             self.tools,
@@ -140,10 +168,6 @@ class PreparedAgent:
             steps,
             decisions,
         )
-        if not (self.callbacks or callbacks):
-            return events  # nothing to tell: the loop's own stream, unwrapped
-        dispatch = CallbackDispatch([*self.callbacks, *callbacks], self.callback_tasks)
-        return with_callbacks(events, dispatch, state.query)
 
     async def flush_callbacks(self) -> None:
         """Wait until every async callback hook queued by these runs has run."""

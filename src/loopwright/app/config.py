@@ -117,6 +117,16 @@ class ToolRanking(pydantic.BaseModel):
     top_k: int | None = pydantic.Field(default=None, ge=1)
 
 
+class PlanConfig(pydantic.BaseModel):
+    """Strategy ``plan``: how many new plans the model may write after failed steps, and how many
+    steps a plan may have (agent.planning)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    max_replans: int = pydantic.Field(default=2, ge=0, le=10)
+    max_steps: int = pydantic.Field(default=8, ge=1, le=32)
+
+
 class AppConfig(pydantic.BaseModel):
     """Everything that defines how an agent-chat app answers."""
 
@@ -124,7 +134,7 @@ class AppConfig(pydantic.BaseModel):
 
     model: str = "local"
     model_params: dict[str, Any] = {}
-    strategy: Literal["auto", "function-calling", "react"] = "auto"
+    strategy: Literal["auto", "function-calling", "react", "plan"] = "auto"
     instruction: str = ""
     user_input_form: list[InputField] = []
     tools: list[ToolConfig] = []
@@ -163,6 +173,9 @@ class AppConfig(pydantic.BaseModel):
         return value
 
     tool_ranking: ToolRanking = ToolRanking()
+    plan: PlanConfig = PlanConfig()  # strategy "plan" only
+    # Skills: folders or zips with a SKILL.md, by path on the server (tools.skills)
+    skills: list[str] = []
 
     @pydantic.field_validator("toolsets")
     @classmethod
@@ -231,6 +244,7 @@ __all__ = [
     "FileUpload",
     "ImportReport",
     "InputField",
+    "PlanConfig",
     "ToolConfig",
     "ToolRanking",
     "first_error",

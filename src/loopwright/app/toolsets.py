@@ -132,6 +132,7 @@ class ToolsetPool:
             description=source.description or description,
             inputs=[form_parameter(f) for f in form],
             max_depth=source.max_depth,
+            streams=True,  # AppRuntime.answer streams the app's rounds
         )
 
 

@@ -45,6 +45,7 @@ class StrategyChoice(StrEnum):
     auto = "auto"
     function_calling = "function-calling"
     react = "react"
+    plan = "plan"
 
 
 ModelOpt = Annotated[

@@ -36,7 +36,7 @@ def create_app(
     model: Annotated[str | None, typer.Option(help="Model spec, e.g. local or openai:gpt-4o-mini.")] = None,
     tool: Annotated[list[str] | None, typer.Option(help="A built-in tool to offer (repeatable).")] = None,
     instruction: Annotated[str, typer.Option(help="The app's instruction ({{var}} from inputs).")] = "",
-    strategy: Annotated[str, typer.Option(help="auto, function-calling or react.")] = "auto",
+    strategy: Annotated[str, typer.Option(help="auto, function-calling, react or plan.")] = "auto",
     from_yaml: Annotated[
         Path | None, typer.Option("--from-yaml", help="A loopwright app YAML or a Dify DSL export.")
     ] = None,

@@ -1,10 +1,12 @@
 """OpenTelemetry spans of agent runs, as a callback: after the GenAI semantic conventions.
 
 ``invoke_agent`` per run, with a ``chat`` span per model call and an ``execute_tool`` span per tool
-call as its children; ``gen_ai.*`` attributes (operation, provider, request model, usage tokens, tool
-name and call id). Message contents (the query, the model's text, tool arguments and results) are
-left out unless ``capture_content=True``. Only ``opentelemetry-api`` is needed here: spans go to
-whatever tracer provider the application configured (none: nothing is recorded).
+call as its children, and a ``plan`` span per plan of strategy ``"plan"`` (from the plan to the next
+plan or the run's end; each step's start and end are its span events); ``gen_ai.*`` attributes
+(operation, provider, request model, usage tokens, tool name and call id). Message contents (the
+query, the model's text, tool arguments and results) are left out unless ``capture_content=True``.
+Only ``opentelemetry-api`` is needed here: spans go to whatever tracer provider the application
+configured (none: nothing is recorded).
 
 One ``OtelCallback`` may serve many runs at once: each run's spans live in a context variable of the
 task that consumes the run (callbacks are called from that task), and a run started inside another
@@ -27,6 +29,9 @@ from loopwright.agent import (
     Agent,
     AgentCallback,
     AgentResult,
+    PlanCreated,
+    PlanStepFinished,
+    PlanStepStarted,
     RoundFinished,
     TextDelta,
     ToolCallFinished,
@@ -46,6 +51,7 @@ class _RunSpans:
     chat_ended: int | None = None  # nanoseconds: the reply was read; the span ends with its usage
     text: list[str] = field(default_factory=list)  # the model's text (captured contents only)
     tools: dict[str, Span] = field(default_factory=dict)
+    plan: Span | None = None  # strategy "plan": the plan being carried out
 
 
 _CURRENT: contextvars.ContextVar[_RunSpans | None] = contextvars.ContextVar(
@@ -186,9 +192,42 @@ class OtelCallback(AgentCallback):
             span.set_status(Status(StatusCode.ERROR, error[:MAX_CONTENT]))
         span.end()
 
+    # --- plans (strategy "plan") -----------------------------------------------------------------
+
+    def on_plan(self, event: PlanCreated) -> None:
+        run = _CURRENT.get()
+        if run is None:
+            return
+        if run.plan is not None:
+            run.plan.end()
+        attributes: dict[str, Any] = {
+            "loopwright.plan.revision": event.revision,
+            "loopwright.plan.steps": len(event.steps),
+            "loopwright.round": event.round,
+        }
+        if event.reason:
+            attributes["loopwright.plan.reason"] = event.reason[:MAX_CONTENT]
+        if self.capture:
+            attributes["loopwright.plan.content"] = _content([s.to_dict() for s in event.steps])
+        run.plan = self.tracer.start_span(
+            "plan", context=run.context, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+
+    def on_plan_step_start(self, event: PlanStepStarted) -> None:
+        run = _CURRENT.get()
+        if run is not None and run.plan is not None:
+            attributes = {"step.id": event.step.id, "gen_ai.tool.name": event.step.tool}
+            run.plan.add_event("step_started", attributes)
+
+    def on_plan_step_end(self, event: PlanStepFinished) -> None:
+        run = _CURRENT.get()
+        if run is not None and run.plan is not None:
+            run.plan.add_event("step_finished", {"step.id": event.step.id, "step.status": event.status})
+
     def _close(self, run: _RunSpans, error: BaseException | None) -> None:
         """End the run's open spans (a stopped or failed run may leave a model or tool call open)."""
-        for span in [*run.tools.values(), *([run.chat] if run.chat is not None else [])]:
+        opened = [run.chat, run.plan]
+        for span in [*run.tools.values(), *(s for s in opened if s is not None)]:
             span.end()
         if error is not None:
             run.run.set_attribute("error.type", type(error).__qualname__)

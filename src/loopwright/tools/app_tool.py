@@ -4,21 +4,25 @@ The tool's parameters are ``query`` plus the inner app's input form; calling it 
 that app and returns its answer (text) and files. Calls nest — an app may call an app that calls an
 app — up to ``max_depth`` (default 5), past which the call is refused with a clear error instead of
 recursing until something breaks. The inner run's token usage is passed on as a ``llm_usage``
-variable so that the outer message can count it.
+variable so that the outer message can count it. A runner that streams (``streams=True``) is given a
+progress sink: the inner run's rounds reach the calling run as progress of the call as they happen
+(``ProgressMessage``; ``Tool.streams_progress``), before its answer.
 
 Running an app is the app layer's business; this module only needs an :data:`AppRunner`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopwright.model.entities import Usage
 from loopwright.tools.base import (
     LLM_USAGE,
+    ProgressMessage,
     TextMessage,
     Tool,
     ToolContext,
@@ -40,9 +44,10 @@ class AppAnswer:
     usage: Usage = field(default_factory=Usage)
 
 
-AppRunner = Callable[[str, str, Mapping[str, Any], ToolContext], Awaitable[AppAnswer]]
+AppRunner = Callable[..., Awaitable[AppAnswer]]
 """``runner(app_id, query, inputs, ctx)``: run one message of the app for ``ctx.user_id``; raise
-``ToolInvokeError`` (or any error) when it fails. ``ctx.call_depth`` is already the inner depth."""
+``ToolInvokeError`` (or any error) when it fails. ``ctx.call_depth`` is already the inner depth. A
+streaming runner also takes ``progress=`` (a callable told of each ``ProgressMessage``)."""
 
 
 def app_tool(
@@ -53,6 +58,7 @@ def app_tool(
     description: str,
     inputs: Sequence[ToolParameter] = (),
     max_depth: int = DEFAULT_MAX_DEPTH,
+    streams: bool = False,
 ) -> Tool:
     """A tool that asks the app ``app_id`` (through ``runner``) and answers with its reply."""
     query = ToolParameter("query", "string", required=True, description="What to ask the app.")
@@ -69,13 +75,50 @@ def app_tool(
         if not text:
             raise ToolInvokeError("query is required: say what to ask the app")
         values = {k: v for k, v in args.items() if k != "query"}
-        answer = await runner(app_id, text, values, replace(ctx, call_depth=ctx.call_depth + 1))
+        inner = replace(ctx, call_depth=ctx.call_depth + 1)
+        if not streams:
+            answer = await runner(app_id, text, values, inner)
+        else:
+            progress: asyncio.Queue[ProgressMessage] = asyncio.Queue()
+            call = asyncio.ensure_future(runner(app_id, text, values, inner, progress=progress.put_nowait))
+            async for item in _until_done(call, progress):
+                yield item
+            answer = call.result()
         yield TextMessage(answer.text)
         for output in answer.files:
             yield output
         yield VariableMessage(LLM_USAGE, answer.usage, internal=True)
 
-    return Tool(tool_name, description or f"Ask the app {name!r}.", params, invoke, label=name)
+    return Tool(
+        tool_name,
+        description or f"Ask the app {name!r}.",
+        params,
+        invoke,
+        label=name,
+        streams_progress=streams,
+    )
+
+
+async def _until_done(
+    call: asyncio.Future[AppAnswer], progress: asyncio.Queue[ProgressMessage]
+) -> AsyncIterator[ProgressMessage]:
+    """The progress the call reports, as it comes, until it is done; cancelling (the caller stopped)
+    cancels the call."""
+    try:
+        while not call.done():
+            item = asyncio.ensure_future(progress.get())
+            waiting: set[asyncio.Future[Any]] = {item, call}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if item.done():
+                yield item.result()
+            else:
+                item.cancel()
+        while not progress.empty():
+            yield progress.get_nowait()
+    finally:
+        if not call.done():
+            call.cancel()
+            await asyncio.gather(call, return_exceptions=True)
 
 
 def tool_name_for(app_name: str) -> str:

@@ -68,6 +68,19 @@ class VariableMessage:
     type: Literal["variable"] = "variable"
 
 
+@dataclass(slots=True, frozen=True)
+class ProgressMessage:
+    """How far a call has got, yielded before its result: ``text`` (what it is doing) and ``fraction``
+    (0 to 1, or None when unknown). The run streams it as it comes (a ``ToolProgress`` event) when the
+    tool says it reports progress (``Tool.streams_progress``); it is never part of the result."""
+
+    text: str = ""
+    fraction: float | None = None
+    # what the progress is, for a reader that knows it: a sub-agent's own event (agent.subagent)
+    detail: Any = None
+    type: Literal["progress"] = "progress"
+
+
 # Names of internal variables the app layer reads from tool outputs.
 RETRIEVER_RESOURCES = "retriever_resources"  # citations of a knowledge retrieval (Dify's fields)
 LLM_USAGE = "llm_usage"  # the Usage of a model run inside the tool (an app called as a tool)
@@ -90,6 +103,7 @@ ToolOutput = (
     | FileMessage
     | VariableMessage
     | LogMessage
+    | ProgressMessage
 )
 FILE_OUTPUTS = (ImageMessage, BlobMessage, FileMessage)
 
@@ -279,6 +293,9 @@ class Tool:
     examples: tuple[ToolExample, ...] = ()
     # String parameters whose value is best copied from the user's words (ToolSchema.from_question).
     from_question: Mapping[str, Literal["clause", "phrase"]] = field(default_factory=dict)
+    # The tool yields ProgressMessages before its result: its calls stream them (tools that do not
+    # say so are run without the means to, at no cost)
+    streams_progress: bool = False
     _schema: ToolSchema | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

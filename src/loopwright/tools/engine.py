@@ -27,6 +27,7 @@ from loopwright.tools.base import (
     ImageMessage,
     JsonMessage,
     LinkMessage,
+    ProgressMessage,
     TextMessage,
     Tool,
     ToolContext,
@@ -84,6 +85,10 @@ ToolCaller = Callable[[dict[str, Any]], Awaitable[list[ToolOutput]]]
 ToolHook = Callable[[Tool, dict[str, Any], ToolContext, ToolCaller], Awaitable[list[ToolOutput]]]
 
 
+# Told of each ProgressMessage a call yields, as it comes (agent: a ToolProgress event)
+ProgressSink = Callable[[ProgressMessage], None]
+
+
 class FileSink(Protocol):
     """Where the files tools make are kept (``loopwright.tools.files.ToolFiles``): each file output is
     stored and given a URL, and the model is told the file's name, type and URL."""
@@ -118,6 +123,7 @@ class ToolEngine:
         self.schemas: list[ToolSchema] = []
         self.approval_names: frozenset[str] = frozenset()
         self.unsafe_names: frozenset[str] = frozenset()
+        self.progress_names: frozenset[str] = frozenset()
         self.set_tools(tools)
         self.default_timeout = default_timeout
         self.observation_token_limit = observation_token_limit
@@ -141,6 +147,8 @@ class ToolEngine:
         self.approval_names = frozenset(t.name for t in table.values() if t.requires_approval)
         # the tools a call of which must not run twice (durable runs: agent.durability)
         self.unsafe_names = frozenset(t.name for t in table.values() if not t.idempotent)
+        # the tools whose calls stream progress (Tool.streams_progress)
+        self.progress_names = frozenset(t.name for t in table.values() if t.streams_progress)
 
     def _results(self) -> TLRUCache[_CacheKey, _CacheEntry]:
         cache = self._cache
@@ -149,8 +157,13 @@ class ToolEngine:
         return cache
 
     async def invoke(
-        self, name: str, arguments: str | Mapping[str, Any], ctx: ToolContext | None = None
+        self,
+        name: str,
+        arguments: str | Mapping[str, Any],
+        ctx: ToolContext | None = None,
+        progress: ProgressSink | None = None,
     ) -> ToolResult:
+        """Run one call; ``progress`` is told of each ProgressMessage it yields, as it comes."""
         tool = self.tools.get(name)
         if tool is None:
             return _error_result(f"there is not a tool named {name}")
@@ -167,7 +180,7 @@ class ToolEngine:
                 return ToolResult(
                     result.observation, result.outputs, ToolInvokeMeta(0.0, None, {"tool_name": name}, True)
                 )
-            outputs = await _within(timeout, self._call(tool, args, ctx), expired)
+            outputs = await _within(timeout, self._call(tool, args, ctx, progress), expired)
         except Exception as e:  # a tool's own bug (or its own timeout) must not end the run
             timed_out = isinstance(e, TimeoutError) and bool(expired)
             return _failure(name, e, f"timed out after {timeout:g} s" if timed_out else None, started)
@@ -176,11 +189,17 @@ class ToolEngine:
             self._results()[key] = (tool.cache_ttl, result)
         return result
 
-    def _call(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Awaitable[list[ToolOutput]]:
+    def _call(
+        self, tool: Tool, args: dict[str, Any], ctx: ToolContext, progress: ProgressSink | None
+    ) -> Awaitable[list[ToolOutput]]:
         if self.hook is not None:
-            return self.hook(tool, args, ctx, _caller(tool, ctx))
+            return self.hook(tool, args, ctx, _caller(tool, ctx, progress))
         direct: DirectCallFn | None = getattr(tool.invoke, DIRECT_CALL, None)
-        return direct(args, ctx) if direct else _collect(tool.invoke(args, ctx))
+        if direct:
+            return direct(args, ctx)
+        if tool.streams_progress:
+            return _collect_progress(tool.invoke(args, ctx), progress)
+        return _collect(tool.invoke(args, ctx))
 
     async def _result(
         self, outputs: list[ToolOutput], ctx: ToolContext, name: str, started: float
@@ -298,10 +317,12 @@ def _linked(outputs: list[ToolOutput], stored: Sequence[StoredFile]) -> list[Too
     return linked
 
 
-def _caller(tool: Tool, ctx: ToolContext) -> ToolCaller:
+def _caller(tool: Tool, ctx: ToolContext, progress: ProgressSink | None = None) -> ToolCaller:
     """The real call a tool hook gets: ``tool`` run with the arguments it is given."""
 
     async def call(arguments: dict[str, Any]) -> list[ToolOutput]:
+        if tool.streams_progress:
+            return await _collect_progress(tool.invoke(arguments, ctx), progress)
         return [m async for m in tool.invoke(arguments, ctx)]
 
     return call
@@ -309,6 +330,23 @@ def _caller(tool: Tool, ctx: ToolContext) -> ToolCaller:
 
 async def _collect(outputs: AsyncIterator[ToolOutput]) -> list[ToolOutput]:
     return [m async for m in outputs]
+
+
+async def _collect_progress(
+    outputs: AsyncIterator[ToolOutput], progress: ProgressSink | None
+) -> list[ToolOutput]:
+    """A call's outputs without its progress, which goes to ``progress`` as it comes (a sink that
+    raises is ignored: progress must never fail a call)."""
+    kept: list[ToolOutput] = []
+    async for m in outputs:
+        if type(m) is not ProgressMessage:
+            kept.append(m)
+        elif progress is not None:
+            try:
+                progress(m)
+            except Exception:
+                log.exception("a progress sink raised; ignored")
+    return kept
 
 
 async def _within(

@@ -19,6 +19,7 @@ from loopwright.tools.base import (
     JsonMessage,
     LinkMessage,
     LogMessage,
+    ProgressMessage,
     TextMessage,
     Tool,
     ToolContext,
@@ -29,7 +30,15 @@ from loopwright.tools.base import (
     schema_parameter_type,
 )
 
-_OUTPUT_TYPES = (TextMessage, JsonMessage, LinkMessage, LogMessage, VariableMessage, *FILE_OUTPUTS)
+_OUTPUT_TYPES = (
+    TextMessage,
+    JsonMessage,
+    LinkMessage,
+    LogMessage,
+    VariableMessage,
+    ProgressMessage,
+    *FILE_OUTPUTS,
+)
 
 
 @overload
@@ -134,6 +143,8 @@ def function_tool(
         validates_arguments=True,
         examples=tuple(examples),
         from_question=dict(from_question or {}),
+        # an async generator may yield ProgressMessage before its result
+        streams_progress=inspect.isasyncgenfunction(fn),
     )
 
 

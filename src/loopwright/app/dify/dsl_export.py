@@ -35,7 +35,13 @@ _DIFY_TOOLS = {
     "asr": ("audio", "audio", "asr", "Speech To Text"),
     "simple_code": ("code", "code", "simple_code", "Code Interpreter"),
 }
-_STRATEGIES = {"function-calling": "function_call", "react": "react", "auto": "function_call"}
+# Dify has no plan-and-execute: its agent calls functions
+_STRATEGIES = {
+    "function-calling": "function_call",
+    "react": "react",
+    "auto": "function_call",
+    "plan": "function_call",
+}
 _OPENAI = "langgenius/openai/openai"
 _OPENAI_COMPATIBLE = "langgenius/openai_api_compatible/openai_api_compatible"
 

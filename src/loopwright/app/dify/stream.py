@@ -30,13 +30,20 @@ from loopwright.agent.events import (
     AgentEvent,
     ApprovalRequired,
     Finished,
+    PlanCreated,
+    PlanStep,
+    PlanStepFinished,
+    PlanStepStarted,
+    PlanStepStatus,
     RoundFinished,
     RoundStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from loopwright.agent.metrics import RunMetrics
+from loopwright.agent.planning import render_checklist
 from loopwright.app.dify.events import (
     AgentMessage,
     AgentThought,
@@ -77,6 +84,7 @@ class ThoughtRow:
     message_files: list[str] = field(default_factory=list)
     answer: str = ""
     usage: Usage | None = None
+    revised: bool = False  # changed after its round ended (a plan's checklist ticks): saved again at the end
 
     @property
     def tool(self) -> str:
@@ -130,6 +138,7 @@ class DifyStream:
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
         self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
         self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
+        self._plan: _PlanView | None = None  # strategy "plan": the plan's row and its steps' states
 
     @property
     def partial_answer(self) -> str:
@@ -190,6 +199,18 @@ class DifyStream:
         out.append(self._thought(row))
         return out
 
+    def on_tool_progress(self, event: ToolProgress) -> list[WireEvent]:
+        """A running call's progress: its observation, until its result replaces it, is the progress
+        line (the round's thought sent again: Dify's clients update it in place)."""
+        row = self.thoughts[-1]
+        if event.id not in row.call_ids:
+            return []
+        line = event.text
+        if event.fraction is not None:
+            line = f"{line} ({max(0.0, min(1.0, event.fraction)):.0%})".strip()
+        row.observations[row.call_ids.index(event.id)] = line
+        return [self._thought(row)]
+
     def on_round_finished(self, event: RoundFinished) -> list[WireEvent]:
         row = self.thoughts[-1]
         row.usage = event.usage
@@ -224,6 +245,27 @@ class DifyStream:
             self._thought(row),
             ToolApprovalRequired(self.head, row.id, calls, unix_seconds(self.paused_until)),
         ]
+
+    def on_plan_created(self, event: PlanCreated) -> list[WireEvent]:
+        """The plan, as its round's thought: a checklist, re-sent (same ``id``) as its steps end."""
+        row = self.thoughts[-1]
+        self._plan = _PlanView(row, "".join(self._text).strip(), event.steps, {})
+        row.thought = self._plan.text()
+        return [self._thought(row)]
+
+    def on_plan_step_started(self, event: PlanStepStarted) -> list[WireEvent]:
+        # the step's task is its round's thought (a step round has no model text)
+        self._text.append(f"{event.step.id}: {event.step.task}\n")
+        return []
+
+    def on_plan_step_finished(self, event: PlanStepFinished) -> list[WireEvent]:
+        plan = self._plan
+        if plan is None or event.step not in plan.steps:
+            return []
+        plan.status[event.step.id] = event.status
+        plan.row.thought = plan.text()
+        plan.row.revised = True
+        return [self._thought(plan.row)]
 
     def on_finished(self, event: Finished) -> list[WireEvent]:
         result = event.result
@@ -337,10 +379,28 @@ _HOOKS: dict[type[AgentEvent], Callable[[DifyStream, Any], list[WireEvent]]] = {
     RoundStarted: DifyStream.on_round_started,
     ToolCallStarted: DifyStream.on_tool_call_started,
     ToolCallFinished: DifyStream.on_tool_call_finished,
+    ToolProgress: DifyStream.on_tool_progress,
     RoundFinished: DifyStream.on_round_finished,
     ApprovalRequired: DifyStream.on_approval_required,
+    PlanCreated: DifyStream.on_plan_created,
+    PlanStepStarted: DifyStream.on_plan_step_started,
+    PlanStepFinished: DifyStream.on_plan_step_finished,
     Finished: DifyStream.on_finished,
 }
+
+
+@dataclass(slots=True)
+class _PlanView:
+    """A plan as its thought row shows it: the model's text, then the checklist."""
+
+    row: ThoughtRow
+    prefix: str
+    steps: tuple[PlanStep, ...]
+    status: dict[str, PlanStepStatus]
+
+    def text(self) -> str:
+        checklist = render_checklist(self.steps, self.status)
+        return f"{self.prefix}\n\n{checklist}" if self.prefix else checklist
 
 
 @dataclass(frozen=True, slots=True)

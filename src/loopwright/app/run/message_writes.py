@@ -146,11 +146,11 @@ class MessageWrites:
         """Queue the last thought writes and the message's outcome, and wait until they are written
         (a run has ended only when it is stored; a failure is logged by the writer). Returns the stored
         answer and usage."""
-        # A row changes only while it is the last one: the last, and any never saved (a stop or an
-        # error mid-round), are what a round's end did not write.
+        # A row changes only while it is the last one (or a plan's, whose checklist ticks: ``revised``):
+        # those, and any never saved (a stop or an error mid-round), are what a round's end did not write.
         thoughts = stream.thoughts
         for row in thoughts:
-            if row.id not in self._inserted or row is thoughts[-1]:
+            if row.id not in self._inserted or row is thoughts[-1] or row.revised:
                 self.save_round(row, stream.labels)
         usage = stream.total_usage.with_latency(elapsed)  # the whole message's time, as Dify
         streamed = stream.end.metadata["usage"] if stream.end is not None else stream.usage_dict()

@@ -31,7 +31,7 @@ from loopwright.agent import Agent
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.dify.encoder import DifyEncoder
-from loopwright.app.dify.events import EventHead
+from loopwright.app.dify.events import AgentThought, EventHead
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.files.speech import Speech
 from loopwright.app.files.uploads import UploadLimits, upload_limits
@@ -67,9 +67,11 @@ from loopwright.store import approvals as pending
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
 from loopwright.store.models import App, PendingApproval, RunStream, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
-from loopwright.tools.base import Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
+from loopwright.tools.base import ProgressMessage, Tool, ToolContext, ToolInvokeError, ToolLike, ToolOutput
 from loopwright.tools.files.manager import StoredFile, ToolFiles, load_tool_files
 from loopwright.tools.net import NetworkPolicy, network_policy
+from loopwright.tools.sandbox import Sandbox
+from loopwright.tools.skills import Skill, load_skills
 
 if TYPE_CHECKING:
     from loopwright.app.run.durable import DurableExecutor
@@ -357,15 +359,24 @@ class AppRuntime:
             count.until(run)
         return run
 
-    async def answer(self, app_id: str, query: str, inputs: Mapping[str, Any], ctx: ToolContext) -> AppAnswer:
+    async def answer(
+        self,
+        app_id: str,
+        query: str,
+        inputs: Mapping[str, Any],
+        ctx: ToolContext,
+        progress: Callable[[ProgressMessage], None] | None = None,
+    ) -> AppAnswer:
         """One message of an app, run to its end for an app that calls it as a tool (a new conversation
-        of the same end user each time; it is stored like any other)."""
+        of the same end user each time; it is stored like any other). ``progress`` is told of each of
+        its thoughts as they come (the caller streams them as its call's progress)."""
         request = MessageRequest(
             app_id,
             ctx.user_id or "app-tool",
             query,
             inputs,
-            response_mode="blocking",
+            # streaming keeps the run's events for us to read: only when they are wanted
+            response_mode="streaming" if progress is not None else "blocking",
             call_depth=ctx.call_depth,
         )
         try:
@@ -373,6 +384,10 @@ class AppRuntime:
         except UserInputError as exc:
             raise ToolInvokeError(str(exc)) from None
         try:
+            if progress is not None:
+                async for event in run.events():
+                    if isinstance(event, AgentThought) and (line := thought_line(event)):
+                        progress(ProgressMessage(line, None, event))
             outcome = await run.outcome()
         except asyncio.CancelledError:
             run.stop("caller stopped")  # the calling run was stopped: so is this one
@@ -431,7 +446,8 @@ class AppRuntime:
             toolsets = await self.toolsets.tools_for(version.config)
             if self.prompt_log is not None:
                 model = self.prompt_log.wrap(model)
-            agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
+            skills = await run_sync(load_skills, version.config.skills) if version.config.skills else []
+            agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self), skills)
             if self.agent_observers:
                 observers = [make(app_id, version.config, agent) for make in self.agent_observers]
                 agent.callbacks = [*agent.callbacks, *observers]
@@ -560,6 +576,7 @@ def build_agent(
     tools: Sequence[Tool],
     toolsets: Sequence[ToolLike] = (),
     files: _LazyFiles | None = None,
+    skills: Sequence[Skill] = (),
 ) -> Agent:
     """The agent an app configuration describes, on an already built model: ``config.tools`` chosen by
     name from ``tools``, plus the built ``toolsets`` of ``config.toolsets``; ``files`` keeps the files
@@ -583,6 +600,10 @@ def build_agent(
         output_type=config.output_schema,
         approval_required=config.approval.tools,
         tool_selector=_tool_ranker(config),
+        max_replans=config.plan.max_replans,
+        max_plan_steps=config.plan.max_steps,
+        skills=skills,
+        skill_sandbox=Sandbox() if any(s.scripts for s in skills) else None,
     )
 
 
@@ -621,3 +642,15 @@ class _LazyFiles:
     async def store_outputs(self, outputs: Sequence[ToolOutput], ctx: ToolContext) -> list[StoredFile]:
         files = await self._runtime.files()
         return await files.store_outputs(outputs, ctx)
+
+
+def thought_line(thought: AgentThought) -> str:
+    """One line for an app's thought, as its caller's live progress shows it ('' for an empty one)."""
+    if thought.tool and thought.observation:
+        text = f"{thought.tool}: {thought.observation}"
+    elif thought.tool:
+        text = f"calling {thought.tool}"
+    else:
+        text = thought.thought
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:200] + "…"
