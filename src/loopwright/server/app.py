@@ -22,6 +22,7 @@ from loopwright.config import ConfigError, Settings
 from loopwright.observe import otlp_provider, tracing_enabled
 from loopwright.server import (
     errors,
+    routes_ag_ui,
     routes_agent_log,
     routes_annotations,
     routes_app,
@@ -105,6 +106,7 @@ def create_app(
     errors.install(app)
     app.include_router(routes_chat.router)
     app.include_router(routes_openai.router)
+    app.include_router(routes_ag_ui.router)
     app.include_router(routes_run_events.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)

@@ -52,6 +52,9 @@ class MessageRequest:
     query: str
     inputs: Mapping[str, Any] | None = None  # the form's values for this message (checked each turn)
     conversation_id: str | None = None  # None: a new conversation
+    # The caller names its conversations (AG-UI's threadId): ``conversation_id`` is continued when
+    # it exists, and started under that id when no conversation has it yet.
+    names_conversation: bool = False
     files: Sequence[Mapping[str, Any]] = ()  # Dify's file entries (checked against the app's settings)
     response_mode: ResponseMode = "streaming"
     call_depth: int = 0  # how deep in apps calling apps as tools this message is
@@ -115,7 +118,11 @@ async def prepare(
     :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files. ``file_policy``
     is the SSRF guard's for remote files of ``file`` inputs (default: no private address)."""
     app_id = request.app_id
-    if request.conversation_id:
+    continued = request.conversation_id is not None and (
+        not request.names_conversation or await _conversation_id_taken(db, request.conversation_id)
+    )
+    if continued:
+        assert request.conversation_id is not None
         end_user_id = await lookup.end_user_id(app_id, request.user)
         version, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
         end_user: str | asyncio.Task[str] = end_user_id
@@ -159,9 +166,17 @@ async def prepare(
         prompt_inputs=prompt_inputs,
         history=history,
         files=files,
-        new_conversation=not request.conversation_id,
+        new_conversation=not continued,
         end_user=end_user,
     )
+
+
+async def _conversation_id_taken(db: Database, conversation_id: str) -> bool:
+    """Whether a conversation (of any app or user, deleted or not) has this id, once the writes
+    queued under it are in."""
+    await db.writer.settled(conversation_id)
+    async with db.sessionmaker() as session:
+        return await repo.conversation_id_taken(session, conversation_id)
 
 
 async def _continued(
