@@ -155,3 +155,18 @@ async def test_a_failing_run_ends_with_run_error(server_app: FastAPI, new_app: N
         status, events = await ag_ui(url, app.key, run_input("t", "hi"))
     assert status == 200 and events[0].type == EventType.RUN_STARTED
     assert events[-1].type == EventType.RUN_ERROR and events[-1].message
+
+
+async def test_a_run_waiting_for_approval_finishes_with_an_interrupt_per_call(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    calc = {"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    app = await new_app([calc, "It is 5."], approval={"tools": ["calculator"], "timeout": 600})
+    async with serving(server_app) as url:
+        status, events = await ag_ui(url, app.key, run_input("t", "What is 2 + 3?"))
+    assert status == 200 and events[-1].type == EventType.RUN_FINISHED
+    start = next(e for e in events if e.type == EventType.TOOL_CALL_START)
+    assert not any(e.type == EventType.TOOL_CALL_RESULT for e in events)  # the call has not run
+    (interrupt,) = events[-1].outcome.interrupts
+    assert interrupt.id == "call_a" and interrupt.tool_call_id == start.tool_call_id
+    assert events[-1].result["taskId"] in interrupt.message

@@ -153,3 +153,14 @@ def _rpc_error(response: httpx.Response) -> dict[str, Any]:
     assert body["jsonrpc"] == "2.0" and "result" not in body
     error: dict[str, Any] = body["error"]
     return error
+
+
+async def test_a_run_waiting_for_approval_is_a_tool_error_that_says_how_to_decide(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    calc = {"tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    app = await new_app([calc, "It is 5."], approval={"tools": ["calculator"], "timeout": 600})
+    async with serving(server_app) as url, mcp_client(url, app.key, "2026-07-28") as client:
+        result = await client.call_tool("calc", {"query": "What is 2 + 3?"})
+    assert result.is_error
+    assert "approve" in result.content[0].text and "/approvals" in result.content[0].text  # type: ignore[union-attr]

@@ -106,8 +106,9 @@ def tool_result(outcome: RunOutcome) -> ToolResult:
         )
         return ToolResult(text, None, True)
     end = outcome.end
-    if end is None:  # stopped before it answered (the server shutting down)
-        return ToolResult("the run was stopped before it answered", None, True)
+    if outcome.status == "stopped" or end is None:  # stopped (a person, the server shutting down)
+        so_far = f": {outcome.answer}" if outcome.answer else ""
+        return ToolResult(f"the run was stopped before it finished{so_far}", None, True)
     structured = {
         "answer": outcome.answer,
         "conversation_id": end.head.conversation_id,
