@@ -6,6 +6,7 @@ error."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database
+from loopwright.store.models import Message as MessageRow
 from tests.live_server import serving
 from tests.server.conftest import NewApp
 
@@ -44,7 +46,7 @@ async def mcp_client(url: str, key: str, mode: str) -> AsyncIterator[Client]:
         yield client
 
 
-@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("mode", [*ERAS, "auto"])  # auto: the client probes, then takes 2026-07-28
 async def test_the_keys_app_is_one_tool_with_its_input_form(
     server_app: FastAPI, new_app: NewApp, mode: str
 ) -> None:
@@ -52,7 +54,7 @@ async def test_the_keys_app_is_one_tool_with_its_input_form(
     async with serving(server_app) as url, mcp_client(url, app.key, mode) as client:
         listed = await client.list_tools()
         version = client.session.protocol_version
-    assert version == ("2025-11-25" if mode == "legacy" else mode)
+    assert version == {"legacy": "2025-11-25", "auto": "2026-07-28"}.get(mode, mode)
     (tool,) = listed.tools
     assert tool.name == "trip_planner" and tool.title == "Trip Planner"
     assert tool.description == "Trip Planner app"
@@ -164,3 +166,30 @@ async def test_a_run_waiting_for_approval_is_a_tool_error_that_says_how_to_decid
         result = await client.call_tool("calc", {"query": "What is 2 + 3?"})
     assert result.is_error
     assert "approve" in result.content[0].text and "/approvals" in result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_cancelled_call_stops_its_run(
+    server_app: FastAPI, new_app: NewApp, db: Database, mode: str
+) -> None:
+    app = await new_app(
+        ["a long answer " * 200], delay=0.05
+    )  # a chunk every 50 ms: still running when cancelled
+    runtime = server_app.state.loopwright
+    started = asyncio.Event()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    async with serving(server_app) as url, mcp_client(url, app.key, mode) as client:
+        call = asyncio.create_task(client.call_tool("calc", {"query": "hi"}, progress_callback=progress))
+        await started.wait()
+        ((task_id, message_id),) = runtime.runs.running()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.wait_for(runtime.runs.wait_idle(), 30)
+    await db.writer.flush()
+    async with db.sessionmaker() as session:
+        stored = await session.get(MessageRow, message_id)
+    assert stored is not None and stored.status == "stopped"
