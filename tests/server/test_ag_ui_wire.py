@@ -129,7 +129,7 @@ async def test_bad_input_is_a_4xx_run_error_and_a_bad_key_is_refused(
     server_app: FastAPI, new_app: NewApp
 ) -> None:
     app = await new_app(
-        ["hi"], user_input_form=[{"variable": "city", "type": "text-input", "required": True}]
+        ["hi", "hi"], user_input_form=[{"variable": "city", "type": "text-input", "required": True}]
     )
     async with serving(server_app) as url:
         not_an_input = await ag_ui(url, app.key, {"threadId": "t", "messages": "no"})
@@ -137,6 +137,14 @@ async def test_bad_input_is_a_4xx_run_error_and_a_bad_key_is_refused(
         missing_input = await ag_ui(url, app.key, run_input("t", "hi"))
         bad_props = await ag_ui(url, app.key, run_input("t", "hi", forwarded_props={"inputs": "city"}))
         wrong_key = await ag_ui(url, "app-not-a-key", run_input("t", "hi"))
+        theirs = str(uuid.uuid4())
+        await ag_ui(
+            url, app.key, run_input(theirs, "hi", forwarded_props={"user": "ada", "inputs": {"city": "Oslo"}})
+        )
+        not_yours = await ag_ui(
+            url, app.key, run_input(theirs, "hi", forwarded_props={"inputs": {"city": "Oslo"}})
+        )
+        no_thread = await ag_ui(url, app.key, run_input(" ", "hi"))
         answered = await ag_ui(
             url, app.key, run_input("t", "hi", forwarded_props={"inputs": {"city": "Oslo"}})
         )
@@ -146,6 +154,8 @@ async def test_bad_input_is_a_4xx_run_error_and_a_bad_key_is_refused(
     assert "user message" in no_question[1][0]["message"]
     assert "city is required" in missing_input[1][0]["message"]
     assert wrong_key[0] == 401
+    assert not_yours[0] == 404 and not_yours[1][0]["type"] == "RUN_ERROR"  # another user's thread
+    assert no_thread[0] == 400 and "threadId" in no_thread[1][0]["message"]
     assert answered[0] == 200 and answered[1][-1].type == EventType.RUN_FINISHED
 
 
@@ -170,3 +180,13 @@ async def test_a_run_waiting_for_approval_finishes_with_an_interrupt_per_call(
     (interrupt,) = events[-1].outcome.interrupts
     assert interrupt.id == "call_a" and interrupt.tool_call_id == start.tool_call_id
     assert events[-1].result["taskId"] in interrupt.message
+
+
+async def test_a_browser_page_may_call_it(client: httpx.AsyncClient) -> None:
+    preflight = {
+        "Origin": "https://page.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "Authorization, Content-Type",
+    }
+    r = await client.options("/ag-ui", headers=preflight)
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"

@@ -27,6 +27,7 @@ from loopwright.app.wires.ag_ui import (
     AgUiEncoder,
     ag_ui_run,
     conversation_of_thread,
+    refusal,
     run_error,
     run_started,
 )
@@ -75,7 +76,7 @@ async def ag_ui(
 
 
 def _refused(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"type": "RUN_ERROR", "message": message, "code": code}, status_code=status)
+    return JSONResponse(refusal(code, message), status_code=status)
 
 
 async def _stream(run: Run, started: str, send: Send, writable: Any) -> None:

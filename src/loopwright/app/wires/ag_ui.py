@@ -59,6 +59,7 @@ __all__ = [
     "ag_ui_run",
     "conversation_of_thread",
     "event_frame",
+    "refusal",
     "run_error",
     "run_started",
 ]
@@ -113,6 +114,8 @@ def ag_ui_run(thread_id: str, run_id: str, messages: Sequence[Mapping[str, Any]]
     """The run a ``RunAgentInput`` (its messages dumped by alias) asks for; raises
     :class:`UserInputError` for messages that do not end with a user's text, or bad
     ``forwardedProps``."""
+    if not thread_id.strip():
+        raise UserInputError("threadId must name the conversation")
     asked = chat_query(messages)
     props: Mapping[str, Any] = forwarded if isinstance(forwarded, Mapping) else {}
     user, inputs, snapshot = props.get("user"), props.get("inputs"), props.get("messagesSnapshot", False)
@@ -141,7 +144,12 @@ def run_started(asked: AgUiRun) -> str:
 def run_error(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """The HTTP status and ``RUN_ERROR`` event of a request refused before its run started."""
     code, status, message = error_fields(exc)
-    return status, {"type": "RUN_ERROR", "message": message, "code": code}
+    return status, refusal(code, message)
+
+
+def refusal(code: str, message: str) -> dict[str, Any]:
+    """The ``RUN_ERROR`` event that is the body of a refused request."""
+    return {"type": "RUN_ERROR", "message": message, "code": code}
 
 
 class _Round:
