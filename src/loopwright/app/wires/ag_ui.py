@@ -203,9 +203,11 @@ class AgUiEncoder(DifyEncoder):
         if isinstance(event, MessageFile):
             value = {"id": event.id, "type": event.type, "url": event.url}
             return event_frame({"type": "CUSTOM", "name": "message_file", "value": value})
-        if isinstance(event, MessageReplace):
-            self._rounds_text_replaced(event.answer)
-            return self._close_text() + self._text(event.head, event.answer) + self._close_text()
+        if isinstance(event, MessageReplace):  # the answer so far is replaced: a new text message
+            frames = self._close_text() + self._text(event.head, event.answer) + self._close_text()
+            if self._round is not None and self._snapshot is not None:
+                self._round.text = [event.answer]
+            return frames
         if isinstance(event, MessageEnd):
             return self._close_round(settle=True) + self._snapshot_frame() + self._finished(event)
         if isinstance(event, ToolApprovalRequired):
@@ -232,9 +234,7 @@ class AgUiEncoder(DifyEncoder):
         current = self._round
         if current is None:  # an answer given without the agent (an annotation, a moderation)
             current = self._new_round(f"{head.message_id}-answer", head.message_id, 0)
-        current.texts += (
-            1  # a round's first text message has the round's id, a later one (a replaced answer) its own
-        )
+        current.texts += 1  # the round's first text has the round's id; a later one (a replacement) its own
         message_id = current.message_id if current.texts == 1 else f"{current.message_id}-{current.texts}"
         self._open_text = message_id
         self._content_prefix = f'data: {{"type":"TEXT_MESSAGE_CONTENT","messageId":"{message_id}","delta":'
@@ -245,10 +245,6 @@ class AgUiEncoder(DifyEncoder):
             return ""
         message_id, self._open_text = self._open_text, ""
         return event_frame({"type": "TEXT_MESSAGE_END", "messageId": message_id})
-
-    def _rounds_text_replaced(self, answer: str) -> None:
-        if self._round is not None and self._snapshot is not None:
-            self._round.text = [answer]
 
     # --- rounds and tool calls -------------------------------------------------------------------
 
