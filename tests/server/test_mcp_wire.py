@@ -193,3 +193,39 @@ async def test_a_cancelled_call_stops_its_run(
     async with db.sessionmaker() as session:
         stored = await session.get(MessageRow, message_id)
     assert stored is not None and stored.status == "stopped"
+
+
+async def test_a_session_is_used_with_the_key_that_opened_it_only(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
+    mine, theirs = await new_app(["hi"]), await new_app(["hi"], name="other")
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    async with serving(server_app) as url, httpx.AsyncClient(base_url=url) as http:
+        opened = await http.post(
+            "/mcp", json=initialize, headers={**accept, "Authorization": f"Bearer {mine.key}"}
+        )
+        session = {
+            **accept,
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "Mcp-Protocol-Version": "2025-11-25",
+        }
+        stolen = await http.post(
+            "/mcp", json=listing, headers={**session, "Authorization": f"Bearer {theirs.key}"}
+        )
+        own = await http.post(
+            "/mcp", json=listing, headers={**session, "Authorization": f"Bearer {mine.key}"}
+        )
+    assert opened.status_code == 200
+    assert stolen.status_code == 404  # as if the session did not exist
+    assert own.status_code == 200 and '"name":"calc"' in own.text
