@@ -116,15 +116,14 @@ async def prepare(
     """Resolve and check ``request`` (see the module's docstring). Raises
     :class:`ConversationNotFoundError` (not this app's or user's, or deleted),
     :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files. ``file_policy``
-    is the SSRF guard's for remote files of ``file`` inputs (default: no private address)."""
+    is the SSRF guard's for remote files of ``file`` inputs (default: no private address). A request
+    that names its conversation (``names_conversation``) starts it when no conversation has its id."""
     app_id = request.app_id
-    continued = request.conversation_id is not None and (
-        not request.names_conversation or await _conversation_id_taken(db, request.conversation_id)
-    )
+    named = request.conversation_id or ""
+    continued = bool(named) and (not request.names_conversation or await _conversation_id_taken(db, named))
     if continued:
-        assert request.conversation_id is not None
         end_user_id = await lookup.end_user_id(app_id, request.user)
-        version, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
+        version, history = await _continued(db, lookup, app_id, end_user_id, named)
         end_user: str | asyncio.Task[str] = end_user_id
     else:
         latest = await lookup.latest_config(app_id)
