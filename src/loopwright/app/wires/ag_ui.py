@@ -10,7 +10,7 @@ user, default ``ag-ui-user``), ``inputs`` (the app's input form) and ``messagesS
 (a ``MESSAGES_SNAPSHOT`` before ``RUN_FINISHED``). ``state``, ``context`` and ``tools`` (tools the
 client would run) are not used: the app's agent has its own tools and runs them.
 
-The stream, from Dify's wire events (the journal keeps each event's Dify item, ``app.dify.encoder``):
+The stream, from Dify's wire events (the journal keeps each event's Dify item, ``app.wires.encoding``):
 each round of the agent is a step (``STEP_STARTED``/``STEP_FINISHED``, named ``round N``) whose text is
 one assistant text message (``TEXT_MESSAGE_START/CONTENT/END``, id ``{message_id}-{N}``) and whose tool
 calls are ``TOOL_CALL_START/ARGS/END`` (the call's parent is the round's message) then
@@ -18,7 +18,8 @@ calls are ``TOOL_CALL_START/ARGS/END`` (the call's parent is the round's message
 ends with ``RUN_FINISHED`` (``result``: the conversation and message ids and the citations; ``usage``),
 or ``RUN_FINISHED`` with an ``interrupt`` outcome when it waits for approvals of tool calls (given over
 the Service API), or ``RUN_ERROR``. A file a tool made is a ``CUSTOM`` event ``message_file``; an
-answer replaced by moderation is a new text message. A quiet stream gets SSE comments.
+answer replaced by moderation is a new text message. A quiet stream gets SSE comments. A round's tool
+calls are read as every wire reads them (``app.wires.tool_runs``).
 
 Frames are JSON written here, not the ``ag-ui-protocol`` models dumped: building and dumping a model
 per text delta costs several times the rest of the event's path. The tests parse every frame with
@@ -33,7 +34,6 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-from loopwright.app.dify.encoder import DifyEncoder, Encoded
 from loopwright.app.dify.errors import error_fields
 from loopwright.app.dify.events import (
     AgentMessage,
@@ -47,10 +47,11 @@ from loopwright.app.dify.events import (
     ToolApprovalRequired,
     WireEvent,
 )
+from loopwright.app.wires.encoding import WireEncoder
 from loopwright.app.wires.openai_chat import chat_query
+from loopwright.app.wires.tool_runs import ToolRun, tool_runs
 from loopwright.errors import UserInputError
 from loopwright.model.entities import PromptMessage
-from loopwright.store.codec import decode_json_object, split_tool_names, unique_tool_keys
 
 __all__ = [
     "DEFAULT_USER",
@@ -167,12 +168,8 @@ class _Round:
         self.texts = 0  # the text messages opened in it
 
 
-AG_UI_PING = Encoded(None, None, ": ping\n\n")  # an SSE comment: AG-UI's clients skip it
-
-
-class AgUiEncoder(DifyEncoder):
-    """Encodes a run's events as AG-UI events (see the module's docstring); the journal's item of each
-    event is Dify's, numbered as Dify's encoder numbers it."""
+class AgUiEncoder(WireEncoder):
+    """Encodes a run's events as AG-UI events (see the module's docstring)."""
 
     __slots__ = ("_content_prefix", "_open_text", "_round", "_rounds", "_run", "_snapshot")
 
@@ -186,18 +183,9 @@ class AgUiEncoder(DifyEncoder):
         self._open_text = ""  # the id of the text message open now
         self._content_prefix = ""
 
-    @property
-    def ping(self) -> Encoded:
-        return AG_UI_PING
-
-    def encode(self, event: WireEvent) -> Encoded:
-        self.seq += 1
-        if isinstance(event, AgentMessage | TextMessage):
-            return Encoded(event, event.answer, self._text(event.head, event.answer))
-        payload = event.payload()
-        return Encoded(event, payload, self._frames(event, payload))
-
-    def _frames(self, event: WireEvent, payload: dict[str, Any]) -> str:
+    def frames(self, event: WireEvent) -> str:
+        if type(event) is AgentMessage or type(event) is TextMessage:
+            return self._text(event.head, event.answer)
         if isinstance(event, AgentThought):
             return self._thought(event)
         if isinstance(event, MessageFile):
@@ -213,7 +201,8 @@ class AgUiEncoder(DifyEncoder):
         if isinstance(event, ToolApprovalRequired):
             return self._close_round(settle=False) + self._interrupted(event)
         if isinstance(event, ErrorEvent):
-            error = event_frame({"type": "RUN_ERROR", "message": payload["message"], "code": payload["code"]})
+            code, _, message = error_fields(event.error)
+            error = event_frame({"type": "RUN_ERROR", "message": message, "code": code})
             return self._close_round(settle=False) + error
         return ""  # speech: not part of this wire
 
@@ -258,39 +247,31 @@ class AgUiEncoder(DifyEncoder):
         current = self._round
         if current is None or current.id != thought.id:
             frames = self._close_round(settle=True)
-            current = self._new_round(
-                thought.id, f"{thought.head.message_id}-{thought.position}", thought.position
-            )
+            message_id = f"{thought.head.message_id}-{thought.position}"
+            current = self._new_round(thought.id, message_id, thought.position)
             frames += event_frame({"type": "STEP_STARTED", "stepName": current.name})
-        names = split_tool_names(thought.tool)
-        if len(names) > len(current.calls):
-            frames += self._close_text() + self._calls(current, thought, names)
+        if not thought.tool:
+            return frames
+        runs = tool_runs(thought.id, thought.tool, thought.tool_input, thought.observation)
+        if len(runs) > len(current.calls):
+            frames += self._close_text() + self._calls(current, runs[len(current.calls) :])
         if thought.observation:
-            frames += self._results(current, thought, names)
+            for run in runs:
+                if run.output and run.id not in current.results:
+                    frames += self._result(current, run.id, run.output)
         return frames
 
-    def _calls(self, current: _Round, thought: AgentThought, names: list[str]) -> str:
-        inputs = decode_json_object(thought.tool_input) or {}
-        keys = unique_tool_keys(names)
+    def _calls(self, current: _Round, runs: list[ToolRun]) -> str:
         frames: list[str] = []
-        for i in range(len(current.calls), len(names)):
-            call_id = f"{thought.id}-{i}"
-            arguments = _dumps(inputs.get(keys[i], {}))
-            current.calls.append((call_id, names[i], arguments))
-            start = {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": names[i]}
+        for run in runs:
+            current.calls.append((run.id, run.name, run.arguments))
+            start = {"type": "TOOL_CALL_START", "toolCallId": run.id, "toolCallName": run.name}
             start["parentMessageId"] = current.message_id
             frames.append(event_frame(start))
-            frames.append(event_frame({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments}))
-            frames.append(event_frame({"type": "TOOL_CALL_END", "toolCallId": call_id}))
-        return "".join(frames)
-
-    def _results(self, current: _Round, thought: AgentThought, names: list[str]) -> str:
-        observations = decode_json_object(thought.observation) or {}
-        frames: list[str] = []
-        for (call_id, _, _), key in zip(current.calls, unique_tool_keys(names), strict=False):
-            answer = observations.get(key)
-            if call_id not in current.results and answer not in (None, ""):
-                frames.append(self._result(current, call_id, str(answer)))
+            frames.append(
+                event_frame({"type": "TOOL_CALL_ARGS", "toolCallId": run.id, "delta": run.arguments})
+            )
+            frames.append(event_frame({"type": "TOOL_CALL_END", "toolCallId": run.id}))
         return "".join(frames)
 
     def _result(self, current: _Round, call_id: str, content: str) -> str:

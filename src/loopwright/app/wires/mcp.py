@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopwright.app.config import InputField
-from loopwright.app.dify.encoder import DifyEncoder, Encoded
 from loopwright.app.dify.errors import error_fields
-from loopwright.app.dify.events import AgentMessage, AgentThought, WireEvent
+from loopwright.app.dify.events import AgentThought, WireEvent
 from loopwright.app.dify.stream import file_type
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.toolsets import form_parameter
+from loopwright.app.wires.encoding import WireEncoder
 from loopwright.model.entities import ToolSchema
 from loopwright.store.codec import split_tool_names
 from loopwright.tools.app_tool import AppAnswer, app_tool
@@ -131,17 +131,14 @@ def _file(output: ToolOutput) -> dict[str, str]:
     return {"type": file_type(mime), "url": url, "mime_type": mime}
 
 
-class ProgressEncoder(DifyEncoder):
-    """A run's events for the MCP call that waits for it: each event and its journal item (Dify's), no
-    frame — the call's reader takes the events themselves (``Run.events``)."""
+class ProgressEncoder(WireEncoder):
+    """A run's events for the MCP call that waits for it: each event and its journal item, no frame —
+    the call's reader takes the events themselves (``Run.events``)."""
 
     __slots__ = ()
 
-    def encode(self, event: WireEvent) -> Encoded:
-        self.seq += 1
-        if type(event) is AgentMessage:
-            return Encoded(event, event.answer, "")
-        return Encoded(event, event.payload(), "")
+    def frames(self, event: WireEvent) -> str:
+        return ""
 
 
 class RunProgress:
