@@ -46,7 +46,9 @@ async def test_a_response_holds_the_tool_call_the_agent_ran_then_the_answer(
     assert [o.type for o in again.output] == ["loopwright:tool_call", "message"]
 
 
-async def test_a_streamed_response_tells_each_item_as_it_happens(server_app: FastAPI, new_app: NewApp) -> None:
+async def test_a_streamed_response_tells_each_item_as_it_happens(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
     app = await new_app(TOOL_ROUND)
     async with serving(server_app) as url:
         client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=app.key, max_retries=0)
@@ -69,7 +71,9 @@ async def test_a_streamed_response_tells_each_item_as_it_happens(server_app: Fas
     assert kinds.index("response.output_text.delta", message_index) > message_index
 
 
-async def test_previous_response_id_goes_on_with_the_conversation(server_app: FastAPI, new_app: NewApp) -> None:
+async def test_previous_response_id_goes_on_with_the_conversation(
+    server_app: FastAPI, new_app: NewApp
+) -> None:
     app = await new_app(["Hello Ada.", "Your name is Ada."])
     runtime = server_app.state.loopwright
     async with serving(server_app) as url:

@@ -133,7 +133,9 @@ async def test_the_agents_tool_calls_are_told_not_asked_for(server_app: FastAPI,
     assert extra["reasoning_content"] == 'calculator({"expression": "17 * 23"}) → 391\n'
     told = [(c.choices[0].delta.model_extra or {}).get("agent_tool_calls") for c in chunks if c.choices]
     assert [t for t in told if t] == [[call | {"id": told_id(told)}]]
-    assert not any((c.choices[0].delta.model_extra or {}).get("reasoning_content") for c in chunks if c.choices)
+    assert not any(
+        (c.choices[0].delta.model_extra or {}).get("reasoning_content") for c in chunks if c.choices
+    )
 
 
 def told_id(told: list[object]) -> str:
