@@ -24,7 +24,8 @@ them (``LOOPWRIGHT_METRICS_TOKEN`` set, /metrics scraped once at the end): the c
 the difference in server CPU per event between the two.
 
 ``--wire`` picks the protocol the streams speak: Dify's Service API (default), OpenAI's Chat
-Completions (``openai-chat``) or Responses (``openai-responses``) — the same runs, another encoder;
+Completions (``openai-chat``) or Responses (``openai-responses``), AG-UI (``ag-ui``) — the same runs,
+another encoder;
 compare their server CPU per model chunk (events differ in number between wires: the figure printed
 per event counts each wire's own data frames, and ``µs/chunk`` divides by the model's chunks).
 
@@ -33,7 +34,7 @@ the journal is the difference in server CPU per event and memory per stream with
 Set ``PYTHONPATH`` to the ``src`` of the tree to measure (the server inherits it).
 
 Run: .venv/bin/python bench/bench_server.py [--burst] [--rate R] [--metrics] [--journal-off]
-[--wire dify|openai-chat|openai-responses] [N ...]
+[--wire dify|openai-chat|openai-responses|ag-ui] [N ...]
 (default sizes: 100 500 1000)
 """
 
@@ -50,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +98,17 @@ WIRES = {
         lambda user: {"model": "bench", "input": QUESTION, "stream": True, "user": user},
         lambda data: data.startswith(b'{"type":"response.output_text.delta"'),
         lambda data: data.startswith(b'{"type":"response.completed"'),
+    ),
+    "ag-ui": Wire(
+        "/ag-ui",
+        lambda user: {
+            "threadId": str(uuid.uuid4()),
+            "runId": str(uuid.uuid4()),
+            "messages": [{"id": "question", "role": "user", "content": QUESTION}],
+            "forwardedProps": {"user": user},
+        },
+        lambda data: data.startswith(b'{"type":"TEXT_MESSAGE_CONTENT"'),
+        lambda data: data.startswith(b'{"type":"RUN_FINISHED"'),
     ),
 }
 

@@ -23,6 +23,7 @@ from loopwright.observe import otlp_provider, tracing_enabled
 from loopwright.server import (
     errors,
     routes_a2a,
+    routes_ag_ui,
     routes_agent_log,
     routes_annotations,
     routes_app,
@@ -37,6 +38,7 @@ from loopwright.server import (
     routes_file_previews,
     routes_files,
     routes_health,
+    routes_mcp,
     routes_openai,
     routes_plugin_icons,
     routes_run_events,
@@ -87,7 +89,8 @@ def create_app(
         runtime.approval_timer.start()  # runs paused for approvals whose time is up are resumed, denied
         interval = getattr(app.state, "full_collection_interval", None)  # set by tune_gc
         collector = asyncio.get_running_loop().create_task(_collect_every(interval)) if interval else None
-        yield
+        async with mcp.running():  # MCP's sessions end before the runs are stopped and saved
+            yield
         if collector is not None:
             collector.cancel()
         await runtime.shutdown()  # stopped runs are saved before the process ends
@@ -107,7 +110,9 @@ def create_app(
     app.include_router(routes_chat.router)
     app.include_router(routes_openai.router)
     app.include_router(routes_a2a.router)
-    app.include_router(routes_a2a.router)
+    app.include_router(routes_ag_ui.router)
+    mcp = routes_mcp.McpEndpoint(runtime)
+    app.router.routes.append(mcp.route())
     app.include_router(routes_run_events.router)
     app.include_router(routes_conversations.router)
     app.include_router(routes_agent_log.router)

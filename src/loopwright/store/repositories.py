@@ -45,6 +45,7 @@ __all__ = [
     "add_config_version",
     "add_upload_file",
     "config_version",
+    "conversation_id_taken",
     "create_api_key",
     "create_app",
     "delete_conversation",
@@ -287,6 +288,12 @@ async def get_conversation(
         Conversation.is_deleted.is_(False),
     )
     return await session.scalar(stmt)
+
+
+async def conversation_id_taken(session: AsyncSession, conversation_id: str) -> bool:
+    """Whether any conversation, of any app or end user, deleted or not, has this id."""
+    stmt = select(Conversation.id).where(Conversation.id == conversation_id)
+    return await session.scalar(stmt) is not None
 
 
 CONVERSATION_SORTS = ("created_at", "-created_at", "updated_at", "-updated_at")  # Dify's ``sort_by``

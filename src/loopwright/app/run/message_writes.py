@@ -90,7 +90,7 @@ class MessageWrites:
         )
         if isinstance(end_user, str):
             self.end_user_id = conversation["end_user_id"] = end_user
-            self._submit(Insert(Conversation, conversation), *rows)
+            self._submit(_new_conversation(conversation), *rows)
             return
         self._db.writer.hold(self._key)
         self._release = asyncio.ensure_future(self._release_when_known(end_user, conversation, rows))
@@ -104,7 +104,7 @@ class MessageWrites:
             # The parked writes fail on their own (no conversation row) rather than wait for ever.
             self._db.writer.release(self._key)
             raise
-        self._db.writer.release(self._key, Insert(Conversation, conversation), *rows)
+        self._db.writer.release(self._key, _new_conversation(conversation), *rows)
 
     def save_round(self, row: ThoughtRow, labels: Mapping[str, Mapping[str, str]]) -> None:
         """Queue a round's thought row as it stands: an insert the first time, an update after that.
@@ -210,3 +210,10 @@ def _thought_values(row: ThoughtRow, labels: Mapping[str, Mapping[str, str]]) ->
         usage=row.usage,
         labels=labels,
     )
+
+
+def _new_conversation(values: dict[str, Any]) -> Insert:
+    """A new conversation's row; when one is there already, nothing. An id the server made is new,
+    but a caller that names its conversations (AG-UI's threadId) may start two runs of a new one at
+    once: both are the conversation's, and neither run's rows are lost."""
+    return Insert(Conversation, values, unless_present=True)

@@ -52,6 +52,9 @@ class MessageRequest:
     query: str
     inputs: Mapping[str, Any] | None = None  # the form's values for this message (checked each turn)
     conversation_id: str | None = None  # None: a new conversation
+    # The caller names its conversations (AG-UI's threadId): ``conversation_id`` is continued when
+    # it exists, and started under that id when no conversation has it yet.
+    names_conversation: bool = False
     files: Sequence[Mapping[str, Any]] = ()  # Dify's file entries (checked against the app's settings)
     response_mode: ResponseMode = "streaming"
     call_depth: int = 0  # how deep in apps calling apps as tools this message is
@@ -116,11 +119,14 @@ async def prepare(
     """Resolve and check ``request`` (see the module's docstring). Raises
     :class:`ConversationNotFoundError` (not this app's or user's, or deleted),
     :class:`AppUnavailableError`, ``InputError`` and ``UserInputError`` for bad files. ``file_policy``
-    is the SSRF guard's for remote files of ``file`` inputs (default: no private address)."""
+    is the SSRF guard's for remote files of ``file`` inputs (default: no private address). A request
+    that names its conversation (``names_conversation``) starts it when no conversation has its id."""
     app_id = request.app_id
-    if request.conversation_id:
+    named = request.conversation_id or ""
+    continued = bool(named) and (not request.names_conversation or await _conversation_id_taken(db, named))
+    if continued:
         end_user_id = await lookup.end_user_id(app_id, request.user)
-        version, history = await _continued(db, lookup, app_id, end_user_id, request.conversation_id)
+        version, history = await _continued(db, lookup, app_id, end_user_id, named)
         end_user: str | asyncio.Task[str] = end_user_id
     else:
         latest = await _chosen_config(lookup, app_id, request.config_id)
@@ -160,7 +166,7 @@ async def prepare(
         prompt_inputs=prompt_inputs,
         history=history,
         files=files,
-        new_conversation=not request.conversation_id,
+        new_conversation=not continued,
         end_user=end_user,
     )
 
@@ -172,6 +178,14 @@ async def _chosen_config(lookup: AppLookup, app_id: str, config_id: str | None) 
         what = f"configuration {config_id}" if config_id else "configuration"
         raise AppUnavailableError(f"app {app_id} has no {what}")
     return version
+
+
+async def _conversation_id_taken(db: Database, conversation_id: str) -> bool:
+    """Whether a conversation (of any app or user, deleted or not) has this id, once the writes
+    queued under it are in."""
+    await db.writer.settled(conversation_id)
+    async with db.sessionmaker() as session:
+        return await repo.conversation_id_taken(session, conversation_id)
 
 
 async def _continued(
