@@ -17,6 +17,7 @@ from typing import Any, Literal
 from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, run_loop
 from loopwright.agent._react import ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
+from loopwright.agent.budget import Budget
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
@@ -64,10 +65,17 @@ class PreparedAgent:
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
+        budget: Budget | None = None,
     ) -> AgentResult:
         return await _result(
             self.stream(
-                query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
+                query,
+                history=history,
+                inputs=inputs,
+                files=files,
+                context=context,
+                callbacks=callbacks,
+                budget=budget,
             )
         )
 
@@ -81,6 +89,7 @@ class PreparedAgent:
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
         steps: StepLog | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         instruction = fill_inputs(self.instruction, inputs) if inputs else self.instruction
         note = self.output_note
@@ -95,7 +104,7 @@ class PreparedAgent:
             [m for m in history if not isinstance(m, SystemMessage)] if history else [],
             output=self.output,
         )
-        return self._events(state, context, callbacks, steps)
+        return self._events(state, context, callbacks, steps, budget=budget)
 
     async def resume(
         self,
@@ -117,10 +126,12 @@ class PreparedAgent:
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
         steps: StepLog | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         state = interruption.state.detached()  # the interruption may be resumed again
         state.output = self.output
-        return self._events(state, context, callbacks, steps, {d.call_id: d for d in decisions})
+        decided = {d.call_id: d for d in decisions}
+        return self._events(state, context, callbacks, steps, decided, budget)
 
     def _events(
         self,
@@ -129,6 +140,7 @@ class PreparedAgent:
         callbacks: Sequence[object],
         steps: StepLog | None,
         decisions: dict[str, ApprovalDecision] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         events = run_loop(
             self.model,
@@ -139,6 +151,7 @@ class PreparedAgent:
             context or self.context,
             steps,
             decisions,
+            budget,
         )
         if not (self.callbacks or callbacks):
             return events  # nothing to tell: the loop's own stream, unwrapped

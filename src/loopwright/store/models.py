@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Dialect,
@@ -47,6 +48,7 @@ __all__ = [
     "RunEvent",
     "RunStream",
     "UploadFile",
+    "UsageCounter",
     "new_id",
     "utcnow",
 ]
@@ -442,3 +444,22 @@ class PendingApproval(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
 
     __table_args__ = (Index("ix_pending_approvals_expires_at", "expires_at"),)
+
+
+class UsageCounter(Base):
+    """What one scope spent, for the app's budgets (``app.run.budgets``): ``scope`` is ``app``,
+    ``end_user`` or ``conversation``, ``scope_id`` its id, ``day`` the UTC day (``YYYY-MM-DD``) of a
+    daily count or ``""`` for a count that never resets (a conversation's). Rows are added to in place
+    (``store.usage.add_usage``), so several workers on one database share them. ``cost_units`` is the
+    cost in units of 10⁻⁷ of the currency (prices' own precision): an integer adds exactly on every
+    database."""
+
+    __tablename__ = "usage_counters"
+
+    scope: Mapped[str] = mapped_column(String(16), primary_key=True)
+    scope_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    day: Mapped[str] = mapped_column(String(10), primary_key=True)
+    tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    cost_units: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)

@@ -191,6 +191,12 @@ class MessageWrites:
         values["id"] = self._message_id
         await asyncio.wait({self._db.writer.submit(Update(Message, values), key=self._key)})
 
+    async def count(self, op: WriteOp) -> None:
+        """Write another change that goes with the message (the usage counters of a capped app), in
+        order with its rows, and wait until it is in (the next request reads it); a failure is logged
+        by the writer."""
+        await asyncio.wait({self._db.writer.submit(op, key=self._key)})
+
     def _submit(self, *ops: WriteOp) -> None:
         for op in ops:
             self._db.writer.submit(op, key=self._key)

@@ -45,11 +45,13 @@ from loopwright.app.dify.events import (
 from loopwright.app.dify.stream import DifyStream
 from loopwright.app.guards.moderation import OutputGuard
 from loopwright.app.guards.steps import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer
+from loopwright.app.run import budgets
 from loopwright.app.run.approvals import pending_values
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.plan import RunPlan, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
+from loopwright.model.entities import Usage
 from loopwright.store.models import utcnow
 
 log = logging.getLogger("loopwright.app")
@@ -171,7 +173,11 @@ class MessageRun:
                 await self.run.emit(MessageReplace(plan.head, plan.replaced, RESUMED))
             resume = plan.resume
             return plan.agent.resume_stream(
-                resume.interruption, resume.decisions, context=plan.tool_context(), steps=self.steps
+                resume.interruption,
+                resume.decisions,
+                context=plan.tool_context(),
+                steps=self.steps,
+                budget=plan.budget,
             )
         prelude = await self._prelude()
         if prelude.answer is not None:  # moderated input or an annotation: no agent
@@ -189,6 +195,7 @@ class MessageRun:
             files=plan.files.parts or None,
             context=plan.tool_context(),
             steps=self.steps,
+            budget=plan.budget,
         )
 
     async def _prelude(self) -> Prelude:
@@ -218,7 +225,24 @@ class MessageRun:
             await saving  # a stop that came while saving: the save goes on to its end
         outcome.answer, outcome.usage = saving.result()
         outcome.files = [o for _, o in stream.files]
+        if budgets.counts(self.plan.config.budget):
+            await self._count(outcome.usage)
         self.run.finish(outcome)
+
+    async def _count(self, usage: Usage) -> None:
+        """Add the run's usage to its app's, end user's and conversation's counters (app.run.budgets),
+        before the run is over (the next request is checked against them)."""
+        plan = self.plan
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        write = budgets.record(
+            plan.config.budget,
+            usage,
+            app_id=plan.request.app_id,
+            end_user_id=end_user,
+            conversation_id=plan.head.conversation_id,
+            day=plan.budget_day or budgets.day_of(plan.created),
+        )
+        await asyncio.shield(self.writes.count(write))
 
     async def _pending(self) -> dict[str, Any]:
         """The ``pending_approvals`` row of a message that paused."""

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from loopwright.agent import Agent
+from loopwright.agent import Agent, Budget
 from loopwright.app.config import AppConfig
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import EventHead
@@ -81,6 +81,9 @@ class RunPlan:
     taken_up: bool = False  # taken up by the durable executor: its rows and stream exist
     replaced: str | None = None  # taken up after a cut model call: the answer its client should show
     first_seq: int = 0  # the number of the last event its stream already holds
+    # the run's caps, narrowed by what the app's wider caps leave (app.run.budgets); None: the agent's
+    budget: Budget | None = None
+    budget_day: str = ""  # the UTC day its usage counts for (a capped app's daily counters)
 
     @property
     def streaming(self) -> bool:

@@ -16,6 +16,7 @@ bases; ``aclose()`` releases them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
@@ -27,7 +28,7 @@ from cachetools import LRUCache
 from sqlalchemy.exc import IntegrityError
 
 from loopwright._threads import run_sync
-from loopwright.agent import Agent
+from loopwright.agent import Agent, Budget
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.dify.events import EventHead
@@ -38,7 +39,7 @@ from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import naming
+from loopwright.app.run import budgets, naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -185,6 +186,8 @@ class AppRuntime:
         policy = network_policy(self.settings.tool_allow_hosts)  # for remote files of ``file`` inputs
         agent_for = partial(self.agent, app_id=request.app_id)
         plan = await prepare(self.db, self.lookup, request, agent_for, upload_dir=uploads, file_policy=policy)
+        if budgets.counts(plan.config.budget):
+            plan = await self._within_budget(plan)
         await self.open()
         with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
             record = await self._claim(plan.head, request) if request.task_id is not None else None
@@ -198,6 +201,23 @@ class AppRuntime:
                 )
             )
         return run
+
+    async def _within_budget(self, plan: RunPlan) -> RunPlan:
+        """The plan with its run's budget narrowed to what the app's, the end user's and the
+        conversation's caps leave (app.run.budgets); raises ``BudgetExceededError`` (429) when one is
+        used up, before anything is written."""
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        day = budgets.day_of(self.clock())
+        caps = await budgets.allowance(
+            self.db,
+            plan.config.budget,
+            app_id=plan.request.app_id,
+            end_user_id=end_user,
+            conversation_id=None if plan.new_conversation else plan.head.conversation_id,
+            day=day,
+        )
+        budget = (plan.agent.budget or Budget()).narrowed(caps)
+        return dataclasses.replace(plan, budget=budget, budget_day=day)
 
     async def open(self) -> None:
         """Register this process (sweeping what dead ones left, or taking their durable runs up) and
@@ -568,6 +588,7 @@ def build_agent(
         output_type=config.output_schema,
         approval_required=config.approval.tools,
         tool_selector=_tool_ranker(config),
+        budget=budgets.run_budget(config.budget),
     )
 
 
