@@ -39,6 +39,7 @@ __all__ = [
     "AppConfig",
     "Base",
     "Conversation",
+    "ConversationSummary",
     "DecimalText",
     "EndUser",
     "Message",
@@ -463,3 +464,23 @@ class UsageCounter(Base):
     cost_units: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class ConversationSummary(Base):
+    """The older turns of a conversation folded into a summary (``memory.compaction: summarize``;
+    ``app.run.compaction``): it stands for the first ``covered_messages`` messages of the conversation's
+    thread in the prompts of later turns. A newer summary (of more messages) adds a row; the newest is
+    used, the older ones stay for the log. The messages themselves are never changed."""
+
+    __tablename__ = "conversation_summaries"
+    __table_args__ = (Index("ix_conversation_summaries_conversation", "conversation_id", "covered_messages"),)
+
+    id: Mapped[str] = _id()
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    )
+    covered_messages: Mapped[int] = mapped_column(Integer, nullable=False)
+    last_message_id: Mapped[str] = mapped_column(String(36), nullable=False)  # the newest message folded
+    summary: Mapped[str] = mapped_column(Text, nullable=False)
+    model: Mapped[str] = mapped_column(String(255), nullable=False, default="")  # the spec that made it
+    created_at: Mapped[datetime] = _created()

@@ -47,12 +47,15 @@ from loopwright.app.guards.moderation import OutputGuard
 from loopwright.app.guards.steps import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer
 from loopwright.app.run import budgets
 from loopwright.app.run.approvals import pending_values
+from loopwright.app.run.compaction import Compacted
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.plan import RunPlan, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
 from loopwright.model.entities import Usage
-from loopwright.store.models import utcnow
+from loopwright.store import memory as memory_store
+from loopwright.store.models import ConversationSummary, utcnow
+from loopwright.store.writer import Insert
 
 log = logging.getLogger("loopwright.app")
 
@@ -184,19 +187,34 @@ class MessageRun:
             for wire in direct_answer(stream, prelude):
                 await self.run.emit(wire)
             return None
-        config = plan.config
-        history = fit_history(
-            plan.history, plan.agent, config.instruction, prelude.query, config.history_message_limit
-        )
+        fitted = await fit_history(plan, prelude.query)
+        if plan.config.memory.compaction == "summarize":
+            self._keep_compaction(fitted)
         return plan.agent.stream(
             prelude.query,
-            history=history,
+            history=fitted.messages,
             inputs=prelude.inputs,
             files=plan.files.parts or None,
             context=plan.tool_context(),
             steps=self.steps,
             budget=plan.budget,
         )
+
+    def _keep_compaction(self, fitted: Compacted) -> None:
+        """What compaction did goes into the message's log; a summary made now is stored, to stand
+        for the turns it folds in the prompts of the turns after (app.run.compaction)."""
+        plan = self.plan
+        self.writes.compaction = fitted.log_entry(plan.config.memory.compaction)
+        made = fitted.made
+        if made is not None and 0 < made.covered <= len(plan.history_ids):
+            row = memory_store.new_summary(
+                plan.head.conversation_id,
+                covered_messages=made.covered,
+                last_message_id=plan.history_ids[made.covered - 1],
+                summary=made.text,
+                model=plan.summary_spec,
+            )
+            self.writes.submit(Insert(ConversationSummary, row))
 
     async def _prelude(self) -> Prelude:
         """What the agent runs with (``app.guards.steps``: maybe an answer without it)."""

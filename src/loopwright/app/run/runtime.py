@@ -49,6 +49,7 @@ from loopwright.app.run.approvals import (
     check_owner,
     resumption,
 )
+from loopwright.app.run.compaction import summarize_with
 from loopwright.app.run.executors import Executor, InProcessExecutor, check_executor
 from loopwright.app.run.journal import EventJournal, Replayed, RunRecord, stream_row
 from loopwright.app.run.limits import ActiveRequests
@@ -60,7 +61,7 @@ from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.relay import Relay
 from loopwright.app.run.runs import Run, RunRegistry
 from loopwright.app.toolsets import ToolsetPool
-from loopwright.config import ConfigError, Settings, build_model, load_settings
+from loopwright.config import ConfigError, Settings, build_model, load_settings, parse_model_spec
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
 from loopwright.store import approvals as pending
@@ -188,6 +189,8 @@ class AppRuntime:
         plan = await prepare(self.db, self.lookup, request, agent_for, upload_dir=uploads, file_policy=policy)
         if budgets.counts(plan.config.budget):
             plan = await self._within_budget(plan)
+        if plan.config.memory.compaction == "summarize" and not plan.new_conversation:
+            plan = self._with_summarizer(plan)
         await self.open()
         with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
             record = await self._claim(plan.head, request) if request.task_id is not None else None
@@ -201,6 +204,20 @@ class AppRuntime:
                 )
             )
         return run
+
+    def _with_summarizer(self, plan: RunPlan) -> RunPlan:
+        """The plan with the model that folds its conversation's older turns (``memory.summary_model``,
+        else the app's). The embedded local model is too small to summarize: its apps trim instead,
+        as do apps whose summary model cannot be built (logged)."""
+        spec = plan.config.memory.summary_model or plan.config.model
+        try:
+            if parse_model_spec(spec).kind == "local":
+                return plan
+            model = self.model(spec)
+        except (ConfigError, ProviderNotInitializedError) as exc:
+            log.warning("summary model %s unavailable, trimming instead: %s", spec, exc)
+            return plan
+        return dataclasses.replace(plan, summarizer=summarize_with(model), summary_spec=spec)
 
     async def _within_budget(self, plan: RunPlan) -> RunPlan:
         """The plan with its run's budget narrowed to what the app's, the end user's and the
