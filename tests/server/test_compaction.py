@@ -80,7 +80,8 @@ async def test_a_500_turn_conversation_stays_within_the_window(
         folded += [int(n) for n in re.findall(r"User: Question (\d+)", new_turns)]
     assert folded == list(range(len(folded))) and len(folded) > TURNS - 40
     async with db.sessionmaker() as s:
-        rows = list(await s.scalars(select(ConversationSummary).order_by(ConversationSummary.covered_messages)))
+        order = ConversationSummary.covered_messages
+        rows = list(await s.scalars(select(ConversationSummary).order_by(order)))
     assert len(rows) == len(summarizer.requests)
     assert rows[-1].covered_messages == len(folded) and rows[-1].model == summary_spec
 
@@ -98,11 +99,8 @@ async def test_a_500_turn_conversation_stays_within_the_window(
     assert seen == TURNS
 
     # the agent log of the last message shows the summary its prompt began with
-    last = page["data"][-1]["id"] if seen <= 100 else None
-    page = await client.get(
-        "/v1/messages", params={"conversation_id": conversation, "user": "alice", "limit": 1}, headers=app.headers
-    )
-    last = page.json()["data"][-1]["id"]
+    newest = {"conversation_id": conversation, "user": "alice", "limit": 1}
+    last = (await client.get("/v1/messages", params=newest, headers=app.headers)).json()["data"][-1]["id"]
     log = await client.get(f"/v1/messages/{last}/agent-log", params={"user": "alice"}, headers=app.headers)
     compaction = log.json()["meta"]["compaction"]
     assert compaction["mode"] == "summarize" and compaction["summary"].startswith("The user asked")

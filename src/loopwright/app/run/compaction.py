@@ -6,7 +6,8 @@ docs/memory-and-budgets.md).
 - ``summarize``: the tool results of older turns (all but the newest ``keep_turns``) are cut to
   ``tool_result_tokens`` first, each marked in the prompt as cut (the whole result stays stored); when
   the history still takes more than ``summarize_at`` of its room, the older turns are folded into a
-  summary made by the summary model, which is stored and stands for those turns in the prompts of the
+  summary made by the summary model (the newest turns, at least ``keep_turns`` and as many as fit in
+  half the threshold, stay verbatim), which is stored and stands for those turns in the prompts of the
   turns after (so the prompt's prefix — the summary, then the turns since — stays the same from turn to
   turn, and prompt caches keep working). Each turn is folded once: a new summary is made from the
   previous summary and the turns that came after it. Without a summary model (the embedded local model
@@ -127,22 +128,38 @@ async def _summarized(
     live, cut = cut_tool_results(turns[covered:], settings.keep_turns, settings.tool_result_tokens)
     made: Summary | None = None
     prompt = _prompt(summary, live)
-    due = count_tokens(prompt) > settings.summarize_at * room and len(live) > settings.keep_turns
+    size = count_tokens(prompt)
+    due = size > settings.summarize_at * room and len(live) > settings.keep_turns
+    if not due and size <= room and limit is None:  # the common turn: counted once, nothing to do
+        return Compacted(prompt, summary, None, cut, 0)
     if due and summarize is not None:
-        fold = live[: -settings.keep_turns]
+        keep = _kept_after_summary(live, settings.keep_turns, settings.summarize_at * room / 2, count_tokens)
+        fold = live[:-keep]
         try:
             text = await summarize(summary.text if summary is not None else None, fold)
         except Exception as exc:  # a failing summary model never fails the run: trimmed instead
             log.warning("summarizing the conversation failed, trimming it instead: %s", exc)
         else:
             summary = made = Summary(text.strip(), covered + len(fold))
-            live = live[-settings.keep_turns :]
+            live = live[-keep:]
             prompt = _prompt(summary, live)
     kept = trim_to_budget(prompt, count_tokens, room, limit)
     dropped = _turns(prompt) - _turns(kept)
     if summary is not None and dropped and not _starts_with_summary(kept):
         summary = None  # trimmed away with the oldest turns
     return Compacted(kept, summary, made, cut, dropped)
+
+
+def _kept_after_summary(
+    live: Sequence[Turn], least: int, target: float, count_tokens: Callable[[Sequence[PromptMessage]], int]
+) -> int:
+    """How many of the newest turns stay verbatim when the older ones are folded: at least ``least``,
+    and more while they fit in ``target`` tokens (half the threshold: the history then grows for a
+    while before the next summary is due, rather than making one every turn)."""
+    keep = least
+    while keep < len(live) - 1 and count_tokens([m for t in live[-(keep + 1) :] for m in t]) <= target:
+        keep += 1
+    return keep
 
 
 def split_turns(history: Sequence[PromptMessage]) -> list[Turn]:
