@@ -42,6 +42,8 @@ __all__ = [
     "ConversationSummary",
     "DecimalText",
     "EndUser",
+    "MemoryBlock",
+    "MemoryObservation",
     "Message",
     "MessageAgentThought",
     "MessageFeedback",
@@ -483,4 +485,34 @@ class ConversationSummary(Base):
     last_message_id: Mapped[str] = mapped_column(String(36), nullable=False)  # the newest message folded
     summary: Mapped[str] = mapped_column(Text, nullable=False)
     model: Mapped[str] = mapped_column(String(255), nullable=False, default="")  # the spec that made it
+    created_at: Mapped[datetime] = _created()
+
+
+class MemoryBlock(Base):
+    """An end user's working memory in one app (``memory.long_term``; ``app.memory``): the facts the
+    agent keeps about them, read and rewritten through its memory tool and shown in every prompt.
+    Deleted with the end user."""
+
+    __tablename__ = "memory_blocks"
+
+    end_user_id: Mapped[str] = mapped_column(ForeignKey("end_users.id", ondelete="CASCADE"), primary_key=True)
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class MemoryObservation(Base):
+    """One observation of an end user's past conversations (``memory.long_term``): written after each
+    turn (one per message: ``message_id`` is unique, so a writer catching up never writes one twice),
+    recalled by relevance into later prompts. Deleted with the end user."""
+
+    __tablename__ = "memory_observations"
+    __table_args__ = (Index("ix_memory_observations_user", "app_id", "end_user_id", "created_at"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    end_user_id: Mapped[str] = mapped_column(ForeignKey("end_users.id", ondelete="CASCADE"), nullable=False)
+    conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False, unique=True)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = _created()

@@ -45,14 +45,14 @@ from loopwright.app.dify.events import (
 from loopwright.app.dify.stream import DifyStream
 from loopwright.app.guards.moderation import OutputGuard
 from loopwright.app.guards.steps import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer
-from loopwright.app.run import budgets
+from loopwright.app.run import budgets, memory
 from loopwright.app.run.approvals import pending_values
 from loopwright.app.run.compaction import Compacted
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.plan import RunPlan, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
-from loopwright.model.entities import Usage
+from loopwright.model.entities import Usage, UserMessage
 from loopwright.store import memory as memory_store
 from loopwright.store.models import ConversationSummary, utcnow
 from loopwright.store.writer import Insert
@@ -190,14 +190,34 @@ class MessageRun:
         fitted = await fit_history(plan, prelude.query)
         if plan.config.memory.compaction == "summarize":
             self._keep_compaction(fitted)
+        history = fitted.messages
+        if plan.recalled is not None:  # last: the history's prefix stays the same from turn to turn
+            history = [*history, UserMessage(plan.recalled)]
         return plan.agent.stream(
             prelude.query,
-            history=fitted.messages,
+            history=history,
             inputs=prelude.inputs,
             files=plan.files.parts or None,
             context=plan.tool_context(),
             steps=self.steps,
             budget=plan.budget,
+        )
+
+    async def _observe(self, answer: str) -> None:
+        """The turn's observation for the end user's memory (app.run.memory), written behind with the
+        message's rows (a process that dies first leaves it to ``memory.catch_up``)."""
+        plan = self.plan
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        head = plan.head
+        self.writes.submit(
+            memory.observation_row(
+                plan.request.app_id,
+                end_user,
+                head.conversation_id,
+                head.message_id,
+                plan.request.query,
+                answer,
+            )
         )
 
     def _keep_compaction(self, fitted: Compacted) -> None:
@@ -245,6 +265,8 @@ class MessageRun:
         outcome.files = [o for _, o in stream.files]
         if budgets.counts(self.plan.config.budget):
             await self._count(outcome.usage)
+        if self.plan.config.memory.long_term and outcome.status == "normal" and outcome.answer:
+            await self._observe(outcome.answer)
         self.run.finish(outcome)
 
     async def _count(self, usage: Usage) -> None:

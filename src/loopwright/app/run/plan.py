@@ -92,6 +92,7 @@ class RunPlan:
     summary: Summary | None = None
     summarizer: Summarizer | None = None  # memory.compaction: summarize (app.run.compaction)
     summary_spec: str = ""  # the spec of the summarizer's model
+    recalled: str | None = None  # memory.long_term: what the app remembers of the end user (app.run.memory)
 
     @property
     def streaming(self) -> bool:

@@ -39,7 +39,7 @@ from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import budgets, naming
+from loopwright.app.run import budgets, memory, naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -130,6 +130,7 @@ class AppRuntime:
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.run.naming)
         self._stopping: set[asyncio.Task[bool]] = set()  # paused messages being stopped
+        self._background: set[asyncio.Task[None]] = set()  # memory observations caught up (app.run.memory)
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -191,6 +192,8 @@ class AppRuntime:
             plan = await self._within_budget(plan)
         if plan.config.memory.compaction == "summarize" and not plan.new_conversation:
             plan = self._with_summarizer(plan)
+        if plan.config.memory.long_term:
+            plan = await self._with_memory(plan)
         await self.open()
         with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
             record = await self._claim(plan.head, request) if request.task_id is not None else None
@@ -204,6 +207,17 @@ class AppRuntime:
                 )
             )
         return run
+
+    async def _with_memory(self, plan: RunPlan) -> RunPlan:
+        """The plan with what the app remembers of its end user that bears on the question
+        (``memory.long_term``; app.run.memory)."""
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        budget = plan.config.memory.recall_tokens
+        conversation = None if plan.new_conversation else plan.head.conversation_id
+        recalled = await memory.recall(
+            self.db, plan.request.app_id, end_user, plan.request.query, budget, conversation_id=conversation
+        )
+        return dataclasses.replace(plan, recalled=recalled) if recalled else plan
 
     def _with_summarizer(self, plan: RunPlan) -> RunPlan:
         """The plan with the model that folds its conversation's older turns (``memory.summary_model``,
@@ -248,6 +262,16 @@ class AppRuntime:
             self.durable.launch()  # before the lease: its first beat takes runs over
         if not self.lease.opened:
             await self.lease.open()
+            # observations a process that died did not write (app.run.memory), in the background
+            catching_up = asyncio.ensure_future(self._catch_up_memory())
+            self._background.add(catching_up)
+            catching_up.add_done_callback(self._background.discard)
+
+    async def _catch_up_memory(self) -> None:
+        try:
+            await memory.catch_up(self.db, self.lookup)
+        except Exception:  # a later start tries again; runs never wait for it
+            log.warning("memory: catching up observations failed", exc_info=True)
 
     async def _claim(self, head: EventHead, request: MessageRequest) -> RunRecord | None:
         """The stream of a run whose id the caller chose, its row written now: a request retried with
@@ -360,6 +384,10 @@ class AppRuntime:
         agent = await self.agent(version, row.app_id)
         if not self.lease.opened:
             await self.lease.open()
+            # observations a process that died did not write (app.run.memory), in the background
+            catching_up = asyncio.ensure_future(self._catch_up_memory())
+            self._background.add(catching_up)
+            catching_up.add_done_callback(self._background.discard)
         # Counted as a running message of the app (max_active_requests) before the row is taken, so
         # a refusal leaves the run waiting.
         with self.active.counted(row.app_id, version.config.max_active_requests) as count:
@@ -451,6 +479,8 @@ class AppRuntime:
         if agent is None:
             check_config(version.config, self.settings.tool_sources)  # an app stored before the list
             toolsets = await self.toolsets.tools_for(version.config)
+            if version.config.memory.long_term:  # the end user's working memory (app.run.memory)
+                toolsets = [*toolsets, memory.memory_tool(self.db, self.lookup)]
             if self.prompt_log is not None:
                 model = self.prompt_log.wrap(model)
             agent = build_agent(version.config, model, self.tools, toolsets, _LazyFiles(self))
@@ -546,8 +576,8 @@ class AppRuntime:
     async def aclose(self) -> None:
         """Give up this process's lease (its runs have ended: none of its messages is left running) and
         close what the agents hold open (MCP sessions, the knowledge store); conversation names still
-        being made are given up."""
-        for task in list(self._naming):
+        being made, and observations being caught up, are given up (the next start catches up)."""
+        for task in [*self._naming, *self._background]:
             task.cancel()
         await self.approval_timer.aclose()
         if self.durable is not None:

@@ -1,4 +1,5 @@
-"""Memory: conversation summaries (compaction).
+"""Memory: conversation summaries (compaction), and end users' working memory and observations
+(memory across conversations).
 
 Revision ID: 0012_memory
 Revises: 0011_usage_counters
@@ -34,7 +35,38 @@ def upgrade() -> None:
         ["conversation_id", "covered_messages"],
     )
 
+    op.create_table(
+        "memory_blocks",
+        sa.Column("end_user_id", sa.String(length=36), nullable=False),
+        sa.Column("app_id", sa.String(length=36), nullable=False),
+        sa.Column("content", sa.Text(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["end_user_id"], ["end_users.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["app_id"], ["apps.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("end_user_id"),
+    )
+    op.create_table(
+        "memory_observations",
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("app_id", sa.String(length=36), nullable=False),
+        sa.Column("end_user_id", sa.String(length=36), nullable=False),
+        sa.Column("conversation_id", sa.String(length=36), nullable=False),
+        sa.Column("message_id", sa.String(length=36), nullable=False),
+        sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["end_user_id"], ["end_users.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["app_id"], ["apps.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("message_id"),
+    )
+    op.create_index(
+        "ix_memory_observations_user", "memory_observations", ["app_id", "end_user_id", "created_at"]
+    )
+
 
 def downgrade() -> None:
+    op.drop_index("ix_memory_observations_user", table_name="memory_observations")
+    op.drop_table("memory_observations")
+    op.drop_table("memory_blocks")
     op.drop_index("ix_conversation_summaries_conversation", table_name="conversation_summaries")
     op.drop_table("conversation_summaries")
