@@ -133,3 +133,22 @@ def test_a_bad_budget_is_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ConfigImportError):
         load_app_yaml(f"name: x\nbudget: {bad}\n")
     assert AppConfig().budget.run_tokens is None
+
+
+async def test_a_message_that_pauses_for_approval_is_counted_once(
+    client: httpx.AsyncClient, new_app: NewApp, db: Database
+) -> None:
+    from tests.server.test_approvals import decide, pause
+
+    call = {**step(0), "tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    app = await new_app(
+        [call, answer()], approval={"tools": ["calculator"]}, budget={"app_daily_tokens": 10_000}
+    )
+    paused = await pause(client, app)
+    assert paused[-1]["event"] == "tool_approval_required"
+    resumed = await decide(client, app, paused[-1]["task_id"], {"call_id": "call_a", "action": "approve"})
+    assert resumed.status_code == 200 and parse_sse(resumed.text, pings=False)[-1]["event"] == "message_end"
+    await db.writer.flush()
+    async with db.sessionmaker() as s:
+        counters = (await s.execute(select(UsageCounter))).scalars().all()
+    assert [(c.scope, c.tokens, c.runs) for c in counters] == [("app", 220, 1)]  # one message, both calls

@@ -21,7 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from loopwright.agent.budget import Budget, BudgetExceededError, Cap
 from loopwright.app.config import BudgetSettings
-from loopwright.model.entities import Usage
 from loopwright.store.db import Database
 from loopwright.store.usage import CounterKey, Spent, add_usage, read_usage
 from loopwright.store.writer import WriteFn
@@ -121,11 +120,18 @@ def _refuse_if_used_up(name: str, token_cap: int | None, cost_cap: Decimal | Non
 
 
 def record(
-    settings: BudgetSettings, usage: Usage, *, app_id: str, end_user_id: str, conversation_id: str, day: str
+    settings: BudgetSettings,
+    spent: Spent,
+    *,
+    app_id: str,
+    end_user_id: str,
+    conversation_id: str,
+    day: str,
 ) -> WriteFn:
-    """The write that adds one run's usage to the counters of its capped scopes (for the writer)."""
+    """The write that adds what one run spent, ``(tokens, cost)``, to the counters of its capped
+    scopes (for the writer)."""
     keys = [key for _, key, _, _ in _scopes(settings, app_id, end_user_id, conversation_id, day)]
-    tokens, cost = usage.total_tokens, usage.total_price
+    tokens, cost = spent
 
     async def write(session: AsyncSession) -> None:
         await add_usage(session, keys, tokens, cost)

@@ -263,20 +263,22 @@ class MessageRun:
             await saving  # a stop that came while saving: the save goes on to its end
         outcome.answer, outcome.usage = saving.result()
         outcome.files = [o for _, o in stream.files]
-        if budgets.counts(self.plan.config.budget):
+        if budgets.counts(self.plan.config.budget) and outcome.status != "waiting":
             await self._count(outcome.usage)
         if self.plan.config.memory.long_term and outcome.status == "normal" and outcome.answer:
             await self._observe(outcome.answer)
         self.run.finish(outcome)
 
     async def _count(self, usage: Usage) -> None:
-        """Add the run's usage to its app's, end user's and conversation's counters (app.run.budgets),
-        before the run is over (the next request is checked against them)."""
+        """Add the message's usage to its app's, end user's and conversation's counters
+        (app.run.budgets), before the run is over (the next request is checked against them). A message
+        that pauses for approvals is counted once, whole, when it ends."""
         plan = self.plan
         end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        spent = (usage.total_tokens, usage.total_price)
         write = budgets.record(
             plan.config.budget,
-            usage,
+            spent,
             app_id=plan.request.app_id,
             end_user_id=end_user,
             conversation_id=plan.head.conversation_id,
