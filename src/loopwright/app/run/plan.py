@@ -255,13 +255,15 @@ def created_at(head: EventHead) -> datetime:
 
 def history_room(plan: RunPlan, query: str) -> int:
     """The tokens the history may take: ``memory.max_prompt_tokens`` (default: the model's window
-    minus the reply's room) less the instruction (a ReAct agent's: with its template) and the query."""
+    minus the reply's room) less the instruction (a ReAct agent's: with its template), the query and
+    what memory recalled."""
     model = plan.agent.model
     config = plan.config
     # a ReAct agent's instruction is inside its template, which the prompt carries too
     template = getattr(plan.agent.prepare().strategy, "template", None)
     instruction = f"{template}\n{config.instruction}" if isinstance(template, str) else config.instruction
-    current = model.count_tokens([UserMessage(instruction), UserMessage(query)])
+    around = [UserMessage(instruction), UserMessage(query), UserMessage(plan.recalled or "")]
+    current = model.count_tokens(around)
     whole = config.memory.max_prompt_tokens or model.context_size - RESERVED_ANSWER_TOKENS
     return max(whole - current, 0)
 
