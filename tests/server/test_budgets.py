@@ -152,3 +152,26 @@ async def test_a_message_that_pauses_for_approval_is_counted_once(
     async with db.sessionmaker() as s:
         counters = (await s.execute(select(UsageCounter))).scalars().all()
     assert [(c.scope, c.tokens, c.runs) for c in counters] == [("app", 220, 1)]  # one message, both calls
+
+
+async def test_the_admin_api_shows_what_the_app_and_its_end_users_spent(
+    new_app: NewApp, db: Database
+) -> None:
+    token = "budget-admin-token"
+    server = create_app(db, Settings(admin_token=token), ping_interval=0.05)
+    replies = [answer(), answer(), answer()]
+    app = await new_app(replies, budget={"end_user_daily_tokens": 1000, "app_daily_tokens": 5000})
+    transport = httpx.ASGITransport(app=server)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        for user in ("alice", "alice", "bob"):
+            assert events_of(await chat(http, app, user=user))[-1]["event"] == "message_end"
+        admin = {"Authorization": f"Bearer {token}"}
+        seen = (await http.get(f"/console/api/apps/{app.id}/budget-usage", headers=admin)).json()
+        bad = await http.get(f"/console/api/apps/{app.id}/budget-usage?day=soon", headers=admin)
+        await server.state.loopwright.runs.wait_idle()
+    assert (seen["app"]["tokens"], seen["app"]["runs"]) == (330, 3)
+    assert [(u["user"], u["tokens"], u["runs"]) for u in seen["end_users"]] == [
+        ("alice", 220, 2),
+        ("bob", 110, 1),
+    ]
+    assert bad.status_code == 400

@@ -15,9 +15,9 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from loopwright.store.models import UsageCounter, utcnow
+from loopwright.store.models import EndUser, UsageCounter, utcnow
 
-__all__ = ["CounterKey", "Spent", "add_usage", "read_usage"]
+__all__ = ["CounterKey", "Spent", "add_usage", "app_day", "read_usage"]
 
 CounterKey = tuple[str, str, str]  # (scope, scope_id, day)
 Spent = tuple[int, Decimal]  # (tokens, cost)
@@ -59,3 +59,27 @@ async def read_usage(session: AsyncSession, keys: Sequence[CounterKey]) -> dict[
     query = select(c.scope, c.scope_id, c.day, c.tokens, c.cost_units).where(match)
     rows = (await session.execute(query)).all()
     return {(r.scope, r.scope_id, r.day): (int(r.tokens), r.cost_units * COST_UNIT) for r in rows}
+
+
+async def app_day(
+    session: AsyncSession, app_id: str, day: str, *, limit: int = 100
+) -> tuple[tuple[int, Decimal, int] | None, list[tuple[str, str, int, Decimal, int]]]:
+    """An app's counters of one day: its own ``(tokens, cost, runs)`` (None: not counted), and its end
+    users' ``(end_user_id, user, tokens, cost, runs)``, the most tokens first (at most ``limit``)."""
+    c = UsageCounter
+    own = (
+        await session.execute(
+            select(c.tokens, c.cost_units, c.runs).where(c.scope == "app", c.scope_id == app_id, c.day == day)
+        )
+    ).first()
+    users = (
+        await session.execute(
+            select(c.scope_id, EndUser.session_id, c.tokens, c.cost_units, c.runs)
+            .join(EndUser, EndUser.id == c.scope_id)
+            .where(c.scope == "end_user", c.day == day, EndUser.app_id == app_id)
+            .order_by(c.tokens.desc())
+            .limit(limit)
+        )
+    ).all()
+    app_row = (int(own.tokens), own.cost_units * COST_UNIT, int(own.runs)) if own is not None else None
+    return app_row, [(r[0], r[1], int(r[2]), r[3] * COST_UNIT, int(r[4])) for r in users]
