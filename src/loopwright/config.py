@@ -479,15 +479,22 @@ class ScriptReply(pydantic.BaseModel):
     text: StrictStr = ""
     tool_calls: list[ToolCallSpec] = []
     error: Any = None
+    # the usage the call reports, ``{"prompt_tokens": n, "completion_tokens": m}`` (default: estimated)
+    usage: dict[str, int] | None = None
 
     def to_reply(self) -> Reply:
+        from loopwright.model.entities import Usage
         from loopwright.model.scripted import Reply
 
         if "error" in self.model_fields_set:
             return Reply.error(ModelError(str(self.error)))
+        usage = None
+        if self.usage is not None:
+            prompt, completion = self.usage.get("prompt_tokens", 0), self.usage.get("completion_tokens", 0)
+            usage = Usage(prompt, completion, prompt + completion)
         if self.tool_calls:
-            return Reply.tool_calls(*self.tool_calls, text=self.text)
-        return Reply.text(self.text)
+            return Reply.tool_calls(*self.tool_calls, text=self.text, usage=usage)
+        return Reply.text(self.text, usage=usage)
 
 
 class Script(pydantic.BaseModel):

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,23 @@ def test_multiprocess_mode_sums_every_workers_values(tmp_path: Path) -> None:
     assert 'loopwright_runs_total{app="app-1",outcome="normal",strategy="react"} 3.0' in lines
     # Live runs are summed over live processes only: the first two have exited.
     assert 'loopwright_live_runs{app="app-1"} 1.0' in lines
+
+
+def test_tokens_by_app_and_budget_stops_by_cap() -> None:
+    from loopwright.agent import AgentResult, BudgetExceededError
+    from loopwright.agent.metrics import RunMetrics
+    from loopwright.model import Usage
+    from loopwright.observe import REGISTRY, RunMetricsCallback
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    callback = RunMetricsCallback("app-budgets", "function-calling", "scripted:b")
+    before = sample("loopwright_app_tokens_total", app="app-budgets", kind="prompt")
+    metrics = RunMetrics(1.0, 0.5, None, 1, 0, 0, 0, 7, 3, Decimal(0), "USD", {})
+    callback.on_agent_start("q")
+    callback.on_agent_finish(AgentResult("a", [], Usage(), "stop", 1, [], metrics=metrics))
+    assert sample("loopwright_app_tokens_total", app="app-budgets", kind="prompt") == before + 7
+    callback.on_agent_start("q")
+    callback.on_agent_error(BudgetExceededError("budget.run_tokens", 10))
+    assert sample("loopwright_budget_stops_total", app="app-budgets", cap="budget.run_tokens") == 1

@@ -2,6 +2,7 @@
 
 from loopwright.agent.agent import Agent
 from loopwright.agent.approvals import ApprovalDecision, Interruption, PendingCall
+from loopwright.agent.budget import Budget, BudgetExceededError
 from loopwright.agent.callbacks import AgentCallback, LoggingCallback
 from loopwright.agent.errors import AgentError, AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
@@ -35,6 +36,8 @@ __all__ = [
     "AgentResult",
     "ApprovalDecision",
     "ApprovalRequired",
+    "Budget",
+    "BudgetExceededError",
     "Finished",
     "HandoffStarted",
     "Interruption",

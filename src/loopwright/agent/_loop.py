@@ -18,6 +18,7 @@ from typing import Protocol
 
 from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
 from loopwright.agent.approvals import ApprovalDecision, Interruption, PendingCall, denial_observation
+from loopwright.agent.budget import Budget
 from loopwright.agent.durability import INTERRUPTED_OBSERVATION, StepLog
 from loopwright.agent.errors import AgentMaxIterationError, AgentRepeatedToolCallError
 from loopwright.agent.events import (
@@ -81,6 +82,7 @@ class LoopSettings:
     # tools themselves mark (the engine's ``approval_names``)
     approval_names: frozenset[str] = frozenset()
     selector: ToolSelector | None = None  # chooses the tools of each round (agent.tool_selection)
+    budget: Budget | None = None  # the agent's caps on a run's spending (agent.budget), unless a run's own
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,11 +183,12 @@ async def run_loop(
     context: ToolContext,
     steps: StepLog | None = None,
     decisions: Mapping[str, ApprovalDecision] | None = None,
+    budget: Budget | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """The events of one run. The caller iterates this generator directly (no wrapper generator):
     every level of async generators costs time on each event. ``settings`` and ``tools`` are shared by
     the runs of one configuration: only ``state`` is this run's to change. ``decisions`` (by call id)
-    decide a resumed run's paused round."""
+    decide a resumed run's paused round; ``budget`` replaces the settings' for this run."""
     engine = await tools.current()
     schemas = engine.schemas
     approval = (
@@ -199,6 +202,7 @@ async def run_loop(
     state.started_at = clock() - state.elapsed  # a resumed run: its time so far counts
     stream_react = settings.stream_react
     cap = min(settings.max_iterations, 99) + 1
+    budget = _limited(budget or settings.budget)
     if state.pending is not None:  # a resumed run: the round that waited for decisions goes first
         async with aclosing(_resume_round(run, strategy, state)) as resumed:
             async for event in resumed:
@@ -213,8 +217,9 @@ async def run_loop(
         round_tools: Sequence[ToolSchema] = schemas
         if settings.selector is not None and not last and schemas:
             round_tools, offered = await _select_tools(settings.selector, schemas, state)
-        yield RoundStarted(rnd, offered)
         req = strategy.request(state, () if last else round_tools)
+        _check_call(budget, model, req, state)  # before the round starts: no empty round is left
+        yield RoundStarted(rnd, offered)
         reply: RoundReply | None = None
         started = clock()
         chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
@@ -237,6 +242,7 @@ async def run_loop(
         assert reply is not None, "a strategy must end its reply with a RoundReply"
         usage = _timed(reply.usage, clock() - started)
         state.usage = state.usage.plus(usage)
+        state.last_prompt_tokens = usage.prompt_tokens
         step = _settle(strategy, state, reply, last, run)
         if step is not _Step.TOOLS:
             for event in _round_end(step, state, reply, usage, run):
@@ -244,6 +250,7 @@ async def run_loop(
             if step is _Step.RETRY:
                 continue
             return
+        _check_tools(budget, state, reply)
         if (  # one call that streams nothing: inline, no task or queue
             len(reply.calls) == 1
             and reply.calls[0].observation is None
@@ -262,6 +269,25 @@ async def run_loop(
         strategy.record(state, reply)
         yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
+
+
+def _limited(budget: Budget | None) -> Budget | None:
+    """The run's budget, when it caps anything."""
+    return budget if budget is not None and budget.limited else None
+
+
+def _check_call(budget: Budget | None, model: Model, req: ModelRequest, state: RunState) -> None:
+    """Stop the run before a model call that would cross a cap (agent.budget): its prompt is
+    estimated as the larger of the model's count and the last call's prompt."""
+    if budget is not None:
+        next_prompt = max(model.count_tokens(req.messages), state.last_prompt_tokens)
+        budget.check_model_call(state.round - 1, state.usage, next_prompt)
+
+
+def _check_tools(budget: Budget | None, state: RunState, reply: RoundReply) -> None:
+    """Stop the run before tool calls that would cross its cap on tool calls."""
+    if budget is not None:
+        budget.check_tool_calls(len(state.calls), len(reply.calls))
 
 
 class _Step(enum.Enum):

@@ -13,6 +13,7 @@ from loopwright.agent._factory import StrategyName, create_strategy
 from loopwright.agent._loop import LoopSettings, LoopTools, StreamReact
 from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
+from loopwright.agent.budget import Budget
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult
 from loopwright.agent.output import output_spec
@@ -88,6 +89,9 @@ class Agent:
     # and the model loads one with the load_skill tool. Their scripts run only in ``skill_sandbox``.
     skills: Sequence[str | os.PathLike[str] | Skill] = ()
     skill_sandbox: Sandbox | None = None
+    # Caps on what one run spends (agent.budget): tokens, model calls, tool calls, money; a run about to
+    # cross one stops with BudgetExceededError. ``stream(..., budget=...)`` replaces it for one run.
+    budget: Budget | None = None
     # the prepared form, and the configuration it was made from (see ``prepare``)
     _prepared: tuple[tuple[Any, ...], PreparedAgent] | None = field(default=None, init=False, repr=False)
 
@@ -134,6 +138,7 @@ class Agent:
             self.max_plan_steps,
             self.skills,
             self.skill_sandbox,
+            self.budget,
         )
 
     async def run(
@@ -145,10 +150,17 @@ class Agent:
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
+        budget: Budget | None = None,
     ) -> AgentResult:
         """Run to the end and return the result; raises what ``stream`` raises."""
         return await self.prepare().run(
-            query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
+            query,
+            history=history,
+            inputs=inputs,
+            files=files,
+            context=context,
+            callbacks=callbacks,
+            budget=budget,
         )
 
     def stream(
@@ -161,14 +173,17 @@ class Agent:
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
         steps: StepLog | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield events as they happen; the last one is ``finished`` with the result.
         ``context`` (who the run is for) replaces the agent's own ``context`` for this run's tools;
         ``callbacks`` are told of this run's events after the agent's own (see agent.callbacks);
-        ``steps`` records its step boundaries (durable execution: agent.durability).
+        ``steps`` records its step boundaries (durable execution: agent.durability); ``budget``
+        replaces the agent's caps for this run (agent.budget).
 
         Raises ``AgentMaxIterationError`` when the model still calls tools in the last round,
-        ``AgentRepeatedToolCallError`` when it repeats one call, and the model's own errors.
+        ``AgentRepeatedToolCallError`` when it repeats one call, ``BudgetExceededError`` before a call
+        that would cross a cap of the budget, and the model's own errors.
         Closing the generator early cancels the model stream and running tool calls."""
         return self.prepare().stream(
             query,
@@ -178,6 +193,7 @@ class Agent:
             context=context,
             callbacks=callbacks,
             steps=steps,
+            budget=budget,
         )
 
     async def resume(
@@ -199,11 +215,12 @@ class Agent:
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
         steps: StepLog | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of a resumed run, as ``stream``'s: the paused round's tool calls first. A durable
         run's snapshot (agent.durability) is taken up the same way, without ``decisions``."""
         return self.prepare().resume_stream(
-            interruption, decisions, context=context, callbacks=callbacks, steps=steps
+            interruption, decisions, context=context, callbacks=callbacks, steps=steps, budget=budget
         )
 
     async def flush_callbacks(self) -> None:
@@ -244,6 +261,7 @@ def _prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None
         output_budget=agent.output_time_budget,
         approval_names=frozenset(agent.approval_required),
         selector=agent.tool_selector,
+        budget=agent.budget,
     )
     return PreparedAgent(
         model=model,

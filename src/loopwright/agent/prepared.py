@@ -18,6 +18,7 @@ from loopwright.agent._loop import LoopSettings, LoopTools, Strategy, run_loop
 from loopwright.agent._plan import PlanRun
 from loopwright.agent._react import ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
+from loopwright.agent.budget import Budget
 from loopwright.agent.callbacks import CallbackDispatch, with_callbacks
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent, AgentResult, Finished
@@ -68,10 +69,17 @@ class PreparedAgent:
         files: Sequence[ContentPart] | None = None,
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
+        budget: Budget | None = None,
     ) -> AgentResult:
         return await _result(
             self.stream(
-                query, history=history, inputs=inputs, files=files, context=context, callbacks=callbacks
+                query,
+                history=history,
+                inputs=inputs,
+                files=files,
+                context=context,
+                callbacks=callbacks,
+                budget=budget,
             )
         )
 
@@ -85,6 +93,7 @@ class PreparedAgent:
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
         steps: StepLog | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         instruction = fill_inputs(self.instruction, inputs) if inputs else self.instruction
         note = self.output_note
@@ -99,7 +108,7 @@ class PreparedAgent:
             [m for m in history if not isinstance(m, SystemMessage)] if history else [],
             output=self.output,
         )
-        return self._events(state, context, callbacks, steps)
+        return self._events(state, context, callbacks, steps, budget=budget)
 
     async def resume(
         self,
@@ -121,10 +130,12 @@ class PreparedAgent:
         context: ToolContext | None = None,
         callbacks: Sequence[object] = (),
         steps: StepLog | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         state = interruption.state.detached()  # the interruption may be resumed again
         state.output = self.output
-        return self._events(state, context, callbacks, steps, {d.call_id: d for d in decisions})
+        decided = {d.call_id: d for d in decisions}
+        return self._events(state, context, callbacks, steps, decided, budget)
 
     def _events(
         self,
@@ -133,6 +144,7 @@ class PreparedAgent:
         callbacks: Sequence[object],
         steps: StepLog | None,
         decisions: dict[str, ApprovalDecision] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         if self.plans is not None and state.pending is None:
             events = PlanRun(
@@ -145,7 +157,7 @@ class PreparedAgent:
                 context or self.context,
             ).events()
         else:
-            events = self._loop(state, context, steps, decisions)
+            events = self._loop(state, context, steps, decisions, budget)
         if not (self.callbacks or callbacks):
             return events  # nothing to tell: the loop's own stream, unwrapped
         dispatch = CallbackDispatch([*self.callbacks, *callbacks], self.callback_tasks)
@@ -157,6 +169,7 @@ class PreparedAgent:
         context: ToolContext | None,
         steps: StepLog | None,
         decisions: dict[str, ApprovalDecision] | None,
+        budget: Budget | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         return run_loop(
             self.model,
@@ -167,6 +180,7 @@ class PreparedAgent:
             context or self.context,
             steps,
             decisions,
+            budget,
         )
 
     async def flush_callbacks(self) -> None:

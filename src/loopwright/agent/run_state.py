@@ -85,6 +85,7 @@ class RunState:
     first_token_at: float = 0.0  # 0.0: nothing streamed yet
     react_history: list[PromptMessage] | None = None  # ReAct: the history as its prompt shows it
     react_history_text: str | None = None  # ReAct on a completion model: the same, as one text
+    last_prompt_tokens: int = 0  # the prompt of the run's last model call (a budget's estimate)
 
     def to_dict(self) -> dict[str, Any]:
         """The state as plain JSON data (see the module's docstring for what is kept)."""

@@ -8,7 +8,8 @@ agent-chat app export and reports plainly what it could not map.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
 import pydantic
 import yaml
@@ -127,6 +128,64 @@ class PlanConfig(pydantic.BaseModel):
     max_steps: int = pydantic.Field(default=8, ge=1, le=32)
 
 
+# Money in a configuration: exact, and stored as a decimal string (configurations are JSON).
+Money = Annotated[Decimal, pydantic.Field(ge=0), pydantic.PlainSerializer(str, return_type=str)]
+Tokens = Annotated[int, pydantic.Field(ge=0)]
+
+
+class BudgetSettings(pydantic.BaseModel):
+    """Hard caps on what the app spends (docs/memory-and-budgets.md); unset: no cap. ``run_*`` cap one
+    run (a message); ``conversation_*`` a conversation's runs together; ``end_user_daily_*`` and
+    ``app_daily_*`` an end user's and the app's runs of one UTC day. ``*_cost`` are in the currency of
+    the model's prices. A run stops before the model call or tool calls that would cross a cap; the next
+    request of a capped conversation, end user or app is refused (HTTP 429 ``budget_exceeded``)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    run_tokens: Tokens | None = None
+    run_model_calls: Tokens | None = None
+    run_tool_calls: Tokens | None = None
+    run_cost: Money | None = None
+    conversation_tokens: Tokens | None = None
+    conversation_cost: Money | None = None
+    end_user_daily_tokens: Tokens | None = None
+    end_user_daily_cost: Money | None = None
+    app_daily_tokens: Tokens | None = None
+    app_daily_cost: Money | None = None
+
+
+Compaction = Literal["off", "trim", "summarize"]
+
+
+class MemorySettings(pydantic.BaseModel):
+    """How a conversation's history fits the model's window, and memory across conversations
+    (docs/memory-and-budgets.md).
+
+    ``compaction``: ``off`` (history sent whole), ``trim`` (whole turns dropped, oldest first, until it
+    fits: Dify's behaviour and the default), ``summarize`` (old tool results cut first, then older turns
+    folded into a stored summary made by ``summary_model`` or the app's model). ``max_prompt_tokens``:
+    the history's room (default: the model's window minus the reply's). ``summarize_at``: the share of
+    that room past which a summary is made; ``keep_turns``: the newest turns always kept verbatim;
+    ``tool_result_tokens``: what an old tool result keeps when cut."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    compaction: Compaction = "trim"
+    max_prompt_tokens: int | None = pydantic.Field(default=None, ge=1)
+    summary_model: str | None = None
+    summarize_at: float = pydantic.Field(default=0.8, gt=0, le=1)
+    keep_turns: int = pydantic.Field(default=4, ge=1)
+    tool_result_tokens: int = pydantic.Field(default=64, ge=0)
+    long_term: bool = False
+    recall_tokens: int = pydantic.Field(default=400, ge=0)
+
+    @pydantic.field_validator("compaction", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare ``off`` as false
+        return "off" if value is False else value
+
+
 class AppConfig(pydantic.BaseModel):
     """Everything that defines how an agent-chat app answers."""
 
@@ -176,6 +235,8 @@ class AppConfig(pydantic.BaseModel):
     plan: PlanConfig = PlanConfig()  # strategy "plan" only
     # Skills: folders or zips with a SKILL.md, by path on the server (tools.skills)
     skills: list[str] = []
+    memory: MemorySettings = MemorySettings()
+    budget: BudgetSettings = BudgetSettings()
 
     @pydantic.field_validator("toolsets")
     @classmethod
@@ -239,11 +300,13 @@ def _yaml(text: str) -> dict[str, Any]:
 
 __all__ = [
     "AppConfig",
+    "BudgetSettings",
     "ConfigImportError",
     "FieldType",
     "FileUpload",
     "ImportReport",
     "InputField",
+    "MemorySettings",
     "PlanConfig",
     "ToolConfig",
     "ToolRanking",

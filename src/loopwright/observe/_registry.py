@@ -75,6 +75,18 @@ TOKENS = Counter(
 PRICE = Counter(
     "loopwright_price", "Model price, in the currency's units.", ["model", "currency"], registry=REGISTRY
 )
+APP_TOKENS = Counter(
+    "loopwright_app_tokens",
+    "Model tokens by app and kind (prompt, completion).",
+    ["app", "kind"],
+    registry=REGISTRY,
+)
+BUDGET_STOPS = Counter(
+    "loopwright_budget_stops",
+    "Runs stopped by a cap of their app's budget, by the cap (budget.run_tokens, …).",
+    ["app", "cap"],
+    registry=REGISTRY,
+)
 
 
 def exposition() -> bytes:

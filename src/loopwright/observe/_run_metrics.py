@@ -3,9 +3,11 @@ first token, tool call times and failures, tokens and price (the collectors of `
 
 from __future__ import annotations
 
-from loopwright.agent import Agent, AgentCallback, AgentResult, ToolCallFinished
+from loopwright.agent import Agent, AgentCallback, AgentResult, BudgetExceededError, ToolCallFinished
 from loopwright.observe._observers import AppModel
 from loopwright.observe._registry import (
+    APP_TOKENS,
+    BUDGET_STOPS,
     LIVE_RUNS,
     PRICE,
     RUN_SECONDS,
@@ -30,6 +32,8 @@ class RunMetricsCallback(AgentCallback):
         self.ttft = RUN_TTFT_SECONDS.labels(app_id, strategy)
         self.prompt_tokens = TOKENS.labels(model, "prompt")
         self.completion_tokens = TOKENS.labels(model, "completion")
+        self.app_prompt_tokens = APP_TOKENS.labels(app_id, "prompt")
+        self.app_completion_tokens = APP_TOKENS.labels(app_id, "completion")
         self.model = model
 
     def on_agent_start(self, query: str) -> None:
@@ -46,12 +50,16 @@ class RunMetricsCallback(AgentCallback):
             self.ttft.observe(m.time_to_first_token)
         self.prompt_tokens.inc(m.prompt_tokens)
         self.completion_tokens.inc(m.completion_tokens)
+        self.app_prompt_tokens.inc(m.prompt_tokens)
+        self.app_completion_tokens.inc(m.completion_tokens)
         if m.total_price:
             PRICE.labels(self.model, m.currency).inc(float(m.total_price))
 
     def on_agent_error(self, error: BaseException) -> None:
         self.live.dec()
         self.runs_error.inc()
+        if isinstance(error, BudgetExceededError):
+            BUDGET_STOPS.labels(self.app, error.cap).inc()
 
     def on_agent_stop(self) -> None:
         self.live.dec()

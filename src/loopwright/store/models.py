@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Dialect,
@@ -38,8 +39,11 @@ __all__ = [
     "AppConfig",
     "Base",
     "Conversation",
+    "ConversationSummary",
     "DecimalText",
     "EndUser",
+    "MemoryBlock",
+    "MemoryObservation",
     "Message",
     "MessageAgentThought",
     "MessageFeedback",
@@ -47,6 +51,7 @@ __all__ = [
     "RunEvent",
     "RunStream",
     "UploadFile",
+    "UsageCounter",
     "new_id",
     "utcnow",
 ]
@@ -442,3 +447,72 @@ class PendingApproval(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
 
     __table_args__ = (Index("ix_pending_approvals_expires_at", "expires_at"),)
+
+
+class UsageCounter(Base):
+    """What one scope spent, for the app's budgets (``app.run.budgets``): ``scope`` is ``app``,
+    ``end_user`` or ``conversation``, ``scope_id`` its id, ``day`` the UTC day (``YYYY-MM-DD``) of a
+    daily count or ``""`` for a count that never resets (a conversation's). Rows are added to in place
+    (``store.usage.add_usage``), so several workers on one database share them. ``cost_units`` is the
+    cost in units of 10⁻⁷ of the currency (prices' own precision): an integer adds exactly on every
+    database."""
+
+    __tablename__ = "usage_counters"
+
+    scope: Mapped[str] = mapped_column(String(16), primary_key=True)
+    scope_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    day: Mapped[str] = mapped_column(String(10), primary_key=True)
+    tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    cost_units: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class ConversationSummary(Base):
+    """The older turns of a conversation folded into a summary (``memory.compaction: summarize``;
+    ``app.run.compaction``): it stands for the first ``covered_messages`` messages of the conversation's
+    thread in the prompts of later turns. A newer summary (of more messages) adds a row; the newest is
+    used, the older ones stay for the log. The messages themselves are never changed."""
+
+    __tablename__ = "conversation_summaries"
+    __table_args__ = (Index("ix_conversation_summaries_conversation", "conversation_id", "covered_messages"),)
+
+    id: Mapped[str] = _id()
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    )
+    covered_messages: Mapped[int] = mapped_column(Integer, nullable=False)
+    last_message_id: Mapped[str] = mapped_column(String(36), nullable=False)  # the newest message folded
+    summary: Mapped[str] = mapped_column(Text, nullable=False)
+    model: Mapped[str] = mapped_column(String(255), nullable=False, default="")  # the spec that made it
+    created_at: Mapped[datetime] = _created()
+
+
+class MemoryBlock(Base):
+    """An end user's working memory in one app (``memory.long_term``; ``app.memory``): the facts the
+    agent keeps about them, read and rewritten through its memory tool and shown in every prompt.
+    Deleted with the end user."""
+
+    __tablename__ = "memory_blocks"
+
+    end_user_id: Mapped[str] = mapped_column(ForeignKey("end_users.id", ondelete="CASCADE"), primary_key=True)
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
+
+
+class MemoryObservation(Base):
+    """One observation of an end user's past conversations (``memory.long_term``): written after each
+    turn (one per message: ``message_id`` is unique, so a writer catching up never writes one twice),
+    recalled by relevance into later prompts. Deleted with the end user."""
+
+    __tablename__ = "memory_observations"
+    __table_args__ = (Index("ix_memory_observations_user", "app_id", "end_user_id", "created_at"),)
+
+    id: Mapped[str] = _id()
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), nullable=False)
+    end_user_id: Mapped[str] = mapped_column(ForeignKey("end_users.id", ondelete="CASCADE"), nullable=False)
+    conversation_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    message_id: Mapped[str] = mapped_column(String(36), nullable=False, unique=True)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created()

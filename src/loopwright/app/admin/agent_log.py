@@ -74,6 +74,8 @@ def agent_log(
     }
     if "metrics" in metadata:
         meta["metrics"] = metadata["metrics"]
+    if "compaction" in metadata:  # the history's compaction, with the summary the prompt began with
+        meta["compaction"] = metadata["compaction"]
     return {
         "meta": meta,
         "iterations": [_iteration(t) for t in thoughts],

@@ -84,22 +84,31 @@ def trim_to_budget(
 
     Everything is returned unchanged when it fits. Otherwise the system messages are kept and turns (a
     turn starts at a user message) are taken from the newest backwards; the first turn that would
-    overflow is dropped with everything older. Tokens are counted over system messages plus kept turns.
+    overflow is dropped with everything older. Each turn is counted once (the parts' counts added up:
+    linear in the history, where counting every candidate whole was quadratic); the result is counted
+    whole at the end, and loses its oldest turns while a model's own count of the whole says more.
     """
     system = [m for m in messages if isinstance(m, SystemMessage)]
     rest = [m for m in messages if not isinstance(m, SystemMessage)]
     if count_tokens(list(messages)) <= budget and (max_messages is None or len(rest) <= max_messages):
         return list(messages)
-    kept: list[PromptMessage] = []  # newest first
+    turns: list[list[PromptMessage]] = []  # newest first, each in order
+    used = count_tokens(system) if system else 0
     turn: list[PromptMessage] = []
+    kept_messages = 0
     for msg in reversed(rest):
         turn.append(msg)
         if not isinstance(msg, UserMessage):
             continue
-        candidate = kept + turn
-        too_many = max_messages is not None and len(candidate) > max_messages
-        if too_many or count_tokens(system + candidate[::-1]) > budget:
+        turn.reverse()
+        too_many = max_messages is not None and kept_messages + len(turn) > max_messages
+        cost = count_tokens(turn)
+        if too_many or used + cost > budget:
             break
-        kept = candidate
+        turns.append(turn)
+        used += cost
+        kept_messages += len(turn)
         turn = []
-    return system + kept[::-1]
+    while turns and count_tokens(system + [m for t in reversed(turns) for m in t]) > budget:
+        turns.pop()  # the oldest kept turn
+    return system + [m for t in reversed(turns) for m in t]

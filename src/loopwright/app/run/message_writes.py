@@ -52,6 +52,7 @@ class MessageWrites:
         self._inserted: set[str] = set()
         self._release: asyncio.Task[None] | None = None  # kept: a task nobody references may vanish
         self.end_user_id = ""
+        self.compaction: dict[str, Any] | None = None  # what compaction did (app.run.compaction), for the log
 
     def start(
         self,
@@ -159,6 +160,8 @@ class MessageWrites:
             meta["annotation_reply"] = stream.annotation_reply
         if stream.metrics is not None:
             meta["metrics"] = stream.metrics.to_dict()  # ours, beside Dify's keys
+        if self.compaction is not None:
+            meta["compaction"] = self.compaction  # ours too
         metadata = json.dumps(meta, ensure_ascii=False)
         # a paused message has no answer yet (its last round's thought is in its thought row)
         answer = repo.storable(stream.answer or ("" if status == "waiting" else stream.partial_answer))
@@ -190,6 +193,17 @@ class MessageWrites:
         values = repo.message_result(status="stopped")
         values["id"] = self._message_id
         await asyncio.wait({self._db.writer.submit(Update(Message, values), key=self._key)})
+
+    def submit(self, op: WriteOp) -> None:
+        """Queue another write that goes with the message (a conversation's summary), in order with
+        its rows."""
+        self._submit(op)
+
+    async def count(self, op: WriteOp) -> None:
+        """Write another change that goes with the message (the usage counters of a capped app), in
+        order with its rows, and wait until it is in (the next request reads it); a failure is logged
+        by the writer."""
+        await asyncio.wait({self._db.writer.submit(op, key=self._key)})
 
     def _submit(self, *ops: WriteOp) -> None:
         for op in ops:

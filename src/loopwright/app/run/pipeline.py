@@ -45,12 +45,17 @@ from loopwright.app.dify.events import (
 from loopwright.app.dify.stream import DifyStream
 from loopwright.app.guards.moderation import OutputGuard
 from loopwright.app.guards.steps import OUTPUT_MODERATION, Guards, OutputFlagged, Prelude, direct_answer
+from loopwright.app.run import budgets, memory
 from loopwright.app.run.approvals import pending_values
+from loopwright.app.run.compaction import Compacted
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.plan import RunPlan, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
-from loopwright.store.models import utcnow
+from loopwright.model.entities import Usage, UserMessage
+from loopwright.store import memory as memory_store
+from loopwright.store.models import ConversationSummary, utcnow
+from loopwright.store.writer import Insert
 
 log = logging.getLogger("loopwright.app")
 
@@ -171,17 +176,23 @@ class MessageRun:
                 await self.run.emit(MessageReplace(plan.head, plan.replaced, RESUMED))
             resume = plan.resume
             return plan.agent.resume_stream(
-                resume.interruption, resume.decisions, context=plan.tool_context(), steps=self.steps
+                resume.interruption,
+                resume.decisions,
+                context=plan.tool_context(),
+                steps=self.steps,
+                budget=plan.budget,
             )
         prelude = await self._prelude()
         if prelude.answer is not None:  # moderated input or an annotation: no agent
             for wire in direct_answer(stream, prelude):
                 await self.run.emit(wire)
             return None
-        config = plan.config
-        history = fit_history(
-            plan.history, plan.agent, config.instruction, prelude.query, config.history_message_limit
-        )
+        fitted = await fit_history(plan, prelude.query)
+        if plan.config.memory.compaction == "summarize":
+            self._keep_compaction(fitted)
+        history = fitted.messages
+        if plan.recalled is not None:  # last: the history's prefix stays the same from turn to turn
+            history = [*history, UserMessage(plan.recalled)]
         return plan.agent.stream(
             prelude.query,
             history=history,
@@ -189,7 +200,41 @@ class MessageRun:
             files=plan.files.parts or None,
             context=plan.tool_context(),
             steps=self.steps,
+            budget=plan.budget,
         )
+
+    async def _observe(self, answer: str) -> None:
+        """The turn's observation for the end user's memory (app.run.memory), written behind with the
+        message's rows (a process that dies first leaves it to ``memory.catch_up``)."""
+        plan = self.plan
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        head = plan.head
+        self.writes.submit(
+            memory.observation_row(
+                plan.request.app_id,
+                end_user,
+                head.conversation_id,
+                head.message_id,
+                plan.request.query,
+                answer,
+            )
+        )
+
+    def _keep_compaction(self, fitted: Compacted) -> None:
+        """What compaction did goes into the message's log; a summary made now is stored, to stand
+        for the turns it folds in the prompts of the turns after (app.run.compaction)."""
+        plan = self.plan
+        self.writes.compaction = fitted.log_entry(plan.config.memory.compaction)
+        made = fitted.made
+        if made is not None and 0 < made.covered <= len(plan.history_ids):
+            row = memory_store.new_summary(
+                plan.head.conversation_id,
+                covered_messages=made.covered,
+                last_message_id=plan.history_ids[made.covered - 1],
+                summary=made.text,
+                model=plan.summary_spec,
+            )
+            self.writes.submit(Insert(ConversationSummary, row))
 
     async def _prelude(self) -> Prelude:
         """What the agent runs with (``app.guards.steps``: maybe an answer without it)."""
@@ -218,7 +263,28 @@ class MessageRun:
             await saving  # a stop that came while saving: the save goes on to its end
         outcome.answer, outcome.usage = saving.result()
         outcome.files = [o for _, o in stream.files]
+        if budgets.counts(self.plan.config.budget) and outcome.status != "waiting":
+            await self._count(outcome.usage)
+        if self.plan.config.memory.long_term and outcome.status == "normal" and outcome.answer:
+            await self._observe(outcome.answer)
         self.run.finish(outcome)
+
+    async def _count(self, usage: Usage) -> None:
+        """Add the message's usage to its app's, end user's and conversation's counters
+        (app.run.budgets), before the run is over (the next request is checked against them). A message
+        that pauses for approvals is counted once, whole, when it ends."""
+        plan = self.plan
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        spent = (usage.total_tokens, usage.total_price)
+        write = budgets.record(
+            plan.config.budget,
+            spent,
+            app_id=plan.request.app_id,
+            end_user_id=end_user,
+            conversation_id=plan.head.conversation_id,
+            day=plan.budget_day or budgets.day_of(plan.created),
+        )
+        await asyncio.shield(self.writes.count(write))
 
     async def _pending(self) -> dict[str, Any]:
         """The ``pending_approvals`` row of a message that paused."""

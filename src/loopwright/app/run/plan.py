@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from loopwright.agent import Agent
+from loopwright.agent import Agent, Budget
 from loopwright.app.config import AppConfig
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import EventHead
@@ -31,11 +31,14 @@ from loopwright.app.files.file_inputs import resolve_file_inputs
 from loopwright.app.inputs import FILE_TYPES, validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.run.approvals import Resumption
-from loopwright.app.run.history import load_history, trim_to_budget
+from loopwright.app.run.compaction import Compacted, Summarizer, Summary, compact
+from loopwright.app.run.history import rebuild_history
 from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
+from loopwright.store import memory as memory_store
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import new_id, unix_seconds, utcnow
+from loopwright.store.threads import load_thread
 from loopwright.tools.base import Tool, ToolContext
 from loopwright.tools.net import NetworkPolicy, network_policy
 
@@ -87,6 +90,15 @@ class RunPlan:
     taken_up: bool = False  # taken up by the durable executor: its rows and stream exist
     replaced: str | None = None  # taken up after a cut model call: the answer its client should show
     first_seq: int = 0  # the number of the last event its stream already holds
+    # the run's caps, narrowed by what the app's wider caps leave (app.run.budgets); None: the agent's
+    budget: Budget | None = None
+    budget_day: str = ""  # the UTC day its usage counts for (a capped app's daily counters)
+    # a continued conversation: its messages' ids (one per turn of ``history``) and its stored summary
+    history_ids: tuple[str, ...] = ()
+    summary: Summary | None = None
+    summarizer: Summarizer | None = None  # memory.compaction: summarize (app.run.compaction)
+    summary_spec: str = ""  # the spec of the summarizer's model
+    recalled: str | None = None  # memory.long_term: what the app remembers of the end user (app.run.memory)
 
     @property
     def streaming(self) -> bool:
@@ -124,9 +136,11 @@ async def prepare(
     app_id = request.app_id
     named = request.conversation_id or ""
     continued = bool(named) and (not request.names_conversation or await _conversation_id_taken(db, named))
+    summary: Summary | None = None
+    history_ids: tuple[str, ...] = ()
     if continued:
         end_user_id = await lookup.end_user_id(app_id, request.user)
-        version, history = await _continued(db, lookup, app_id, end_user_id, named)
+        version, history, history_ids, summary = await _continued(db, lookup, app_id, end_user_id, named)
         end_user: str | asyncio.Task[str] = end_user_id
     else:
         latest = await _chosen_config(lookup, app_id, request.config_id)
@@ -168,6 +182,8 @@ async def prepare(
         files=files,
         new_conversation=not continued,
         end_user=end_user,
+        history_ids=history_ids,
+        summary=summary,
     )
 
 
@@ -190,19 +206,25 @@ async def _conversation_id_taken(db: Database, conversation_id: str) -> bool:
 
 async def _continued(
     db: Database, lookup: AppLookup, app_id: str, end_user_id: str, conversation_id: str
-) -> tuple[ConfigVersion, list[PromptMessage]]:
-    """A conversation's pinned configuration and history."""
+) -> tuple[ConfigVersion, list[PromptMessage], tuple[str, ...], Summary | None]:
+    """A conversation's pinned configuration, history, the ids of its thread's messages, and its
+    newest summary when its app summarizes."""
     await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
     async with db.sessionmaker() as session:
         conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
         if conv is None:
             raise ConversationNotFoundError()
-        history = await load_history(session, conv.id)
+        thread, thoughts = await load_thread(session, conv.id)
         config_id = conv.app_config_id
     pinned = await lookup.config(config_id)
     if pinned is None:
         raise AppUnavailableError(f"configuration {config_id} is missing")
-    return pinned, history
+    summary = None
+    if pinned.config.memory.compaction == "summarize":
+        async with db.sessionmaker() as session:
+            row = await memory_store.latest_summary(session, conversation_id)
+        summary = Summary(row.summary, row.covered_messages, row.id) if row is not None else None
+    return pinned, rebuild_history(thread, thoughts), tuple(m.id for m in thread), summary
 
 
 def resumed_plan(
@@ -256,15 +278,34 @@ def created_at(head: EventHead) -> datetime:
     return datetime.fromtimestamp(head.created_at, UTC).replace(tzinfo=None)
 
 
-def fit_history(
-    history: list[PromptMessage], agent: Agent, instruction: str, query: str, limit: int | None
-) -> list[PromptMessage]:
-    """History trimmed by whole turns to what the model's context leaves after the instruction, the
-    query and room for the reply; optionally also to the app's message window."""
-    model = agent.model
-    current = model.count_tokens([UserMessage(instruction), UserMessage(query)])
-    budget = max(model.context_size - RESERVED_ANSWER_TOKENS - current, 0)
-    return trim_to_budget(history, model.count_tokens, budget, limit)
+def history_room(plan: RunPlan, query: str) -> int:
+    """The tokens the history may take: ``memory.max_prompt_tokens`` (default: the model's window
+    minus the reply's room) less the instruction (a ReAct agent's: with its template), the query and
+    what memory recalled."""
+    model = plan.agent.model
+    config = plan.config
+    # a ReAct agent's instruction is inside its template, which the prompt carries too
+    template = getattr(plan.agent.prepare().strategy, "template", None)
+    instruction = f"{template}\n{config.instruction}" if isinstance(template, str) else config.instruction
+    around = [UserMessage(instruction), UserMessage(query), UserMessage(plan.recalled or "")]
+    current = model.count_tokens(around)
+    whole = config.memory.max_prompt_tokens or model.context_size - RESERVED_ANSWER_TOKENS
+    return max(whole - current, 0)
+
+
+async def fit_history(plan: RunPlan, query: str) -> Compacted:
+    """The plan's history fitted into what the prompt leaves it (``memory.compaction``, and the
+    app's message window): see app.run.compaction."""
+    config = plan.config
+    return await compact(
+        plan.history,
+        config.memory,
+        room=history_room(plan, query),
+        count_tokens=plan.agent.model.count_tokens,
+        limit=config.history_message_limit,
+        summary=plan.summary,
+        summarize=plan.summarizer,
+    )
 
 
 def tool_labels_of(agent: Agent) -> dict[str, dict[str, str]]:

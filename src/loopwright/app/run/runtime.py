@@ -16,6 +16,7 @@ bases; ``aclose()`` releases them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
@@ -27,7 +28,7 @@ from cachetools import LRUCache
 from sqlalchemy.exc import IntegrityError
 
 from loopwright._threads import run_sync
-from loopwright.agent import Agent
+from loopwright.agent import Agent, Budget
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField
 from loopwright.app.dify.encoder import DifyEncoder
@@ -39,7 +40,7 @@ from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import naming
+from loopwright.app.run import budgets, memory, naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -49,6 +50,7 @@ from loopwright.app.run.approvals import (
     check_owner,
     resumption,
 )
+from loopwright.app.run.compaction import summarize_with
 from loopwright.app.run.executors import Executor, InProcessExecutor, check_executor
 from loopwright.app.run.journal import EventJournal, Replayed, RunRecord, stream_row
 from loopwright.app.run.limits import ActiveRequests
@@ -60,7 +62,7 @@ from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.relay import Relay
 from loopwright.app.run.runs import Run, RunRegistry
 from loopwright.app.toolsets import ToolsetPool
-from loopwright.config import ConfigError, Settings, build_model, load_settings
+from loopwright.config import ConfigError, Settings, build_model, load_settings, parse_model_spec
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
 from loopwright.store import approvals as pending
@@ -131,6 +133,7 @@ class AppRuntime:
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.run.naming)
         self._stopping: set[asyncio.Task[bool]] = set()  # paused messages being stopped
+        self._background: set[asyncio.Task[None]] = set()  # memory observations caught up (app.run.memory)
         self._settings = settings
         self._models: dict[str, Model] = dict(models or {})  # by spec; ``models`` are used as given
         self._agents: LRUCache[tuple[str, str], Agent] = LRUCache(MAX_CACHED_AGENTS)
@@ -188,6 +191,12 @@ class AppRuntime:
         policy = network_policy(self.settings.tool_allow_hosts)  # for remote files of ``file`` inputs
         agent_for = partial(self.agent, app_id=request.app_id)
         plan = await prepare(self.db, self.lookup, request, agent_for, upload_dir=uploads, file_policy=policy)
+        if budgets.counts(plan.config.budget):
+            plan = await self._within_budget(plan)
+        if plan.config.memory.compaction == "summarize" and not plan.new_conversation:
+            plan = self._with_summarizer(plan)
+        if plan.config.memory.long_term:
+            plan = await self._with_memory(plan)
         await self.open()
         with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
             record = await self._claim(plan.head, request) if request.task_id is not None else None
@@ -202,6 +211,48 @@ class AppRuntime:
             )
         return run
 
+    async def _with_memory(self, plan: RunPlan) -> RunPlan:
+        """The plan with what the app remembers of its end user that bears on the question
+        (``memory.long_term``; app.run.memory)."""
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        budget = plan.config.memory.recall_tokens
+        conversation = None if plan.new_conversation else plan.head.conversation_id
+        recalled = await memory.recall(
+            self.db, plan.request.app_id, end_user, plan.request.query, budget, conversation_id=conversation
+        )
+        return dataclasses.replace(plan, recalled=recalled) if recalled else plan
+
+    def _with_summarizer(self, plan: RunPlan) -> RunPlan:
+        """The plan with the model that folds its conversation's older turns (``memory.summary_model``,
+        else the app's). The embedded local model is too small to summarize: its apps trim instead,
+        as do apps whose summary model cannot be built (logged)."""
+        spec = plan.config.memory.summary_model or plan.config.model
+        try:
+            if parse_model_spec(spec).kind == "local":
+                return plan
+            model = self.model(spec)
+        except (ConfigError, ProviderNotInitializedError) as exc:
+            log.warning("summary model %s unavailable, trimming instead: %s", spec, exc)
+            return plan
+        return dataclasses.replace(plan, summarizer=summarize_with(model), summary_spec=spec)
+
+    async def _within_budget(self, plan: RunPlan) -> RunPlan:
+        """The plan with its run's budget narrowed to what the app's, the end user's and the
+        conversation's caps leave (app.run.budgets); raises ``BudgetExceededError`` (429) when one is
+        used up, before anything is written."""
+        end_user = plan.end_user if isinstance(plan.end_user, str) else await asyncio.shield(plan.end_user)
+        day = budgets.day_of(self.clock())
+        caps = await budgets.allowance(
+            self.db,
+            plan.config.budget,
+            app_id=plan.request.app_id,
+            end_user_id=end_user,
+            conversation_id=None if plan.new_conversation else plan.head.conversation_id,
+            day=day,
+        )
+        budget = (plan.agent.budget or Budget()).narrowed(caps)
+        return dataclasses.replace(plan, budget=budget, budget_day=day)
+
     async def open(self) -> None:
         """Register this process (sweeping what dead ones left, or taking their durable runs up) and
         listen to the others; the first run does it if the server's start-up could not."""
@@ -214,6 +265,16 @@ class AppRuntime:
             self.durable.launch()  # before the lease: its first beat takes runs over
         if not self.lease.opened:
             await self.lease.open()
+            # observations a process that died did not write (app.run.memory), in the background
+            catching_up = asyncio.ensure_future(self._catch_up_memory())
+            self._background.add(catching_up)
+            catching_up.add_done_callback(self._background.discard)
+
+    async def _catch_up_memory(self) -> None:
+        try:
+            await memory.catch_up(self.db, self.lookup)
+        except Exception:  # a later start tries again; runs never wait for it
+            log.warning("memory: catching up observations failed", exc_info=True)
 
     async def _claim(self, head: EventHead, request: MessageRequest) -> RunRecord | None:
         """The stream of a run whose id the caller chose, its row written now: a request retried with
@@ -332,6 +393,10 @@ class AppRuntime:
         agent = await self.agent(version, row.app_id)
         if not self.lease.opened:
             await self.lease.open()
+            # observations a process that died did not write (app.run.memory), in the background
+            catching_up = asyncio.ensure_future(self._catch_up_memory())
+            self._background.add(catching_up)
+            catching_up.add_done_callback(self._background.discard)
         # Counted as a running message of the app (max_active_requests) before the row is taken, so
         # a refusal leaves the run waiting.
         with self.active.counted(row.app_id, version.config.max_active_requests) as count:
@@ -444,6 +509,8 @@ class AppRuntime:
         if agent is None:
             check_config(version.config, self.settings.tool_sources)  # an app stored before the list
             toolsets = await self.toolsets.tools_for(version.config)
+            if version.config.memory.long_term:  # the end user's working memory (app.run.memory)
+                toolsets = [*toolsets, memory.memory_tool(self.db, self.lookup)]
             if self.prompt_log is not None:
                 model = self.prompt_log.wrap(model)
             skills = await run_sync(load_skills, version.config.skills) if version.config.skills else []
@@ -540,8 +607,8 @@ class AppRuntime:
     async def aclose(self) -> None:
         """Give up this process's lease (its runs have ended: none of its messages is left running) and
         close what the agents hold open (MCP sessions, the knowledge store); conversation names still
-        being made are given up."""
-        for task in list(self._naming):
+        being made, and observations being caught up, are given up (the next start catches up)."""
+        for task in [*self._naming, *self._background]:
             task.cancel()
         await self.approval_timer.aclose()
         if self.durable is not None:
@@ -604,6 +671,7 @@ def build_agent(
         max_plan_steps=config.plan.max_steps,
         skills=skills,
         skill_sandbox=Sandbox() if any(s.scripts for s in skills) else None,
+        budget=budgets.run_budget(config.budget),
     )
 
 

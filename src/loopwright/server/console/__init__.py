@@ -13,7 +13,14 @@ from fastapi import FastAPI, Response
 
 from loopwright.app.run.prompt_log import PromptLog
 from loopwright.app.run.runtime import AppRuntime
-from loopwright.server.console import auth, routes_apps, routes_evals, routes_knowledge, routes_logs
+from loopwright.server.console import (
+    auth,
+    routes_apps,
+    routes_evals,
+    routes_knowledge,
+    routes_logs,
+    routes_memory,
+)
 from loopwright.server.routes_web import page_response
 
 __all__ = ["install"]
@@ -28,6 +35,7 @@ def install(app: FastAPI, runtime: AppRuntime, token: str) -> None:
     app.include_router(routes_knowledge.router)
     app.include_router(routes_logs.router)
     app.include_router(routes_evals.router)
+    app.include_router(routes_memory.router)
     console_page = page_response("console")
 
     @app.get("/console", include_in_schema=False)

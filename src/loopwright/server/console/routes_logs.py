@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Query
 
 from loopwright.app.admin import app_logs
 from loopwright.app.admin import apps as admin
+from loopwright.app.admin import budget_usage as spent
 from loopwright.app.admin.conversations import app_feedbacks
 from loopwright.app.run.prompt_log import call_view
 from loopwright.app.run.runtime import AppRuntime
@@ -65,6 +66,13 @@ async def usage(app_id: str, state: State, days: Annotated[int, Query(ge=1, le=3
     for day in out["days"]:
         day["total_price"] = str(day["total_price"])
     return out
+
+
+@router.get("/apps/{app_id}/budget-usage")
+async def budget_usage(app_id: str, state: State, day: str | None = None) -> dict[str, Any]:
+    """What the app and its end users spent on a UTC day (default: today), as its budgets count it."""
+    await admin.check_app(app_id, db=state.db)
+    return await spent.budget_usage(state.db, app_id, day)
 
 
 @router.get("/messages/{message_id}/prompts")
