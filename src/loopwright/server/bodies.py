@@ -28,6 +28,7 @@ def json_body(model: type[M]) -> Callable[[Request], Awaitable[M]]:
             raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required"}])
         return _validate(model, raw)
 
+    read.body_model = model  # type: ignore[attr-defined]  # the OpenAPI document's request body
     return read
 
 
@@ -39,6 +40,8 @@ def optional_json_body(model: type[M]) -> Callable[[Request], Awaitable[M | None
         raw = await request.body()
         return _validate(model, raw) if raw.strip() else None
 
+    read.body_model = model  # type: ignore[attr-defined]
+    read.body_optional = True  # type: ignore[attr-defined]
     return read
 
 
