@@ -1,0 +1,60 @@
+"""Files given to loopwright that are not what they claim: a binary file as an app's YAML, a YAML
+"billion laughs", an app file of gigabytes — each refused with a clear error that names the problem
+(and, from the CLI, the file), before any work proportional to the attack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopwright.app.admin.apps import read_app_file
+from loopwright.app.config import MAX_APP_FILE_CHARS, ConfigImportError
+from loopwright.cli import app
+
+# Nine levels of ten aliases each: 10**9 strings once expanded, 400 bytes as written.
+BILLION_LAUGHS = "\n".join(
+    ["name: lol", 'a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    + ["model: *a9"]
+)
+
+
+def test_a_yaml_bomb_is_refused_before_it_expands() -> None:
+    with pytest.raises(ConfigImportError, match="aliases expand past 1,000,000 nodes"):
+        read_app_file(BILLION_LAUGHS)
+
+
+def test_a_few_aliases_are_still_read() -> None:
+    text = "name: ok\nmodel: &m scripted:x\nopening_statement: *m\n"
+    assert read_app_file(text).config.model == "scripted:x"
+
+
+def test_a_huge_app_file_is_refused_unparsed() -> None:
+    with pytest.raises(ConfigImportError, match="over 10,000,000 characters"):
+        read_app_file("name: x\n" + "#" * MAX_APP_FILE_CHARS)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "lw.db"
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("LOOPWRIGHT_DB", str(path))
+    return path
+
+
+def test_a_binary_file_given_as_an_app_names_the_file(db_path: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "photo.jpg"
+    binary.write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x98\x00")
+    result = CliRunner().invoke(app, ["app", "create", "--from-yaml", str(binary)])
+    assert result.exit_code == 2
+    assert f"{binary}: not a UTF-8 text app file (byte 0xff at offset 0)" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_yaml_bomb_given_to_the_cli_is_one_error_line(db_path: Path, tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.yml"
+    bomb.write_text(BILLION_LAUGHS, encoding="utf-8")
+    result = CliRunner().invoke(app, ["app", "create", "--from-yaml", str(bomb)])
+    assert result.exit_code == 1 and "YAML aliases" in result.output
