@@ -1,9 +1,13 @@
 """Files given to loopwright that are not what they claim: a binary file as an app's YAML, a YAML
-"billion laughs", an app file of gigabytes — each refused with a clear error that names the problem
+"billion laughs", an app file of gigabytes, plugin packages with symbolic links, zip bombs, paths
+outside their folder or ten thousand files — each refused with a clear error that names the problem
 (and, from the CLI, the file), before any work proportional to the attack."""
 
 from __future__ import annotations
 
+import re
+import stat
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,8 @@ from typer.testing import CliRunner
 from loopwright.app.admin.apps import read_app_file
 from loopwright.app.config import MAX_APP_FILE_CHARS, ConfigImportError
 from loopwright.cli import app
+from loopwright.tools.dify_plugins import PluginInstallError, PluginStore
+from loopwright.tools.dify_plugins.installer import MAX_PACKAGE_FILES
 
 # Nine levels of ten aliases each: 10**9 strings once expanded, 400 bytes as written.
 BILLION_LAUGHS = "\n".join(
@@ -58,3 +64,46 @@ def test_a_yaml_bomb_given_to_the_cli_is_one_error_line(db_path: Path, tmp_path:
     bomb.write_text(BILLION_LAUGHS, encoding="utf-8")
     result = CliRunner().invoke(app, ["app", "create", "--from-yaml", str(bomb)])
     assert result.exit_code == 1 and "YAML aliases" in result.output
+
+
+# --- plugin packages (.difypkg) ----------------------------------------------------------------------
+
+
+def _package(path: Path, members: list[tuple[zipfile.ZipInfo | str, bytes]]) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.yaml", "author: a\nname: b\n")
+        for info, data in members:
+            archive.writestr(info, data)
+    return path
+
+
+def _symlink(name: str, target: str) -> tuple[zipfile.ZipInfo, bytes]:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, target.encode()
+
+
+@pytest.mark.parametrize(
+    ("members", "refusal"),
+    [
+        ([_symlink("main.py", "/etc/passwd")], "a symbolic link: 'main.py'"),
+        ([("zeros.bin", bytes(5 * 1024 * 1024))], "'zeros.bin' unpacks to"),
+        ([(f"f{i}", b"") for i in range(MAX_PACKAGE_FILES)], f"more than {MAX_PACKAGE_FILES} files"),
+        ([("/abs/escaped.txt", b"x")], "outside the package"),
+    ],
+    ids=["symlink", "zip bomb", "too many files", "absolute path"],
+)
+def test_a_hostile_plugin_package_is_refused_before_anything_is_written(
+    tmp_path: Path, members: list[tuple[zipfile.ZipInfo | str, bytes]], refusal: str
+) -> None:
+    store = PluginStore(tmp_path / "plugins", tmp_path / "envs")
+    package = _package(tmp_path / "evil.difypkg", members)
+    with pytest.raises(PluginInstallError, match=re.escape(refusal)):
+        store.install(package)
+    assert store.list() == []
+    written = (
+        [p for p in (tmp_path / "plugins").rglob("*") if p.is_file()]
+        if (tmp_path / "plugins").exists()
+        else []
+    )
+    assert not any(p.name in ("main.py", "zeros.bin", "escaped.txt") for p in written)
