@@ -1,10 +1,12 @@
 """Files given to loopwright that are not what they claim: a binary file as an app's YAML, a YAML
 "billion laughs", an app file of gigabytes, plugin packages with symbolic links, zip bombs, paths
-outside their folder or ten thousand files — each refused with a clear error that names the problem
-(and, from the CLI, the file), before any work proportional to the attack."""
+outside their folder or ten thousand files, broken PDFs — each refused with a clear error that names
+the problem (and, from the CLI, the file), before any work proportional to the attack."""
 
 from __future__ import annotations
 
+import contextlib
+import random
 import re
 import stat
 import zipfile
@@ -16,8 +18,10 @@ from typer.testing import CliRunner
 from loopwright.app.admin.apps import read_app_file
 from loopwright.app.config import MAX_APP_FILE_CHARS, ConfigImportError
 from loopwright.cli import app
+from loopwright.knowledge.extract import ExtractError, extract_text
 from loopwright.tools.dify_plugins import PluginInstallError, PluginStore
 from loopwright.tools.dify_plugins.installer import MAX_PACKAGE_FILES
+from tests.knowledge.conftest import make_pdf
 
 # Nine levels of ten aliases each: 10**9 strings once expanded, 400 bytes as written.
 BILLION_LAUGHS = "\n".join(
@@ -107,3 +111,35 @@ def test_a_hostile_plugin_package_is_refused_before_anything_is_written(
         else []
     )
     assert not any(p.name in ("main.py", "zeros.bin", "escaped.txt") for p in written)
+
+
+# --- documents ---------------------------------------------------------------------------------------
+
+
+def _mutations(data: bytes, count: int, seed: int = 1) -> list[bytes]:
+    """``count`` broken copies of ``data``: cut short, bytes overwritten, garbage inserted, a slice cut
+    out — in turn, from a fixed seed (the same copies every run)."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(count):
+        copy = bytearray(data)
+        if i % 4 == 0:
+            copy = copy[: rnd.randrange(len(copy))]
+        elif i % 4 == 1:
+            for _ in range(rnd.randrange(1, 20)):
+                copy[rnd.randrange(len(copy))] = rnd.randrange(256)
+        elif i % 4 == 2:
+            at = rnd.randrange(len(copy))
+            copy[at:at] = bytes(rnd.randrange(256) for _ in range(50))
+        else:
+            start = rnd.randrange(len(copy))
+            del copy[start : rnd.randrange(start, len(copy))]
+        out.append(bytes(copy))
+    return out
+
+
+def test_a_broken_pdf_is_an_extract_error_never_another_exception() -> None:
+    # The 16th copy made pypdf raise a TypeError, which reached the caller as it was.
+    for broken in _mutations(make_pdf(["Hello world", "second line"]), 100):
+        with contextlib.suppress(ExtractError):
+            extract_text(broken, "pdf")
