@@ -288,9 +288,46 @@ def import_dify_dsl(text: str, options: ImportOptions | None = None) -> ImportRe
     return ImportReport(translation.name, config, translation.warnings, translation.tools)
 
 
+# An app file is a few kilobytes (a Dify export with a long prompt, some hundred); past these it is
+# not an app file but an attack on the parser: a "billion laughs" document is a few hundred bytes of
+# aliases (*name) that expand into billions of nodes once walked.
+MAX_APP_FILE_CHARS = 10_000_000
+MAX_YAML_NODES = 1_000_000  # nodes of the document with every alias expanded
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a document whose aliases expand past ``MAX_YAML_NODES``
+    nodes — counted on the composed graph, where each alias is still one shared node."""
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_YAML_NODES:
+            raise ConfigImportError(
+                f"the app file's YAML aliases expand past {MAX_YAML_NODES:,} nodes: refused"
+            )
+        return node
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many nodes ``node`` stands for with its aliases expanded (each shared node counted once
+    per use, computed once)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    sizes[id(node)] = size
+    return size
+
+
 def _yaml(text: str) -> dict[str, Any]:
+    if len(text) > MAX_APP_FILE_CHARS:
+        raise ConfigImportError(f"the app file is over {MAX_APP_FILE_CHARS:,} characters: refused")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader
     except yaml.YAMLError as e:
         raise ConfigImportError(f"not valid YAML: {e}") from None
     if not isinstance(data, dict):

@@ -24,14 +24,17 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import App, EndUser, utcnow
 from loopwright.store.models import AppConfig as AppConfigRow
+from loopwright.store.revocations import RevocationCounter
 from loopwright.store.writer import Insert
 
 V = TypeVar("V")
 
-KEY_TTL = 30.0  # a known key is trusted this long without asking the database again
+# A known key is trusted this long without asking the database again — unless a revocation is heard
+# first (store.revocations: every revoke, disable or delete is announced to every process at once)
+KEY_TTL = 30.0
 LATEST_CONFIG_TTL = 2.0  # a new configuration version saved elsewhere is seen within this
 LAST_USED_EVERY = 60.0  # a key's last_used_at is written at most this often
-ACCESS_TTL = 2.0  # an app disabled elsewhere (``loopwright app disable``) is refused within this
+ACCESS_TTL = 2.0  # how long an app's access switches are trusted (a disable is announced at once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +77,35 @@ class AppLookup:
         self._users: LRUCache[tuple[str, str], str] = LRUCache(100_000)  # an end user never changes
         self._access: TTLCache[str, AppAccess] = TTLCache(10_000, ACCESS_TTL, timer=clock)
         self._inflight: dict[tuple[str, ...], asyncio.Task[Any]] = {}
+        self._revocations = RevocationCounter(db.url)  # SQLite's; PostgreSQL calls ``revoked``
+        self._revocations_seen = self._revocations.read()
+        self._generation = 0  # one more at every revocation: a read begun before one is not cached
+
+    def revoked(self) -> None:
+        """A key was revoked or an app disabled or deleted, here or in another process: drop every
+        cached key and access switch, so the next request reads them again."""
+        self._generation += 1
+        self._keys.clear()
+        self._access.clear()
+
+    def _check_revocations(self) -> None:
+        count = self._revocations.read()
+        if count != self._revocations_seen:
+            self._revocations_seen = count
+            self.revoked()
 
     async def app_for_key(self, token: str) -> KeyedApp | None:
         """The app of an API key, or ``None`` for an unknown key (unknown keys are not cached, so a
-        key created a moment ago works at once)."""
+        key created a moment ago works at once; a revoked one is refused at once)."""
+        self._check_revocations()
         app = self._keys.get(token)
         if app is None:
-            app = await self._once(("key", token), self._find_key, token)
+            generation = self._generation
+            app = await self._once(("key", token, str(generation)), self._find_key, token)
             if app is None:
                 return None
-            self._keys[token] = app
+            if generation == self._generation:
+                self._keys[token] = app
         now = self._clock()
         if now - self._key_used.get(token, -LAST_USED_EVERY) >= LAST_USED_EVERY:
             self._key_used[token] = now
@@ -97,11 +119,14 @@ class AppLookup:
 
     async def access(self, app_id: str) -> AppAccess:
         """The app's access switches, as stored at most ``ACCESS_TTL`` ago (a switch flipped by the
-        CLI in another process takes effect that quickly, where a key is trusted for ``KEY_TTL``)."""
+        CLI in another process is announced, and takes effect at once: :meth:`revoked`)."""
+        self._check_revocations()
         hit = self._access.get(app_id)
         if hit is None:
-            hit = await self._once(("access", app_id), self._find_access, app_id)
-            self._access[app_id] = hit
+            generation = self._generation
+            hit = await self._once(("access", app_id, str(generation)), self._find_access, app_id)
+            if generation == self._generation:
+                self._access[app_id] = hit
         return hit
 
     async def _find_access(self, app_id: str) -> AppAccess:
@@ -143,9 +168,10 @@ class AppLookup:
             return self._configs.get(row.id) or ConfigVersion(row.id, AppConfig.model_validate(row.config))
 
     def forget(self, app_id: str | None = None) -> None:
-        """Drop the cached keys (all: a revoked key is refused at once) and the app's cached newest
-        version (its new version is used at once) — after an admin change in this process."""
-        self._keys.clear()
+        """Drop the cached keys and access switches (all: a revoked key is refused at once) and the
+        app's cached newest version (its new version is used at once) — after an admin change in this
+        process."""
+        self.revoked()
         if app_id is not None:
             self._latest.pop(app_id, None)
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -179,3 +180,14 @@ def escape(text: str) -> str:
     from rich.markup import escape as escape_markup
 
     return escape_markup(text)
+
+
+def read_text_file(path: Path, what: str = "file") -> str:
+    """A UTF-8 text file given to a command; a binary one is a :class:`UsageError` that names it,
+    instead of a bare decoding error (a missing file is the ``OSError`` every command reports)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"{path}: not a UTF-8 text {what} (byte 0x{e.object[e.start]:02x} at offset {e.start})"
+        ) from None

@@ -64,7 +64,7 @@ def create_app(
     """Create an app; prints its id. A Dify export's tools are reported one by one."""
     from loopwright.app.admin import apps as admin
     from loopwright.app.config import ConfigImportError, ImportReport
-    from loopwright.cli._common import reported_errors
+    from loopwright.cli._common import read_text_file, reported_errors
 
     if install_plugins is not None:
         from loopwright.cli.plugins import install_plugins as install
@@ -73,7 +73,7 @@ def create_app(
 
     with reported_errors():
         if from_yaml is not None:
-            text = from_yaml.read_text(encoding="utf-8")
+            text = read_text_file(from_yaml, "app file")
             options = _import_options(mcp, mcp_config, map_workflow, api_spec)
             report = admin.read_app_file(text, options)
             if report.tools and interactive():
@@ -114,10 +114,11 @@ def _import_options(
     import yaml
 
     from loopwright.app.dify.tools import ImportOptions
+    from loopwright.cli._common import read_text_file
 
     servers: dict[str, dict[str, object]] = {}
     if mcp_config is not None:
-        loaded = yaml.safe_load(mcp_config.read_text(encoding="utf-8")) or {}
+        loaded = yaml.safe_load(read_text_file(mcp_config, "MCP configuration")) or {}
         if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
             raise ValueError(f"{mcp_config}: expected a mapping of provider name → MCP toolset")
         servers.update({str(k): {"type": "mcp", **v} for k, v in loaded.items()})

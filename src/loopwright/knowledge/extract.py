@@ -80,8 +80,12 @@ def pdf_text(data: bytes) -> str:
         if reader.is_encrypted and not reader.decrypt(""):
             raise ExtractError("the PDF is encrypted")
         pages = [page.extract_text() or "" for page in reader.pages]
+    except ExtractError:
+        raise
     except PdfReadError as exc:
         raise ExtractError(f"not a readable PDF: {exc}") from None
+    except Exception as exc:  # pypdf on malformed bytes raises more than its own errors (TypeError, …)
+        raise ExtractError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     return "\n\n".join(p.strip() for p in pages if p.strip())
 
 

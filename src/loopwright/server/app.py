@@ -22,6 +22,7 @@ from loopwright.config import ConfigError, Settings
 from loopwright.observe import otlp_provider, tracing_enabled
 from loopwright.server import (
     errors,
+    openapi,
     routes_a2a,
     routes_ag_ui,
     routes_agent_log,
@@ -101,7 +102,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
-        openapi_url=None,
+        openapi_url=openapi.OPENAPI_PATH,  # no key needed (server.openapi)
     )
     app.state.db = db
     app.state.loopwright = runtime
@@ -148,6 +149,7 @@ def create_app(
 
         trace.set_tracer_provider(otlp_provider())
         tracing.install(app, runtime)
+    openapi.install(app)
     app.add_middleware(ServiceApiCors, origins=runtime.settings.cors_allow_origins)  # outermost
     return app
 

@@ -5,6 +5,10 @@ with a bad key *and* a broken body was answered 400. Dify checks the key first (
 401). :func:`json_body` is a dependency that reads and validates the body; declared after the
 ``current_app`` dependency, it runs after it. Its errors are the request-validation errors every
 route answers with (400 ``invalid_param``, :mod:`loopwright.server.errors`).
+
+A JSON body is at most :data:`MAX_JSON_BODY_BYTES`: a larger ``Content-Length`` is refused (413)
+before a byte of the body is read, and a body without one is read only until it grows past it.
+Nesting is bounded by the JSON parser itself (pydantic's, 255 levels): deeper is a 400.
 """
 
 from __future__ import annotations
@@ -16,18 +20,46 @@ import pydantic
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 
+from loopwright.server.errors import ApiError
+
 M = TypeVar("M", bound=pydantic.BaseModel)
+
+# The largest JSON body of any route: an app file sent to the console's import (10,000,000
+# characters at most, app.config) with room for its JSON escapes; a chat message is a few kilobytes.
+MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
+
+
+def too_large() -> ApiError:
+    return ApiError(413, "request_entity_too_large", f"The request body is over {MAX_JSON_BODY_BYTES} bytes.")
+
+
+async def _body(request: Request) -> bytes:
+    """The request's body, refused (413) past :data:`MAX_JSON_BODY_BYTES` without reading the rest."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_JSON_BODY_BYTES:
+        raise too_large()
+    if declared is not None:  # the server delivers no more than it declares
+        return await request.body()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_JSON_BODY_BYTES:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def json_body(model: type[M]) -> Callable[[Request], Awaitable[M]]:
     """A dependency: the request's JSON body as ``model`` (an empty body is missing)."""
 
     async def read(request: Request) -> M:
-        raw = await request.body()
+        raw = await _body(request)
         if not raw.strip():
             raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required"}])
         return _validate(model, raw)
 
+    read.body_model = model  # type: ignore[attr-defined]  # the OpenAPI document's request body
     return read
 
 
@@ -36,9 +68,11 @@ def optional_json_body(model: type[M]) -> Callable[[Request], Awaitable[M | None
     whose fields are all optional)."""
 
     async def read(request: Request) -> M | None:
-        raw = await request.body()
+        raw = await _body(request)
         return _validate(model, raw) if raw.strip() else None
 
+    read.body_model = model  # type: ignore[attr-defined]
+    read.body_optional = True  # type: ignore[attr-defined]
     return read
 
 

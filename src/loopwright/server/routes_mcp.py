@@ -82,10 +82,6 @@ class McpEndpoint:
                 self._manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        manager = self._manager
-        if manager is None:  # an app served without its lifespan
-            await error_response(503, "unavailable", "MCP is not served here")(scope, receive, send)
-            return
         try:
             app, token = await self._authorized(Request(scope))
         except ApiError as exc:
@@ -94,6 +90,10 @@ class McpEndpoint:
         except LoopwrightError as exc:  # a disabled app, its API off
             code, status, message = error_fields(exc)
             await error_response(status, code, message)(scope, receive, send)
+            return
+        manager = self._manager  # the key first: nothing is said to a caller without one
+        if manager is None:  # an app served without its lifespan
+            await error_response(503, "unavailable", "MCP is not served here")(scope, receive, send)
             return
         scope[APP] = app
         # A session opened with one key is used with that key only (the SDK compares these).

@@ -33,6 +33,7 @@ from loopwright.app.dify.tools import ImportOptions
 from loopwright.app.guards.tool_allowlist import check_config, check_sources
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store import repositories as repo
+from loopwright.store import revocations
 from loopwright.store.db import Database, resolve_url
 from loopwright.store.models import ApiKey, App
 
@@ -237,10 +238,13 @@ def _key_summary(key: ApiKey) -> KeySummary:
 
 
 async def revoke_key(key: str, *, database_url: str | None = None, db: Database | None = None) -> bool:
-    """Delete an API key by its id or its token; whether there was one. A running server refuses it
-    (401) within ``lookup.KEY_TTL`` (30 s), the time it trusts a key it has seen."""
+    """Delete an API key by its id or its token; whether there was one. Every running server refuses
+    it (401) from the next request on (``store.revocations``)."""
     async with _session(database_url, db) as session:
-        return await repo.revoke_api_key(session, key)
+        if not await repo.revoke_api_key(session, key):
+            return False
+        await revocations.announce(session)
+        return True
 
 
 MAX_APP_NAME_CHARS = 255  # the column's size
@@ -339,7 +343,7 @@ async def set_app_access(
 ) -> None:
     """Enable or disable an app (Dify's app ``status``), or with ``api_only`` only its Service API
     (Dify's ``enable_api``); :class:`AppNotFoundError` when there is no such app. A disabled app's
-    requests get 403 within ``lookup.ACCESS_TTL`` (2 s) on a running server."""
+    requests get 403 from the next one on, on every running server (``store.revocations``)."""
     async with _session(database_url) as session:
         if api_only:
             app = await repo.set_app_access(session, app_id, enable_api=enabled)
@@ -347,6 +351,7 @@ async def set_app_access(
             app = await repo.set_app_access(session, app_id, status="normal" if enabled else "disabled")
         if app is None:
             raise AppNotFoundError(app_id)
+        await revocations.announce(session)
 
 
 @dataclass(frozen=True)
@@ -389,10 +394,11 @@ async def show_app(app_id: str, *, database_url: str | None = None, db: Database
 
 async def delete_app(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> None:
     """Delete an app with its versions, keys, conversations and messages (:class:`AppNotFoundError`
-    when there is none). A running server refuses its keys within ``lookup.KEY_TTL``."""
+    when there is none). Every running server refuses its keys from the next request on."""
     async with _session(database_url, db) as session:
         if not await repo.delete_app(session, app_id):
             raise AppNotFoundError(app_id)
+        await revocations.announce(session)
 
 
 async def export_app(

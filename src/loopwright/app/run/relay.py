@@ -3,7 +3,8 @@
 A run lives in the process that started it, but any process may be asked to stop it or to follow
 its stream. On PostgreSQL each process keeps one ``LISTEN`` connection (``store.notify``): a stop
 that reaches a process without the run is a ``NOTIFY`` that the process running it hears at once —
-nothing polls —, new run events reach the followers of those streams in the notification itself, and
+nothing polls —, a revoked key or disabled app (``store.revocations``) is dropped from every
+process's cache, new run events reach the followers of those streams in the notification itself, and
 a follower's request for a stream makes the process running it write that stream with the short
 interval (``app.run.journal``). Several ``loopwright serve`` processes, on several hosts, can thus
 share one PostgreSQL.
@@ -21,7 +22,7 @@ import logging
 from collections.abc import Callable, Collection
 
 from loopwright.app.run.journal import EventJournal
-from loopwright.store import streams
+from loopwright.store import revocations, streams
 from loopwright.store.db import Database
 from loopwright.store.notify import Listener
 
@@ -46,6 +47,7 @@ class Relay:
             self.stop_poll_interval = STOP_POLL_INTERVAL
             journal.follow_all = True  # a follower in another process cannot say it follows
         self.on_stop: StopHandler = lambda _t, _a, _u: False  # the executor's local stop
+        self.on_revoked: Callable[[], None] = lambda: None  # the lookup's cache forgets keys and access
         self._listener: Listener | None = None
 
     def start(self) -> None:
@@ -57,8 +59,9 @@ class Relay:
                     streams.EVENTS_CHANNEL: self.journal.heard_notification,
                     streams.FOLLOWS_CHANNEL: self.journal.mark_followed,
                     streams.STOPS_CHANNEL: self._stop,
+                    revocations.CHANNEL: lambda _payload: self.on_revoked(),
                 },
-                on_reconnect=self.journal.wake_all,
+                on_reconnect=self._reconnected,
             )
             self._listener.start()
 
@@ -80,6 +83,12 @@ class Relay:
             marked = await streams.take_stops(session, task_ids)
         for task_id, app_id, user in marked:
             self.on_stop(task_id, app_id, user)
+
+    def _reconnected(self) -> None:
+        """Notifications sent while the connection was down are lost: followers re-read, and every
+        cached key and access switch is read again (one may have been revoked meanwhile)."""
+        self.journal.wake_all()
+        self.on_revoked()
 
     def _stop(self, payload: str) -> None:
         stop = json.loads(payload)

@@ -130,6 +130,7 @@ class AppRuntime:
         # The durable executor (app.run.durable), opened with the runtime when the settings choose it
         self.durable: DurableExecutor | None = None
         self.lookup = AppLookup(db)
+        self.relay.on_revoked = self.lookup.revoked  # a revocation heard from another process
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.run.naming)
         self._stopping: set[asyncio.Task[bool]] = set()  # paused messages being stopped

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 import uuid
 import zipfile
@@ -39,6 +40,11 @@ RECORD_FILE = "plugin.json"
 CODE_DIR = "code"
 ENVS_DIR = "envs"
 MAX_PACKAGE_BYTES = 200 * 1024 * 1024  # unpacked size of one .difypkg
+MAX_PACKAGE_FILES = 10_000  # members of one .difypkg (a plugin has tens)
+# A member this large that unpacks to more than this many times its packed size is a zip bomb, not
+# code or an icon (source compresses 3–10 times; a megabyte of zeros, a thousand times).
+MAX_RATIO_FROM_BYTES = 1024 * 1024
+MAX_COMPRESSION_RATIO = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
@@ -193,13 +199,13 @@ def _check_name(manifest: PluginManifest) -> None:
 
 
 def _unpack(package: Path, target: Path) -> None:
-    """Extract a ``.difypkg`` refusing members that would land outside ``target`` or that unpack to
-    more than ``MAX_PACKAGE_BYTES``."""
+    """Extract a ``.difypkg`` refusing members that would land outside ``target``, symbolic links,
+    more than ``MAX_PACKAGE_FILES`` members, more than ``MAX_PACKAGE_BYTES`` unpacked, and a member
+    compressed past ``MAX_COMPRESSION_RATIO`` (a zip bomb) — all before anything is written."""
     try:
         with zipfile.ZipFile(package) as archive:
             members = archive.infolist()
-            if sum(m.file_size for m in members) > MAX_PACKAGE_BYTES:
-                raise PluginInstallError(f"{package.name} unpacks to more than {MAX_PACKAGE_BYTES} bytes")
+            _check_members(package.name, members)
             target.mkdir(parents=True)
             root = target.resolve()
             for m in members:
@@ -211,6 +217,21 @@ def _unpack(package: Path, target: Path) -> None:
         raise PluginInstallError(f"{package.name} is not a .difypkg (zip) file") from None
     if not (target / MANIFEST_FILE).is_file():
         raise PluginInstallError(f"{package.name} has no {MANIFEST_FILE} at its top")
+
+
+def _check_members(name: str, members: list[zipfile.ZipInfo]) -> None:
+    if len(members) > MAX_PACKAGE_FILES:
+        raise PluginInstallError(f"{name} has more than {MAX_PACKAGE_FILES} files")
+    if sum(m.file_size for m in members) > MAX_PACKAGE_BYTES:
+        raise PluginInstallError(f"{name} unpacks to more than {MAX_PACKAGE_BYTES} bytes")
+    for m in members:
+        if stat.S_ISLNK(m.external_attr >> 16):
+            raise PluginInstallError(f"{name} has a symbolic link: {m.filename!r}")
+        packed = max(m.compress_size, 1)
+        if m.file_size > MAX_RATIO_FROM_BYTES and m.file_size / packed > MAX_COMPRESSION_RATIO:
+            raise PluginInstallError(
+                f"{name}: {m.filename!r} unpacks to {m.file_size // packed} times its size (a zip bomb?)"
+            )
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
