@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -330,3 +331,45 @@ class CuttableProxy:
         self.listener.close()
         self.acceptor.join(10)
         self.cut()
+
+
+class Watch:
+    """A browser context that fails its test on anything a user should never meet: a console error
+    (the page's own, a failed load, a refusal of its CSP), an uncaught exception, or a request that
+    would leave 127.0.0.1 (refused, and noted). A test that provokes an error on purpose says so with
+    ``allow`` (a pattern of the console text)."""
+
+    def __init__(self, browser: Any, **options: Any) -> None:
+        self.context = browser.new_context(**options)
+        self.problems: list[str] = []
+        self.allowed: list[re.Pattern[str]] = []
+        self.context.on("console", self._console)
+        self.context.on("weberror", lambda error: self.problems.append(f"uncaught: {error.error}"))
+        self.context.route("**/*", self._route)
+
+    def page(self) -> Any:
+        page = self.context.new_page()
+        page.set_default_timeout(20_000)
+        return page
+
+    def allow(self, pattern: str) -> None:
+        self.allowed.append(re.compile(pattern))
+
+    def _console(self, message: Any) -> None:
+        refused = "Content Security Policy" in message.text or "Refused to" in message.text
+        if (message.type == "error" or refused) and not any(p.search(message.text) for p in self.allowed):
+            where = message.location.get("url", "") if isinstance(message.location, dict) else ""
+            self.problems.append(f"console {message.type}: {message.text} ({where})")
+
+    def _route(self, route: Any) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme in ("data", "blob") or url.hostname == "127.0.0.1":
+            route.fallback()
+        else:
+            self.problems.append(f"a request left 127.0.0.1: {route.request.method} {route.request.url}")
+            route.abort()
+
+    def close(self) -> None:
+        """Close the context and fail on what it saw."""
+        self.context.close()
+        assert self.problems == [], "the page misbehaved:\n" + "\n".join(self.problems)

@@ -6,6 +6,7 @@ calls while it runs and after, stop, reload, upload, feedback. Screenshots go to
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tests.web.browser import (
     ChatApp,
     CuttableProxy,
     Server,
+    Watch,
     chromium,
     create_apps,
     create_dataset,
@@ -76,6 +78,10 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
             "toolsets": [openapi, {"type": "knowledge", "datasets": [dataset_id]}],
         },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
+        "greeter": {
+            "script": {"replies": [STORY], "features": FC, "delay": 0.05},
+            "opening_statement": "Welcome! I tell **long stories**.",
+        },
         "reloadable": {
             "script": {"replies": ["Hello.", STORY], "features": FC, "delay": 0.05, "chunk_size": 16}
         },
@@ -139,18 +145,13 @@ def browser(world: Any) -> Iterator[Any]:
 
 
 class Page:
-    """A page of a fresh browser context, recording what the page's CSP refused."""
+    """A page of a fresh, watched browser context (it fails the test on a console error or a request
+    off 127.0.0.1: tests/web/conftest.py)."""
 
-    def __init__(self, browser: Any, viewport: dict[str, int] = DESKTOP, color_scheme: str = "light") -> None:
-        self.context = browser.new_context(viewport=viewport, color_scheme=color_scheme)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(20_000)
-        self.refused: list[str] = []
-        self.page.on("console", self._console)
-
-    def _console(self, message: Any) -> None:
-        if "Content Security Policy" in message.text or "Refused to" in message.text:
-            self.refused.append(message.text)
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.context = watch.context
+        self.page = watch.page()
 
     def open(self, server: Server, app: ChatApp) -> Any:
         self.page.goto(app.link(server.url))
@@ -162,16 +163,10 @@ class Page:
         box.fill(text)
         box.press("Enter")
 
-    def close(self) -> None:
-        self.context.close()
-        assert self.refused == [], f"the page broke its CSP: {self.refused}"
-
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Page]:
-    p = Page(browser)
-    yield p
-    p.close()
+def page(watched: Any) -> Page:
+    return Page(watched(viewport=DESKTOP, color_scheme="light"))
 
 
 def test_a_message_gets_a_streamed_markdown_answer(world: Any, page: Page) -> None:
@@ -184,6 +179,7 @@ def test_a_message_gets_a_streamed_markdown_answer(world: Any, page: Page) -> No
     answer = view.locator(".exchange .answer")
     answer.locator("strong", has_text="bold").wait_for()
     view.locator(".exchange.status-done").wait_for()
+    assert view.locator("link[rel=icon]").count() == 1  # no request for /favicon.ico
     assert view.locator(".user-bubble").inner_text() == "Say hello, with code"
     assert answer.locator("pre code.hljs .hljs-built_in", has_text="print").count() == 1  # highlighted
     assert answer.locator("table td", has_text="Paris").count() == 1
@@ -233,6 +229,9 @@ def test_a_round_of_two_tool_calls_while_it_runs_and_after(world: Any, page: Pag
     log.locator(".tool-call", has_text="get_weather").wait_for()
     assert log.locator(".tool-call").count() == 2
     assert log.locator(".log-meta dd").first.inner_text() == "success"
+    assert log.locator(".log-meta dd").nth(1).inner_text() == "Function calling"  # not the raw id
+    times = log.locator(".tool-call .tool-state").all_inner_texts()
+    assert len(times) == 2 and all(re.search(r"· (< 1 ms|\d+ ms|\d+\.\d s)$", t) for t in times), times
     view.screenshot(path=str(screenshot_path("chat-desktop-agent-log")))
     view.keyboard.press("Escape")
     log.wait_for(state="detached")
@@ -264,7 +263,44 @@ def test_stop_mid_answer(world: Any, page: Page) -> None:
     shown = view.locator(".exchange .answer").inner_text()
     assert "Sentence 2" in shown and "The end." not in shown
     view.get_by_role("button", name="Send").wait_for()  # ready for the next message
+    assert view.locator(".exchange .usage").count() == 0  # no "0 tokens" for a round cut off
     view.screenshot(path=str(screenshot_path("chat-desktop-stopped")))
+
+    # After a reload, the history shows the same partial answer, still marked as stopped.
+    view.reload()
+    view.locator(".user-bubble", has_text="Tell me a long story").wait_for()
+    view.locator(".exchange.status-stopped").wait_for()
+    again = view.locator(".exchange .answer").inner_text()
+    assert "Sentence 2" in again and "The end." not in again
+    assert view.locator(".exchange", has_text="Stopped.").count() == 1
+
+
+def test_a_new_chat_keeps_its_place_while_the_first_answer_streams(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["greeter"])
+    view.locator(".opening strong", has_text="long stories").wait_for()
+    page.send("A story about a lighthouse")
+    view.locator(".exchange.status-streaming .answer", has_text="Sentence 2").wait_for()
+    # While it streams: the chat is already listed, and the opening statement stays where it was.
+    assert view.locator(".exchange.status-streaming").count() == 1
+    assert view.locator(".conversation-list .conversation", has_text="A story about a ligh").count() == 1
+    assert view.locator(".opening", has_text="long stories").is_visible()
+    view.get_by_label("Message").press("Escape")
+    view.locator(".exchange.status-stopped").wait_for()
+    view.locator(".conversation-list .conversation", has_text="A story about a ligh").wait_for()
+    assert view.locator(".conversation-list .conversation").count() == 1
+    assert view.locator(".opening", has_text="long stories").is_visible()
+
+
+def test_a_link_whose_key_is_another_apps_is_refused(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.page
+    view.goto(f"{server.url}/chat/{apps['feedback'].id}#key={apps['assistant'].key}")
+    view.get_by_role("alert").filter(has_text="belongs to another app").wait_for()
+    assert view.get_by_label("Message").count() == 0
+    slot = f"loopwright.chat.key:{apps['feedback'].id}"
+    assert view.evaluate(f"sessionStorage.getItem({slot!r})") is None  # not kept for that app
+    assert "assistant" not in view.title()
 
 
 def test_reload_shows_the_conversation_from_history(world: Any, page: Page) -> None:
@@ -302,6 +338,7 @@ def test_reload_mid_answer_shows_the_answer_from_history(world: Any, page: Page)
 def test_a_network_drop_mid_answer(world: Any, page: Page) -> None:
     server, apps, _ = world
     proxy = CuttableProxy(server.url)  # the page talks to the server through it
+    page.watch.allow("ERR_INCOMPLETE_CHUNKED_ENCODING")  # the cut stream, as the browser reports it
     try:
         view = page.page
         view.goto(apps["droppable"].link(proxy.url))

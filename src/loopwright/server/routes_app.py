@@ -109,8 +109,10 @@ async def parameters(
 
 @router.get("/v1/info")
 async def info(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
-    # Dify's author is the account that made the app; loopwright apps have no accounts (null).
+    # Dify's author is the account that made the app; loopwright apps have no accounts (null). The id
+    # is ours, beside Dify's keys: the chat page checks that its link's key is the app it names.
     return {
+        "id": app.id,
         "name": app.name,
         "description": app.description,
         "tags": [],

@@ -2,6 +2,7 @@
 // status, tokens — what the server stored, so it also works for past messages.
 import { useEffect, useState } from "preact/hooks";
 import type { AgentLog, ServiceClient } from "../shared/api";
+import { duration, plural, strategyName } from "../shared/format";
 import { Markdown } from "./Markdown";
 
 export function AgentLogDialog({ client, messageId, onClose }: { client: ServiceClient; messageId: string; onClose: () => void }) {
@@ -33,11 +34,11 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
               <dt>Status</dt>
               <dd class={meta.status === "error" ? "error-text" : ""}>{String(meta.status ?? "")}</dd>
               <dt>Strategy</dt>
-              <dd>{String(meta.agent_mode ?? "")}</dd>
+              <dd>{strategyName(meta.agent_mode)}</dd>
               <dt>Time</dt>
-              <dd>{typeof meta.elapsed_time === "number" ? `${meta.elapsed_time.toFixed(2)} s` : "—"}</dd>
+              <dd>{duration(typeof meta.elapsed_time === "number" ? meta.elapsed_time : null) || "—"}</dd>
               <dt>Tokens</dt>
-              <dd>{String(meta.total_tokens ?? "—")}</dd>
+              <dd>{typeof meta.total_tokens === "number" && meta.total_tokens > 0 ? meta.total_tokens.toLocaleString() : "—"}</dd>
               <dt>Rounds</dt>
               <dd>{String(meta.iterations ?? log.iterations.length)}</dd>
             </dl>
@@ -45,15 +46,18 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
               {log.iterations.map((it, i) => (
                 <li key={i}>
                   <div class="muted">
-                    Round {i + 1} · {it.tokens} tokens
+                    Round {i + 1}
+                    {it.tokens > 0 && ` · ${plural(it.tokens, "token")}`}
                   </div>
                   {it.thought && <Markdown text={it.thought} class="log-thought" />}
                   {it.tool_calls.map((c, j) => (
                     <details key={j} class={`tool-call ${c.status === "error" ? "failed" : ""}`}>
                       <summary>
-                        <span class="tool-label">{c.tool_name}</span>
+                        <span class="tool-label">{labelOf(c.tool_label, c.tool_name)}</span>
+                        {labelOf(c.tool_label, c.tool_name) !== c.tool_name && <code class="tool-name">{c.tool_name}</code>}
                         <span class="tool-state">
-                          {c.status} · {c.time_cost.toFixed(3)} s
+                          {c.status === "error" ? "failed" : "done"}
+                          {c.time_cost > 0 && ` · ${duration(c.time_cost)}`}
                         </span>
                       </summary>
                       <div class="tool-io">
@@ -73,4 +77,14 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
       </div>
     </div>
   );
+}
+
+/** A call's label from the log (Dify's {en_US, zh_Hans} or a string), else its name. */
+function labelOf(label: unknown, name: string): string {
+  if (typeof label === "string" && label) return label;
+  if (typeof label === "object" && label !== null) {
+    const en = (label as Record<string, unknown>).en_US;
+    if (typeof en === "string" && en) return en;
+  }
+  return name;
 }

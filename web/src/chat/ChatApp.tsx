@@ -16,6 +16,7 @@ import { useChat } from "./useChat";
 
 export interface AppSettings {
   name: string;
+  description: string;
   parameters: Record<string, unknown>;
 }
 
@@ -38,7 +39,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
   const uploadTypes = fileUpload.enabled ? (fileUpload.allowed_file_types ?? []) : null;
   const conversation = chat.conversations.find((c) => c.id === chat.currentId);
   const isNew = chat.currentId === null && chat.messages.length === 0;
-  const opening = isNew ? String(p.opening_statement ?? "") : (conversation?.introduction ?? "");
+  // A new conversation keeps the opening statement while its first answer streams (it is listed with
+  // it from its first event on).
+  const openingStatement = String(p.opening_statement ?? "");
+  const opening = conversation?.introduction ?? (chat.currentId === null ? openingStatement : "");
   const starters = isNew && Array.isArray(p.suggested_questions) ? (p.suggested_questions as string[]) : [];
 
   useEffect(() => {
@@ -70,10 +74,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         mimeType: a.uploaded?.mime_type ?? "",
         belongsTo: "user",
       }));
-      void chat.send({ query: text, inputs: values, files: attachments.map(requestFile), previews });
+      void chat.send({ query: text, introduction: openingStatement, inputs: values, files: attachments.map(requestFile), previews });
       return true;
     },
-    [chat, conversation, fields, inputs],
+    [chat, conversation, fields, inputs, openingStatement],
   );
 
   const last = chat.messages[chat.messages.length - 1];

@@ -2,6 +2,7 @@
 // runs, folded away when it ends), the answer, files, citations and the message's actions.
 import { useState } from "preact/hooks";
 import { Download, ThumbDown, ThumbUp } from "../shared/icons";
+import { duration, plural } from "../shared/format";
 import { Markdown } from "./Markdown";
 import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
@@ -56,10 +57,6 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
   );
 }
 
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
 function Round({ round, running }: { round: RoundView; running: boolean }) {
   return (
     <section class="round">
@@ -84,7 +81,7 @@ function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
         {call.label !== call.name && <code class="tool-name">{call.name}</code>}
         <span class="tool-state">
           {state}
-          {call.seconds !== null && ` · ${call.seconds.toFixed(1)} s`}
+          {call.seconds !== null && duration(call.seconds) !== "" && ` · ${duration(call.seconds)}`}
         </span>
       </summary>
       <div class="tool-io">
@@ -204,7 +201,7 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
       <button type="button" class="icon" title="Rounds, tool calls, times and tokens" disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
         Agent log
       </button>
-      {m.totalTokens !== null && <span class="muted usage">{m.totalTokens} tokens</span>}
+      {m.totalTokens !== null && m.totalTokens > 0 && <span class="muted usage">{plural(m.totalTokens, "token")}</span>}
       {commenting !== null && (
         <form
           class="feedback-comment"

@@ -9,6 +9,8 @@ import { applyStoredTheme } from "./theme";
 
 applyStoredTheme();
 
+const WRONG_APP = "This chat link's key belongs to another app. Ask whoever shared it for the right link.";
+
 function Boot() {
   const [credentials] = useState(() => readCredentials(window.location, window.history, sessionStorage, localStorage));
   const [client] = useState(() => (credentials ? new ServiceClient(credentials.key, credentials.user) : null));
@@ -19,8 +21,14 @@ function Boot() {
     if (client === null) return;
     Promise.all([client.info(), client.parameters()]).then(
       ([info, parameters]) => {
+        if (credentials && info.id !== undefined && info.id !== credentials.appId) {
+          // A link whose key is another app's: refused, not served under this app's address.
+          forgetKey(credentials.appId, sessionStorage);
+          setError(WRONG_APP);
+          return;
+        }
         document.title = `${info.name} · loopwright`;
-        setSettings({ name: info.name, parameters });
+        setSettings({ name: info.name, description: info.description, parameters });
       },
       (e: unknown) => {
         if (credentials && e instanceof Error && "status" in e && (e as { status: number }).status === 401) {

@@ -69,7 +69,8 @@ export class ServiceClient {
     return this.json("GET", "/parameters");
   }
 
-  info(): Promise<{ name: string; description: string }> {
+  /** The app's name and description (and its id, which the page checks against its address). */
+  info(): Promise<{ id?: string; name: string; description: string }> {
     return this.json("GET", "/info");
   }
 
@@ -152,7 +153,7 @@ export interface AgentLog {
     tokens: number;
     thought: string;
     created_at: string;
-    tool_calls: { status: string; error: string | null; time_cost: number; tool_name: string; tool_input: unknown; tool_output: unknown }[];
+    tool_calls: { status: string; error: string | null; time_cost: number; tool_name: string; tool_label?: unknown; tool_input: unknown; tool_output: unknown }[];
   }[];
 }
 
