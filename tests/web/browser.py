@@ -373,3 +373,60 @@ class Watch:
         """Close the context and fail on what it saw."""
         self.context.close()
         assert self.problems == [], "the page misbehaved:\n" + "\n".join(self.problems)
+
+
+AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def serious_violations(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now (WCAG 2.1 A and AA and
+    axe's best practices). axe-core is the web build's dev dependency (``npm ci`` in web/), run from
+    that file: nothing is fetched. Each violation as "rule: help — the elements"."""
+    if not AXE.is_file():
+        problem = f"no axe-core at {AXE} (cd web && npm ci)"
+        if os.environ.get("CI"):
+            pytest.fail(problem)
+        pytest.skip(problem)
+    if not page.evaluate("typeof window.axe === 'object'"):
+        # Evaluated through the browser's debugging protocol, which the page's CSP does not govern.
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    found = page.evaluate(
+        """async () => {
+            const tags = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"];
+            const result = await window.axe.run(document, {
+                runOnly: { type: "tag", values: tags },
+                resultTypes: ["violations"],
+            });
+            const where = (v) => v.nodes.map((n) => n.target.join(" ")).slice(0, 5).join(", ");
+            return result.violations
+                .filter((v) => v.impact === "serious" || v.impact === "critical")
+                .map((v) => `${v.id} (${v.impact}): ${v.help} — ${where(v)}`);
+        }"""
+    )
+    return list(found)
+
+
+def focused_name(page: Any) -> str:
+    """The accessible name of the focused element, roughly: its aria-label, else its label's text, its
+    own text or its value."""
+    return str(
+        page.evaluate(
+            r"""() => {
+                const e = document.activeElement;
+                if (!e || e === document.body) return "";
+                const label = e.labels && e.labels.length ? e.labels[0].innerText : "";
+                const name = e.getAttribute("aria-label") || label || e.innerText || e.value || "";
+                return name.replace(/\s+/g, " ").trim();
+            }"""
+        )
+    )
+
+
+def tab_to(page: Any, name: str, *, backwards: bool = False, limit: int = 80) -> None:
+    """Press Tab (Shift+Tab) until the element named ``name`` has the focus; fails when it is never
+    reached — a control the keyboard cannot get to."""
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if backwards else "Tab")
+        if focused_name(page) == name:
+            return
+    raise AssertionError(f"{name!r} cannot be reached with the keyboard")

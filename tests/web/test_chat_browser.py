@@ -24,12 +24,15 @@ from tests.web.browser import (
     chromium,
     create_apps,
     create_dataset,
+    focused_name,
     need_browser,
     png,
     screenshot_path,
+    serious_violations,
     serve_tool_api,
     start_server,
     stop_server,
+    tab_to,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -77,6 +80,15 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
             },
             "toolsets": [openapi, {"type": "knowledge", "datasets": [dataset_id]}],
         },
+        "inspected": {  # for the accessibility check: a round with a tool, Markdown, a file
+            "script": {
+                "replies": [{"tool_calls": [["make_chart", {}]]}, MARKDOWN_ANSWER],
+                "features": FC,
+            },
+            "toolsets": [openapi],
+            "opening_statement": "Hi, I draw **charts**.",
+            "suggested_questions": ["What can you do?"],
+        },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
         "greeter": {
             "script": {"replies": [STORY], "features": FC, "delay": 0.05},
@@ -95,6 +107,7 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
         },
         "broken": {"script": {"replies": [{"error": "the provider is down"}], "features": FC}},
         "lists": {"script": {"replies": ["One.", "Two."], "features": FC}},
+        "keyboard": {"script": {"replies": ["First, by keyboard.", "Second, by keyboard."], "features": FC}},
         "suggest": {
             "script": {
                 "replies": [
@@ -492,3 +505,67 @@ def test_citations_and_a_file_to_download(world: Any, page: Page) -> None:
     body = httpx.get(href if href.startswith("http") else f"{server.url}{href}")
     assert body.status_code == 200 and body.content.startswith(b"%PDF-1.4")
     view.screenshot(path=str(screenshot_path("chat-desktop-citations-file")))
+
+
+def test_no_serious_accessibility_problems(world: Any, page: Page) -> None:
+    """axe-core (WCAG 2.1 AA and best practices): no serious or critical violation on the chat page —
+    a new chat, an answer with its rounds unfolded and its toolbar, the agent log, light and dark, and
+    the phone layout with its menu open."""
+    server, apps, _ = world
+    view = page.open(server, apps["inspected"])
+    view.locator(".opening").wait_for()
+    problems = {"new chat": serious_violations(view)}
+    page.send("A chart of the week?")
+    view.locator(".exchange.status-done").wait_for()
+    view.locator(".agent-turn .files img").wait_for()
+    problems["answer"] = serious_violations(view)
+    view.locator(".steps > summary").click()
+    view.locator(".tool-call > summary").first.click()
+    problems["rounds"] = serious_violations(view)
+    view.emulate_media(color_scheme="dark")
+    problems["rounds, dark"] = serious_violations(view)
+    view.emulate_media(color_scheme="light")
+    view.get_by_role("button", name="Agent log").click()
+    view.get_by_role("dialog", name="Agent log").locator(".tool-call").first.wait_for()
+    problems["agent log"] = serious_violations(view)
+    view.keyboard.press("Escape")
+    view.set_viewport_size(PHONE)
+    view.get_by_role("button", name="Conversations").click()
+    problems["phone menu"] = serious_violations(view)
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_the_main_flows_by_keyboard_alone(world: Any, page: Page) -> None:
+    """Send, read the agent log, rate, start a new chat and go back to the first one — with the keys
+    only (Tab, Enter, Space, Esc)."""
+    server, apps, _ = world
+    view = page.open(server, apps["keyboard"])
+    assert focused_name(view) == "Message"  # the box has the focus when the page opens
+    view.keyboard.type("Hello by keyboard")
+    view.keyboard.press("Enter")
+    view.locator(".exchange.status-done .answer", has_text="First, by keyboard.").wait_for()
+    tab_to(view, "Agent log")
+    view.keyboard.press("Enter")
+    log = view.get_by_role("dialog", name="Agent log")
+    log.locator(".log-meta").wait_for()
+    assert view.evaluate("document.activeElement.getAttribute('role')") == "dialog"  # the focus moved in
+    for _ in range(6):  # Tab stays inside the dialog
+        view.keyboard.press("Tab")
+        assert view.evaluate("!!document.activeElement.closest('[role=dialog]')")
+    view.keyboard.press("Escape")
+    log.wait_for(state="detached")
+    assert focused_name(view) == "Agent log"  # back where it was
+    tab_to(view, "Like", backwards=True)
+    view.keyboard.press("Space")
+    view.locator("button.like[aria-pressed=true]").wait_for()
+    tab_to(view, "+ New chat", backwards=True)
+    view.keyboard.press("Enter")
+    view.locator(".exchange").first.wait_for(state="detached")
+    tab_to(view, "Message")
+    view.keyboard.type("Another chat")
+    view.keyboard.press("Enter")
+    view.locator(".exchange.status-done .answer", has_text="Second, by keyboard.").wait_for()
+    tab_to(view, "Hello by keyboard", backwards=True)  # the first chat in the list
+    view.keyboard.press("Enter")
+    view.locator(".answer", has_text="First, by keyboard.").wait_for()
+    assert view.locator(".exchange").count() == 1

@@ -20,11 +20,14 @@ from tests.web.browser import (
     Server,
     Watch,
     chromium,
+    focused_name,
     need_browser,
     screenshot_path,
+    serious_violations,
     serve_tool_api,
     start_server,
     stop_server,
+    tab_to,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -305,3 +308,68 @@ def test_the_console_on_a_phone_in_the_dark(watched: Any, world: Any) -> None:
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(22, 23, 26)"  # the dark theme's --bg
     page.screenshot(path=str(screenshot_path("console-phone-dark")))
+
+
+def test_no_serious_accessibility_problems(console: Console, world: Any) -> None:
+    """axe-core (WCAG 2.1 AA and best practices): no serious or critical violation on the console's
+    main pages — sign-in, apps, a new app's form, an app's keys, versions and logs, knowledge — light
+    and dark."""
+    _, script, _ = world
+    page = console.page
+    page.goto(f"{console.server.url}/console")
+    page.get_by_label("Admin token").wait_for()
+    problems = {"sign-in": serious_violations(page)}
+    page.get_by_label("Admin token").fill(TOKEN)
+    page.get_by_role("button", name="Open the console").click()
+    page.get_by_role("link", name="New app").wait_for()
+    problems["apps"] = serious_violations(page)
+    page.get_by_role("link", name="New app").click()
+    form = page.get_by_role("form", name="App settings")
+    form.locator(".tool-title").first.wait_for()
+    form.get_by_role("button", name="Add a field", exact=True).click()
+    problems["new app"] = serious_violations(page)
+    form.get_by_label("Name", exact=True).fill("Checked")
+    form.get_by_label("Model spec").fill(f"scripted:{script}")
+    form.get_by_role("button", name="Create app").click()
+    page.get_by_role("heading", name="Checked").wait_for()
+    page.get_by_role("button", name="New key").click()
+    page.locator(".new-key code.secret").wait_for()
+    problems["keys"] = serious_violations(page)
+    for tab in ("Settings", "Versions", "Logs"):
+        page.get_by_role("link", name=tab).click()
+        page.get_by_role("link", name=tab).and_(page.locator("[aria-current=page]")).wait_for()
+        page.wait_for_load_state("networkidle")
+        problems[tab.lower()] = serious_violations(page)
+    page.get_by_role("link", name="Knowledge").click()
+    page.get_by_role("form", name="New knowledge base").wait_for()
+    problems["knowledge"] = serious_violations(page)
+    page.emulate_media(color_scheme="dark")
+    problems["knowledge, dark"] = serious_violations(page)
+    page.get_by_role("link", name="Apps", exact=True).click()
+    page.get_by_role("link", name="Checked").wait_for()
+    problems["apps, dark"] = serious_violations(page)
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_sign_in_and_make_an_app_by_keyboard_alone(console: Console) -> None:
+    page = console.page
+    page.goto(f"{console.server.url}/console")
+    page.get_by_label("Admin token").wait_for()
+    if focused_name(page) != "Admin token":
+        tab_to(page, "Admin token")
+    page.keyboard.type(TOKEN)
+    page.keyboard.press("Enter")
+    page.get_by_role("link", name="New app").wait_for()
+    tab_to(page, "New app")
+    page.keyboard.press("Enter")
+    page.get_by_role("form", name="App settings").locator(".tool-title").first.wait_for()
+    tab_to(page, "Name")
+    page.keyboard.type("Typed")
+    tab_to(page, "Calculator calculator")  # a built-in tool's checkbox (its label: title, then name)
+    page.keyboard.press("Space")
+    tab_to(page, "Create app")
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Typed").wait_for()
+    tab_to(page, "New key")
+    page.keyboard.press("Enter")
+    page.locator(".new-key code.secret").wait_for()

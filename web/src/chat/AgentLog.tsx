@@ -1,6 +1,6 @@
 // A message's agent log (GET /v1/messages/{id}/agent-log): rounds, tool calls with their times and
 // status, tokens — what the server stored, so it also works for past messages.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { AgentLog, ServiceClient } from "../shared/api";
 import { duration, plural, strategyName } from "../shared/format";
 import { Markdown } from "./Markdown";
@@ -11,15 +11,26 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
   useEffect(() => {
     client.agentLog(messageId).then(setLog, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   }, [client, messageId]);
+  const dialog = useRef<HTMLDivElement>(null);
+  // Keyboard: the dialog takes the focus, Tab stays inside it, Esc closes it and the focus goes back
+  // to where it was (the button that opened it).
   useEffect(() => {
-    const close = (e: KeyboardEvent) => e.key === "Escape" && onClose();
-    window.addEventListener("keydown", close);
-    return () => window.removeEventListener("keydown", close);
+    const before = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    dialog.current?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === "Escape") onClose();
+      else if (e.key === "Tab" && dialog.current) trapTab(e, dialog.current);
+    };
+    window.addEventListener("keydown", onKey);
+    return () => {
+      window.removeEventListener("keydown", onKey);
+      before?.focus();
+    };
   }, [onClose]);
   const meta = log?.meta ?? {};
   return (
     <div class="overlay" onClick={(e) => e.target === e.currentTarget && onClose()}>
-      <div class="dialog agent-log" role="dialog" aria-modal="true" aria-label="Agent log">
+      <div class="dialog agent-log" role="dialog" aria-modal="true" aria-label="Agent log" tabIndex={-1} ref={dialog}>
         <header>
           <h2>Agent log</h2>
           <button type="button" class="icon" aria-label="Close" onClick={onClose}>
@@ -87,4 +98,22 @@ function labelOf(label: unknown, name: string): string {
     if (typeof en === "string" && en) return en;
   }
   return name;
+}
+
+const FOCUSABLE = "button:not(:disabled), [href], input:not(:disabled), summary, [tabindex]:not([tabindex='-1'])";
+
+/** Keeps Tab and Shift+Tab among the dialog's own controls. */
+function trapTab(e: KeyboardEvent, within: HTMLElement): void {
+  const items = Array.from(within.querySelectorAll<HTMLElement>(FOCUSABLE));
+  if (items.length === 0) return;
+  const first = items[0];
+  const last = items[items.length - 1];
+  const active = document.activeElement;
+  if (e.shiftKey && (active === first || active === within)) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && (active === last || !within.contains(active))) {
+    e.preventDefault();
+    first.focus();
+  }
 }

@@ -1,6 +1,6 @@
 // Where the user writes: Enter sends, Shift+Enter makes a new line, Esc stops the answer; files are
 // uploaded as soon as they are picked, with previews.
-import { useRef, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
 import { Clip } from "../shared/icons";
 import { acceptFor, startUpload, type Attachment } from "./uploads";
@@ -18,6 +18,11 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
   const [text, setText] = useState("");
   const [attachments, setAttachments] = useState<Attachment[]>([]);
   const fileInput = useRef<HTMLInputElement>(null);
+  const box = useRef<HTMLTextAreaElement>(null);
+  // The message box has the focus when the page opens (not on touch screens: it would open the keyboard).
+  useEffect(() => {
+    if (window.matchMedia?.("(pointer: fine)").matches) box.current?.focus();
+  }, []);
   const uploading = attachments.some((a) => a.state === "uploading");
 
   const send = () => {
@@ -71,6 +76,7 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
           </>
         )}
         <textarea
+          ref={box}
           class="message-input"
           rows={1}
           placeholder="Message…"
