@@ -33,6 +33,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # A microphone that plays a tone, allowed without asking (the chat page's speech-to-text button).
+    "--use-fake-device-for-media-stream",
+    "--use-fake-ui-for-media-stream",
 ]
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("LOOPWRIGHT_SCREENSHOTS", ROOT / "tests" / "web" / "screenshots"))
@@ -70,6 +73,9 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
 CHART = png(120, 80, (46, 125, 50))
 REPORT = b"%PDF-1.4\n% a weather report\n"
+# Half a second of silence as MP3: 20 frames of MPEG-1 layer III, 128 kbit/s, 44.1 kHz, all zeros.
+SILENCE_MP3 = (b"\xff\xfb\x90\x00" + bytes(413)) * 20
+TRANSCRIPT = "What is the weather like?"
 
 
 @dataclass
@@ -79,6 +85,8 @@ class ToolApi:
 
     url: str = ""
     release: threading.Event = field(default_factory=threading.Event)
+    spoken: list[str] = field(default_factory=list)  # the texts /v1/audio/speech was asked to read
+    heard: list[int] = field(default_factory=list)  # the sizes of the recordings it transcribed
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -130,6 +138,18 @@ def serve_tool_api() -> tuple[ToolApi, ThreadingHTTPServer]:
                 self.reply(200, "image/png", CHART)
             elif url.path == "/report":
                 self.reply(200, "application/pdf", REPORT)
+            else:
+                self.reply(404, "text/plain", b"not found")
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            """OpenAI's audio API, as the server's speech routes call it (OPENAI_BASE_URL)."""
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.path == "/v1/audio/speech":
+                api.spoken.append(json.loads(body)["input"])
+                self.reply(200, "audio/mpeg", SILENCE_MP3)
+            elif self.path == "/v1/audio/transcriptions":
+                api.heard.append(len(body))
+                self.reply(200, "application/json", json.dumps({"text": TRANSCRIPT}).encode())
             else:
                 self.reply(404, "text/plain", b"not found")
 
@@ -206,8 +226,9 @@ class Server:
     log: IO[str]
 
 
-def start_server(folder: Path, db_path: Path) -> Server:
-    """``loopwright serve --port 0`` in ``folder``; waits for its ready line."""
+def start_server(folder: Path, db_path: Path, env: dict[str, str] | None = None) -> Server:
+    """``loopwright serve --port 0`` in ``folder`` (with ``env`` added to its environment); waits for
+    its ready line."""
     exe = Path(sys.executable).with_name("loopwright")
     import loopwright
 
@@ -219,6 +240,7 @@ def start_server(folder: Path, db_path: Path) -> Server:
         "LOOPWRIGHT_DATA_DIR": str(folder),  # uploads and tool files stay in the test's folder
         "LOOPWRIGHT_TOOL_ALLOW_HOSTS": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
+        **(env or {}),
     }
     env.pop("DATABASE_URL", None)
     log = open(folder / "server.log", "w")  # noqa: SIM115 (closed by stop_server)

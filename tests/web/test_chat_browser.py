@@ -13,10 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.web.browser import (
     DESKTOP,
     PHONE,
+    TRANSCRIPT,
     ChatApp,
     CuttableProxy,
     Server,
@@ -107,6 +109,11 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
         },
         "broken": {"script": {"replies": [{"error": "the provider is down"}], "features": FC}},
         "lists": {"script": {"replies": ["One.", "Two."], "features": FC}},
+        "voice": {
+            "script": {"replies": ["It is sunny and warm."], "features": FC},
+            "speech_to_text": {"enabled": True, "model": "openai-compatible:whisper"},
+            "text_to_speech": {"enabled": True, "model": "openai-compatible:tts"},
+        },
         "keyboard": {"script": {"replies": ["First, by keyboard.", "Second, by keyboard."], "features": FC}},
         "suggest": {
             "script": {
@@ -138,7 +145,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
         handbook = {"parking.md": "# Parking\n\nParking is free in the garage under the office."}
         dataset_id = asyncio.run(create_dataset(db_url, "handbook", handbook))
         apps = asyncio.run(create_apps(db_url, app_specs(tool_api.url, dataset_id), folder))
-        server = start_server(folder, db_path)
+        # the speech routes' audio model: OpenAI's audio API, answered by the local tool API
+        server = start_server(folder, db_path, {"OPENAI_BASE_URL": f"{tool_api.url}/v1"})
     except BaseException:
         tool_server.shutdown()
         tool_server.server_close()
@@ -569,3 +577,19 @@ def test_the_main_flows_by_keyboard_alone(world: Any, page: Page) -> None:
     view.keyboard.press("Enter")
     view.locator(".answer", has_text="First, by keyboard.").wait_for()
     assert view.locator(".exchange").count() == 1
+
+
+def test_speak_a_question_and_hear_the_answer(world: Any, page: Page) -> None:
+    server, apps, tool_api = world
+    view = page.open(server, apps["voice"])
+    view.get_by_role("button", name="Speak").click()  # the fake microphone plays a tone
+    view.get_by_role("button", name="Stop recording").click()
+    expect(view.get_by_label("Message")).to_have_value(TRANSCRIPT)  # written down, not sent
+    assert tool_api.heard and tool_api.heard[-1] > 0
+    view.get_by_label("Message").press("Enter")
+    view.locator(".exchange.status-done .answer", has_text="sunny and warm").wait_for()
+    view.get_by_role("button", name="Read aloud").click()
+    view.get_by_role("button", name="Stop reading").wait_for()  # playing
+    view.get_by_role("button", name="Read aloud").wait_for()  # half a second of audio, then done
+    assert tool_api.spoken == ["It is sunny and warm."]
+    assert view.locator(".notice").count() == 0

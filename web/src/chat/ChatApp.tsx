@@ -3,6 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks"
 import type { ServiceClient } from "../shared/api";
 import { Menu } from "../shared/icons";
 import { AgentLogDialog } from "./AgentLog";
+import { Reader } from "./audio";
 import { Composer } from "./Composer";
 import { formFields, formProblem, initialValues } from "./form";
 import { InputForm } from "./InputForm";
@@ -29,6 +30,11 @@ interface FileUpload {
 export function ChatApp({ client, appId, settings }: { client: ServiceClient; appId: string; settings: AppSettings }) {
   const p = settings.parameters;
   const suggestionsOn = (p.suggested_questions_after_answer as { enabled?: boolean } | undefined)?.enabled === true;
+  const voiceOn = (p.text_to_speech as { enabled?: boolean } | undefined)?.enabled === true;
+  const speechOn = (p.speech_to_text as { enabled?: boolean } | undefined)?.enabled === true;
+  const [reading, setReading] = useState<string | null>(null); // the local id of the message read aloud
+  const [reader] = useState(() => new Reader(() => setReading(null)));
+  useEffect(() => () => reader.stop(), [reader]);
   const chat = useChat(client, appId, suggestionsOn);
   const fields = useMemo(() => formFields(p.user_input_form), [p]);
   const [inputs, setInputs] = useState<Record<string, unknown>>(() => initialValues(fields));
@@ -87,6 +93,20 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
     onAgentLog: (x) => x.id !== null && setLogFor(x.id),
     onOpenSteps: (x) => void chat.loadTimes(x),
+    reading: reading === m.localId,
+    onReadAloud: voiceOn
+      ? (x) => {
+          if (reading === x.localId || x.id === null) {
+            reader.stop();
+            return;
+          }
+          setReading(x.localId);
+          reader.play(client, x.id).catch((e: unknown) => {
+            reader.stop();
+            chat.setNotice(e instanceof Error && e.name !== "NotAllowedError" ? e.message : "The answer could not be read aloud.");
+          });
+        }
+      : null,
   });
 
   return (
@@ -163,6 +183,8 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
           client={client}
           running={chat.running}
           uploadTypes={uploadTypes}
+          speechOn={speechOn}
+          onError={chat.setNotice}
           maxFiles={fileUpload.number_limits ?? 3}
           onSend={sendText}
           onStop={() => void chat.stop()}

@@ -2,23 +2,48 @@
 // uploaded as soon as they are picked, with previews.
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
-import { Clip } from "../shared/icons";
+import { Clip, Mic } from "../shared/icons";
+import { Recorder } from "./audio";
 import { acceptFor, startUpload, type Attachment } from "./uploads";
 
 export interface ComposerProps {
   client: ServiceClient;
   running: boolean;
   uploadTypes: string[] | null; // null: the app takes no files
+  speechOn: boolean; // the app turns speech into text: a microphone button
+  onError: (message: string) => void;
   maxFiles: number;
   onSend: (text: string, attachments: Attachment[]) => boolean; // false: not sent (text kept)
   onStop: () => void;
 }
 
-export function Composer({ client, running, uploadTypes, maxFiles, onSend, onStop }: ComposerProps) {
+export function Composer({ client, running, uploadTypes, speechOn, onError, maxFiles, onSend, onStop }: ComposerProps) {
   const [text, setText] = useState("");
   const [attachments, setAttachments] = useState<Attachment[]>([]);
   const fileInput = useRef<HTMLInputElement>(null);
   const box = useRef<HTMLTextAreaElement>(null);
+  const [recorder] = useState(() => new Recorder());
+  const [listening, setListening] = useState<"off" | "recording" | "transcribing">("off");
+  useEffect(() => () => recorder.cancel(), [recorder]);
+  const toggleMic = async () => {
+    try {
+      if (listening === "off") {
+        await recorder.start();
+        setListening("recording");
+        return;
+      }
+      if (listening !== "recording") return;
+      setListening("transcribing");
+      const said = (await recorder.finish(client)).trim();
+      if (said) setText((t) => (t.trim() ? `${t.trimEnd()} ${said}` : said));
+      box.current?.focus();
+    } catch (e) {
+      recorder.cancel();
+      onError(e instanceof Error && e.name !== "NotAllowedError" ? e.message : "The microphone could not be used.");
+    } finally {
+      setListening((l) => (l === "transcribing" ? "off" : l));
+    }
+  };
   // The message box has the focus when the page opens (not on touch screens: it would open the keyboard).
   useEffect(() => {
     if (window.matchMedia?.("(pointer: fine)").matches) box.current?.focus();
@@ -96,6 +121,19 @@ export function Composer({ client, running, uploadTypes, maxFiles, onSend, onSto
             } // Esc (stop) is handled for the whole page (ChatApp)
           }}
         />
+        {speechOn && Recorder.supported() && (
+          <button
+            type="button"
+            class={`icon mic ${listening}`}
+            aria-label={listening === "recording" ? "Stop recording" : "Speak"}
+            aria-pressed={listening === "recording"}
+            title={listening === "recording" ? "Stop and write down what was said" : "Speak instead of typing"}
+            disabled={listening === "transcribing"}
+            onClick={() => void toggleMic()}
+          >
+            <Mic />
+          </button>
+        )}
         {running ? (
           <button type="button" class="stop" onClick={onStop} title="Stop (Esc)">
             Stop

@@ -1,7 +1,7 @@
 // One exchange: the user's message, then the agent's rounds (thought and tool calls, live while it
 // runs, folded away when it ends), the answer, files, citations and the message's actions.
 import { useState } from "preact/hooks";
-import { Download, ThumbDown, ThumbUp } from "../shared/icons";
+import { Download, Speaker, ThumbDown, ThumbUp } from "../shared/icons";
 import { duration, plural } from "../shared/format";
 import { Markdown } from "./Markdown";
 import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
@@ -14,6 +14,8 @@ export interface MessageActions {
   onFeedback: (m: MessageView, rating: "like" | "dislike" | null, content?: string) => void;
   onAgentLog: (m: MessageView) => void;
   onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
+  onReadAloud: ((m: MessageView) => void) | null; // null: the app has no voice
+  reading: boolean; // this message is being read aloud
 }
 
 export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
@@ -198,6 +200,19 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
       >
         <ThumbDown />
       </button>
+      {actions.onReadAloud && (
+        <button
+          type="button"
+          class={`icon read-aloud ${actions.reading ? "on" : ""}`}
+          aria-pressed={actions.reading}
+          aria-label={actions.reading ? "Stop reading" : "Read aloud"}
+          title={actions.reading ? "Stop reading" : "Read the answer aloud"}
+          disabled={m.id === null}
+          onClick={() => actions.onReadAloud?.(m)}
+        >
+          <Speaker />
+        </button>
+      )}
       <button type="button" class="icon" title="Rounds, tool calls, times and tokens" disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
         Agent log
       </button>

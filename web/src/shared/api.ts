@@ -139,6 +139,21 @@ export class ServiceClient {
     return this.json("GET", `/messages/${encodeURIComponent(messageId)}/agent-log`, { query: { user: this.user } });
   }
 
+  /** An answer read aloud by the app's voice model (POST /v1/text-to-audio), as audio. */
+  async textToAudio(messageId: string): Promise<Blob> {
+    const response = await this.fetch("POST", "/text-to-audio", { json: { message_id: messageId, user: this.user } });
+    return response.blob();
+  }
+
+  /** What a recording says (POST /v1/audio-to-text, the app's speech model). */
+  async audioToText(audio: Blob, name: string): Promise<string> {
+    const form = new FormData();
+    form.append("file", audio, name);
+    form.append("user", this.user);
+    const r = await this.json<{ text?: unknown }>("POST", "/audio-to-text", { body: form });
+    return typeof r.text === "string" ? r.text : "";
+  }
+
   upload(file: File): Promise<UploadedFile> {
     const form = new FormData();
     form.append("file", file, file.name);
