@@ -45,6 +45,7 @@ MARKDOWN_ANSWER = (
     "| city | sky |\n|---|---|\n| Paris | sunny |\n\n"
     '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
 )
+FOOTER = "Answers can be wrong. Check them."
 STORY = " ".join(f"Sentence {i} of a long story." for i in range(1, 41)) + " The end."
 
 
@@ -113,6 +114,15 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
             "script": {"replies": ["It is sunny and warm."], "features": FC},
             "speech_to_text": {"enabled": True, "model": "openai-compatible:whisper"},
             "text_to_speech": {"enabled": True, "model": "openai-compatible:tts"},
+        },
+        "showcase": {
+            "script": {"replies": ["I see two squares."], "features": [*FC, "vision"]},
+            "file_upload": {"enabled": True, "allowed_types": ["image"], "transfer_methods": ["local_file"]},
+            "site": {
+                "icon": "🦉",
+                "icon_background": "#FFEAD5",
+                "footer": "Answers can be wrong. Check them.",
+            },
         },
         "keyboard": {"script": {"replies": ["First, by keyboard.", "Second, by keyboard."], "features": FC}},
         "suggest": {
@@ -593,3 +603,57 @@ def test_speak_a_question_and_hear_the_answer(world: Any, page: Page) -> None:
     view.get_by_role("button", name="Read aloud").wait_for()  # half a second of audio, then done
     assert tool_api.spoken == ["It is sunny and warm."]
     assert view.locator(".notice").count() == 0
+
+
+GIVE_FILE = """([kind, name, bytes]) => {
+    const data = new DataTransfer();
+    data.items.add(new File([new Uint8Array(bytes)], name, { type: "image/png" }));
+    const box = document.querySelector("textarea.message-input");
+    const init = { bubbles: true, cancelable: true };
+    const event = kind === "paste"
+        ? new ClipboardEvent("paste", { ...init, clipboardData: data })
+        : new DragEvent(kind, { ...init, dataTransfer: data });
+    box.dispatchEvent(event);
+    return event.defaultPrevented;
+}"""
+
+
+def test_paste_and_drop_files_the_header_and_the_times(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["showcase"])
+    # The app's icon, description and footer line.
+    assert view.locator(".topbar .app-badge").inner_text() == "🦉"
+    assert view.locator(".topbar .app-description").inner_text() == "The showcase app"
+    assert view.locator(".footer-line").inner_text() == FOOTER
+    # A picture pasted into the box, another dropped on it: both attached and uploaded.
+    square = list(png(32, 32, (46, 125, 50)))
+    assert view.evaluate(GIVE_FILE, ["paste", "pasted.png", square]) is True
+    assert view.evaluate(GIVE_FILE, ["dragover", "dropped.png", square]) is True
+    view.locator(".drop-hint").wait_for()
+    assert view.evaluate(GIVE_FILE, ["drop", "dropped.png", square]) is True
+    view.wait_for_function("() => document.querySelectorAll('.attachment.ready').length === 2")
+    assert view.locator(".drop-hint").count() == 0
+    page.send("What are these?")
+    view.locator(".answer", has_text="two squares").wait_for()
+    assert view.locator(".user-turn .files img").count() == 2
+    # The message's time, as the browser tells time, with the exact moment in its datetime.
+    stamp = view.locator(".user-turn time.when")
+    assert re.fullmatch(r"\d{1,2}:\d{2}( ?[AP]M)?", stamp.inner_text()), stamp.inner_text()
+    assert re.match(r"\d{4}-\d{2}-\d{2}T", stamp.get_attribute("datetime") or "")
+    view.reload()
+    view.locator(".user-turn time.when").wait_for()  # from the history too
+    # Text pasted into the box stays text.
+    view.get_by_label("Message").focus()
+    assert (
+        view.evaluate(
+            """() => {
+                const data = new DataTransfer();
+                data.setData("text/plain", "plain words");
+                const init = { bubbles: true, cancelable: true, clipboardData: data };
+                const event = new ClipboardEvent("paste", init);
+                document.querySelector("textarea.message-input").dispatchEvent(event);
+                return event.defaultPrevented;
+            }"""
+        )
+        is False
+    )

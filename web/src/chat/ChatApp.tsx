@@ -18,6 +18,9 @@ import { useChat } from "./useChat";
 export interface AppSettings {
   name: string;
   description: string;
+  icon: string; // an emoji, "" for none
+  iconBackground: string; // a CSS colour (checked by the server)
+  footer: string; // a line under the message box
   parameters: Record<string, unknown>;
 }
 
@@ -115,7 +118,11 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         <button type="button" class="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(!menuOpen)}>
           <Menu />
         </button>
-        <h1>{settings.name}</h1>
+        <AppBadge settings={settings} />
+        <div class="app-title">
+          <h1>{settings.name}</h1>
+          {settings.description && <p class="app-description muted">{settings.description}</p>}
+        </div>
         <ThemeToggle />
       </header>
       <Sidebar
@@ -189,6 +196,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
           onSend={sendText}
           onStop={() => void chat.stop()}
         />
+        {settings.footer && <p class="footer-line muted">{settings.footer}</p>}
       </main>
       {logFor !== null && <AgentLogDialog client={client} messageId={logFor} onClose={() => setLogFor(null)} />}
     </div>
@@ -208,4 +216,18 @@ async function copy(text: string): Promise<void> {
     document.execCommand("copy");
     area.remove();
   }
+}
+
+/** The app's emoji on its colour, else the first letter of its name. */
+function AppBadge({ settings }: { settings: AppSettings }) {
+  const badge = useRef<HTMLSpanElement>(null);
+  useEffect(() => {
+    // set through the CSSOM: the page's CSP allows no inline style attribute
+    if (badge.current && settings.iconBackground) badge.current.style.background = settings.iconBackground;
+  }, [settings.iconBackground]);
+  return (
+    <span class={`app-badge ${settings.icon ? "emoji" : ""}`} aria-hidden="true" ref={badge}>
+      {settings.icon || settings.name.trim().charAt(0).toUpperCase() || "?"}
+    </span>
+  );
 }

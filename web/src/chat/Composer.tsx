@@ -58,7 +58,8 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
       setAttachments([]);
     }
   };
-  const pick = (files: FileList | null) => {
+  const [dragging, setDragging] = useState(false);
+  const pick = (files: FileList | File[] | null) => {
     for (const file of Array.from(files ?? []).slice(0, Math.max(0, maxFiles - attachments.length))) {
       const a = startUpload(client, file, (done) =>
         setAttachments((all) => all.map((x) => (x.localId === done.localId ? done : x))),
@@ -68,8 +69,30 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
     if (fileInput.current) fileInput.current.value = "";
   };
 
+  // Files pasted into the box or dropped on it are attached as if picked (when the app takes files).
+  const takesFiles = uploadTypes !== null && attachments.length < maxFiles;
+  const onPaste = (e: ClipboardEvent) => {
+    const files = e.clipboardData?.files;
+    if (!takesFiles || !files || files.length === 0) return; // text is pasted as usual
+    e.preventDefault();
+    pick(files);
+  };
+  const hasFiles = (e: DragEvent) => Array.from(e.dataTransfer?.types ?? []).includes("Files");
+  const onDragOver = (e: DragEvent) => {
+    if (!takesFiles || !hasFiles(e)) return;
+    e.preventDefault();
+    setDragging(true);
+  };
+  const onDrop = (e: DragEvent) => {
+    setDragging(false);
+    if (!takesFiles || !e.dataTransfer?.files.length) return;
+    e.preventDefault();
+    pick(e.dataTransfer.files);
+  };
+
   return (
-    <div class="composer">
+    <div class={`composer ${dragging ? "dragging" : ""}`} onDragOver={onDragOver} onDragLeave={() => setDragging(false)} onDrop={onDrop}>
+      {dragging && <p class="drop-hint">Drop the files to attach them</p>}
       {attachments.length > 0 && (
         <ul class="attachments">
           {attachments.map((a) => (
@@ -108,6 +131,7 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
           title="Enter sends, Shift+Enter starts a new line, Esc stops the answer"
           aria-label="Message"
           value={text}
+          onPaste={onPaste}
           onInput={(e) => {
             const el = e.target as HTMLTextAreaElement;
             setText(el.value);

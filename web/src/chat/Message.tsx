@@ -2,7 +2,7 @@
 // runs, folded away when it ends), the answer, files, citations and the message's actions.
 import { useState } from "preact/hooks";
 import { Download, Speaker, ThumbDown, ThumbUp } from "../shared/icons";
-import { duration, plural } from "../shared/format";
+import { duration, plural, when } from "../shared/format";
 import { Markdown } from "./Markdown";
 import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
@@ -28,6 +28,11 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
       <div class="user-turn">
         {m.userFiles.length > 0 && <Files files={m.userFiles} />}
         <div class="bubble user-bubble">{m.query}</div>
+        {m.createdAt !== null && (
+          <time class="when muted" dateTime={new Date(m.createdAt * 1000).toISOString()} title={new Date(m.createdAt * 1000).toLocaleString()}>
+            {when(m.createdAt)}
+          </time>
+        )}
       </div>
       <div class="agent-turn">
         {shownSteps.length > 0 && (

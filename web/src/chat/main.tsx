@@ -19,8 +19,10 @@ function Boot() {
 
   useEffect(() => {
     if (client === null) return;
-    Promise.all([client.info(), client.parameters()]).then(
-      ([info, parameters]) => {
+    // The site is a nicety (an icon, a footer): a server without it still shows the chat.
+    const site = client.site().catch(() => ({ icon: null, icon_background: null, custom_disclaimer: null }));
+    Promise.all([client.info(), client.parameters(), site]).then(
+      ([info, parameters, shown]) => {
         if (credentials && info.id !== undefined && info.id !== credentials.appId) {
           // A link whose key is another app's: refused, not served under this app's address.
           forgetKey(credentials.appId, sessionStorage);
@@ -28,7 +30,14 @@ function Boot() {
           return;
         }
         document.title = `${info.name} · loopwright`;
-        setSettings({ name: info.name, description: info.description, parameters });
+        setSettings({
+          name: info.name,
+          description: info.description,
+          icon: shown.icon ?? "",
+          iconBackground: shown.icon_background ?? "",
+          footer: shown.custom_disclaimer ?? "",
+          parameters,
+        });
       },
       (e: unknown) => {
         if (credentials && e instanceof Error && "status" in e && (e as { status: number }).status === 401) {

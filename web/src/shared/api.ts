@@ -74,6 +74,11 @@ export class ServiceClient {
     return this.json("GET", "/info");
   }
 
+  /** How the app is shown (Dify's web-app settings): its emoji icon and the footer line. */
+  site(): Promise<{ icon?: string | null; icon_background?: string | null; custom_disclaimer?: string | null }> {
+    return this.json("GET", "/site");
+  }
+
   conversations(lastId?: string): Promise<Page<Conversation>> {
     return this.json("GET", "/conversations", { query: { user: this.user, limit: 50, last_id: lastId } });
   }

@@ -37,3 +37,13 @@ export function toolTitle(name: string, label?: string | null): string {
   const words = name.replace(/[_-]+/g, " ").trim();
   return words ? words.charAt(0).toUpperCase() + words.slice(1) : name;
 }
+
+/** When a message was sent, in the browser's language: the time today, else the date and time. */
+export function when(unixSeconds: number, now: Date = new Date()): string {
+  const at = new Date(unixSeconds * 1000);
+  const sameDay = at.toDateString() === now.toDateString();
+  const options: Intl.DateTimeFormatOptions = sameDay
+    ? { hour: "2-digit", minute: "2-digit" }
+    : { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", year: at.getFullYear() === now.getFullYear() ? undefined : "numeric" };
+  return at.toLocaleString(undefined, options);
+}
