@@ -112,9 +112,9 @@ class SiteSettings(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid")
 
-    icon: str = pydantic.Field("", max_length=16)
-    icon_background: str = pydantic.Field("", max_length=32, pattern=r"^(#[0-9A-Fa-f]{3,8}|[a-z]+)?$")
-    footer: str = pydantic.Field("", max_length=500)
+    icon: str = pydantic.Field(default="", max_length=16)
+    icon_background: str = pydantic.Field(default="", max_length=32, pattern=r"^(#[0-9A-Fa-f]{3,8}|[a-z]+)?$")
+    footer: str = pydantic.Field(default="", max_length=500)
 
 
 class ToolRanking(pydantic.BaseModel):
