@@ -124,6 +124,18 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
                 "footer": "Answers can be wrong. Check them.",
             },
         },
+        "named": {
+            "script": {
+                "replies": [
+                    "First.",
+                    '{"Language Type": "English", "Your Reasoning": "…", "Your Output": "Lighthouse tales"}',
+                    "Second.",
+                    '{"Language Type": "English", "Your Reasoning": "…", "Your Output": "Harbour songs"}',
+                ],
+                "features": FC,
+            },
+            "generate_conversation_names": True,
+        },
         "keyboard": {"script": {"replies": ["First, by keyboard.", "Second, by keyboard."], "features": FC}},
         "suggest": {
             "script": {
@@ -657,3 +669,24 @@ def test_paste_and_drop_files_the_header_and_the_times(world: Any, page: Page) -
         )
         is False
     )
+
+
+def test_conversations_named_by_the_model_and_pinned(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["named"])
+    items = view.locator(".conversation-list .conversation")
+    page.send("Tell me about lighthouses")
+    view.locator(".answer", has_text="First.").wait_for()
+    items.filter(has_text="Lighthouse tales").wait_for()  # the model's name, after the first answer
+    view.get_by_role("button", name="+ New chat").click()
+    page.send("And about harbours")
+    view.locator(".answer", has_text="Second.").wait_for()
+    items.filter(has_text="Harbour songs").wait_for()
+    assert items.all_inner_texts() == ["Harbour songs", "Lighthouse tales"]  # the newest first
+    view.get_by_role("button", name="Pin Lighthouse tales").click()
+    assert items.all_inner_texts() == ["Lighthouse tales", "Harbour songs"]  # pinned to the top
+    view.reload()
+    view.get_by_role("button", name="Unpin Lighthouse tales").wait_for()  # kept by this browser
+    assert items.all_inner_texts() == ["Lighthouse tales", "Harbour songs"]
+    view.get_by_role("button", name="Unpin Lighthouse tales").click()
+    assert items.all_inner_texts() == ["Harbour songs", "Lighthouse tales"]

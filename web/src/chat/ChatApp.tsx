@@ -9,6 +9,7 @@ import { formFields, formProblem, initialValues } from "./form";
 import { InputForm } from "./InputForm";
 import { Markdown } from "./Markdown";
 import { Message, type MessageActions } from "./Message";
+import { loadPins, setPin } from "./pins";
 import { Sidebar } from "./Sidebar";
 import { finalAnswer, type FileView, type MessageView } from "./state";
 import { ThemeToggle } from "./theme";
@@ -43,6 +44,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
   const [inputs, setInputs] = useState<Record<string, unknown>>(() => initialValues(fields));
   const [logFor, setLogFor] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
+  const [pins, setPins] = useState<string[]>(() => loadPins(localStorage, appId));
   const bottom = useRef<HTMLDivElement>(null);
   const fileUpload = (p.file_upload ?? {}) as FileUpload;
   const uploadTypes = fileUpload.enabled ? (fileUpload.allowed_file_types ?? []) : null;
@@ -135,6 +137,8 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         onRename={(id, name) => void chat.rename(id, name)}
         onDelete={(id) => void chat.remove(id)}
         onMore={chat.moreConversations ? () => void chat.loadMoreConversations() : null}
+        pins={pins}
+        onPin={(id, on) => setPins((ps) => setPin(localStorage, appId, ps, id, on))}
       />
       <main class="conversation-view">
         <div class="messages" aria-live="polite">

@@ -1,7 +1,8 @@
 // The conversation list: new, open, rename, delete.
 import { useState } from "preact/hooks";
 import type { Conversation } from "../shared/api";
-import { Pencil, Trash } from "../shared/icons";
+import { Pencil, Pin, Trash } from "../shared/icons";
+import { pinnedFirst } from "./pins";
 
 export interface SidebarProps {
   conversations: Conversation[];
@@ -10,9 +11,11 @@ export interface SidebarProps {
   onRename: (id: string, name: string) => void;
   onDelete: (id: string) => void;
   onMore: (() => void) | null; // more conversations to list
+  pins: string[]; // pinned conversations' ids, listed first
+  onPin: (id: string, on: boolean) => void;
 }
 
-export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, onMore }: SidebarProps) {
+export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, onMore, pins, onPin }: SidebarProps) {
   const [editing, setEditing] = useState<string | null>(null);
   const [name, setName] = useState("");
   return (
@@ -21,8 +24,8 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, 
         + New chat
       </button>
       <ul class="conversation-list">
-        {conversations.map((c) => (
-          <li key={c.id} class={c.id === currentId ? "current" : ""}>
+        {pinnedFirst(conversations, pins).map((c) => (
+          <li key={c.id} class={`${c.id === currentId ? "current" : ""} ${pins.includes(c.id) ? "pinned" : ""}`}>
             {editing === c.id ? (
               <form
                 class="rename"
@@ -47,6 +50,16 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, 
                   {c.name || "New conversation"}
                 </button>
                 <span class="conversation-actions">
+                  <button
+                    type="button"
+                    class={`icon pin ${pins.includes(c.id) ? "on" : ""}`}
+                    title={pins.includes(c.id) ? "Unpin" : "Pin to the top"}
+                    aria-label={`${pins.includes(c.id) ? "Unpin" : "Pin"} ${c.name}`}
+                    aria-pressed={pins.includes(c.id)}
+                    onClick={() => onPin(c.id, !pins.includes(c.id))}
+                  >
+                    <Pin />
+                  </button>
                   <button
                     type="button"
                     class="icon"

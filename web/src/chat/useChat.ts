@@ -19,6 +19,7 @@ import {
 export interface SendRequest {
   query: string;
   introduction: string; // the opening statement a new conversation starts with
+  newConversation?: boolean; // set by send: the message starts a conversation
   inputs: Record<string, unknown>;
   files: Record<string, string>[];
   previews: FileView[];
@@ -35,6 +36,7 @@ const HISTORY_POLL_MS = 2000;
 const HISTORY_POLL_STABLE = 1; // polls without a change before a saved answer counts as final
 const HISTORY_POLL_LIMIT = 150; // 5 minutes
 const NAME_CHARS = 20; // the server's first name of a conversation (app/run/message_writes.py)
+const NAME_CHECKS_MS = [1500, 5000]; // when to look for a name the model made for a new conversation
 
 /** A new conversation as the list shows it from its first event on, until the list is loaded again
  * (so the sidebar does not jump when the first answer ends). */
@@ -262,6 +264,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     async (request: SendRequest) => {
       setSuggested([]);
       setNotice(null);
+      request = { ...request, newConversation: currentRef.current === null };
       sending.current = request;
       const progress: Progress = { m: newMessage(request.query, request.previews), lastEventId: null };
       setMessages((ms) => [...ms, progress.m]);
@@ -291,6 +294,11 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         m = { ...m, status: "interrupted" };
       } finally {
         abortRef.current = null;
+      }
+      if (request.newConversation) {
+        // The app's model may rename a new conversation after its first answer, in the background:
+        // the list is read again a little later to show the name it made.
+        for (const ms of NAME_CHECKS_MS) setTimeout(() => void refreshConversations(), ms);
       }
       if (isRunning(m) || m.status === "interrupted") {
         put({ ...m, status: "interrupted" });

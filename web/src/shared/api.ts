@@ -102,7 +102,8 @@ export class ServiceClient {
   /** Starts a streamed answer; the response's body is the event stream. */
   send(body: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
     return this.fetch("POST", "/chat-messages", {
-      json: { ...body, user: this.user, response_mode: "streaming" },
+      // auto_generate_name: the app's model may name a new conversation (when the app is set to)
+      json: { auto_generate_name: true, ...body, user: this.user, response_mode: "streaming" },
       signal,
       headers: { Accept: "text/event-stream" },
     });

@@ -62,3 +62,9 @@ export const Mic = () => (
     <path d="M12 17v5" />
   </Icon>
 );
+export const Pin = () => (
+  <Icon>
+    <path d="M9 4h6l-1 6 4 4H6l4-4-1-6z" />
+    <path d="M12 14v7" />
+  </Icon>
+);
