@@ -690,3 +690,19 @@ def test_conversations_named_by_the_model_and_pinned(world: Any, page: Page) -> 
     assert items.all_inner_texts() == ["Lighthouse tales", "Harbour songs"]
     view.get_by_role("button", name="Unpin Lighthouse tales").click()
     assert items.all_inner_texts() == ["Harbour songs", "Lighthouse tales"]
+
+
+@pytest.mark.parametrize(
+    ("locale", "lang", "send", "new_chat"),
+    [("ja-JP", "ja", "送信", "+ 新しいチャット"), ("zh-CN", "zh-Hans", "发送", "+ 新对话")],
+)
+def test_the_page_speaks_the_browsers_language(
+    world: Any, watched: Any, locale: str, lang: str, send: str, new_chat: str
+) -> None:
+    server, apps, _ = world
+    view = watched(viewport=DESKTOP, locale=locale).page()
+    view.goto(apps["assistant"].link(server.url))
+    view.get_by_role("button", name=send).wait_for()
+    assert view.get_by_role("button", name=new_chat).count() == 1
+    assert view.evaluate("document.documentElement.lang") == lang
+    assert view.get_by_role("button", name="Send").count() == 0

@@ -1,4 +1,5 @@
 // The chat page: conversations on the side, the exchange in the middle, the composer at the bottom.
+import { t } from "../shared/i18n";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
 import { Menu } from "../shared/icons";
@@ -108,7 +109,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
           setReading(x.localId);
           reader.play(client, x.id).catch((e: unknown) => {
             reader.stop();
-            chat.setNotice(e instanceof Error && e.name !== "NotAllowedError" ? e.message : "The answer could not be read aloud.");
+            chat.setNotice(e instanceof Error && e.name !== "NotAllowedError" ? e.message : t("read_failed"));
           });
         }
       : null,
@@ -117,7 +118,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
   return (
     <div class={`chat-page ${menuOpen ? "menu-open" : ""}`}>
       <header class="topbar">
-        <button type="button" class="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(!menuOpen)}>
+        <button type="button" class="icon menu" aria-label={t("conversations")} onClick={() => setMenuOpen(!menuOpen)}>
           <Menu />
         </button>
         <AppBadge settings={settings} />
@@ -162,10 +163,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
               readOnly={chat.currentId !== null}
             />
           )}
-          {chat.loading && <p class="muted">Loading…</p>}
+          {chat.loading && <p class="muted">{t("loading")}</p>}
           {chat.earlierMessages && !chat.loading && (
             <button type="button" class="link earlier" onClick={() => void chat.loadEarlier()}>
-              Show earlier messages
+              {t("earlier")}
             </button>
           )}
           {chat.messages.map((m) => (
@@ -185,7 +186,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         {chat.notice && (
           <div class="notice" role="alert">
             <span>{chat.notice}</span>
-            <button type="button" class="icon" aria-label="Dismiss" onClick={() => chat.setNotice(null)}>
+            <button type="button" class="icon" aria-label={t("dismiss")} onClick={() => chat.setNotice(null)}>
               ×
             </button>
           </div>

@@ -1,5 +1,6 @@
 // Where the user writes: Enter sends, Shift+Enter makes a new line, Esc stops the answer; files are
 // uploaded as soon as they are picked, with previews.
+import { t } from "../shared/i18n";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
 import { Clip, Mic } from "../shared/icons";
@@ -39,7 +40,7 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
       box.current?.focus();
     } catch (e) {
       recorder.cancel();
-      onError(e instanceof Error && e.name !== "NotAllowedError" ? e.message : "The microphone could not be used.");
+      onError(e instanceof Error && e.name !== "NotAllowedError" ? e.message : t("mic_failed"));
     } finally {
       setListening((l) => (l === "transcribing" ? "off" : l));
     }
@@ -92,7 +93,7 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
 
   return (
     <div class={`composer ${dragging ? "dragging" : ""}`} onDragOver={onDragOver} onDragLeave={() => setDragging(false)} onDrop={onDrop}>
-      {dragging && <p class="drop-hint">Drop the files to attach them</p>}
+      {dragging && <p class="drop-hint">{t("drop_hint")}</p>}
       {attachments.length > 0 && (
         <ul class="attachments">
           {attachments.map((a) => (
@@ -117,8 +118,8 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
       <div class="composer-row">
         {uploadTypes !== null && (
           <>
-            <input ref={fileInput} type="file" class="hidden" accept={acceptFor(uploadTypes)} multiple={maxFiles > 1} aria-label="Attach files" onChange={(e) => pick((e.target as HTMLInputElement).files)} />
-            <button type="button" class="icon attach" title="Attach a file" disabled={attachments.length >= maxFiles} onClick={() => fileInput.current?.click()}>
+            <input ref={fileInput} type="file" class="hidden" accept={acceptFor(uploadTypes)} multiple={maxFiles > 1} aria-label={t("attach_files")} onChange={(e) => pick((e.target as HTMLInputElement).files)} />
+            <button type="button" class="icon attach" title={t("attach")} aria-label={t("attach")} disabled={attachments.length >= maxFiles} onClick={() => fileInput.current?.click()}>
               <Clip />
             </button>
           </>
@@ -127,9 +128,9 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
           ref={box}
           class="message-input"
           rows={1}
-          placeholder="Message…"
-          title="Enter sends, Shift+Enter starts a new line, Esc stops the answer"
-          aria-label="Message"
+          placeholder={t("message_placeholder")}
+          title={t("message_help")}
+          aria-label={t("message")}
           value={text}
           onPaste={onPaste}
           onInput={(e) => {
@@ -149,9 +150,9 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
           <button
             type="button"
             class={`icon mic ${listening}`}
-            aria-label={listening === "recording" ? "Stop recording" : "Speak"}
+            aria-label={listening === "recording" ? t("stop_recording") : t("speak")}
             aria-pressed={listening === "recording"}
-            title={listening === "recording" ? "Stop and write down what was said" : "Speak instead of typing"}
+            title={listening === "recording" ? t("stop_recording_help") : t("speak_help")}
             disabled={listening === "transcribing"}
             onClick={() => void toggleMic()}
           >
@@ -159,12 +160,12 @@ export function Composer({ client, running, uploadTypes, speechOn, onError, maxF
           </button>
         )}
         {running ? (
-          <button type="button" class="stop" onClick={onStop} title="Stop (Esc)">
-            Stop
+          <button type="button" class="stop" onClick={onStop} title={t("stop_help")}>
+            {t("stop")}
           </button>
         ) : (
           <button type="button" class="send" onClick={send} disabled={uploading || text.trim() === ""}>
-            Send
+            {t("send")}
           </button>
         )}
       </div>

@@ -3,11 +3,13 @@ import { useEffect, useState } from "preact/hooks";
 import "../shared/theme.css";
 import "./chat.css";
 import { ServiceClient } from "../shared/api";
+import { language } from "../shared/i18n";
 import { ChatApp, type AppSettings } from "./ChatApp";
 import { readCredentials, forgetKey } from "./credentials";
 import { applyStoredTheme } from "./theme";
 
 applyStoredTheme();
+document.documentElement.lang = language() === "zh" ? "zh-Hans" : language(); // the catalogue's language
 
 const WRONG_APP = "This chat link's key belongs to another app. Ask whoever shared it for the right link.";
 
