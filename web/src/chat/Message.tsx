@@ -79,7 +79,7 @@ function Round({ round, running }: { round: RoundView; running: boolean }) {
 function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
   const [all, setAll] = useState(false);
   const pending = call.output === null;
-  const state = pending ? (running ? "running" : "no output") : call.error ? "failed" : "done";
+  const state = t(pending ? (running ? "tool_running" : "tool_no_output") : call.error ? "tool_failed" : "tool_done");
   const output = call.output ?? "";
   const folded = !all && output.length > FOLD_AT;
   return (
@@ -93,13 +93,13 @@ function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
         </span>
       </summary>
       <div class="tool-io">
-        <h4>Arguments</h4>
+        <h4>{t("arguments")}</h4>
         <pre class="tool-input">{JSON.stringify(call.input, null, 2)}</pre>
-        <h4>Output</h4>
-        <pre class="tool-output">{pending ? (running ? "running…" : "—") : folded ? `${output.slice(0, FOLD_AT)}…` : output}</pre>
+        <h4>{t("output")}</h4>
+        <pre class="tool-output">{pending ? (running ? t("running_now") : "—") : folded ? `${output.slice(0, FOLD_AT)}…` : output}</pre>
         {folded && (
           <button type="button" class="link" onClick={() => setAll(true)}>
-            Show all {output.length.toLocaleString()} characters
+            {t("show_all", { n: output.length.toLocaleString() })}
           </button>
         )}
       </div>

@@ -5,6 +5,14 @@
 export type Lang = "en" | "zh" | "ja";
 
 const EN = {
+  tool_running: "running",
+  tool_done: "done",
+  tool_failed: "failed",
+  tool_no_output: "no output",
+  running_now: "running…",
+  arguments: "Arguments",
+  output: "Output",
+  show_all: "Show all {n} characters",
   message: "Message",
   message_placeholder: "Message…",
   message_help: "Enter sends, Shift+Enter starts a new line, Esc stops the answer",
@@ -72,6 +80,14 @@ const EN = {
 export type Key = keyof typeof EN;
 
 const ZH: Record<Key, string> = {
+  tool_running: "运行中",
+  tool_done: "完成",
+  tool_failed: "失败",
+  tool_no_output: "无输出",
+  running_now: "运行中…",
+  arguments: "参数",
+  output: "输出",
+  show_all: "显示全部 {n} 个字符",
   message: "消息",
   message_placeholder: "输入消息…",
   message_help: "Enter 发送，Shift+Enter 换行，Esc 停止回答",
@@ -137,6 +153,14 @@ const ZH: Record<Key, string> = {
 };
 
 const JA: Record<Key, string> = {
+  tool_running: "実行中",
+  tool_done: "完了",
+  tool_failed: "失敗",
+  tool_no_output: "出力なし",
+  running_now: "実行中…",
+  arguments: "引数",
+  output: "出力",
+  show_all: "全 {n} 文字を表示",
   message: "メッセージ",
   message_placeholder: "メッセージを入力…",
   message_help: "Enter で送信、Shift+Enter で改行、Esc で回答を停止",
