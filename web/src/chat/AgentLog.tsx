@@ -2,7 +2,8 @@
 // status, tokens — what the server stored, so it also works for past messages.
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { AgentLog, ServiceClient } from "../shared/api";
-import { duration, plural, strategyName } from "../shared/format";
+import { duration, strategyName } from "../shared/format";
+import { count, t } from "../shared/i18n";
 import { Markdown } from "./Markdown";
 
 export function AgentLogDialog({ client, messageId, onClose }: { client: ServiceClient; messageId: string; onClose: () => void }) {
@@ -30,35 +31,35 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
   const meta = log?.meta ?? {};
   return (
     <div class="overlay" onClick={(e) => e.target === e.currentTarget && onClose()}>
-      <div class="dialog agent-log" role="dialog" aria-modal="true" aria-label="Agent log" tabIndex={-1} ref={dialog}>
+      <div class="dialog agent-log" role="dialog" aria-modal="true" aria-label={t("agent_log")} tabIndex={-1} ref={dialog}>
         <header>
-          <h2>Agent log</h2>
-          <button type="button" class="icon" aria-label="Close" onClick={onClose}>
+          <h2>{t("agent_log")}</h2>
+          <button type="button" class="icon" aria-label={t("dismiss")} onClick={onClose}>
             ×
           </button>
         </header>
         {error && <p class="error-text">{error}</p>}
-        {!log && !error && <p class="muted">Loading…</p>}
+        {!log && !error && <p class="muted">{t("loading")}</p>}
         {log && (
           <>
             <dl class="log-meta">
-              <dt>Status</dt>
+              <dt>{t("log_status")}</dt>
               <dd class={meta.status === "error" ? "error-text" : ""}>{String(meta.status ?? "")}</dd>
-              <dt>Strategy</dt>
+              <dt>{t("log_strategy")}</dt>
               <dd>{strategyName(meta.agent_mode)}</dd>
-              <dt>Time</dt>
+              <dt>{t("log_time")}</dt>
               <dd>{duration(typeof meta.elapsed_time === "number" ? meta.elapsed_time : null) || "—"}</dd>
-              <dt>Tokens</dt>
+              <dt>{t("log_tokens")}</dt>
               <dd>{typeof meta.total_tokens === "number" && meta.total_tokens > 0 ? meta.total_tokens.toLocaleString() : "—"}</dd>
-              <dt>Rounds</dt>
+              <dt>{t("log_rounds")}</dt>
               <dd>{String(meta.iterations ?? log.iterations.length)}</dd>
             </dl>
             <ol class="log-rounds">
               {log.iterations.map((it, i) => (
                 <li key={i}>
                   <div class="muted">
-                    Round {i + 1}
-                    {it.tokens > 0 && ` · ${plural(it.tokens, "token")}`}
+                    {t("log_round", { n: i + 1 })}
+                    {it.tokens > 0 && ` · ${count(it.tokens, "token")}`}
                   </div>
                   {it.thought && <Markdown text={it.thought} class="log-thought" />}
                   {it.tool_calls.map((c, j) => (
@@ -67,14 +68,14 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
                         <span class="tool-label">{labelOf(c.tool_label, c.tool_name)}</span>
                         {labelOf(c.tool_label, c.tool_name) !== c.tool_name && <code class="tool-name">{c.tool_name}</code>}
                         <span class="tool-state">
-                          {c.status === "error" ? "failed" : "done"}
+                          {t(c.status === "error" ? "tool_failed" : "tool_done")}
                           {c.time_cost > 0 && ` · ${duration(c.time_cost)}`}
                         </span>
                       </summary>
                       <div class="tool-io">
-                        <h4>Arguments</h4>
+                        <h4>{t("arguments")}</h4>
                         <pre>{JSON.stringify(c.tool_input, null, 2)}</pre>
-                        <h4>Output</h4>
+                        <h4>{t("output")}</h4>
                         <pre>{typeof c.tool_output === "string" ? c.tool_output : JSON.stringify(c.tool_output, null, 2)}</pre>
                         {c.error && <p class="error-text">{c.error}</p>}
                       </div>

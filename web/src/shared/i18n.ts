@@ -5,6 +5,12 @@
 export type Lang = "en" | "zh" | "ja";
 
 const EN = {
+  log_status: "Status",
+  log_strategy: "Strategy",
+  log_time: "Time",
+  log_tokens: "Tokens",
+  log_rounds: "Rounds",
+  log_round: "Round {n}",
   tool_running: "running",
   tool_done: "done",
   tool_failed: "failed",
@@ -80,6 +86,12 @@ const EN = {
 export type Key = keyof typeof EN;
 
 const ZH: Record<Key, string> = {
+  log_status: "状态",
+  log_strategy: "策略",
+  log_time: "耗时",
+  log_tokens: "Token",
+  log_rounds: "轮次",
+  log_round: "第 {n} 轮",
   tool_running: "运行中",
   tool_done: "完成",
   tool_failed: "失败",
@@ -153,6 +165,12 @@ const ZH: Record<Key, string> = {
 };
 
 const JA: Record<Key, string> = {
+  log_status: "状態",
+  log_strategy: "戦略",
+  log_time: "時間",
+  log_tokens: "トークン",
+  log_rounds: "ラウンド",
+  log_round: "ラウンド {n}",
   tool_running: "実行中",
   tool_done: "完了",
   tool_failed: "失敗",
