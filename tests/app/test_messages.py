@@ -157,6 +157,8 @@ async def test_a_stopped_run_saves_what_it_did(db: Database) -> None:
     assert outcome.status == "stopped" and message is not None and message.status == "stopped"
     assert isinstance(seen[0], AgentThought) and [t.id for t in thoughts] == [seen[0].id]
     assert run.stop_reason == "requested" and run.task is not None and not run.task.cancelled()
+    # The stopped round's row keeps the text it streamed (a reader of the history shows it as the answer).
+    assert message.answer != "" and thoughts[0].thought == message.answer
 
 
 async def test_a_failing_model_gives_difys_error_event_and_is_recorded(db: Database) -> None:

@@ -254,6 +254,7 @@ async def test_parameters_and_info(client: httpx.AsyncClient, new_app: NewApp) -
 
     r = await client.get("/v1/info", headers=app.headers)
     assert r.json() == {
+        "id": app.id,
         "name": "calc",
         "description": "calc app",
         "tags": [],

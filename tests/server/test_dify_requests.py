@@ -173,8 +173,14 @@ async def test_app_info_endpoints_the_sdks_call(client: httpx.AsyncClient, new_a
         "default_language",
         "use_icon_as_answer_icon",
     }
+    assert (site["icon_type"], site["icon"], site["custom_disclaimer"]) == (None, None, "")
     for path in ("/v1/meta", "/v1/site"):
         assert (await client.get(path)).status_code == 401
+    shown_as = {"icon": "🦉", "icon_background": "#FFEAD5", "footer": "Made by us."}
+    shown = await new_app(["never"], site=shown_as)
+    site = (await client.get("/v1/site", headers=shown.headers)).json()
+    assert (site["icon_type"], site["icon"], site["icon_background"]) == ("emoji", "🦉", "#FFEAD5")
+    assert site["custom_disclaimer"] == "Made by us."
 
 
 UNAVAILABLE = {"code": "app_unavailable", "message": "App unavailable, please check your app configurations."}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -32,6 +33,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # A microphone that plays a tone, allowed without asking (the chat page's speech-to-text button).
+    "--use-fake-device-for-media-stream",
+    "--use-fake-ui-for-media-stream",
 ]
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("LOOPWRIGHT_SCREENSHOTS", ROOT / "tests" / "web" / "screenshots"))
@@ -69,6 +73,9 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
 CHART = png(120, 80, (46, 125, 50))
 REPORT = b"%PDF-1.4\n% a weather report\n"
+# Half a second of silence as MP3: 20 frames of MPEG-1 layer III, 128 kbit/s, 44.1 kHz, all zeros.
+SILENCE_MP3 = (b"\xff\xfb\x90\x00" + bytes(413)) * 20
+TRANSCRIPT = "What is the weather like?"
 
 
 @dataclass
@@ -78,6 +85,8 @@ class ToolApi:
 
     url: str = ""
     release: threading.Event = field(default_factory=threading.Event)
+    spoken: list[str] = field(default_factory=list)  # the texts /v1/audio/speech was asked to read
+    heard: list[int] = field(default_factory=list)  # the sizes of the recordings it transcribed
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -129,6 +138,18 @@ def serve_tool_api() -> tuple[ToolApi, ThreadingHTTPServer]:
                 self.reply(200, "image/png", CHART)
             elif url.path == "/report":
                 self.reply(200, "application/pdf", REPORT)
+            else:
+                self.reply(404, "text/plain", b"not found")
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            """OpenAI's audio API, as the server's speech routes call it (OPENAI_BASE_URL)."""
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.path == "/v1/audio/speech":
+                api.spoken.append(json.loads(body)["input"])
+                self.reply(200, "audio/mpeg", SILENCE_MP3)
+            elif self.path == "/v1/audio/transcriptions":
+                api.heard.append(len(body))
+                self.reply(200, "application/json", json.dumps({"text": TRANSCRIPT}).encode())
             else:
                 self.reply(404, "text/plain", b"not found")
 
@@ -205,8 +226,9 @@ class Server:
     log: IO[str]
 
 
-def start_server(folder: Path, db_path: Path) -> Server:
-    """``loopwright serve --port 0`` in ``folder``; waits for its ready line."""
+def start_server(folder: Path, db_path: Path, env: dict[str, str] | None = None) -> Server:
+    """``loopwright serve --port 0`` in ``folder`` (with ``env`` added to its environment); waits for
+    its ready line."""
     exe = Path(sys.executable).with_name("loopwright")
     import loopwright
 
@@ -218,6 +240,7 @@ def start_server(folder: Path, db_path: Path) -> Server:
         "LOOPWRIGHT_DATA_DIR": str(folder),  # uploads and tool files stay in the test's folder
         "LOOPWRIGHT_TOOL_ALLOW_HOSTS": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
+        **(env or {}),
     }
     env.pop("DATABASE_URL", None)
     log = open(folder / "server.log", "w")  # noqa: SIM115 (closed by stop_server)
@@ -330,3 +353,102 @@ class CuttableProxy:
         self.listener.close()
         self.acceptor.join(10)
         self.cut()
+
+
+class Watch:
+    """A browser context that fails its test on anything a user should never meet: a console error
+    (the page's own, a failed load, a refusal of its CSP), an uncaught exception, or a request that
+    would leave 127.0.0.1 (refused, and noted). A test that provokes an error on purpose says so with
+    ``allow`` (a pattern of the console text)."""
+
+    def __init__(self, browser: Any, **options: Any) -> None:
+        self.context = browser.new_context(**options)
+        self.problems: list[str] = []
+        self.allowed: list[re.Pattern[str]] = []
+        self.context.on("console", self._console)
+        self.context.on("weberror", lambda error: self.problems.append(f"uncaught: {error.error}"))
+        self.context.route("**/*", self._route)
+
+    def page(self) -> Any:
+        page = self.context.new_page()
+        page.set_default_timeout(20_000)
+        return page
+
+    def allow(self, pattern: str) -> None:
+        self.allowed.append(re.compile(pattern))
+
+    def _console(self, message: Any) -> None:
+        refused = "Content Security Policy" in message.text or "Refused to" in message.text
+        if (message.type == "error" or refused) and not any(p.search(message.text) for p in self.allowed):
+            where = message.location.get("url", "") if isinstance(message.location, dict) else ""
+            self.problems.append(f"console {message.type}: {message.text} ({where})")
+
+    def _route(self, route: Any) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme in ("data", "blob") or url.hostname == "127.0.0.1":
+            route.fallback()
+        else:
+            self.problems.append(f"a request left 127.0.0.1: {route.request.method} {route.request.url}")
+            route.abort()
+
+    def close(self) -> None:
+        """Close the context and fail on what it saw."""
+        self.context.close()
+        assert self.problems == [], "the page misbehaved:\n" + "\n".join(self.problems)
+
+
+AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def serious_violations(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now (WCAG 2.1 A and AA and
+    axe's best practices). axe-core is the web build's dev dependency (``npm ci`` in web/), run from
+    that file: nothing is fetched. Each violation as "rule: help — the elements"."""
+    if not AXE.is_file():
+        problem = f"no axe-core at {AXE} (cd web && npm ci)"
+        if os.environ.get("CI"):
+            pytest.fail(problem)
+        pytest.skip(problem)
+    if not page.evaluate("typeof window.axe === 'object'"):
+        # Evaluated through the browser's debugging protocol, which the page's CSP does not govern.
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    found = page.evaluate(
+        """async () => {
+            const tags = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"];
+            const result = await window.axe.run(document, {
+                runOnly: { type: "tag", values: tags },
+                resultTypes: ["violations"],
+            });
+            const where = (v) => v.nodes.map((n) => n.target.join(" ")).slice(0, 5).join(", ");
+            return result.violations
+                .filter((v) => v.impact === "serious" || v.impact === "critical")
+                .map((v) => `${v.id} (${v.impact}): ${v.help} — ${where(v)}`);
+        }"""
+    )
+    return list(found)
+
+
+def focused_name(page: Any) -> str:
+    """The accessible name of the focused element, roughly: its aria-label, else its label's text, its
+    own text or its value."""
+    return str(
+        page.evaluate(
+            r"""() => {
+                const e = document.activeElement;
+                if (!e || e === document.body) return "";
+                const label = e.labels && e.labels.length ? e.labels[0].innerText : "";
+                const name = e.getAttribute("aria-label") || label || e.innerText || e.value || "";
+                return name.replace(/\s+/g, " ").trim();
+            }"""
+        )
+    )
+
+
+def tab_to(page: Any, name: str, *, backwards: bool = False, limit: int = 80) -> None:
+    """Press Tab (Shift+Tab) until the element named ``name`` has the focus; fails when it is never
+    reached — a control the keyboard cannot get to."""
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if backwards else "Tab")
+        if focused_name(page) == name:
+            return
+    raise AssertionError(f"{name!r} cannot be reached with the keyboard")

@@ -6,28 +6,35 @@ calls while it runs and after, stop, reload, upload, feedback. Screenshots go to
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.web.browser import (
     DESKTOP,
     PHONE,
+    TRANSCRIPT,
     ChatApp,
     CuttableProxy,
     Server,
+    Watch,
     chromium,
     create_apps,
     create_dataset,
+    focused_name,
     need_browser,
     png,
     screenshot_path,
+    serious_violations,
     serve_tool_api,
     start_server,
     stop_server,
+    tab_to,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -38,6 +45,7 @@ MARKDOWN_ANSWER = (
     "| city | sky |\n|---|---|\n| Paris | sunny |\n\n"
     '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
 )
+FOOTER = "Answers can be wrong. Check them."
 STORY = " ".join(f"Sentence {i} of a long story." for i in range(1, 41)) + " The end."
 
 
@@ -75,7 +83,20 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
             },
             "toolsets": [openapi, {"type": "knowledge", "datasets": [dataset_id]}],
         },
+        "inspected": {  # for the accessibility check: a round with a tool, Markdown, a file
+            "script": {
+                "replies": [{"tool_calls": [["make_chart", {}]]}, MARKDOWN_ANSWER],
+                "features": FC,
+            },
+            "toolsets": [openapi],
+            "opening_statement": "Hi, I draw **charts**.",
+            "suggested_questions": ["What can you do?"],
+        },
         "stoppable": {"script": {"replies": [STORY], "features": FC, "delay": 0.05}},
+        "greeter": {
+            "script": {"replies": [STORY], "features": FC, "delay": 0.05},
+            "opening_statement": "Welcome! I tell **long stories**.",
+        },
         "reloadable": {
             "script": {"replies": ["Hello.", STORY], "features": FC, "delay": 0.05, "chunk_size": 16}
         },
@@ -89,6 +110,33 @@ def app_specs(tool_api_url: str, dataset_id: str = "") -> dict[str, dict[str, An
         },
         "broken": {"script": {"replies": [{"error": "the provider is down"}], "features": FC}},
         "lists": {"script": {"replies": ["One.", "Two."], "features": FC}},
+        "voice": {
+            "script": {"replies": ["It is sunny and warm."], "features": FC},
+            "speech_to_text": {"enabled": True, "model": "openai-compatible:whisper"},
+            "text_to_speech": {"enabled": True, "model": "openai-compatible:tts"},
+        },
+        "showcase": {
+            "script": {"replies": ["I see two squares."], "features": [*FC, "vision"]},
+            "file_upload": {"enabled": True, "allowed_types": ["image"], "transfer_methods": ["local_file"]},
+            "site": {
+                "icon": "🦉",
+                "icon_background": "#FFEAD5",
+                "footer": "Answers can be wrong. Check them.",
+            },
+        },
+        "named": {
+            "script": {
+                "replies": [
+                    "First.",
+                    '{"Language Type": "English", "Your Reasoning": "…", "Your Output": "Lighthouse tales"}',
+                    "Second.",
+                    '{"Language Type": "English", "Your Reasoning": "…", "Your Output": "Harbour songs"}',
+                ],
+                "features": FC,
+            },
+            "generate_conversation_names": True,
+        },
+        "keyboard": {"script": {"replies": ["First, by keyboard.", "Second, by keyboard."], "features": FC}},
         "suggest": {
             "script": {
                 "replies": [
@@ -119,7 +167,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
         handbook = {"parking.md": "# Parking\n\nParking is free in the garage under the office."}
         dataset_id = asyncio.run(create_dataset(db_url, "handbook", handbook))
         apps = asyncio.run(create_apps(db_url, app_specs(tool_api.url, dataset_id), folder))
-        server = start_server(folder, db_path)
+        # the speech routes' audio model: OpenAI's audio API, answered by the local tool API
+        server = start_server(folder, db_path, {"OPENAI_BASE_URL": f"{tool_api.url}/v1"})
     except BaseException:
         tool_server.shutdown()
         tool_server.server_close()
@@ -139,18 +188,13 @@ def browser(world: Any) -> Iterator[Any]:
 
 
 class Page:
-    """A page of a fresh browser context, recording what the page's CSP refused."""
+    """A page of a fresh, watched browser context (it fails the test on a console error or a request
+    off 127.0.0.1: tests/web/conftest.py)."""
 
-    def __init__(self, browser: Any, viewport: dict[str, int] = DESKTOP, color_scheme: str = "light") -> None:
-        self.context = browser.new_context(viewport=viewport, color_scheme=color_scheme)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(20_000)
-        self.refused: list[str] = []
-        self.page.on("console", self._console)
-
-    def _console(self, message: Any) -> None:
-        if "Content Security Policy" in message.text or "Refused to" in message.text:
-            self.refused.append(message.text)
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.context = watch.context
+        self.page = watch.page()
 
     def open(self, server: Server, app: ChatApp) -> Any:
         self.page.goto(app.link(server.url))
@@ -162,16 +206,10 @@ class Page:
         box.fill(text)
         box.press("Enter")
 
-    def close(self) -> None:
-        self.context.close()
-        assert self.refused == [], f"the page broke its CSP: {self.refused}"
-
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Page]:
-    p = Page(browser)
-    yield p
-    p.close()
+def page(watched: Any) -> Page:
+    return Page(watched(viewport=DESKTOP, color_scheme="light"))
 
 
 def test_a_message_gets_a_streamed_markdown_answer(world: Any, page: Page) -> None:
@@ -184,6 +222,7 @@ def test_a_message_gets_a_streamed_markdown_answer(world: Any, page: Page) -> No
     answer = view.locator(".exchange .answer")
     answer.locator("strong", has_text="bold").wait_for()
     view.locator(".exchange.status-done").wait_for()
+    assert view.locator("link[rel=icon]").count() == 1  # no request for /favicon.ico
     assert view.locator(".user-bubble").inner_text() == "Say hello, with code"
     assert answer.locator("pre code.hljs .hljs-built_in", has_text="print").count() == 1  # highlighted
     assert answer.locator("table td", has_text="Paris").count() == 1
@@ -233,6 +272,9 @@ def test_a_round_of_two_tool_calls_while_it_runs_and_after(world: Any, page: Pag
     log.locator(".tool-call", has_text="get_weather").wait_for()
     assert log.locator(".tool-call").count() == 2
     assert log.locator(".log-meta dd").first.inner_text() == "success"
+    assert log.locator(".log-meta dd").nth(1).inner_text() == "Function calling"  # not the raw id
+    times = log.locator(".tool-call .tool-state").all_inner_texts()
+    assert len(times) == 2 and all(re.search(r"· (< 1 ms|\d+ ms|\d+\.\d s)$", t) for t in times), times
     view.screenshot(path=str(screenshot_path("chat-desktop-agent-log")))
     view.keyboard.press("Escape")
     log.wait_for(state="detached")
@@ -264,7 +306,44 @@ def test_stop_mid_answer(world: Any, page: Page) -> None:
     shown = view.locator(".exchange .answer").inner_text()
     assert "Sentence 2" in shown and "The end." not in shown
     view.get_by_role("button", name="Send").wait_for()  # ready for the next message
+    assert view.locator(".exchange .usage").count() == 0  # no "0 tokens" for a round cut off
     view.screenshot(path=str(screenshot_path("chat-desktop-stopped")))
+
+    # After a reload, the history shows the same partial answer, still marked as stopped.
+    view.reload()
+    view.locator(".user-bubble", has_text="Tell me a long story").wait_for()
+    view.locator(".exchange.status-stopped").wait_for()
+    again = view.locator(".exchange .answer").inner_text()
+    assert "Sentence 2" in again and "The end." not in again
+    assert view.locator(".exchange", has_text="Stopped.").count() == 1
+
+
+def test_a_new_chat_keeps_its_place_while_the_first_answer_streams(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["greeter"])
+    view.locator(".opening strong", has_text="long stories").wait_for()
+    page.send("A story about a lighthouse")
+    view.locator(".exchange.status-streaming .answer", has_text="Sentence 2").wait_for()
+    # While it streams: the chat is already listed, and the opening statement stays where it was.
+    assert view.locator(".exchange.status-streaming").count() == 1
+    assert view.locator(".conversation-list .conversation", has_text="A story about a ligh").count() == 1
+    assert view.locator(".opening", has_text="long stories").is_visible()
+    view.get_by_label("Message").press("Escape")
+    view.locator(".exchange.status-stopped").wait_for()
+    view.locator(".conversation-list .conversation", has_text="A story about a ligh").wait_for()
+    assert view.locator(".conversation-list .conversation").count() == 1
+    assert view.locator(".opening", has_text="long stories").is_visible()
+
+
+def test_a_link_whose_key_is_another_apps_is_refused(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.page
+    view.goto(f"{server.url}/chat/{apps['feedback'].id}#key={apps['assistant'].key}")
+    view.get_by_role("alert").filter(has_text="belongs to another app").wait_for()
+    assert view.get_by_label("Message").count() == 0
+    slot = f"loopwright.chat.key:{apps['feedback'].id}"
+    assert view.evaluate(f"sessionStorage.getItem({slot!r})") is None  # not kept for that app
+    assert "assistant" not in view.title()
 
 
 def test_reload_shows_the_conversation_from_history(world: Any, page: Page) -> None:
@@ -302,6 +381,7 @@ def test_reload_mid_answer_shows_the_answer_from_history(world: Any, page: Page)
 def test_a_network_drop_mid_answer(world: Any, page: Page) -> None:
     server, apps, _ = world
     proxy = CuttableProxy(server.url)  # the page talks to the server through it
+    page.watch.allow("ERR_INCOMPLETE_CHUNKED_ENCODING")  # the cut stream, as the browser reports it
     try:
         view = page.page
         view.goto(apps["droppable"].link(proxy.url))
@@ -455,3 +535,174 @@ def test_citations_and_a_file_to_download(world: Any, page: Page) -> None:
     body = httpx.get(href if href.startswith("http") else f"{server.url}{href}")
     assert body.status_code == 200 and body.content.startswith(b"%PDF-1.4")
     view.screenshot(path=str(screenshot_path("chat-desktop-citations-file")))
+
+
+def test_no_serious_accessibility_problems(world: Any, page: Page) -> None:
+    """axe-core (WCAG 2.1 AA and best practices): no serious or critical violation on the chat page —
+    a new chat, an answer with its rounds unfolded and its toolbar, the agent log, light and dark, and
+    the phone layout with its menu open."""
+    server, apps, _ = world
+    view = page.open(server, apps["inspected"])
+    view.locator(".opening").wait_for()
+    problems = {"new chat": serious_violations(view)}
+    page.send("A chart of the week?")
+    view.locator(".exchange.status-done").wait_for()
+    view.locator(".agent-turn .files img").wait_for()
+    problems["answer"] = serious_violations(view)
+    view.locator(".steps > summary").click()
+    view.locator(".tool-call > summary").first.click()
+    problems["rounds"] = serious_violations(view)
+    view.emulate_media(color_scheme="dark")
+    problems["rounds, dark"] = serious_violations(view)
+    view.emulate_media(color_scheme="light")
+    view.get_by_role("button", name="Agent log").click()
+    view.get_by_role("dialog", name="Agent log").locator(".tool-call").first.wait_for()
+    problems["agent log"] = serious_violations(view)
+    view.keyboard.press("Escape")
+    view.set_viewport_size(PHONE)
+    view.get_by_role("button", name="Conversations").click()
+    problems["phone menu"] = serious_violations(view)
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_the_main_flows_by_keyboard_alone(world: Any, page: Page) -> None:
+    """Send, read the agent log, rate, start a new chat and go back to the first one — with the keys
+    only (Tab, Enter, Space, Esc)."""
+    server, apps, _ = world
+    view = page.open(server, apps["keyboard"])
+    assert focused_name(view) == "Message"  # the box has the focus when the page opens
+    view.keyboard.type("Hello by keyboard")
+    view.keyboard.press("Enter")
+    view.locator(".exchange.status-done .answer", has_text="First, by keyboard.").wait_for()
+    tab_to(view, "Agent log")
+    view.keyboard.press("Enter")
+    log = view.get_by_role("dialog", name="Agent log")
+    log.locator(".log-meta").wait_for()
+    assert view.evaluate("document.activeElement.getAttribute('role')") == "dialog"  # the focus moved in
+    for _ in range(6):  # Tab stays inside the dialog
+        view.keyboard.press("Tab")
+        assert view.evaluate("!!document.activeElement.closest('[role=dialog]')")
+    view.keyboard.press("Escape")
+    log.wait_for(state="detached")
+    assert focused_name(view) == "Agent log"  # back where it was
+    tab_to(view, "Like", backwards=True)
+    view.keyboard.press("Space")
+    view.locator("button.like[aria-pressed=true]").wait_for()
+    tab_to(view, "+ New chat", backwards=True)
+    view.keyboard.press("Enter")
+    view.locator(".exchange").first.wait_for(state="detached")
+    tab_to(view, "Message")
+    view.keyboard.type("Another chat")
+    view.keyboard.press("Enter")
+    view.locator(".exchange.status-done .answer", has_text="Second, by keyboard.").wait_for()
+    tab_to(view, "Hello by keyboard", backwards=True)  # the first chat in the list
+    view.keyboard.press("Enter")
+    view.locator(".answer", has_text="First, by keyboard.").wait_for()
+    assert view.locator(".exchange").count() == 1
+
+
+def test_speak_a_question_and_hear_the_answer(world: Any, page: Page) -> None:
+    server, apps, tool_api = world
+    view = page.open(server, apps["voice"])
+    view.get_by_role("button", name="Speak").click()  # the fake microphone plays a tone
+    view.get_by_role("button", name="Stop recording").click()
+    expect(view.get_by_label("Message")).to_have_value(TRANSCRIPT)  # written down, not sent
+    assert tool_api.heard and tool_api.heard[-1] > 0
+    view.get_by_label("Message").press("Enter")
+    view.locator(".exchange.status-done .answer", has_text="sunny and warm").wait_for()
+    view.get_by_role("button", name="Read aloud").click()
+    view.get_by_role("button", name="Stop reading").wait_for()  # playing
+    view.get_by_role("button", name="Read aloud").wait_for()  # half a second of audio, then done
+    assert tool_api.spoken == ["It is sunny and warm."]
+    assert view.locator(".notice").count() == 0
+
+
+GIVE_FILE = """([kind, name, bytes]) => {
+    const data = new DataTransfer();
+    data.items.add(new File([new Uint8Array(bytes)], name, { type: "image/png" }));
+    const box = document.querySelector("textarea.message-input");
+    const init = { bubbles: true, cancelable: true };
+    const event = kind === "paste"
+        ? new ClipboardEvent("paste", { ...init, clipboardData: data })
+        : new DragEvent(kind, { ...init, dataTransfer: data });
+    box.dispatchEvent(event);
+    return event.defaultPrevented;
+}"""
+
+
+def test_paste_and_drop_files_the_header_and_the_times(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["showcase"])
+    # The app's icon, description and footer line.
+    assert view.locator(".topbar .app-badge").inner_text() == "🦉"
+    assert view.locator(".topbar .app-description").inner_text() == "The showcase app"
+    assert view.locator(".footer-line").inner_text() == FOOTER
+    # A picture pasted into the box, another dropped on it: both attached and uploaded.
+    square = list(png(32, 32, (46, 125, 50)))
+    assert view.evaluate(GIVE_FILE, ["paste", "pasted.png", square]) is True
+    assert view.evaluate(GIVE_FILE, ["dragover", "dropped.png", square]) is True
+    view.locator(".drop-hint").wait_for()
+    assert view.evaluate(GIVE_FILE, ["drop", "dropped.png", square]) is True
+    view.wait_for_function("() => document.querySelectorAll('.attachment.ready').length === 2")
+    assert view.locator(".drop-hint").count() == 0
+    page.send("What are these?")
+    view.locator(".answer", has_text="two squares").wait_for()
+    assert view.locator(".user-turn .files img").count() == 2
+    # The message's time, as the browser tells time, with the exact moment in its datetime.
+    stamp = view.locator(".user-turn time.when")
+    assert re.fullmatch(r"\d{1,2}:\d{2}( ?[AP]M)?", stamp.inner_text()), stamp.inner_text()
+    assert re.match(r"\d{4}-\d{2}-\d{2}T", stamp.get_attribute("datetime") or "")
+    view.reload()
+    view.locator(".user-turn time.when").wait_for()  # from the history too
+    # Text pasted into the box stays text.
+    view.get_by_label("Message").focus()
+    assert (
+        view.evaluate(
+            """() => {
+                const data = new DataTransfer();
+                data.setData("text/plain", "plain words");
+                const init = { bubbles: true, cancelable: true, clipboardData: data };
+                const event = new ClipboardEvent("paste", init);
+                document.querySelector("textarea.message-input").dispatchEvent(event);
+                return event.defaultPrevented;
+            }"""
+        )
+        is False
+    )
+
+
+def test_conversations_named_by_the_model_and_pinned(world: Any, page: Page) -> None:
+    server, apps, _ = world
+    view = page.open(server, apps["named"])
+    items = view.locator(".conversation-list .conversation")
+    page.send("Tell me about lighthouses")
+    view.locator(".answer", has_text="First.").wait_for()
+    items.filter(has_text="Lighthouse tales").wait_for()  # the model's name, after the first answer
+    view.get_by_role("button", name="+ New chat").click()
+    page.send("And about harbours")
+    view.locator(".answer", has_text="Second.").wait_for()
+    items.filter(has_text="Harbour songs").wait_for()
+    assert items.all_inner_texts() == ["Harbour songs", "Lighthouse tales"]  # the newest first
+    view.get_by_role("button", name="Pin Lighthouse tales").click()
+    assert items.all_inner_texts() == ["Lighthouse tales", "Harbour songs"]  # pinned to the top
+    view.reload()
+    view.get_by_role("button", name="Unpin Lighthouse tales").wait_for()  # kept by this browser
+    assert items.all_inner_texts() == ["Lighthouse tales", "Harbour songs"]
+    view.get_by_role("button", name="Unpin Lighthouse tales").click()
+    assert items.all_inner_texts() == ["Harbour songs", "Lighthouse tales"]
+
+
+@pytest.mark.parametrize(
+    ("locale", "lang", "send", "new_chat"),
+    [("ja-JP", "ja", "送信", "+ 新しいチャット"), ("zh-CN", "zh-Hans", "发送", "+ 新对话")],
+)
+def test_the_page_speaks_the_browsers_language(
+    world: Any, watched: Any, locale: str, lang: str, send: str, new_chat: str
+) -> None:
+    server, apps, _ = world
+    view = watched(viewport=DESKTOP, locale=locale).page()
+    view.goto(apps["assistant"].link(server.url))
+    view.get_by_role("button", name=send).wait_for()
+    assert view.get_by_role("button", name=new_chat).count() == 1
+    assert view.evaluate("document.documentElement.lang") == lang
+    assert view.get_by_role("button", name="Send").count() == 0

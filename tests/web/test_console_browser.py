@@ -18,12 +18,16 @@ from tests.web.browser import (
     DESKTOP,
     PHONE,
     Server,
+    Watch,
     chromium,
+    focused_name,
     need_browser,
     screenshot_path,
+    serious_violations,
     serve_tool_api,
     start_server,
     stop_server,
+    tab_to,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -67,19 +71,14 @@ def browser(world: Any) -> Iterator[Any]:
 
 
 class Console:
-    """A fresh browser context on the console, recording what the page's CSP refused."""
+    """A fresh, watched browser context on the console (it fails the test on a console error or a
+    request off 127.0.0.1: tests/web/conftest.py)."""
 
-    def __init__(self, browser: Any, server: Server) -> None:
+    def __init__(self, watch: Watch, server: Server) -> None:
         self.server = server
-        self.context = browser.new_context(viewport=DESKTOP, accept_downloads=True)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(20_000)
-        self.refused: list[str] = []
-        self.context.on("console", self._console)
-
-    def _console(self, message: Any) -> None:
-        if "Content Security Policy" in message.text or "Refused to" in message.text:
-            self.refused.append(message.text)
+        self.watch = watch
+        self.context = watch.context
+        self.page = watch.page()
 
     def sign_in(self) -> Any:
         page = self.page
@@ -87,21 +86,17 @@ class Console:
         page.get_by_label("Admin token").fill(TOKEN)
         page.get_by_role("button", name="Open the console").click()
         page.get_by_role("link", name="New app").wait_for()
+        assert page.locator("link[rel=icon]").count() == 1  # no request for /favicon.ico
         return page
-
-    def close(self) -> None:
-        self.context.close()
-        assert self.refused == [], f"a page broke its CSP: {self.refused}"
 
 
 @pytest.fixture
-def console(browser: Any, world: Any) -> Iterator[Console]:
-    c = Console(browser, world[0])
-    yield c
-    c.close()
+def console(watched: Any, world: Any) -> Console:
+    return Console(watched(viewport=DESKTOP, accept_downloads=True), world[0])
 
 
 def test_a_wrong_token_is_refused_plainly(console: Console) -> None:
+    console.watch.allow(r"status of 401 \(Unauthorized\)")  # the refused token, on purpose
     page = console.page
     page.goto(f"{console.server.url}/console")
     page.get_by_label("Admin token").fill("not the token")
@@ -161,14 +156,16 @@ def test_create_an_app_make_a_key_and_chat_with_it(console: Console, world: Any)
     prompts = page.get_by_label("Prompts")
     prompts.locator(".prompt-message.system", has_text="You help Ada politely.").wait_for()
     assert "calculator" in prompts.inner_text()
-    page.get_by_label("Usage").filter(has_text="1 messages").wait_for()
+    usage = page.get_by_label("Usage")
+    usage.filter(has_text="1 message").wait_for()
+    assert "1 messages" not in usage.inner_text()
     page.screenshot(path=str(screenshot_path("console-app-logs")), full_page=True)
 
     # A change is a new version; the versions tab lists both.
     page.get_by_role("link", name="Settings").click()
     page.get_by_label("Opening statement").fill("Hello again.")
     page.get_by_role("button", name="Save as a new version").click()
-    page.get_by_text("version 2").wait_for()
+    page.get_by_role("status").filter(has_text="Saved as version 2.").wait_for()
     page.get_by_role("link", name="Versions").click()
     rows = page.get_by_role("table", name="Versions").locator("tbody tr")
     rows.nth(1).wait_for()
@@ -179,6 +176,45 @@ def test_create_an_app_make_a_key_and_chat_with_it(console: Console, world: Any)
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("table", name="Keys").get_by_role("button", name="Revoke").click()
     page.get_by_text("No keys yet").wait_for()
+
+
+def test_labels_counts_and_the_save_bar(console: Console) -> None:
+    page = console.sign_in()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("link", name="New app").click()
+    form = page.get_by_role("form", name="App settings")
+    # Built-in tools by their titles (with the name beside), never a raw name as the title.
+    form.locator(".tool-title").first.wait_for()  # the list of tools has loaded
+    titles = form.locator(".tool-title").all_inner_texts()
+    assert len(titles) >= 3 and all("_" not in t and t[:1].isupper() for t in titles), titles
+    calculator = form.locator("label.check", has_text="Calculator")
+    assert calculator.locator("code.tool-name").inner_text() == "calculator"
+    # The sticky save bar never covers a field of the input form that has the focus.
+    for _ in range(4):
+        form.get_by_role("button", name="Add a field", exact=True).click()
+    form.get_by_label("Variable", exact=True).last.focus()
+    covered = page.evaluate(
+        """() => {
+            const input = document.activeElement.getBoundingClientRect();
+            const bar = document.querySelector('.save-bar').getBoundingClientRect();
+            return input.bottom > bar.top && input.top < bar.bottom;
+        }"""
+    )
+    assert not covered, "the save bar covers the focused field"
+    for i in range(4):
+        form.get_by_label("Variable", exact=True).nth(i).fill(f"field_{i}")
+    form.get_by_label("Name", exact=True).fill("Counted")
+    form.get_by_role("button", name="Create app").click()
+    page.get_by_role("heading", name="Counted").wait_for()
+    page.get_by_text("0 keys").wait_for()  # not "0 key(s)"
+    page.get_by_role("button", name="New key").click()
+    page.locator(".new-key code.secret").wait_for()
+    page.get_by_text("1 key ·").wait_for()
+    # Saving says so, and names the version it made.
+    page.get_by_role("link", name="Settings").click()
+    page.get_by_label("Opening statement").fill("Hello again.")
+    page.get_by_role("button", name="Save as a new version").click()
+    page.get_by_role("status").filter(has_text="Saved as version 2.").wait_for()
 
 
 def test_import_a_dify_export_see_its_warnings_export_and_delete(console: Console) -> None:
@@ -252,27 +288,88 @@ def test_import_an_openapi_spec_and_offer_another_app_as_a_tool(console: Console
     form = page.get_by_role("form", name="App settings")
     form.locator("label.check", has_text="Weather desk").locator("input").check()
     form.get_by_role("button", name="Save as a new version").click()
-    page.get_by_text("version 2").wait_for()
+    page.get_by_role("status").filter(has_text="Saved as version 2.").wait_for()
     page.get_by_role("link", name="Versions").click()
     page.get_by_role("button", name="Show").first.click()
     assert '"type": "app"' in page.locator("pre.code-block").inner_text()
 
 
-def test_the_console_on_a_phone_in_the_dark(browser: Any, world: Any) -> None:
+def test_the_console_on_a_phone_in_the_dark(watched: Any, world: Any) -> None:
     server = world[0]
-    context = browser.new_context(viewport=PHONE, color_scheme="dark")
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(f"{server.url}/console")
-        page.get_by_label("Admin token").fill(TOKEN)
-        page.get_by_role("button", name="Open the console").click()
-        page.get_by_role("link", name="New app").click()
-        page.get_by_role("form", name="App settings").wait_for()
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= PHONE["width"], "the console scrolls sideways on a phone"
-        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-        assert background == "rgb(22, 23, 26)"  # the dark theme's --bg
-        page.screenshot(path=str(screenshot_path("console-phone-dark")))
-    finally:
-        context.close()
+    watch = watched(viewport=PHONE, color_scheme="dark")
+    page = watch.page()
+    page.goto(f"{server.url}/console")
+    page.get_by_label("Admin token").fill(TOKEN)
+    page.get_by_role("button", name="Open the console").click()
+    page.get_by_role("link", name="New app").click()
+    page.get_by_role("form", name="App settings").wait_for()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], "the console scrolls sideways on a phone"
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(22, 23, 26)"  # the dark theme's --bg
+    page.screenshot(path=str(screenshot_path("console-phone-dark")))
+
+
+def test_no_serious_accessibility_problems(console: Console, world: Any) -> None:
+    """axe-core (WCAG 2.1 AA and best practices): no serious or critical violation on the console's
+    main pages — sign-in, apps, a new app's form, an app's keys, versions and logs, knowledge — light
+    and dark."""
+    _, script, _ = world
+    page = console.page
+    page.goto(f"{console.server.url}/console")
+    page.get_by_label("Admin token").wait_for()
+    problems = {"sign-in": serious_violations(page)}
+    page.get_by_label("Admin token").fill(TOKEN)
+    page.get_by_role("button", name="Open the console").click()
+    page.get_by_role("link", name="New app").wait_for()
+    problems["apps"] = serious_violations(page)
+    page.get_by_role("link", name="New app").click()
+    form = page.get_by_role("form", name="App settings")
+    form.locator(".tool-title").first.wait_for()
+    form.get_by_role("button", name="Add a field", exact=True).click()
+    problems["new app"] = serious_violations(page)
+    form.get_by_label("Name", exact=True).fill("Checked")
+    form.get_by_label("Model spec").fill(f"scripted:{script}")
+    form.get_by_role("button", name="Create app").click()
+    page.get_by_role("heading", name="Checked").wait_for()
+    page.get_by_role("button", name="New key").click()
+    page.locator(".new-key code.secret").wait_for()
+    problems["keys"] = serious_violations(page)
+    for tab in ("Settings", "Versions", "Logs"):
+        page.get_by_role("link", name=tab).click()
+        page.get_by_role("link", name=tab).and_(page.locator("[aria-current=page]")).wait_for()
+        page.wait_for_load_state("networkidle")
+        problems[tab.lower()] = serious_violations(page)
+    page.get_by_role("link", name="Knowledge").click()
+    page.get_by_role("form", name="New knowledge base").wait_for()
+    problems["knowledge"] = serious_violations(page)
+    page.emulate_media(color_scheme="dark")
+    problems["knowledge, dark"] = serious_violations(page)
+    page.get_by_role("link", name="Apps", exact=True).click()
+    page.get_by_role("link", name="Checked").wait_for()
+    problems["apps, dark"] = serious_violations(page)
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_sign_in_and_make_an_app_by_keyboard_alone(console: Console) -> None:
+    page = console.page
+    page.goto(f"{console.server.url}/console")
+    page.get_by_label("Admin token").wait_for()
+    if focused_name(page) != "Admin token":
+        tab_to(page, "Admin token")
+    page.keyboard.type(TOKEN)
+    page.keyboard.press("Enter")
+    page.get_by_role("link", name="New app").wait_for()
+    tab_to(page, "New app")
+    page.keyboard.press("Enter")
+    page.get_by_role("form", name="App settings").locator(".tool-title").first.wait_for()
+    tab_to(page, "Name")
+    page.keyboard.type("Typed")
+    tab_to(page, "Calculator calculator")  # a built-in tool's checkbox (its label: title, then name)
+    page.keyboard.press("Space")
+    tab_to(page, "Create app")
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Typed").wait_for()
+    tab_to(page, "New key")
+    page.keyboard.press("Enter")
+    page.locator(".new-key code.secret").wait_for()

@@ -194,6 +194,18 @@ describe("messageFromHistory", () => {
     const failed = messageFromHistory({ answer: "", status: "error", error: "Model timed out", agent_thoughts: [] });
     expect(failed).toMatchObject({ status: "error", error: "Model timed out" });
   });
+
+  it("shows a stopped answer whose round was saved without its text, marked as stopped by this browser", () => {
+    const item = {
+      id: "m9",
+      answer: "Sentence 1. Sentence",
+      status: "normal",
+      agent_thoughts: [{ id: "t1", position: 1, thought: "", tool: "", tool_input: "", observation: "" }],
+    };
+    expect(finalAnswer(messageFromHistory(item))).toBe("Sentence 1. Sentence");
+    expect(messageFromHistory(item).status).toBe("done");
+    expect(messageFromHistory(item, new Set(["m9"])).status).toBe("stopped");
+  });
 });
 
 describe("withLoggedTimes", () => {

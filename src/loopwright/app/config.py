@@ -106,6 +106,18 @@ class TextToSpeech(pydantic.BaseModel):
     autoPlay: Literal["enabled", "disabled"] = "disabled"  # noqa: N815 (Dify's name)
 
 
+class SiteSettings(pydantic.BaseModel):
+    """How the chat page shows the app (``GET /v1/site``, Dify's web-app settings): ``icon`` an emoji
+    beside the name on ``icon_background`` (a CSS colour), and a ``footer`` line under the message box
+    (Dify's ``custom_disclaimer``)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    icon: str = pydantic.Field(default="", max_length=16)
+    icon_background: str = pydantic.Field(default="", max_length=32, pattern=r"^(#[0-9A-Fa-f]{3,8}|[a-z]+)?$")
+    footer: str = pydantic.Field(default="", max_length=500)
+
+
 class ToolRanking(pydantic.BaseModel):
     """Offer each round only the ``top_k`` tools most relevant to the question when the app has more
     than ``threshold`` (ranked by meaning with the packaged MiniLM; ``loopwright.tools.ranking``).
@@ -211,6 +223,7 @@ class AppConfig(pydantic.BaseModel):
     suggested_questions_after_answer: bool = False
     speech_to_text: SpeechToText = SpeechToText()
     text_to_speech: TextToSpeech = TextToSpeech()
+    site: SiteSettings = SiteSettings()  # the chat page's icon and footer line (GET /v1/site)
     # AgentCallback subclasses by import path ("package.module:Class"), told of every run (app.callbacks)
     callbacks: list[str] = []
     # Trust and control (docs/trust.md): moderation rules, answers from annotations, variables from APIs

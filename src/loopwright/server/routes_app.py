@@ -109,8 +109,10 @@ async def parameters(
 
 @router.get("/v1/info")
 async def info(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
-    # Dify's author is the account that made the app; loopwright apps have no accounts (null).
+    # Dify's author is the account that made the app; loopwright apps have no accounts (null). The id
+    # is ours, beside Dify's keys: the chat page checks that its link's key is the app it names.
     return {
+        "id": app.id,
         "name": app.name,
         "description": app.description,
         "tags": [],
@@ -134,21 +136,27 @@ async def meta(
 
 
 @router.get("/v1/site")
-async def site(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
-    """Dify's web-app settings: every app has a site here, made of its name and description with
-    Dify's defaults."""
+async def site(
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[AppRuntime, Depends(get_state)],
+) -> dict[str, Any]:
+    """Dify's web-app settings: every app has a site here, made of its name and description and the
+    configuration's ``site`` (an emoji icon, a footer line as Dify's ``custom_disclaimer``), with Dify's
+    defaults for the rest."""
+    config = await current_config(state.lookup, app.id)
+    shown = config.site
     return {
         "title": app.name,
         "chat_color_theme": None,
         "chat_color_theme_inverted": False,
-        "icon_type": None,
-        "icon": None,
-        "icon_background": None,
+        "icon_type": "emoji" if shown.icon else None,
+        "icon": shown.icon or None,
+        "icon_background": shown.icon_background or None,
         "icon_url": None,
         "description": app.description,
         "copyright": None,
         "privacy_policy": None,
-        "custom_disclaimer": "",
+        "custom_disclaimer": shown.footer,
         "default_language": "en-US",
         "show_workflow_steps": True,
         "use_icon_as_answer_icon": False,

@@ -1,13 +1,16 @@
 // The chat page: conversations on the side, the exchange in the middle, the composer at the bottom.
+import { t } from "../shared/i18n";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ServiceClient } from "../shared/api";
 import { Menu } from "../shared/icons";
 import { AgentLogDialog } from "./AgentLog";
+import { Reader } from "./audio";
 import { Composer } from "./Composer";
 import { formFields, formProblem, initialValues } from "./form";
 import { InputForm } from "./InputForm";
 import { Markdown } from "./Markdown";
 import { Message, type MessageActions } from "./Message";
+import { loadPins, setPin } from "./pins";
 import { Sidebar } from "./Sidebar";
 import { finalAnswer, type FileView, type MessageView } from "./state";
 import { ThemeToggle } from "./theme";
@@ -16,6 +19,10 @@ import { useChat } from "./useChat";
 
 export interface AppSettings {
   name: string;
+  description: string;
+  icon: string; // an emoji, "" for none
+  iconBackground: string; // a CSS colour (checked by the server)
+  footer: string; // a line under the message box
   parameters: Record<string, unknown>;
 }
 
@@ -28,17 +35,26 @@ interface FileUpload {
 export function ChatApp({ client, appId, settings }: { client: ServiceClient; appId: string; settings: AppSettings }) {
   const p = settings.parameters;
   const suggestionsOn = (p.suggested_questions_after_answer as { enabled?: boolean } | undefined)?.enabled === true;
+  const voiceOn = (p.text_to_speech as { enabled?: boolean } | undefined)?.enabled === true;
+  const speechOn = (p.speech_to_text as { enabled?: boolean } | undefined)?.enabled === true;
+  const [reading, setReading] = useState<string | null>(null); // the local id of the message read aloud
+  const [reader] = useState(() => new Reader(() => setReading(null)));
+  useEffect(() => () => reader.stop(), [reader]);
   const chat = useChat(client, appId, suggestionsOn);
   const fields = useMemo(() => formFields(p.user_input_form), [p]);
   const [inputs, setInputs] = useState<Record<string, unknown>>(() => initialValues(fields));
   const [logFor, setLogFor] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
+  const [pins, setPins] = useState<string[]>(() => loadPins(localStorage, appId));
   const bottom = useRef<HTMLDivElement>(null);
   const fileUpload = (p.file_upload ?? {}) as FileUpload;
   const uploadTypes = fileUpload.enabled ? (fileUpload.allowed_file_types ?? []) : null;
   const conversation = chat.conversations.find((c) => c.id === chat.currentId);
   const isNew = chat.currentId === null && chat.messages.length === 0;
-  const opening = isNew ? String(p.opening_statement ?? "") : (conversation?.introduction ?? "");
+  // A new conversation keeps the opening statement while its first answer streams (it is listed with
+  // it from its first event on).
+  const openingStatement = String(p.opening_statement ?? "");
+  const opening = conversation?.introduction ?? (chat.currentId === null ? openingStatement : "");
   const starters = isNew && Array.isArray(p.suggested_questions) ? (p.suggested_questions as string[]) : [];
 
   useEffect(() => {
@@ -70,10 +86,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         mimeType: a.uploaded?.mime_type ?? "",
         belongsTo: "user",
       }));
-      void chat.send({ query: text, inputs: values, files: attachments.map(requestFile), previews });
+      void chat.send({ query: text, introduction: openingStatement, inputs: values, files: attachments.map(requestFile), previews });
       return true;
     },
-    [chat, conversation, fields, inputs],
+    [chat, conversation, fields, inputs, openingStatement],
   );
 
   const last = chat.messages[chat.messages.length - 1];
@@ -83,15 +99,33 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
     onAgentLog: (x) => x.id !== null && setLogFor(x.id),
     onOpenSteps: (x) => void chat.loadTimes(x),
+    reading: reading === m.localId,
+    onReadAloud: voiceOn
+      ? (x) => {
+          if (reading === x.localId || x.id === null) {
+            reader.stop();
+            return;
+          }
+          setReading(x.localId);
+          reader.play(client, x.id).catch((e: unknown) => {
+            reader.stop();
+            chat.setNotice(e instanceof Error && e.name !== "NotAllowedError" ? e.message : t("read_failed"));
+          });
+        }
+      : null,
   });
 
   return (
     <div class={`chat-page ${menuOpen ? "menu-open" : ""}`}>
       <header class="topbar">
-        <button type="button" class="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(!menuOpen)}>
+        <button type="button" class="icon menu" aria-label={t("conversations")} onClick={() => setMenuOpen(!menuOpen)}>
           <Menu />
         </button>
-        <h1>{settings.name}</h1>
+        <AppBadge settings={settings} />
+        <div class="app-title">
+          <h1>{settings.name}</h1>
+          {settings.description && <p class="app-description muted">{settings.description}</p>}
+        </div>
         <ThemeToggle />
       </header>
       <Sidebar
@@ -104,6 +138,8 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         onRename={(id, name) => void chat.rename(id, name)}
         onDelete={(id) => void chat.remove(id)}
         onMore={chat.moreConversations ? () => void chat.loadMoreConversations() : null}
+        pins={pins}
+        onPin={(id, on) => setPins((ps) => setPin(localStorage, appId, ps, id, on))}
       />
       <main class="conversation-view">
         <div class="messages" aria-live="polite">
@@ -127,10 +163,10 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
               readOnly={chat.currentId !== null}
             />
           )}
-          {chat.loading && <p class="muted">Loading…</p>}
+          {chat.loading && <p class="muted">{t("loading")}</p>}
           {chat.earlierMessages && !chat.loading && (
             <button type="button" class="link earlier" onClick={() => void chat.loadEarlier()}>
-              Show earlier messages
+              {t("earlier")}
             </button>
           )}
           {chat.messages.map((m) => (
@@ -150,7 +186,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         {chat.notice && (
           <div class="notice" role="alert">
             <span>{chat.notice}</span>
-            <button type="button" class="icon" aria-label="Dismiss" onClick={() => chat.setNotice(null)}>
+            <button type="button" class="icon" aria-label={t("dismiss")} onClick={() => chat.setNotice(null)}>
               ×
             </button>
           </div>
@@ -159,10 +195,13 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
           client={client}
           running={chat.running}
           uploadTypes={uploadTypes}
+          speechOn={speechOn}
+          onError={chat.setNotice}
           maxFiles={fileUpload.number_limits ?? 3}
           onSend={sendText}
           onStop={() => void chat.stop()}
         />
+        {settings.footer && <p class="footer-line muted">{settings.footer}</p>}
       </main>
       {logFor !== null && <AgentLogDialog client={client} messageId={logFor} onClose={() => setLogFor(null)} />}
     </div>
@@ -182,4 +221,18 @@ async function copy(text: string): Promise<void> {
     document.execCommand("copy");
     area.remove();
   }
+}
+
+/** The app's emoji on its colour, else the first letter of its name. */
+function AppBadge({ settings }: { settings: AppSettings }) {
+  const badge = useRef<HTMLSpanElement>(null);
+  useEffect(() => {
+    // set through the CSSOM: the page's CSP allows no inline style attribute
+    if (badge.current && settings.iconBackground) badge.current.style.background = settings.iconBackground;
+  }, [settings.iconBackground]);
+  return (
+    <span class={`app-badge ${settings.icon ? "emoji" : ""}`} aria-hidden="true" ref={badge}>
+      {settings.icon || settings.name.trim().charAt(0).toUpperCase() || "?"}
+    </span>
+  );
 }

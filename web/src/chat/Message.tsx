@@ -1,7 +1,9 @@
 // One exchange: the user's message, then the agent's rounds (thought and tool calls, live while it
 // runs, folded away when it ends), the answer, files, citations and the message's actions.
+import { count, t } from "../shared/i18n";
 import { useState } from "preact/hooks";
-import { Download, ThumbDown, ThumbUp } from "../shared/icons";
+import { Download, Speaker, ThumbDown, ThumbUp } from "../shared/icons";
+import { duration, when } from "../shared/format";
 import { Markdown } from "./Markdown";
 import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
@@ -13,6 +15,8 @@ export interface MessageActions {
   onFeedback: (m: MessageView, rating: "like" | "dislike" | null, content?: string) => void;
   onAgentLog: (m: MessageView) => void;
   onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
+  onReadAloud: ((m: MessageView) => void) | null; // null: the app has no voice
+  reading: boolean; // this message is being read aloud
 }
 
 export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
@@ -25,6 +29,11 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
       <div class="user-turn">
         {m.userFiles.length > 0 && <Files files={m.userFiles} />}
         <div class="bubble user-bubble">{m.query}</div>
+        {m.createdAt !== null && (
+          <time class="when muted" dateTime={new Date(m.createdAt * 1000).toISOString()} title={new Date(m.createdAt * 1000).toLocaleString()}>
+            {when(m.createdAt)}
+          </time>
+        )}
       </div>
       <div class="agent-turn">
         {shownSteps.length > 0 && (
@@ -34,7 +43,7 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
             onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && !running && actions.onOpenSteps(m)}
           >
             <summary>
-              {running ? "Working" : "Worked"} · {plural(shownSteps.length, "round")} · {plural(toolCount, "tool call")}
+              {running ? t("working") : t("worked")} · {count(shownSteps.length, "round")} · {count(toolCount, "tool_call")}
             </summary>
             {shownSteps.map((r) => (
               <Round key={r.id ?? `p${r.position}`} round={r} running={running} />
@@ -42,22 +51,18 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
           </details>
         )}
         {answer !== "" && <Markdown text={answer} class="answer" />}
-        {running && answer === "" && <div class="typing" aria-label="The assistant is working">…</div>}
+        {running && answer === "" && <div class="typing" aria-label={t("assistant_working")}>…</div>}
         {m.files.length > 0 && <Files files={m.files} />}
         {m.citations.length > 0 && <Citations citations={m.citations} />}
         {m.status === "error" && <p class="error-text" role="alert">{m.error}</p>}
-        {m.status === "stopped" && <p class="muted">Stopped.</p>}
+        {m.status === "stopped" && <p class="muted">{t("stopped")}</p>}
         {m.status === "interrupted" && (
-          <p class="muted">The connection dropped while this answer was written; it is shown as saved so far.</p>
+          <p class="muted">{t("interrupted")}</p>
         )}
         {!running && m.status !== "interrupted" && <Toolbar m={m} actions={actions} />}
       </div>
     </article>
   );
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
 function Round({ round, running }: { round: RoundView; running: boolean }) {
@@ -74,7 +79,7 @@ function Round({ round, running }: { round: RoundView; running: boolean }) {
 function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
   const [all, setAll] = useState(false);
   const pending = call.output === null;
-  const state = pending ? (running ? "running" : "no output") : call.error ? "failed" : "done";
+  const state = t(pending ? (running ? "tool_running" : "tool_no_output") : call.error ? "tool_failed" : "tool_done");
   const output = call.output ?? "";
   const folded = !all && output.length > FOLD_AT;
   return (
@@ -84,17 +89,17 @@ function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
         {call.label !== call.name && <code class="tool-name">{call.name}</code>}
         <span class="tool-state">
           {state}
-          {call.seconds !== null && ` · ${call.seconds.toFixed(1)} s`}
+          {call.seconds !== null && duration(call.seconds) !== "" && ` · ${duration(call.seconds)}`}
         </span>
       </summary>
       <div class="tool-io">
-        <h4>Arguments</h4>
+        <h4>{t("arguments")}</h4>
         <pre class="tool-input">{JSON.stringify(call.input, null, 2)}</pre>
-        <h4>Output</h4>
-        <pre class="tool-output">{pending ? (running ? "running…" : "—") : folded ? `${output.slice(0, FOLD_AT)}…` : output}</pre>
+        <h4>{t("output")}</h4>
+        <pre class="tool-output">{pending ? (running ? t("running_now") : "—") : folded ? `${output.slice(0, FOLD_AT)}…` : output}</pre>
         {folded && (
           <button type="button" class="link" onClick={() => setAll(true)}>
-            Show all {output.length.toLocaleString()} characters
+            {t("show_all", { n: output.length.toLocaleString() })}
           </button>
         )}
       </div>
@@ -134,7 +139,7 @@ export function Files({ files }: { files: FileView[] }) {
 function Citations({ citations }: { citations: Citation[] }) {
   return (
     <details class="citations">
-      <summary>Sources · {citations.length}</summary>
+      <summary>{t("sources", { n: citations.length })}</summary>
       <ol>
         {citations.map((c) => (
           <li key={c.position}>
@@ -165,26 +170,26 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
       <button
         type="button"
         class="icon"
-        title="Copy the answer"
+        title={t("copy_help")}
         onClick={() => {
           actions.onCopy(m);
           setCopied(true);
           setTimeout(() => setCopied(false), 1500);
         }}
       >
-        {copied ? "Copied" : "Copy"}
+        {copied ? t("copied") : t("copy")}
       </button>
       {actions.onRegenerate && (
-        <button type="button" class="icon" title="Ask again" onClick={() => actions.onRegenerate?.(m)}>
-          Regenerate
+        <button type="button" class="icon" title={t("regenerate_help")} onClick={() => actions.onRegenerate?.(m)}>
+          {t("regenerate")}
         </button>
       )}
       <button
         type="button"
         class={`icon like ${m.feedback === "like" ? "on" : ""}`}
         aria-pressed={m.feedback === "like"}
-        title="Good answer"
-        aria-label="Like"
+        title={t("like_help")}
+        aria-label={t("like")}
         disabled={m.id === null}
         onClick={() => rate("like")}
       >
@@ -194,17 +199,30 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
         type="button"
         class={`icon dislike ${m.feedback === "dislike" ? "on" : ""}`}
         aria-pressed={m.feedback === "dislike"}
-        title="Bad answer"
-        aria-label="Dislike"
+        title={t("dislike_help")}
+        aria-label={t("dislike")}
         disabled={m.id === null}
         onClick={() => rate("dislike")}
       >
         <ThumbDown />
       </button>
-      <button type="button" class="icon" title="Rounds, tool calls, times and tokens" disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
-        Agent log
+      {actions.onReadAloud && (
+        <button
+          type="button"
+          class={`icon read-aloud ${actions.reading ? "on" : ""}`}
+          aria-pressed={actions.reading}
+          aria-label={actions.reading ? t("stop_reading") : t("read_aloud")}
+          title={actions.reading ? t("stop_reading") : t("read_aloud_help")}
+          disabled={m.id === null}
+          onClick={() => actions.onReadAloud?.(m)}
+        >
+          <Speaker />
+        </button>
+      )}
+      <button type="button" class="icon" title={t("agent_log_help")} disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
+        {t("agent_log")}
       </button>
-      {m.totalTokens !== null && <span class="muted usage">{m.totalTokens} tokens</span>}
+      {m.totalTokens !== null && m.totalTokens > 0 && <span class="muted usage">{count(m.totalTokens, "token")}</span>}
       {commenting !== null && (
         <form
           class="feedback-comment"
@@ -217,12 +235,12 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
         >
           <input
             type="text"
-            placeholder={commenting === "like" ? "What was good? (optional)" : "What was wrong? (optional)"}
+            placeholder={commenting === "like" ? t("what_was_good") : t("what_was_wrong")}
             value={comment}
             onInput={(e) => setComment((e.target as HTMLInputElement).value)}
-            aria-label="Feedback comment"
+            aria-label={t("feedback_comment")}
           />
-          <button type="submit">Send</button>
+          <button type="submit">{t("send")}</button>
         </form>
       )}
     </div>

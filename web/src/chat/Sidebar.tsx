@@ -1,7 +1,9 @@
 // The conversation list: new, open, rename, delete.
+import { t } from "../shared/i18n";
 import { useState } from "preact/hooks";
 import type { Conversation } from "../shared/api";
-import { Pencil, Trash } from "../shared/icons";
+import { Pencil, Pin, Trash } from "../shared/icons";
+import { pinnedFirst } from "./pins";
 
 export interface SidebarProps {
   conversations: Conversation[];
@@ -10,19 +12,21 @@ export interface SidebarProps {
   onRename: (id: string, name: string) => void;
   onDelete: (id: string) => void;
   onMore: (() => void) | null; // more conversations to list
+  pins: string[]; // pinned conversations' ids, listed first
+  onPin: (id: string, on: boolean) => void;
 }
 
-export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, onMore }: SidebarProps) {
+export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, onMore, pins, onPin }: SidebarProps) {
   const [editing, setEditing] = useState<string | null>(null);
   const [name, setName] = useState("");
   return (
-    <nav class="sidebar" aria-label="Conversations">
+    <nav class="sidebar" aria-label={t("conversations")}>
       <button type="button" class="new-chat" onClick={() => onOpen(null)}>
-        + New chat
+        {t("new_chat")}
       </button>
       <ul class="conversation-list">
-        {conversations.map((c) => (
-          <li key={c.id} class={c.id === currentId ? "current" : ""}>
+        {pinnedFirst(conversations, pins).map((c) => (
+          <li key={c.id} class={`${c.id === currentId ? "current" : ""} ${pins.includes(c.id) ? "pinned" : ""}`}>
             {editing === c.id ? (
               <form
                 class="rename"
@@ -35,7 +39,7 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, 
                 <input
                   type="text"
                   value={name}
-                  aria-label="Conversation name"
+                  aria-label={t("conversation_name")}
                   onInput={(e) => setName((e.target as HTMLInputElement).value)}
                   onKeyDown={(e) => e.key === "Escape" && setEditing(null)}
                   ref={(el) => el?.focus()}
@@ -44,14 +48,24 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, 
             ) : (
               <>
                 <button type="button" class="conversation" title={c.name} onClick={() => onOpen(c.id)}>
-                  {c.name || "New conversation"}
+                  {c.name || t("new_conversation")}
                 </button>
                 <span class="conversation-actions">
                   <button
                     type="button"
+                    class={`icon pin ${pins.includes(c.id) ? "on" : ""}`}
+                    title={pins.includes(c.id) ? t("unpin_help") : t("pin_help")}
+                    aria-label={t(pins.includes(c.id) ? "unpin" : "pin", { name: c.name })}
+                    aria-pressed={pins.includes(c.id)}
+                    onClick={() => onPin(c.id, !pins.includes(c.id))}
+                  >
+                    <Pin />
+                  </button>
+                  <button
+                    type="button"
                     class="icon"
-                    title="Rename"
-                    aria-label={`Rename ${c.name}`}
+                    title={t("rename_help")}
+                    aria-label={t("rename", { name: c.name })}
                     onClick={() => {
                       setName(c.name);
                       setEditing(c.id);
@@ -62,10 +76,10 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, 
                   <button
                     type="button"
                     class="icon"
-                    title="Delete"
-                    aria-label={`Delete ${c.name}`}
+                    title={t("delete_help")}
+                    aria-label={t("delete", { name: c.name })}
                     onClick={() => {
-                      if (window.confirm(`Delete “${c.name}”?`)) onDelete(c.id);
+                      if (window.confirm(t("delete_confirm", { name: c.name }))) onDelete(c.id);
                     }}
                   >
                     <Trash />
@@ -78,7 +92,7 @@ export function Sidebar({ conversations, currentId, onOpen, onRename, onDelete, 
       </ul>
       {onMore && (
         <button type="button" class="link more" onClick={onMore}>
-          Show more
+          {t("show_more")}
         </button>
       )}
     </nav>

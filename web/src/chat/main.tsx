@@ -3,11 +3,15 @@ import { useEffect, useState } from "preact/hooks";
 import "../shared/theme.css";
 import "./chat.css";
 import { ServiceClient } from "../shared/api";
+import { language } from "../shared/i18n";
 import { ChatApp, type AppSettings } from "./ChatApp";
 import { readCredentials, forgetKey } from "./credentials";
 import { applyStoredTheme } from "./theme";
 
 applyStoredTheme();
+document.documentElement.lang = language() === "zh" ? "zh-Hans" : language(); // the catalogue's language
+
+const WRONG_APP = "This chat link's key belongs to another app. Ask whoever shared it for the right link.";
 
 function Boot() {
   const [credentials] = useState(() => readCredentials(window.location, window.history, sessionStorage, localStorage));
@@ -17,10 +21,25 @@ function Boot() {
 
   useEffect(() => {
     if (client === null) return;
-    Promise.all([client.info(), client.parameters()]).then(
-      ([info, parameters]) => {
+    // The site is a nicety (an icon, a footer): a server without it still shows the chat.
+    const site = client.site().catch(() => ({ icon: null, icon_background: null, custom_disclaimer: null }));
+    Promise.all([client.info(), client.parameters(), site]).then(
+      ([info, parameters, shown]) => {
+        if (credentials && info.id !== undefined && info.id !== credentials.appId) {
+          // A link whose key is another app's: refused, not served under this app's address.
+          forgetKey(credentials.appId, sessionStorage);
+          setError(WRONG_APP);
+          return;
+        }
         document.title = `${info.name} · loopwright`;
-        setSettings({ name: info.name, parameters });
+        setSettings({
+          name: info.name,
+          description: info.description,
+          icon: shown.icon ?? "",
+          iconBackground: shown.icon_background ?? "",
+          footer: shown.custom_disclaimer ?? "",
+          parameters,
+        });
       },
       (e: unknown) => {
         if (credentials && e instanceof Error && "status" in e && (e as { status: number }).status === 401) {

@@ -350,7 +350,9 @@ export function isRunning(m: MessageView): boolean {
 
 // ---- a message of the history (GET /v1/messages) ----
 
-export function messageFromHistory(item: Record<string, unknown>): MessageView {
+/** A message of the history; `stopped`: the ids of messages this browser stopped (the history
+ * shows them as normal ones). */
+export function messageFromHistory(item: Record<string, unknown>, stopped: ReadonlySet<string> = new Set()): MessageView {
   const m = newMessage(str(item.query));
   const thoughts = (Array.isArray(item.agent_thoughts) ? item.agent_thoughts : [])
     .filter((t): t is Record<string, unknown> => typeof t === "object" && t !== null)
@@ -364,7 +366,10 @@ export function messageFromHistory(item: Record<string, unknown>): MessageView {
   }));
   const answer = str(item.answer);
   const last = rounds[rounds.length - 1];
-  if (answer !== "" && (last === undefined || last.tools.length > 0)) {
+  if (answer !== "" && last !== undefined && last.tools.length === 0 && last.text === "") {
+    // A round cut off by a stop, saved without its text (by an older server): the answer is its text.
+    rounds[rounds.length - 1] = { ...last, text: answer };
+  } else if (answer !== "" && (last === undefined || last.tools.length > 0)) {
     // A ReAct final answer (or a run without rounds) has no row of its own.
     rounds.push({ id: null, position: (last?.position ?? 0) + 1, text: answer, tools: [], fileIds: [] });
   }
@@ -391,7 +396,7 @@ export function messageFromHistory(item: Record<string, unknown>): MessageView {
     rounds,
     answer,
     citations: citations(item.retriever_resources),
-    status: failed ? "error" : "done",
+    status: failed ? "error" : stopped.has(str(item.id)) ? "stopped" : "done",
     error: failed ? plainError("", str(item.error), 0) : null,
     feedback: feedback === "like" || feedback === "dislike" ? feedback : null,
     createdAt: num(item.created_at),

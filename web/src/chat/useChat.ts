@@ -4,7 +4,7 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Conversation, ServiceClient } from "../shared/api";
 import { ApiError } from "../shared/errors";
 import { readDifyStream } from "../shared/sse";
-import { clearPending, loadPending, savePending } from "./pending";
+import { clearPending, loadPending, rememberStopped, savePending, stoppedIds } from "./pending";
 import {
   applyEvent,
   isRunning,
@@ -18,6 +18,8 @@ import {
 
 export interface SendRequest {
   query: string;
+  introduction: string; // the opening statement a new conversation starts with
+  newConversation?: boolean; // set by send: the message starts a conversation
   inputs: Record<string, unknown>;
   files: Record<string, string>[];
   previews: FileView[];
@@ -33,6 +35,23 @@ const CURRENT_SLOT = (appId: string) => `loopwright.chat.current:${appId}`;
 const HISTORY_POLL_MS = 2000;
 const HISTORY_POLL_STABLE = 1; // polls without a change before a saved answer counts as final
 const HISTORY_POLL_LIMIT = 150; // 5 minutes
+const NAME_CHARS = 20; // the server's first name of a conversation (app/run/message_writes.py)
+const NAME_CHECKS_MS = [1500, 5000]; // when to look for a name the model made for a new conversation
+
+/** A new conversation as the list shows it from its first event on, until the list is loaded again
+ * (so the sidebar does not jump when the first answer ends). */
+function provisional(id: string, request: SendRequest): Conversation {
+  const query = request.query.trim();
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    id,
+    name: query.length <= NAME_CHARS ? query : `${query.slice(0, NAME_CHARS)}…`,
+    inputs: request.inputs,
+    introduction: request.introduction,
+    created_at: now,
+    updated_at: now,
+  };
+}
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -49,6 +68,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
   const stopping = useRef(new Set<string>()); // local ids of messages the user stopped
   const currentRef = useRef<string | null>(null);
   currentRef.current = currentId;
+  const sending = useRef<SendRequest | null>(null); // what the newest message was sent with
 
   // The conversation shown, kept for this tab: a reload opens it again.
   const shownBefore = useRef(sessionStorage.getItem(CURRENT_SLOT(appId))); // read before the effect below
@@ -88,9 +108,10 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     async (conversationId: string): Promise<MessageView[]> => {
       const page = await client.messages(conversationId);
       setEarlierMessages(page.has_more);
-      return page.data.map(messageFromHistory);
+      const stopped = stoppedIds(localStorage, appId);
+      return page.data.map((item) => messageFromHistory(item, stopped));
     },
-    [client],
+    [appId, client],
   );
 
   /** The page of messages before the first one shown. */
@@ -100,11 +121,12 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     try {
       const page = await client.messages(currentId, first.id);
       setEarlierMessages(page.has_more);
-      setMessages((ms) => [...page.data.map(messageFromHistory), ...ms]);
+      const stopped = stoppedIds(localStorage, appId);
+      setMessages((ms) => [...page.data.map((item) => messageFromHistory(item, stopped)), ...ms]);
     } catch (e) {
       setNotice(errorText(e));
     }
-  }, [client, currentId, messages]);
+  }, [appId, client, currentId, messages]);
 
   /** Replace one message (by its local id) in the list. */
   const put = useCallback((m: MessageView) => {
@@ -150,10 +172,15 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         progress.m = m;
         progress.lastEventId = id ?? progress.lastEventId;
         put(m);
+        if (m.status === "stopped" && before.status !== "stopped" && m.id !== null) rememberStopped(localStorage, appId, m.id);
         if (m.conversationId !== null && currentRef.current === null && !switched) {
-          // A new conversation got its id: it is the one shown (unless the user went elsewhere).
-          currentRef.current = m.conversationId;
-          setCurrentId(m.conversationId);
+          // A new conversation got its id: it is the one shown (unless the user went elsewhere), and
+          // listed at once.
+          const id = m.conversationId;
+          currentRef.current = id;
+          setCurrentId(id);
+          const request = sending.current;
+          if (request !== null) setConversations((cs) => (cs.some((c) => c.id === id) ? cs : [provisional(id, request), ...cs]));
         }
         switched = switched || (currentRef.current !== null && currentRef.current !== m.conversationId);
         if (m.conversationId !== null && isRunning(m) && Date.now() - saved > 250) {
@@ -237,6 +264,8 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     async (request: SendRequest) => {
       setSuggested([]);
       setNotice(null);
+      request = { ...request, newConversation: currentRef.current === null };
+      sending.current = request;
       const progress: Progress = { m: newMessage(request.query, request.previews), lastEventId: null };
       setMessages((ms) => [...ms, progress.m]);
       const abort = new AbortController();
@@ -265,6 +294,11 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         m = { ...m, status: "interrupted" };
       } finally {
         abortRef.current = null;
+      }
+      if (request.newConversation) {
+        // The app's model may rename a new conversation after its first answer, in the background:
+        // the list is read again a little later to show the name it made.
+        for (const ms of NAME_CHECKS_MS) setTimeout(() => void refreshConversations(), ms);
       }
       if (isRunning(m) || m.status === "interrupted") {
         put({ ...m, status: "interrupted" });

@@ -4,6 +4,7 @@ import type { AdminClient, AppConfig, NewKey } from "./api";
 import { AppEditor } from "./Editor";
 import { Logs } from "./Logs";
 import { APP_TABS, chatLink, draftOf, href, type AppTab } from "./logic";
+import { plural } from "../shared/format";
 import { Action, ErrorLine, Section, download, useLoad } from "./ui";
 
 const TAB_NAMES: Record<AppTab, string> = { settings: "Settings", keys: "Keys and chat", versions: "Versions", logs: "Logs" };
@@ -11,6 +12,7 @@ const TAB_NAMES: Record<AppTab, string> = { settings: "Settings", keys: "Keys an
 export function AppPage({ client, appId, tab }: { client: AdminClient; appId: string; tab: AppTab }) {
   const app = useLoad(() => client.app(appId), [client, appId]);
   const [exportWarnings, setExportWarnings] = useState<string[] | null>(null);
+  const [savedAs, setSavedAs] = useState<number | null>(null); // the version the last save made
   if (app.error) return <ErrorLine error={app.error} />;
   if (!app.data) return <p class="muted">Loading…</p>;
   const detail = app.data;
@@ -20,7 +22,7 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
         <div>
           <h1>{detail.name}</h1>
           <p class="muted">
-            {detail.description || "No description."} · version {detail.version} · {detail.keys} key(s) · <code>{detail.id}</code>
+            {detail.description || "No description."} · version {detail.version} · {plural(detail.keys, "key")} · <code>{detail.id}</code>
           </p>
           {exportWarnings && exportWarnings.length > 0 && (
             <ul class="warnings" aria-label="Export warnings">
@@ -71,22 +73,24 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
           appId={appId}
           initial={draftOf(detail.name, detail.description, detail.config)}
           saveLabel="Save as a new version"
+          savedNote={savedAs === detail.version ? `Saved as version ${detail.version}.` : null}
           onSave={async (name, description, config) => {
-            await client.updateApp(appId, { name, description, config: config as AppConfig });
+            const saved = await client.updateApp(appId, { name, description, config: config as AppConfig });
+            setSavedAs(saved.version);
             app.reload();
           }}
         />
         <OpenAPIImport client={client} appId={appId} onAdded={app.reload} />
         </>
       )}
-      {tab === "keys" && <Keys client={client} appId={appId} />}
+      {tab === "keys" && <Keys client={client} appId={appId} onChanged={app.reload} />}
       {tab === "versions" && <Versions client={client} appId={appId} current={detail.version} onRestored={app.reload} />}
       {tab === "logs" && <Logs client={client} appId={appId} />}
     </>
   );
 }
 
-function Keys({ client, appId }: { client: AdminClient; appId: string }) {
+function Keys({ client, appId, onChanged }: { client: AdminClient; appId: string; onChanged: () => void }) {
   const keys = useLoad(() => client.keys(appId), [client, appId]);
   const [made, setMade] = useState<NewKey | null>(null);
   return (
@@ -98,6 +102,7 @@ function Keys({ client, appId }: { client: AdminClient; appId: string }) {
           action={async () => {
             setMade(await client.createKey(appId));
             keys.reload();
+            onChanged();
           }}
         >
           New key
@@ -148,6 +153,7 @@ function Keys({ client, appId }: { client: AdminClient; appId: string }) {
                       await client.revokeKey(k.id);
                       if (made?.id === k.id) setMade(null);
                       keys.reload();
+                      onChanged();
                     }}
                   >
                     Revoke

@@ -97,7 +97,7 @@ function TokenGate({ error, busy, onToken }: { error: string | null; busy: boole
       >
         <label>
           Admin token
-          <input type="password" name="token" autoComplete="off" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+          <input type="password" name="token" autoComplete="off" autoFocus value={value} onInput={(e) => setValue(e.currentTarget.value)} />
         </label>
         <button type="submit" class="primary" disabled={busy || !value.trim()}>
           {busy ? "Checking…" : "Open the console"}

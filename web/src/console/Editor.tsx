@@ -4,6 +4,7 @@
 import { useState } from "preact/hooks";
 import type { AdminClient, AppConfig, InputField, ModelCheck } from "./api";
 import { configOf, missingFields, newField, variablesOf, withAppTool, type Draft } from "./logic";
+import { toolTitle } from "../shared/format";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
 const FIELD_TYPES = ["text-input", "paragraph", "select", "number", "checkbox", "file", "file-list"];
@@ -13,18 +14,20 @@ export function AppEditor({
   appId,
   initial,
   saveLabel,
+  savedNote = null,
   onSave,
 }: {
   client: AdminClient;
   appId?: string; // none for a new app
   initial: Draft;
   saveLabel: string;
+  savedNote?: string | null; // what the last save made, shown until the draft changes again
   onSave: (name: string, description: string, config: Partial<AppConfig>) => Promise<void>;
 }) {
   const [draft, setDraft] = useState<Draft>(initial);
   const [error, setError] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
-  const [saved, setSaved] = useState(false);
+  const [saved, setSaved] = useState(savedNote !== null);
   const set = (changes: Partial<Draft>) => {
     setDraft((d) => ({ ...d, ...changes }));
     setSaved(false);
@@ -95,7 +98,9 @@ export function AppEditor({
         <button type="submit" class="primary" disabled={saving}>
           {saving ? "Saving…" : saveLabel}
         </button>
-        {saved && <span class="ok-text">Saved.</span>}
+        <span class="ok-text" role="status">
+          {saved ? (savedNote ?? "Saved.") : ""}
+        </span>
         <ErrorLine error={error} />
       </div>
     </form>
@@ -261,7 +266,8 @@ function ToolsSection({ client, appId, draft, set }: { client: AdminClient; appI
           {(tools.data ?? []).map((t) => (
             <label key={t.name} class="check" title={t.description}>
               <input type="checkbox" name={`tool-${t.name}`} checked={draft.tools.includes(t.name)} onChange={(e) => set({ tools: toggle(draft.tools, t.name, e.currentTarget.checked) })} />
-              {t.label}
+              <span class="tool-title">{toolTitle(t.name, t.label)}</span>
+              <code class="tool-name">{t.name}</code>
             </label>
           ))}
         </div>

@@ -2,6 +2,7 @@
 // with their agent logs (rounds, tool calls, times, tokens), feedback and the prompts the model received.
 import { useState } from "preact/hooks";
 import type { AdminClient, MessageLog, ModelCallView } from "./api";
+import { duration, plural, strategyName } from "../shared/format";
 import { asText, when } from "./logic";
 import { Action, ErrorLine, Section, useLoad } from "./ui";
 
@@ -16,10 +17,10 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
         <ErrorLine error={usage.error} />
         {usage.data && (
           <p class="stats" aria-label="Usage">
-            <span><strong>{usage.data.messages}</strong> messages</span>
-            <span><strong>{usage.data.message_tokens + usage.data.answer_tokens}</strong> tokens</span>
-            <span><strong>{usage.data.total_price}</strong> USD</span>
-            <span><strong>{usage.data.errors}</strong> errors</span>
+            <span>{plural(usage.data.messages, "message")}</span>
+            <span>{plural(usage.data.message_tokens + usage.data.answer_tokens, "token")}</span>
+            <span>{usage.data.total_price} USD</span>
+            <span>{plural(usage.data.errors, "error")}</span>
           </p>
         )}
         {usage.data && usage.data.days.length > 0 && (
@@ -33,7 +34,7 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
               {usage.data.days.map((d) => (
                 <tr key={d.day}>
                   <td>{d.day}</td><td>{d.messages}</td><td>{d.conversations}</td><td>{d.end_users}</td>
-                  <td>{d.message_tokens + d.answer_tokens}</td><td>{d.total_price}</td><td>{d.errors}</td><td>{d.latency.toFixed(2)} s</td>
+                  <td>{d.message_tokens + d.answer_tokens}</td><td>{d.total_price}</td><td>{d.errors}</td><td>{duration(d.latency) || "—"}</td>
                 </tr>
               ))}
             </tbody>
@@ -102,8 +103,8 @@ function MessageEntry({ client, message }: { client: AdminClient; message: Messa
         <strong>Answer:</strong> {message.status === "error" ? message.error : message.answer}
       </p>
       <p class="muted small">
-        {when(message.created_at)} · {message.status} · {message.message_tokens}+{message.answer_tokens} tokens · {message.total_price} {message.currency} ·{" "}
-        {message.latency.toFixed(2)} s · {log.meta.agent_mode} · {log.meta.iterations} round(s)
+        {when(message.created_at)} · {message.status} · {plural(message.message_tokens + message.answer_tokens, "token")} · {message.total_price} {message.currency} ·{" "}
+        {duration(message.latency) || "—"} · {strategyName(log.meta.agent_mode)} · {plural(log.meta.iterations, "round")}
         {message.feedback.map((f, i) => (
           <span key={i} class={`chip ${f.rating}`}>{f.rating === "like" ? "👍" : "👎"} {f.content ?? ""}</span>
         ))}
@@ -113,11 +114,11 @@ function MessageEntry({ client, message }: { client: AdminClient; message: Messa
         <ol>
           {log.iterations.map((it, i) => (
             <li key={i}>
-              <p class="muted small">Round {i + 1} · {it.tokens} tokens</p>
+              <p class="muted small">Round {i + 1} · {plural(it.tokens, "token")}</p>
               {it.thought && <p class="thought">{it.thought}</p>}
               {it.tool_calls.map((c, j) => (
                 <div key={j} class={`tool-call ${c.status}`}>
-                  <p><code>{c.tool_name}</code> · {Number(c.time_cost || 0).toFixed(3)} s {c.error && <span class="error-text">{c.error}</span>}</p>
+                  <p><code>{c.tool_name}</code>{Number(c.time_cost) > 0 && ` · ${duration(Number(c.time_cost))}`} {c.error && <span class="error-text">{c.error}</span>}</p>
                   <pre class="code-block">{asText(c.tool_input)}</pre>
                   <pre class="code-block">{asText(c.tool_output)}</pre>
                 </div>
@@ -145,7 +146,7 @@ function Prompts({ calls }: { calls: ModelCallView[] }) {
       {calls.map((call, i) => (
         <details key={i} open={i === 0}>
           <summary>
-            Call {i + 1} to <code>{call.model}</code> · {call.messages.length} messages
+            Call {i + 1} to <code>{call.model}</code> · {plural(call.messages.length, "message")}
             {call.tools.length > 0 && ` · tools: ${call.tools.map((t) => t.name).join(", ")}`}
             {call.react_tools && ` · ReAct actions: ${call.react_tools.join(", ")}`}
           </summary>

@@ -69,8 +69,14 @@ export class ServiceClient {
     return this.json("GET", "/parameters");
   }
 
-  info(): Promise<{ name: string; description: string }> {
+  /** The app's name and description (and its id, which the page checks against its address). */
+  info(): Promise<{ id?: string; name: string; description: string }> {
     return this.json("GET", "/info");
+  }
+
+  /** How the app is shown (Dify's web-app settings): its emoji icon and the footer line. */
+  site(): Promise<{ icon?: string | null; icon_background?: string | null; custom_disclaimer?: string | null }> {
+    return this.json("GET", "/site");
   }
 
   conversations(lastId?: string): Promise<Page<Conversation>> {
@@ -96,7 +102,8 @@ export class ServiceClient {
   /** Starts a streamed answer; the response's body is the event stream. */
   send(body: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
     return this.fetch("POST", "/chat-messages", {
-      json: { ...body, user: this.user, response_mode: "streaming" },
+      // auto_generate_name: the app's model may name a new conversation (when the app is set to)
+      json: { auto_generate_name: true, ...body, user: this.user, response_mode: "streaming" },
       signal,
       headers: { Accept: "text/event-stream" },
     });
@@ -138,6 +145,21 @@ export class ServiceClient {
     return this.json("GET", `/messages/${encodeURIComponent(messageId)}/agent-log`, { query: { user: this.user } });
   }
 
+  /** An answer read aloud by the app's voice model (POST /v1/text-to-audio), as audio. */
+  async textToAudio(messageId: string): Promise<Blob> {
+    const response = await this.fetch("POST", "/text-to-audio", { json: { message_id: messageId, user: this.user } });
+    return response.blob();
+  }
+
+  /** What a recording says (POST /v1/audio-to-text, the app's speech model). */
+  async audioToText(audio: Blob, name: string): Promise<string> {
+    const form = new FormData();
+    form.append("file", audio, name);
+    form.append("user", this.user);
+    const r = await this.json<{ text?: unknown }>("POST", "/audio-to-text", { body: form });
+    return typeof r.text === "string" ? r.text : "";
+  }
+
   upload(file: File): Promise<UploadedFile> {
     const form = new FormData();
     form.append("file", file, file.name);
@@ -152,7 +174,7 @@ export interface AgentLog {
     tokens: number;
     thought: string;
     created_at: string;
-    tool_calls: { status: string; error: string | null; time_cost: number; tool_name: string; tool_input: unknown; tool_output: unknown }[];
+    tool_calls: { status: string; error: string | null; time_cost: number; tool_name: string; tool_label?: unknown; tool_input: unknown; tool_output: unknown }[];
   }[];
 }
 

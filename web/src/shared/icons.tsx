@@ -48,3 +48,23 @@ export const Download = () => (
     <path d="M12 4v12M7 11l5 5 5-5M5 20h14" />
   </Icon>
 );
+export const Speaker = () => (
+  <Icon>
+    <path d="M11 5L6 9H2v6h4l5 4V5z" />
+    <path d="M15.5 8.5a5 5 0 0 1 0 7" />
+    <path d="M19 5a10 10 0 0 1 0 14" />
+  </Icon>
+);
+export const Mic = () => (
+  <Icon>
+    <rect x="9" y="2" width="6" height="12" rx="3" />
+    <path d="M5 10a7 7 0 0 0 14 0" />
+    <path d="M12 17v5" />
+  </Icon>
+);
+export const Pin = () => (
+  <Icon>
+    <path d="M9 4h6l-1 6 4 4H6l4-4-1-6z" />
+    <path d="M12 14v7" />
+  </Icon>
+);

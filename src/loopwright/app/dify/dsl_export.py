@@ -65,8 +65,8 @@ def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> D
     document = {
         "app": {
             "description": description,
-            "icon": "🤖",
-            "icon_background": "#FFEAD5",
+            "icon": config.site.icon or "🤖",
+            "icon_background": config.site.icon_background or "#FFEAD5",
             "mode": "agent-chat",
             "name": name,
             "use_icon_as_answer_icon": False,

@@ -150,6 +150,11 @@ class MessageWrites:
         # A row changes only while it is the last one (or a plan's, whose checklist ticks: ``revised``):
         # those, and any never saved (a stop or an error mid-round), are what a round's end did not write.
         thoughts = stream.thoughts
+        cut = thoughts[-1] if thoughts and status in ("stopped", "error") else None
+        if cut is not None and not cut.thought and not cut.names:
+            # A round cut off before it ended has no thought of its own yet: it keeps the text it
+            # streamed, so a reader of the history shows the partial answer where the stream showed it.
+            cut.thought = stream.partial_answer
         for row in thoughts:
             if row.id not in self._inserted or row is thoughts[-1] or row.revised:
                 self.save_round(row, stream.labels)
