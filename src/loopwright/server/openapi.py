@@ -5,7 +5,9 @@ FastAPI's generated document is the start; what it does not know is added here s
 generated from it, or a fuzzer, meets what the server really does:
 
 - every error is Dify's body ``{"code", "message", "status"}`` (the ``Error`` component), answered
-  with a 4xx status (FastAPI's 422 never happens: a request that does not validate is a 400);
+  with a 4xx status (FastAPI's 422 never happens: a request that does not validate is a 400) — save
+  on the other wires, which answer in their own shape (``WIRE_ERRORS``: OpenAI's error object, a
+  JSON-RPC error, AG-UI's ``RUN_ERROR``);
 - each route says which credential opens it (``securitySchemes``: an app's Service API key, a
   dataset API key, the admin token), read from the route's own dependencies;
 - a route that reads its JSON body after authentication (``server.bodies``) has that body's schema;
@@ -44,6 +46,61 @@ ERROR_RESPONSE: dict[str, Any] = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 
+# The other wires' error bodies (docs/protocols.md), by the paths that answer them.
+OPENAI_ERROR_SCHEMA: dict[str, Any] = {
+    "title": "OpenAIError",
+    "description": "OpenAI's error object: every error of the OpenAI paths (docs/openai-api.md)",
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "code": {"type": "string", "description": "Dify's error code"},
+                "param": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+JSON_RPC_ERROR_SCHEMA: dict[str, Any] = {
+    "title": "JsonRpcError",
+    "description": "a JSON-RPC 2.0 error response: every error of an A2A path",
+    "type": "object",
+    "required": ["jsonrpc", "error"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer", "null"]},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {}},
+        },
+    },
+}
+AG_UI_ERROR_SCHEMA: dict[str, Any] = {
+    "title": "AgUiRunError",
+    "description": "AG-UI's RUN_ERROR event: a run input refused before its run (a bad key is Dify's Error)",
+    "type": "object",
+    "required": ["type", "message"],
+    "properties": {"type": {"const": "RUN_ERROR"}, "message": {"type": "string"}, "code": {"type": "string"}},
+}
+WIRE_ERRORS: tuple[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]], ...] = (
+    (
+        ("/v1/chat/completions", "/v1/responses", "/v1/models"),
+        OPENAI_ERROR_SCHEMA,
+        {"$ref": "#/components/schemas/OpenAIError"},
+    ),
+    (("/a2a/",), JSON_RPC_ERROR_SCHEMA, {"$ref": "#/components/schemas/JsonRpcError"}),
+    (
+        ("/ag-ui",),
+        AG_UI_ERROR_SCHEMA,
+        {"oneOf": [{"$ref": "#/components/schemas/AgUiRunError"}, {"$ref": "#/components/schemas/Error"}]},
+    ),
+)
+
 # The dependency that checks a route's credential → its security scheme.
 SCHEMES: dict[str, tuple[str, dict[str, Any]]] = {
     "current_app": (
@@ -64,6 +121,9 @@ SCHEMES: dict[str, tuple[str, dict[str, Any]]] = {
 STREAMING = {
     ("post", "/v1/chat-messages"),
     ("post", "/v1/chat/completions"),
+    ("post", "/v1/responses"),
+    ("post", "/a2a/{app_id}"),
+    ("post", "/ag-ui"),
     ("get", "/v1/chat-messages/{task_id}/events"),
     ("post", "/v1/chat-messages/{task_id}/approvals"),
 }
@@ -150,6 +210,8 @@ def _add_errors_and_security(doc: dict[str, Any], schemes: dict[tuple[str, str],
     components = doc.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     schemas["Error"] = ERROR_SCHEMA
+    for _, schema, _ in WIRE_ERRORS:
+        schemas[schema["title"]] = schema
     for name in ("HTTPValidationError", "ValidationError"):  # FastAPI's 422, never answered
         schemas.pop(name, None)
     components["securitySchemes"] = dict(SCHEMES.values())
@@ -157,10 +219,19 @@ def _add_errors_and_security(doc: dict[str, Any], schemes: dict[tuple[str, str],
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
             responses.pop("422", None)
-            responses["4XX"] = ERROR_RESPONSE
+            responses["4XX"] = _error_response(path)
             scheme = schemes.get((method, path))
             if scheme is not None:
                 operation["security"] = [{scheme: []}]
             if (method, path) in STREAMING:
                 ok = responses.setdefault("200", {"description": "Successful Response"})
                 ok.setdefault("content", {})["text/event-stream"] = EVENT_STREAM
+
+
+def _error_response(path: str) -> dict[str, Any]:
+    """The error body a path answers: its wire's, else Dify's."""
+    for prefixes, schema, ref in WIRE_ERRORS:
+        if path.startswith(prefixes):
+            content = {"application/json": {"schema": ref}}
+            return {"description": schema["description"], "content": content}
+    return ERROR_RESPONSE
