@@ -63,6 +63,7 @@ TOML_KEYS: dict[str, str] = {
     "tool_sources": "LOOPWRIGHT_TOOL_SOURCES",
     "resumable_streams": "LOOPWRIGHT_RESUMABLE_STREAMS",
     "executor": "LOOPWRIGHT_EXECUTOR",
+    "sse_event_ids": "LOOPWRIGHT_SSE_EVENT_IDS",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
@@ -124,6 +125,11 @@ class Settings(BaseSettings):
     # How runs are executed: "in-process" (asyncio tasks), or "durable" (DBOS workflows that another
     # worker takes up after a crash; the ``durable`` extra): docs/reliability.md#durable-executor
     executor: Literal["in-process", "durable"] = "in-process"
+    # The ``id: N`` line before each SSE frame of POST /v1/chat-messages (Dify sends none; some
+    # hand-written Dify parsers choke on it): "auto" sends it to a client that can re-attach with it
+    # (resumable streams on, and the request's Accept names text/event-stream), "always", "never".
+    # The re-attach route always numbers its frames (docs/http-api.md#event-numbers).
+    sse_event_ids: Literal["auto", "always", "never"] = "auto"
 
     @classmethod
     def settings_customise_sources(

@@ -32,7 +32,7 @@ from loopwright.store.db import Database
 from tests.reliability.gated_tools import GatedToolServer, Operation, serving
 from tests.reliability.reattach import reattach
 from tests.reliability.test_kill import EXE, free_port, serve
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 
 pytest.importorskip("dbos")
 pytestmark = pytest.mark.timeout(240)
@@ -129,7 +129,9 @@ def stream_until_cut(
     seen: list[tuple[int, dict[str, Any]]] = []
     broken = threading.Event()
     with httpx.Client(timeout=httpx.Timeout(10, read=None)) as client:
-        response = client.send(client.build_request("POST", url, json=body, headers=headers), stream=True)
+        response = client.send(
+            client.build_request("POST", url, json=body, headers={**headers, **ACCEPT_SSE}), stream=True
+        )
         try:
             assert response.status_code == 200
             reader = threading.Thread(target=_read_until_both_calls_shown, args=(response, seen, broken))
@@ -279,7 +281,11 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     with serve(env, port_b, headers), serve(env, port_a, headers) as worker_a:
         seen: list[tuple[int, Any]] = []
         with httpx.stream(
-            "POST", f"http://127.0.0.1:{port_a}/v1/chat-messages", json=body, headers=headers, timeout=30
+            "POST",
+            f"http://127.0.0.1:{port_a}/v1/chat-messages",
+            json=body,
+            headers={**headers, **ACCEPT_SSE},
+            timeout=30,
         ) as r:
             buffer = ""
             for chunk in r.iter_text():

@@ -10,7 +10,7 @@ import uuid
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
@@ -23,7 +23,7 @@ from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.event_stream import EventStream
-from loopwright.server.sse import replay_to, stream_to
+from loopwright.server.sse import replay_to, stream_to, wants_event_ids
 from loopwright.server.state import get_state, require_user
 
 router = APIRouter()
@@ -64,6 +64,7 @@ def _conversation_id(value: str | None) -> str | None:
 
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
+    request: Request,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[ChatPayload, Depends(json_body(ChatPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
@@ -75,7 +76,7 @@ async def chat_messages(
     if not streaming and runtime.settings.dify_strict:
         raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
     user = require_user(payload.user)
-    request = MessageRequest(
+    message = MessageRequest(
         app_id=app.id,
         user=user,
         query=payload.query.replace("\x00", ""),
@@ -86,16 +87,17 @@ async def chat_messages(
         auto_generate_name=payload.auto_generate_name,
         task_id=_task_id(app.id, user, idempotency_key),
     )
+    ids = streaming and wants_event_ids(request, runtime.settings)
     try:
-        run = await runtime.start(request)
+        run = await runtime.start(message)
     except RunExistsError as exists:
         if not streaming or not runtime.journal.enabled:  # no stream to give back: say so
             raise ApiError(409, "conflict", str(exists)) from None
         # a retried request: the stream of the run the first one started, from its first event
         head, events = await runtime.follow(exists.task_id, app.id, user)
-        return EventStream(partial(replay_to, head, events), headers=SSE_HEADERS)
+        return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)
     if streaming:
-        return EventStream(partial(stream_to, run), headers=SSE_HEADERS)
+        return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
     return JSONResponse(blocking_body(run.task_id, await run.outcome()))
 
 
