@@ -238,7 +238,11 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
     # that was cut was run again, the non-idempotent one was not
     assert tools.counts == {"lookup": 1, "wait": 2, "charge": 1}
     [message] = back.history
-    assert message["status"] == "normal" and message["answer"] == ANSWER and message["error"] is None
+    assert (
+        message["status"] == "normal"
+        and message["answer"] == f"Looking it up.\nNow waiting and charging.\n{ANSWER}"
+        and message["error"] is None
+    )
     observations = [json.loads(t["observation"]) for t in message["agent_thoughts"] if t["observation"]]
     assert observations[0] == {"lookup": json.dumps({"value": 42})} or "lookup" in observations[0]
     assert observations[1]["charge"] == INTERRUPTED_OBSERVATION

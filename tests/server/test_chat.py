@@ -95,7 +95,7 @@ async def test_blocking_body(client: httpx.AsyncClient, new_app: NewApp, db: Dat
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["event"] == "message" and body["mode"] == "agent-chat"
-    assert body["answer"] == "It is 5." and body["id"] == body["message_id"]
+    assert body["answer"] == "Let me compute.\nIt is 5." and body["id"] == body["message_id"]
     assert set(body) == {
         "event",
         "task_id",
@@ -126,7 +126,7 @@ async def test_history_across_turns(client: httpx.AsyncClient, new_app: NewApp) 
     page = r.json()
     assert page["has_more"] is False and page["limit"] == 20
     one, two = page["data"]
-    assert (one["query"], one["answer"]) == ("What is 2 + 3?", "It is 5.")
+    assert (one["query"], one["answer"]) == ("What is 2 + 3?", "Let me compute.\nIt is 5.")
     assert (two["query"], two["answer"]) == ("Sure?", "Still 5.")
     assert one["feedback"] is None and one["message_files"] == [] and one["retriever_resources"] == []
     assert [t["position"] for t in one["agent_thoughts"]] == [1, 2]

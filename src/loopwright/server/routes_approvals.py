@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from loopwright.app.run.approvals import ApprovalsRequest, Decision
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.bodies import json_body
+from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_chat import SSE_HEADERS, blocking_body
 from loopwright.server.sse import stream_to, wants_event_ids
@@ -40,7 +40,7 @@ class DecisionPayload(BaseModel):
 class ApprovalsPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    user: str
+    user: DifyUser
     decisions: list[DecisionPayload] = Field(min_length=1)
     response_mode: Literal["blocking", "streaming"] | None = None
 

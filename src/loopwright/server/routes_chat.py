@@ -20,7 +20,7 @@ from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.bodies import json_body
+from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.event_stream import EventStream
 from loopwright.server.sse import replay_to, stream_to, wants_event_ids
@@ -39,7 +39,7 @@ class ChatPayload(BaseModel):
 
     query: str
     inputs: dict[str, Any]  # required, as Dify (``{}`` for an app without a form)
-    user: str
+    user: DifyUser
     conversation_id: str | None = None
     response_mode: Literal["blocking", "streaming"] | None = None
     files: list[dict[str, Any]] | None = None
@@ -49,7 +49,7 @@ class ChatPayload(BaseModel):
 class StopPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    user: str
+    user: DifyUser
 
 
 def _conversation_id(value: str | None) -> str | None:

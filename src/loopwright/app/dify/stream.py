@@ -94,8 +94,9 @@ class ThoughtRow:
 class DifyStream:
     """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
     the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
-    when it ends. ``join_rounds``: a function-calling answer is every round's text joined with
-    newlines, as Dify saves it (``dify_strict``), instead of the final round's answer."""
+    when it ends. A function-calling answer is every round's streamed text joined with newlines, as
+    Dify saves it: the history shows what the client was shown. An app with structured output keeps
+    the final round's answer (the JSON document its clients parse; docs/dify-compatibility.md)."""
 
     def __init__(
         self,
@@ -105,7 +106,6 @@ class DifyStream:
         labels: Mapping[str, Mapping[str, str]] | None = None,
         *,
         extras: StreamExtras | None = None,
-        join_rounds: bool = False,
     ) -> None:
         self.head = head
         self.extras = extras or StreamExtras()
@@ -128,8 +128,10 @@ class DifyStream:
         self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
-        self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
-        self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
+        # Dify's CoT answer is the final one only; a structured output is the final JSON document
+        self._join_rounds = not self.react and not self.extras.structured_output
+        self._round_texts: list[str] = []  # each finished round's streamed text (``_join_rounds``)
+        self._paused_text = ""  # what the round paused for approvals had streamed
 
     @property
     def partial_answer(self) -> str:
@@ -195,7 +197,8 @@ class DifyStream:
         row.usage = event.usage
         self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
         if self._join_rounds:
-            self._round_texts.append("".join(self._streamed))
+            self._round_texts.append(self._paused_text + "".join(self._streamed))
+            self._paused_text = ""
         row.thought = event.thought.strip()
         if event.answer is None:
             return []  # the tool events already showed this round's state
@@ -210,6 +213,8 @@ class DifyStream:
 
     def on_approval_required(self, event: ApprovalRequired) -> list[WireEvent]:
         """The round's calls are shown (without observations) and the pause announced."""
+        # the round's text was shown before the pause: its part of the answer when the round ends
+        self._paused_text = "".join(self._streamed)
         row = self.thoughts[-1]
         row.thought = event.thought.strip()
         for call in event.calls:
@@ -289,6 +294,8 @@ class DifyStream:
             "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
             "resources": list(self._resources),  # a copy: a durable step may keep it later
             "inner_usage": _usage_data(self._inner_usage),
+            "round_texts": [*self._round_texts],
+            "paused_text": self._paused_text,
         }
 
     def restore(self, saved: Mapping[str, Any]) -> None:
@@ -301,6 +308,9 @@ class DifyStream:
                 self.usage = self.usage.plus(usage)
         self._resources = list(saved["resources"])
         self._inner_usage = load_usage(saved["inner_usage"])
+        # absent from a pause saved before answers were joined
+        self._round_texts = list(saved.get("round_texts", ()))
+        self._paused_text = saved.get("paused_text", "")
 
     def error(self, exc: BaseException) -> ErrorEvent:
         """Dify's ``error`` event for what ended a run."""

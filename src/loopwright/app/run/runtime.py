@@ -150,7 +150,6 @@ class AppRuntime:
             self.journal,
             self.lease,
             self.guards,
-            join_rounds=lambda: self.settings.dify_strict,  # the saved answer as Dify saves it
             speaker=self._auto_play,
         )
         self.speech = Speech(lambda: self.settings)  # the apps' audio endpoints (app.files.speech)
