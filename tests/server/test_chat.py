@@ -8,6 +8,7 @@ import httpx
 
 from loopwright.store.db import Database
 from loopwright.store.models import Message
+from loopwright.server.routes_chat import PRICE_KEYS, blocking_metadata
 from tests.server.conftest import NewApp, ServiceApp, action, parse_sse
 
 FC_REPLIES: list[Any] = [
@@ -108,6 +109,9 @@ async def test_blocking_body(client: httpx.AsyncClient, new_app: NewApp, db: Dat
         "created_at",
     }
     assert body["metadata"]["usage"]["total_tokens"] > 0 and body["metadata"]["retriever_resources"] == []
+    usage = body["metadata"]["usage"]
+    prices = [usage[k] for k in PRICE_KEYS]
+    assert all(isinstance(p, int | float) for p in prices), usage  # numbers, as Dify's blocking JSON
     async with db.transaction() as s:
         message = await s.get(Message, body["message_id"])
         assert message is not None and message.status == "normal"
@@ -251,3 +255,15 @@ async def test_an_unexpected_exception_is_a_dify_500(
         "message": "Internal Server Error, please contact support.",
         "status": 500,
     }
+
+
+def test_blocking_prices_are_numbers_as_difys_jsonable_encoder_writes_them() -> None:
+    usage = {"prompt_price": "0.0000150", "total_price": "12", "prompt_tokens": 3, "currency": "USD"}
+    metadata = blocking_metadata({"usage": usage, "retriever_resources": []})
+    assert metadata["usage"] == {
+        "prompt_price": 1.5e-05,
+        "total_price": 12,
+        "prompt_tokens": 3,
+        "currency": "USD",
+    }
+    assert isinstance(metadata["usage"]["total_price"], int) and usage["total_price"] == "12"  # a copy

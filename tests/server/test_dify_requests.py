@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from loopwright.app.admin.suggestions import suggestion_prompt
+from loopwright.app.config import AppConfig, names_conversations
 from loopwright.app.run.naming import title_prompt
 from loopwright.config import Settings
 from loopwright.server.app import create_app
@@ -144,7 +145,7 @@ async def test_every_turn_runs_on_its_own_inputs(
     )
     assert [m["inputs"] for m in r.json()["data"]] == [
         {"city": "Oslo", "metric": True, "days": 3},
-        {"city": "Rome", "metric": False},
+        {"city": "Rome", "metric": False, "days": None},  # an optional input not sent: null, as Dify
     ]
 
 
@@ -523,3 +524,12 @@ async def test_a_numeric_user_is_read_as_dify_reads_it(client: httpx.AsyncClient
     # an object is no one's user id
     r = await chat(client, app, user={"id": 1})
     assert (r.status_code, r.json()["code"]) == (400, "invalid_param")
+
+
+def test_conversations_are_named_by_a_hosted_model_unless_the_app_says_otherwise() -> None:
+    assert names_conversations(AppConfig(model="openai:gpt-4o-mini"))  # Dify's default
+    assert names_conversations(AppConfig(model="openai-compatible:llama3"))
+    assert not names_conversations(AppConfig(model="local"))  # the embedded model: spared the call
+    assert not names_conversations(AppConfig(model="scripted:/x.json"))
+    assert not names_conversations(AppConfig(model="openai:gpt-4o", generate_conversation_names=False))
+    assert names_conversations(AppConfig(model="local", generate_conversation_names=True))

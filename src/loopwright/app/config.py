@@ -22,6 +22,8 @@ from loopwright.app.guards.moderation import ModerationRule
 from loopwright.app.toolset_sources import check_source
 from loopwright.errors import UserInputError
 
+HOSTED_MODEL_KINDS = ("openai", "openai-compatible")  # model specs served by a provider over HTTP
+
 FieldType = Literal[
     "text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object"
 ]
@@ -136,8 +138,10 @@ class AppConfig(pydantic.BaseModel):
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
     max_active_requests: int | None = None  # messages of the app running at once (Dify's); none: no limit
-    # Name new conversations with the app's model after their first answer (Dify always does).
-    generate_conversation_names: bool = False
+    # Name new conversations with the app's model after their first answer. Unset: Dify's default
+    # (on) for a hosted model; off for the embedded and scripted models, where a title costs a slow
+    # local call (or a scripted reply) and a 135M model's title is rarely better than the query's start.
+    generate_conversation_names: bool | None = None
     # ``GET /v1/messages/{id}/suggested`` answers with questions made by the app's model (Dify's feature).
     suggested_questions_after_answer: bool = False
     speech_to_text: SpeechToText = SpeechToText()
@@ -237,3 +241,11 @@ __all__ = [
     "import_dify_dsl",
     "load_app_yaml",
 ]
+
+
+def names_conversations(config: AppConfig) -> bool:
+    """Whether the app's model names its new conversations (``generate_conversation_names``; unset:
+    on for a hosted model, as Dify)."""
+    if config.generate_conversation_names is not None:
+        return config.generate_conversation_names
+    return config.model.strip().lower().partition(":")[0] in HOSTED_MODEL_KINDS

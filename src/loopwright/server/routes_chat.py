@@ -7,6 +7,7 @@ frames, or Dify's blocking body once the run has ended and been saved.
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Annotated, Any, Literal
 
@@ -130,9 +131,40 @@ def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
         "conversation_id": end.head.conversation_id,
         "mode": "agent-chat",
         "answer": outcome.answer,
-        "metadata": end.metadata,
+        "metadata": blocking_metadata(end.metadata),
         "created_at": end.head.created_at,
     }
+
+
+PRICE_KEYS = (
+    "prompt_unit_price",
+    "prompt_price_unit",
+    "prompt_price",
+    "completion_unit_price",
+    "completion_price_unit",
+    "completion_price",
+    "total_price",
+)
+
+
+def blocking_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``message_end``'s metadata as Dify's blocking body has it: Dify's stream writes the usage's
+    prices as decimal strings, its blocking JSON (``jsonable_encoder``) as numbers — an integer for
+    a whole decimal, else a float."""
+    usage = metadata.get("usage")
+    if not isinstance(usage, dict):
+        return metadata
+    prices = {k: _number(usage[k]) for k in PRICE_KEYS if isinstance(usage.get(k), str)}
+    return {**metadata, "usage": {**usage, **prices}}
+
+
+def _number(text: str) -> int | float | str:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    exponent = value.as_tuple().exponent
+    return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
 
 
 @router.post("/v1/chat-messages/{task_id}/stop")

@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from loopwright._threads import run_sync
 from loopwright.agent import Agent
 from loopwright.app.callbacks import load_callbacks
-from loopwright.app.config import AppConfig, InputField
+from loopwright.app.config import AppConfig, InputField, names_conversations
 from loopwright.app.dify.events import EventHead
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.files.speech import Speech
@@ -241,7 +241,7 @@ class AppRuntime:
         """Whether the model names this message's conversation after the answer (``app.run.naming``)."""
         wanted = plan.new_conversation and plan.request.auto_generate_name
         config = plan.config
-        return wanted and (config.generate_conversation_names or self.settings.dify_strict)
+        return wanted and (names_conversations(config) or self.settings.dify_strict)
 
     async def follow(
         self, task_id: str, app_id: str, user: str, after: int = 0
