@@ -6,9 +6,9 @@ from typing import Any
 
 import httpx
 
+from loopwright.server.routes_chat import PRICE_KEYS, blocking_metadata
 from loopwright.store.db import Database
 from loopwright.store.models import Message
-from loopwright.server.routes_chat import PRICE_KEYS, blocking_metadata
 from tests.server.conftest import NewApp, ServiceApp, action, parse_sse
 
 FC_REPLIES: list[Any] = [
