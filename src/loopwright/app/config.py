@@ -7,6 +7,7 @@ agent-chat app export and reports plainly what it could not map.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -186,6 +187,7 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
     if "app" in data and "model_config" in data:
         report = import_dify_dsl(text)
         return report.name, report.config
+    _refuse_graph_apps(data)
     name = str(data.pop("name", "") or "")
     if not name:
         raise ConfigImportError("the app YAML has no name")
@@ -193,6 +195,22 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
         return name, AppConfig.model_validate(data)
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+
+
+def _refuse_graph_apps(data: Mapping[str, Any]) -> None:
+    """A Dify export of a workflow or chatflow (advanced-chat) app — an ``app:`` section with a
+    ``workflow:`` graph and no ``model_config`` — said to be what it is, not "no name"."""
+    app = data.get("app")
+    if not isinstance(app, dict) or "workflow" not in data:
+        return
+    mode = app.get("mode") or "workflow"
+    name = f" {app['name']!r}" if app.get("name") else ""
+    kind = "chatflow (advanced-chat)" if mode == "advanced-chat" else str(mode)
+    raise ConfigImportError(
+        f"this is a Dify {kind} app export{name} (DSL {data.get('version', '?')}): a graph of nodes, "
+        "which loopwright does not run — only chat-type apps import (agent-chat, or a chat app with "
+        "agent mode on); export an agent app from Dify, or rebuild the flow as one agent's tools"
+    )
 
 
 @dataclass
