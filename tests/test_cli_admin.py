@@ -291,3 +291,10 @@ def test_importing_as_a_user_does(db_path: Path, tmp_path: Path, monkeypatch: py
 def test_ask_an_unknown_app_says_there_is_no_such_app(db_path: Path) -> None:
     result = CliRunner().invoke(app, ["app", "ask", "no-such-app", "hi"])
     assert result.exit_code == 1 and "no app with id 'no-such-app'" in result.stderr
+
+
+@pytest.mark.parametrize("export", sorted((Path(__file__).parent.parent / "examples" / "dify").glob("*.yml")))
+def test_the_example_exports_import_on_the_embedded_model(db_path: Path, export: Path) -> None:
+    made = CliRunner().invoke(app, ["app", "create", "--from-yaml", str(export), "--model", "local"])
+    assert made.exit_code == 0, made.output
+    assert "replaced by local" in made.stderr
