@@ -220,7 +220,9 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
             conversation_id = seen[0][1]["conversation_id"]
             back = reattach(base_b, headers, task_id, conversation_id, last_seen)
             tail, replayed = back.tail, back.replayed
-            again = httpx.post(f"{base_b}/v1/chat-messages", json=body, headers=retry_headers, timeout=60)
+            again = httpx.post(
+                f"{base_b}/v1/chat-messages", json=body, headers={**retry_headers, **ACCEPT_SSE}, timeout=60
+            )
             params = {"user": "alice", "conversation_id": conversation_id}
             history_after = httpx.get(
                 f"{base_b}/v1/messages", params=params, headers=headers, timeout=30

@@ -131,7 +131,8 @@ class DifyStream:
         # Dify's CoT answer is the final one only; a structured output is the final JSON document
         self._join_rounds = not self.react and not self.extras.structured_output
         self._round_texts: list[str] = []  # each finished round's streamed text (``_join_rounds``)
-        self._paused_text = ""  # what the round paused for approvals had streamed
+        self._paused_text = ""  # what a round paused (approvals) or cut (a takeover) had streamed
+        self._round_open = False  # a round has started and not finished
 
     @property
     def partial_answer(self) -> str:
@@ -158,6 +159,7 @@ class DifyStream:
         self.thoughts.append(row)
         self._text = []
         self._streamed = []
+        self._round_open = True
         return [self._thought(row)]
 
     def on_tool_call_started(self, event: ToolCallStarted) -> list[WireEvent]:
@@ -199,6 +201,7 @@ class DifyStream:
         if self._join_rounds:
             self._round_texts.append(self._paused_text + "".join(self._streamed))
             self._paused_text = ""
+        self._round_open = False
         row.thought = event.thought.strip()
         if event.answer is None:
             return []  # the tool events already showed this round's state
@@ -295,7 +298,8 @@ class DifyStream:
             "resources": list(self._resources),  # a copy: a durable step may keep it later
             "inner_usage": _usage_data(self._inner_usage),
             "round_texts": [*self._round_texts],
-            "paused_text": self._paused_text,
+            # the open round's text so far: a worker that takes the run up goes on from there
+            "paused_text": self._paused_text or ("".join(self._streamed) if self._round_open else ""),
         }
 
     def restore(self, saved: Mapping[str, Any]) -> None:
