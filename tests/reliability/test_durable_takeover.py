@@ -322,5 +322,8 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     assert [(e["answer"], e["reason"]) for e in replaced] == [("Adding.", "resumed")]
     assert client_view(replayed) == client_view(seen + tail) == "Adding." + "Five. Done counting."
     [message] = back.history
-    assert (message["status"], message["answer"]) == ("normal", "Five. Done counting.")
+    assert (message["status"], message["answer"]) == (
+        "normal",
+        "Adding.\nFive. Done counting.",
+    )  # every round, as Dify
     assert json.loads(message["agent_thoughts"][0]["observation"]) == {"calculator": "5"}
