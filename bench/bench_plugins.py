@@ -39,9 +39,7 @@ from loopwright.tools.dify_plugins import (
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(
-    os.environ.get("LOOPWRIGHT_DIFY_PLUGIN_FIXTURES", REPO.parent / "shared/fixtures/dify-plugins")
-)
+FIXTURES = Path(os.environ.get("LOOPWRIGHT_DIFY_PLUGIN_FIXTURES", REPO / "tests/fixtures/dify-plugins"))
 ENVS = Path(os.environ.get("LOOPWRIGHT_PLUGIN_ENVS", REPO / ".cache/plugin-envs"))
 TEST_PLUGIN = REPO / "tests/tools/dify_plugins/plugins/lwtest"
 

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterable, Iterable, Iterator
 from typing import Any
 
 PING = {"event": "ping"}
+# What a client that reads SSE sends: with it, a stream numbers its frames (``id: N``) to re-attach after
+ACCEPT_SSE = {"Accept": "text/event-stream"}
 
 
 def event_of(line: str) -> dict[str, Any] | None:

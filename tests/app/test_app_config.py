@@ -53,7 +53,7 @@ def test_other_providers_become_openai_compatible_with_a_warning() -> None:
 
 
 def test_not_an_agent_app_is_refused() -> None:
-    with pytest.raises(ConfigImportError, match="not an agent-chat app export"):
+    with pytest.raises(ConfigImportError, match="Dify workflow app export: a graph of nodes"):
         import_dify_dsl(DSL.replace("mode: agent-chat", "mode: workflow"))
 
 

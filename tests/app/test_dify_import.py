@@ -177,7 +177,7 @@ def test_router_strategies(strategy: str, expected: str) -> None:
 def test_a_chat_app_without_agent_mode_is_refused() -> None:
     data = yaml.safe_load(fixture("early-assistant.yml"))
     data["model_config"]["agent_mode"]["enabled"] = False
-    with pytest.raises(ValueError, match="not an agent-chat app export"):
+    with pytest.raises(ValueError, match="Dify chat app export .*turn agent mode on"):
         translate_export(data)
 
 

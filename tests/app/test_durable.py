@@ -88,7 +88,7 @@ async def test_a_durable_run_answers_and_records_its_steps(durable_db: Database)
         events = [e async for e in run.events()]
         outcome = await run.outcome()
         assert isinstance(events[-1], MessageEnd) and outcome.status == "normal"
-        assert outcome.answer == "It is 5."
+        assert outcome.answer == "Adding.\nIt is 5."
         assert any(isinstance(e, AgentThought) and e.observation for e in events)
         handle = await workflow(run.task_id)
         assert await handle.get_result() == "normal"
@@ -105,7 +105,11 @@ async def test_a_durable_run_answers_and_records_its_steps(durable_db: Database)
             thoughts = list(
                 await s.scalars(select(MessageAgentThought).where(MessageAgentThought.message_id == row.id))
             )  # type: ignore[union-attr]
-        assert row is not None and (row.status, row.answer, row.worker_id) == ("normal", "It is 5.", None)
+        assert row is not None and (row.status, row.answer, row.worker_id) == (
+            "normal",
+            "Adding.\nIt is 5.",
+            None,
+        )
         assert len(thoughts) == 2
     finally:
         await runtime.shutdown()
@@ -148,7 +152,7 @@ async def test_a_durable_run_that_waits_for_approval_ends_its_workflow_and_resum
         decision = ApprovalsRequest(run.task_id, app_id, "alice", [Decision("call_1", "approve")])
         resumed = await runtime.resume(decision)
         outcome = await resumed.outcome()
-        assert (outcome.status, outcome.answer) == ("normal", "It is 5.")
+        assert (outcome.status, outcome.answer) == ("normal", "Adding.\nIt is 5.")
         resumed_workflow = await workflow(f"{run.task_id}:1")
         assert await resumed_workflow.get_result() == "normal"
         steps = await DBOS.list_workflow_steps_async(f"{run.task_id}:1")
@@ -156,7 +160,7 @@ async def test_a_durable_run_that_waits_for_approval_ends_its_workflow_and_resum
         assert len(steps) == 2 and steps[-1]["output"] == {"end": "normal"}
         async with db.transaction() as s:
             row = await s.get(Message, run.head.message_id)
-        assert row is not None and (row.status, row.answer) == ("normal", "It is 5.")
+        assert row is not None and (row.status, row.answer) == ("normal", "Adding.\nIt is 5.")
     finally:
         await runtime.shutdown()
 

@@ -91,7 +91,7 @@ async def test_a_message_is_streamed_and_stored(db: Database) -> None:
     async with db.transaction() as s:
         message = await s.get(MessageRow, message_id)
         assert message is not None
-        assert message.answer == "It is 5." and message.status == "normal"
+        assert message.answer == "Adding.\nIt is 5." and message.status == "normal"
         assert message.message_tokens > 0 and message.answer_tokens > 0
         metrics = json.loads(message.message_metadata or "{}")["metrics"]  # the run's figures, kept
         assert (metrics["rounds"], metrics["tool_calls"], metrics["tool_errors"]) == (2, 1, 0)

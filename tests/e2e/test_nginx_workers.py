@@ -26,7 +26,7 @@ from sqlalchemy import select
 from loopwright.store.db import Database
 from loopwright.store.models import Message, RunStream, Worker
 from tests.reliability.test_kill import free_port
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 from tests.store.test_postgres import _reset, pg_url
 
 __all__ = ["pg_url"]  # a fixture, used by name
@@ -161,7 +161,10 @@ async def test_two_workers_behind_nginx_stream_reattach_and_stop(
         body = {"query": "Count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
         async with httpx.AsyncClient(timeout=30) as client:
             async with client.stream(
-                "POST", f"http://127.0.0.1:{front}/v1/chat-messages", json=body, headers=headers
+                "POST",
+                f"http://127.0.0.1:{front}/v1/chat-messages",
+                json=body,
+                headers={**headers, **ACCEPT_SSE},
             ) as r:
                 seen: list[tuple[int | None, dict[str, object]]] = []
                 buffer = ""

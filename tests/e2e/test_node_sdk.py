@@ -73,7 +73,7 @@ async def test_the_node_sdk_chats_lists_renames_and_deletes(base_url: str, new_a
     r = await run_scenario(base_url, app.key)
     assert r["parameters"]["status"] == 200 and r["parameters"]["body"]["opening_statement"] == "Hi."
     blocking = r["blocking"]
-    assert blocking["status"] == 200 and blocking["body"]["answer"] == "It is 5."
+    assert blocking["status"] == 200 and blocking["body"]["answer"] == "Let me compute.\nIt is 5."
     streaming = r["streaming"]
     assert streaming["status"] == 200 and streaming["type"].startswith("text/event-stream")
     events = [e for e in parse_sse(streaming["text"]) if e["event"] != "ping"]

@@ -37,7 +37,7 @@ from loopwright.store.db import Database
 from loopwright.store.models import utcnow
 from tests.live_server import serving
 from tests.reliability.test_kill import free_port
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 
 BODY = {"query": "Count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
 COUNTING = "counting " * 60  # a long streamed answer (the database stops while it streams)
@@ -149,7 +149,7 @@ async def served_on(
     path.write_text(json.dumps(script))
     async with db.transaction() as s:
         app, _ = await repo.create_app(s, "counter", {"model": f"scripted:{path}", **config})
-        headers = {"Authorization": f"Bearer {(await repo.create_api_key(s, app.id)).token}"}
+        headers = {"Authorization": f"Bearer {(await repo.create_api_key(s, app.id)).token}", **ACCEPT_SSE}
     server = create_app(db, settings, ping_interval=0.5)
     runtime = server.state.loopwright
     try:

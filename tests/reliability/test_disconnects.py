@@ -15,7 +15,7 @@ from loopwright.store.db import Database
 from loopwright.store.models import Message, MessageAgentThought
 from tests.live_server import serving
 from tests.server.conftest import NewApp, new_app
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 
 __all__ = ["new_app"]  # a fixture, used by name
 
@@ -27,7 +27,7 @@ ANSWER = "one two three four five six seven eight nine ten " * 4
 async def drop_after(client: httpx.AsyncClient, headers: dict[str, str], count: int) -> str:
     """Stream a message, drop the connection after ``count`` events; its task id."""
     body = {"query": "Count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
-    async with client.stream("POST", "/v1/chat-messages", json=body, headers=headers) as r:
+    async with client.stream("POST", "/v1/chat-messages", json=body, headers={**headers, **ACCEPT_SSE}) as r:
         task_id = ""
         seen = 0
         buffer = ""

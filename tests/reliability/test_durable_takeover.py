@@ -32,7 +32,7 @@ from loopwright.store.db import Database
 from tests.reliability.gated_tools import GatedToolServer, Operation, serving
 from tests.reliability.reattach import reattach
 from tests.reliability.test_kill import EXE, free_port, serve
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 
 pytest.importorskip("dbos")
 pytestmark = pytest.mark.timeout(240)
@@ -129,7 +129,9 @@ def stream_until_cut(
     seen: list[tuple[int, dict[str, Any]]] = []
     broken = threading.Event()
     with httpx.Client(timeout=httpx.Timeout(10, read=None)) as client:
-        response = client.send(client.build_request("POST", url, json=body, headers=headers), stream=True)
+        response = client.send(
+            client.build_request("POST", url, json=body, headers={**headers, **ACCEPT_SSE}), stream=True
+        )
         try:
             assert response.status_code == 200
             reader = threading.Thread(target=_read_until_both_calls_shown, args=(response, seen, broken))
@@ -218,7 +220,9 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
             conversation_id = seen[0][1]["conversation_id"]
             back = reattach(base_b, headers, task_id, conversation_id, last_seen)
             tail, replayed = back.tail, back.replayed
-            again = httpx.post(f"{base_b}/v1/chat-messages", json=body, headers=retry_headers, timeout=60)
+            again = httpx.post(
+                f"{base_b}/v1/chat-messages", json=body, headers={**retry_headers, **ACCEPT_SSE}, timeout=60
+            )
             params = {"user": "alice", "conversation_id": conversation_id}
             history_after = httpx.get(
                 f"{base_b}/v1/messages", params=params, headers=headers, timeout=30
@@ -236,7 +240,11 @@ def test_a_killed_workers_durable_run_is_finished_by_another_worker(
     # that was cut was run again, the non-idempotent one was not
     assert tools.counts == {"lookup": 1, "wait": 2, "charge": 1}
     [message] = back.history
-    assert message["status"] == "normal" and message["answer"] == ANSWER and message["error"] is None
+    assert (
+        message["status"] == "normal"
+        and message["answer"] == f"Looking it up.\nNow waiting and charging.\n{ANSWER}"
+        and message["error"] is None
+    )
     observations = [json.loads(t["observation"]) for t in message["agent_thoughts"] if t["observation"]]
     assert observations[0] == {"lookup": json.dumps({"value": 42})} or "lookup" in observations[0]
     assert observations[1]["charge"] == INTERRUPTED_OBSERVATION
@@ -279,7 +287,11 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     with serve(env, port_b, headers), serve(env, port_a, headers) as worker_a:
         seen: list[tuple[int, Any]] = []
         with httpx.stream(
-            "POST", f"http://127.0.0.1:{port_a}/v1/chat-messages", json=body, headers=headers, timeout=30
+            "POST",
+            f"http://127.0.0.1:{port_a}/v1/chat-messages",
+            json=body,
+            headers={**headers, **ACCEPT_SSE},
+            timeout=30,
         ) as r:
             buffer = ""
             for chunk in r.iter_text():
@@ -310,5 +322,8 @@ def test_a_run_killed_mid_answer_is_answered_again_by_another_worker(
     assert [(e["answer"], e["reason"]) for e in replaced] == [("Adding.", "resumed")]
     assert client_view(replayed) == client_view(seen + tail) == "Adding." + "Five. Done counting."
     [message] = back.history
-    assert (message["status"], message["answer"]) == ("normal", "Five. Done counting.")
+    assert (message["status"], message["answer"]) == (
+        "normal",
+        "Adding.\nFive. Done counting.",
+    )  # every round, as Dify
     assert json.loads(message["agent_thoughts"][0]["observation"]) == {"calculator": "5"}

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import text
 
 from loopwright.store.db import Database
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 
 EXE = Path(sys.executable).with_name("loopwright")
 URL_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
@@ -149,7 +149,9 @@ def test_a_message_cut_by_kill_9_is_marked_interrupted_after_a_restart(
 
     live: list[dict[str, Any]] = []  # the events the client got before the kill
     with serve(env, port, headers) as server:
-        with httpx.stream("POST", f"{base}/v1/chat-messages", json=body, headers=headers, timeout=30) as r:
+        with httpx.stream(
+            "POST", f"{base}/v1/chat-messages", json=body, headers={**headers, **ACCEPT_SSE}, timeout=30
+        ) as r:
             answers = 0
             for line in r.iter_lines():
                 if not line.startswith("data: "):

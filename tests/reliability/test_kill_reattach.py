@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from tests.reliability.test_kill import EXE, assert_saved_from_stream, free_port, serve, shown
-from tests.sse import numbered
+from tests.sse import ACCEPT_SSE, numbered
 
 SEED = 20261125
 KILLS = 3  # points per run of the suite (bench/ has the long version)
@@ -56,7 +56,9 @@ def stream_until(
     without one, just stop reading."""
     body = {"query": "Add and count.", "user": "alice", "response_mode": "streaming", "inputs": {}}
     seen: list[tuple[int, Any]] = []
-    with httpx.stream("POST", f"{base}/v1/chat-messages", json=body, headers=headers, timeout=60) as r:
+    with httpx.stream(
+        "POST", f"{base}/v1/chat-messages", json=body, headers={**headers, **ACCEPT_SSE}, timeout=60
+    ) as r:
         buffer = ""
         for text in r.iter_text():
             buffer += text

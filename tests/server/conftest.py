@@ -18,7 +18,7 @@ from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.tools.files.manager import ToolFiles
 from loopwright.tools.files.storage import LocalFileStorage
-from tests.sse import parse_sse
+from tests.sse import ACCEPT_SSE, parse_sse
 
 __all__ = ["FC", "NewApp", "ServiceApp", "action", "parse_sse"]
 
@@ -33,6 +33,11 @@ class ServiceApp:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
+
+    @property
+    def sse_headers(self) -> dict[str, str]:
+        """The headers of a client that reads SSE and re-attaches: its streams carry ``id:`` lines."""
+        return {**self.headers, **ACCEPT_SSE}
 
 
 NewApp = Callable[..., Coroutine[Any, Any, ServiceApp]]

@@ -79,7 +79,7 @@ async def test_the_stream_pauses_and_an_approval_resumes_it(
     assert observed[0]["id"] == thought["id"] and calc(observed[0]) == "5"
     assert rest[-1]["event"] == "message_end"
     message = await stored(db, message_id)
-    assert message.status == "normal" and message.answer == "It is 5."
+    assert message.status == "normal" and message.answer == "Let me compute.\nIt is 5."
 
     # the history shows one message with the tool round and the answer
     r = await client.get(
@@ -88,7 +88,7 @@ async def test_the_stream_pauses_and_an_approval_resumes_it(
         headers=app.headers,
     )
     (listed,) = r.json()["data"]
-    assert listed["answer"] == "It is 5." and calc(listed["agent_thoughts"][0]) == "5"
+    assert listed["answer"] == "Let me compute.\nIt is 5." and calc(listed["agent_thoughts"][0]) == "5"
 
     again = await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})
     assert again.status_code == 404  # decided once; nothing waits any more
@@ -143,7 +143,7 @@ async def test_the_timeout_denies(
     assert await runtime.expire_approvals() == 1
     await runtime.runs.wait_idle()
     message = await stored(db, waiting["message_id"])
-    assert message.status == "normal" and message.answer == "Nobody answered."
+    assert message.status == "normal" and message.answer == "Let me compute.\nNobody answered."
     async with db.sessionmaker() as s:
         assert await s.get(PendingApproval, waiting["task_id"]) is None
     r = await decide(client, app, waiting["task_id"], {"call_id": "call_a", "action": "approve"})
@@ -189,7 +189,7 @@ async def test_blocking_mode_answers_with_what_the_run_waits_for(
     path = f"/v1/chat-messages/{paused['task_id']}/approvals"
     decision = {"decisions": [{"call_id": "call_a", "action": "approve"}], "response_mode": "blocking"}
     done = (await post(client, app, path, **decision)).json()
-    assert done["event"] == "message" and done["answer"] == "It is 5."
+    assert done["event"] == "message" and done["answer"] == "Let me compute.\nIt is 5."
     assert done["message_id"] == paused["message_id"]
 
 
@@ -221,7 +221,9 @@ async def test_a_message_may_pause_twice(client: httpx.AsyncClient, new_app: New
     )
     assert rest[-1]["event"] == "message_end"
     message = await stored(db, waiting["message_id"])
-    assert message.status == "normal" and message.answer == "It is 10."
+    assert (
+        message.status == "normal" and message.answer == "Let me compute.\n\nIt is 10."
+    )  # a round with no text: an empty line, as Dify
     r = await client.get(
         "/v1/messages",
         params={"user": "alice", "conversation_id": waiting["conversation_id"]},

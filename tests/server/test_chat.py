@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 
+from loopwright.server.routes_chat import PRICE_KEYS, blocking_metadata
 from loopwright.store.db import Database
 from loopwright.store.models import Message
 from tests.server.conftest import NewApp, ServiceApp, action, parse_sse
@@ -95,7 +96,7 @@ async def test_blocking_body(client: httpx.AsyncClient, new_app: NewApp, db: Dat
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["event"] == "message" and body["mode"] == "agent-chat"
-    assert body["answer"] == "It is 5." and body["id"] == body["message_id"]
+    assert body["answer"] == "Let me compute.\nIt is 5." and body["id"] == body["message_id"]
     assert set(body) == {
         "event",
         "task_id",
@@ -108,6 +109,9 @@ async def test_blocking_body(client: httpx.AsyncClient, new_app: NewApp, db: Dat
         "created_at",
     }
     assert body["metadata"]["usage"]["total_tokens"] > 0 and body["metadata"]["retriever_resources"] == []
+    usage = body["metadata"]["usage"]
+    prices = [usage[k] for k in PRICE_KEYS]
+    assert all(isinstance(p, int | float) for p in prices), usage  # numbers, as Dify's blocking JSON
     async with db.transaction() as s:
         message = await s.get(Message, body["message_id"])
         assert message is not None and message.status == "normal"
@@ -126,7 +130,7 @@ async def test_history_across_turns(client: httpx.AsyncClient, new_app: NewApp) 
     page = r.json()
     assert page["has_more"] is False and page["limit"] == 20
     one, two = page["data"]
-    assert (one["query"], one["answer"]) == ("What is 2 + 3?", "It is 5.")
+    assert (one["query"], one["answer"]) == ("What is 2 + 3?", "Let me compute.\nIt is 5.")
     assert (two["query"], two["answer"]) == ("Sure?", "Still 5.")
     assert one["feedback"] is None and one["message_files"] == [] and one["retriever_resources"] == []
     assert [t["position"] for t in one["agent_thoughts"]] == [1, 2]
@@ -251,3 +255,15 @@ async def test_an_unexpected_exception_is_a_dify_500(
         "message": "Internal Server Error, please contact support.",
         "status": 500,
     }
+
+
+def test_blocking_prices_are_numbers_as_difys_jsonable_encoder_writes_them() -> None:
+    usage = {"prompt_price": "0.0000150", "total_price": "12", "prompt_tokens": 3, "currency": "USD"}
+    metadata = blocking_metadata({"usage": usage, "retriever_resources": []})
+    assert metadata["usage"] == {
+        "prompt_price": 1.5e-05,
+        "total_price": 12,
+        "prompt_tokens": 3,
+        "currency": "USD",
+    }
+    assert isinstance(metadata["usage"]["total_price"], int) and usage["total_price"] == "12"  # a copy

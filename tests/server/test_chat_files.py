@@ -270,3 +270,29 @@ async def test_custom_files_by_the_apps_allowed_extensions(
     assert r.status_code == 200, r.text  # no type: custom, as Dify; its extension is allowed
     r = await ask(client, app, [{"transfer_method": "remote_url", "url": "https://example.com/data.xml?x=1"}])
     assert (r.status_code, r.json()["message"]) == (400, "File validation failed for file: data.xml")
+
+
+async def test_signed_file_urls_answer_a_page_on_another_origin(
+    client: httpx.AsyncClient, new_app: NewApp, server_app: FastAPI
+) -> None:
+    app = await new_app(["hi"])
+    r = await client.post(
+        "/v1/files/upload",
+        data={"user": "alice"},
+        files={"file": ("a.png", PNG, "image/png")},
+        headers=app.headers,
+    )
+    url = preview_url(server_app.state.loopwright.tool_files, r.json()["id"])
+    page = {"Origin": "https://page.example"}
+    r = await client.get(url, headers=page)  # a browser's fetch() of the preview
+    assert r.status_code == 200 and r.content == PNG and r.headers["access-control-allow-origin"] == "*"
+    preflight = {
+        **page,
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "Content-Type",
+    }
+    r = await client.options(url.split("?")[0], headers=preflight)
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"
+    # and /v1 exposes Dify's headers to the page
+    r = await client.get("/v1/parameters", headers={**app.headers, **page})
+    assert r.headers["access-control-expose-headers"] == "X-Version, X-Env, X-Trace-Id"

@@ -27,6 +27,17 @@ async def headers(knowledge: KnowledgeBase) -> dict[str, str]:
     return {"Authorization": f"Bearer {await knowledge.store.create_api_key()}"}
 
 
+# Dify's document detail (api/controllers/service_api/dataset/document.py, DocumentApi.get)
+DETAIL_KEYS = {
+    "id", "position", "data_source_type", "data_source_info", "dataset_process_rule_id",
+    "dataset_process_rule", "document_process_rule", "name", "created_from", "created_by",
+    "created_at", "tokens", "indexing_status", "completed_at", "updated_at", "indexing_latency",
+    "error", "enabled", "disabled_at", "disabled_by", "archived", "segment_count",
+    "average_segment_length", "hit_count", "display_status", "doc_form", "doc_language",
+    "doc_type", "doc_metadata",
+}  # fmt: skip
+
+
 async def _dataset(client: httpx.AsyncClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
     r = await client.post("/v1/datasets", json={"name": "Handbook", **body}, headers=headers)
     assert r.status_code == 200, r.text
@@ -206,7 +217,18 @@ async def test_document_detail_and_status_filter(client: httpx.AsyncClient, head
         ids.append(r.json()["document"]["id"])
     listed = (await client.get(f"/v1/datasets/{ds['id']}/documents", headers=headers)).json()["data"]
     r = await client.get(f"/v1/datasets/{ds['id']}/documents/{ids[0]}", headers=headers)
-    assert r.status_code == 200 and r.json() == next(d for d in listed if d["id"] == ids[0])
+    item, detail = next(d for d in listed if d["id"] == ids[0]), r.json()
+    # Dify's detail shape (DocumentApi.get), not the list item's
+    assert r.status_code == 200 and set(detail) == DETAIL_KEYS
+    assert all(detail[k] == item[k] for k in DETAIL_KEYS & set(item))
+    assert detail["segment_count"] >= 1 and detail["average_segment_length"] > 0
+    assert detail["dataset_process_rule"] == {} and detail["completed_at"] is not None
+    only = await client.get(f"/v1/datasets/{ds['id']}/documents/{ids[0]}?metadata=only", headers=headers)
+    assert set(only.json()) == {"id", "doc_type", "doc_metadata"}
+    without = await client.get(
+        f"/v1/datasets/{ds['id']}/documents/{ids[0]}?metadata=without", headers=headers
+    )
+    assert set(without.json()) == DETAIL_KEYS - {"doc_type", "doc_metadata"}
     missing = await client.get(f"/v1/datasets/{ds['id']}/documents/{ds['id']}", headers=headers)
     assert (missing.status_code, missing.json()["message"]) == (404, "Document Not Exists.")
 
@@ -255,3 +277,39 @@ async def test_document_segments(client: httpx.AsyncClient, headers: dict[str, s
     assert len(r.json()["data"]) == 1 and r.json()["has_more"] is True
     r = await client.get(f"/v1/datasets/{ds['id']}/documents/{ds['id']}/segments", headers=headers)
     assert (r.status_code, r.json()["message"]) == (404, "Document Not Exists.")
+
+
+async def test_routes_of_features_datasets_lack_say_so(
+    client: httpx.AsyncClient, headers: dict[str, str]
+) -> None:
+    ds = (await _dataset(client, headers))["id"]
+    segment = f"/v1/datasets/{ds}/documents/d/segments/s"
+    for method, path in [
+        ("GET", f"{segment}/child_chunks"),
+        ("POST", f"{segment}/child_chunks"),
+        ("PATCH", f"{segment}/child_chunks/c"),
+        ("DELETE", f"{segment}/child_chunks/c"),
+        ("GET", f"/v1/datasets/{ds}/pipeline/datasource-plugins"),
+        ("POST", f"/v1/datasets/{ds}/pipeline/datasource/nodes/n/run"),
+        ("POST", f"/v1/datasets/{ds}/pipeline/run"),
+        ("POST", "/v1/datasets/pipeline/file-upload"),
+    ]:
+        r = await client.request(method, path, headers=headers)
+        assert (r.status_code, r.json()["code"]) == (400, "not_supported"), (method, path)
+        assert "not supported" in r.json()["message"]
+        assert (await client.request(method, path)).status_code == 401  # the key first
+
+
+async def test_workspace_models_list_the_embedding_model(
+    client: httpx.AsyncClient, headers: dict[str, str]
+) -> None:
+    r = await client.get("/v1/workspaces/current/models/model-types/text-embedding", headers=headers)
+    [provider] = r.json()["data"]
+    [model] = provider["models"]
+    assert model["model"] == "all-MiniLM-L6-v2" and model["model_type"] == "text-embedding"
+    # that name makes a high_quality dataset on the embedded model
+    body = {"name": "Vectors", "indexing_technique": "high_quality", "embedding_model": model["model"]}
+    assert (await client.post("/v1/datasets", json=body, headers=headers)).status_code == 200
+    r = await client.get("/v1/workspaces/current/models/model-types/llm", headers=headers)
+    assert r.json() == {"data": []}
+    assert (await client.get("/v1/workspaces/current/models/model-types/llm")).status_code == 401

@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from loopwright.app.admin.suggestions import suggestion_prompt
+from loopwright.app.config import AppConfig, names_conversations
 from loopwright.app.run.naming import title_prompt
 from loopwright.config import Settings
 from loopwright.server.app import create_app
@@ -144,7 +145,7 @@ async def test_every_turn_runs_on_its_own_inputs(
     )
     assert [m["inputs"] for m in r.json()["data"]] == [
         {"city": "Oslo", "metric": True, "days": 3},
-        {"city": "Rome", "metric": False},
+        {"city": "Rome", "metric": False, "days": None},  # an optional input not sent: null, as Dify
     ]
 
 
@@ -493,22 +494,48 @@ async def test_ids_dify_reads_as_uuids_and_a_null_rating_with_nothing_to_remove(
     assert r.json() == {"result": "success"}  # removes the existing one
 
 
-async def test_dify_strict_saves_every_rounds_text_as_the_answer(db: Database, new_app: NewApp) -> None:
+async def test_the_saved_answer_is_every_rounds_streamed_text_as_dify_saves_it(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
     replies = [{"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}]]}, "It is 5."]
-    answers = {}
-    for strict in (True, False):
-        server = create_app(db, Settings(dify_strict=strict), ping_interval=0.05)
-        app = await new_app(replies)
-        transport = httpx.ASGITransport(app=server)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-            r = await chat(client, app, response_mode="streaming")
-            streamed = "".join(
-                e.get("answer", "") for e in parse_sse(r.text, pings=False) if e["event"] == "agent_message"
-            )
-            conversation_id = next(e["conversation_id"] for e in parse_sse(r.text, pings=False))
-            await server.state.loopwright.runs.wait_idle()
-            params = {"conversation_id": conversation_id, "user": "alice"}
-            [message] = (await client.get("/v1/messages", params=params, headers=app.headers)).json()["data"]
-            answers[strict] = (streamed, message["answer"])
-    assert answers[True] == ("Let me compute.It is 5.", "Let me compute.\nIt is 5.")  # Dify's join
-    assert answers[False] == ("Let me compute.It is 5.", "It is 5.")  # loopwright: the final round
+    app = await new_app(replies * 2)
+    r = await chat(client, app, response_mode="streaming")
+    events = parse_sse(r.text, pings=False)
+    streamed = "".join(e.get("answer", "") for e in events if e["event"] == "agent_message")
+    params = {"conversation_id": events[0]["conversation_id"], "user": "alice"}
+    [message] = (await client.get("/v1/messages", params=params, headers=app.headers)).json()["data"]
+    assert streamed == "Let me compute.It is 5."
+    assert message["answer"] == "Let me compute.\nIt is 5."  # Dify's join: a newline after each round
+    blocking = await chat(client, app)
+    assert blocking.json()["answer"] == "Let me compute.\nIt is 5."
+
+
+async def test_a_numeric_user_is_read_as_dify_reads_it(client: httpx.AsyncClient, new_app: NewApp) -> None:
+    app = await new_app(["Hello.", "Again."])
+    r = await chat(client, app, user=12345)
+    assert r.status_code == 200, r.text
+    conversation_id, message_id = r.json()["conversation_id"], r.json()["message_id"]
+    # the same end user as the string "12345": their conversation, their feedback, their stop
+    r = await client.get("/v1/conversations", params={"user": "12345"}, headers=app.headers)
+    assert [c["id"] for c in r.json()["data"]] == [conversation_id]
+    feedback = {"rating": "like", "user": 12345}
+    r = await client.post(f"/v1/messages/{message_id}/feedbacks", json=feedback, headers=app.headers)
+    assert r.json() == {"result": "success"}
+    r = await client.post("/v1/chat-messages/any-task/stop", json={"user": 12345}, headers=app.headers)
+    assert r.json() == {"result": "success"}
+    r = await client.post(
+        f"/v1/conversations/{conversation_id}/name", json={"name": "n", "user": 12345}, headers=app.headers
+    )
+    assert r.status_code == 200 and r.json()["name"] == "n"
+    # an object is no one's user id
+    r = await chat(client, app, user={"id": 1})
+    assert (r.status_code, r.json()["code"]) == (400, "invalid_param")
+
+
+def test_conversations_are_named_by_a_hosted_model_unless_the_app_says_otherwise() -> None:
+    assert names_conversations(AppConfig(model="openai:gpt-4o-mini"))  # Dify's default
+    assert names_conversations(AppConfig(model="openai-compatible:llama3"))
+    assert not names_conversations(AppConfig(model="local"))  # the embedded model: spared the call
+    assert not names_conversations(AppConfig(model="scripted:/x.json"))
+    assert not names_conversations(AppConfig(model="openai:gpt-4o", generate_conversation_names=False))
+    assert names_conversations(AppConfig(model="local", generate_conversation_names=True))

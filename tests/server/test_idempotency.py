@@ -18,7 +18,7 @@ async def test_a_retried_request_gets_the_first_runs_stream(
     client: httpx.AsyncClient, new_app: NewApp
 ) -> None:
     app = await new_app(["Hello once.", "Hello twice."])
-    headers = {**app.headers, "Idempotency-Key": "greeting-1"}
+    headers = {**app.sse_headers, "Idempotency-Key": "greeting-1"}
     first = await client.post("/v1/chat-messages", json=BODY, headers=headers)
     again = await client.post("/v1/chat-messages", json=BODY, headers=headers)
     sent = [(s, e) for s, e in numbered(first.text) if s is not None]
@@ -47,7 +47,7 @@ async def test_two_requests_at_once_with_one_key_make_one_run(
     client: httpx.AsyncClient, new_app: NewApp
 ) -> None:
     app = await new_app(["Hello once.", "Hello twice."], delay=0.01)
-    headers = {**app.headers, "Idempotency-Key": "greeting-2"}
+    headers = {**app.sse_headers, "Idempotency-Key": "greeting-2"}
     first, second = await asyncio.gather(
         client.post("/v1/chat-messages", json=BODY, headers=headers),
         client.post("/v1/chat-messages", json=BODY, headers=headers),

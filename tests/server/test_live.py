@@ -159,7 +159,8 @@ async def test_a_client_that_stops_reading_does_not_hold_the_run_up(
         assert queued > 0, "the server never had to hold events back: the test did not fill the connection"
         async with db.transaction() as s:
             message = await s.get(Message, opening["message_id"])
-            assert message is not None and message.status == "normal" and message.answer == answer
+            # the saved answer is what was streamed, stripped as Dify saves it
+            assert message is not None and message.status == "normal" and message.answer == answer.strip()
         rest = await asyncio.wait_for(reader.read(), 60)  # to the end: the request asked to close
     finally:
         writer.close()

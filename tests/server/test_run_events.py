@@ -55,7 +55,7 @@ async def test_every_event_is_numbered_and_an_ended_stream_replays_byte_for_byte
     app = await new_app(
         [{"text": "Adding.", "tool_calls": [["calculator", {"expression": "2+3"}]]}, "It is 5."]
     )
-    first = await client.post("/v1/chat-messages", json=BODY, headers=app.headers)
+    first = await client.post("/v1/chat-messages", json=BODY, headers=app.sse_headers)
     sent = numbered(first.text)
     events = [(seq, e) for seq, e in sent if seq is not None]
     assert [seq for seq, _ in events] == list(range(1, len(events) + 1))
@@ -78,7 +78,7 @@ async def test_only_the_user_of_the_app_may_read_a_stream(
 ) -> None:
     app = await new_app(["Hello."])
     other_app = await new_app(["Hi."])
-    first = await client.post("/v1/chat-messages", json=BODY, headers=app.headers)
+    first = await client.post("/v1/chat-messages", json=BODY, headers=app.sse_headers)
     task_id = numbered(first.text)[0][1]["task_id"]
     await server_app.state.loopwright.journal.settled()
     for url, headers in [
@@ -99,7 +99,7 @@ async def reattach_while_running(
 ) -> None:
     """Stream through ``first``, drop it after five events, re-attach through ``second``: the rest
     comes once, in order, live, up to ``message_end``; the whole equals an uninterrupted replay."""
-    async with first.stream("POST", "/v1/chat-messages", json=BODY, headers=app.headers) as r:
+    async with first.stream("POST", "/v1/chat-messages", json=BODY, headers=app.sse_headers) as r:
         frames, seen = await read_frames(r, 5)
     task_id = seen[0][1]["task_id"]
     headers = {**app.headers, "Last-Event-ID": str(seen[-1][0])}
@@ -139,7 +139,7 @@ async def test_a_stream_expires_after_the_retention_period(
     client: httpx.AsyncClient, server_app: FastAPI, new_app: NewApp
 ) -> None:
     app = await new_app(["Hello."])
-    first = await client.post("/v1/chat-messages", json=BODY, headers=app.headers)
+    first = await client.post("/v1/chat-messages", json=BODY, headers=app.sse_headers)
     task_id = numbered(first.text)[0][1]["task_id"]
     runtime: AppRuntime = server_app.state.loopwright
     await runtime.journal.settled()

@@ -83,10 +83,13 @@ CONTINUE = "continue"
 
 
 def fill_inputs(template: str, inputs: Mapping[str, Any] | None) -> str:
-    """Replace each ``{{key}}`` with ``str(value)``; a value whose ``str()`` fails is left out."""
+    """Replace each ``{{key}}`` with ``str(value)``; a value whose ``str()`` fails, or an optional
+    input left empty (``None``), is left out."""
     if not inputs or "{{" not in template:
         return template
     for key, value in inputs.items():
+        if value is None:
+            continue
         try:
             template = template.replace("{{" + key + "}}", str(value))
         except Exception:  # noqa: S112 - Dify skips values that cannot be rendered; so do we

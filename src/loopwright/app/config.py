@@ -7,6 +7,7 @@ agent-chat app export and reports plainly what it could not map.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -22,6 +23,8 @@ from loopwright.app.guards.external_data import ExternalDataTool
 from loopwright.app.guards.moderation import ModerationRule
 from loopwright.app.toolset_sources import check_source
 from loopwright.errors import UserInputError
+
+HOSTED_MODEL_KINDS = ("openai", "openai-compatible")  # model specs served by a provider over HTTP
 
 FieldType = Literal[
     "text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object"
@@ -217,8 +220,10 @@ class AppConfig(pydantic.BaseModel):
     suggested_questions: list[str] = []
     history_message_limit: int | None = None  # an optional window on top of the token budget
     max_active_requests: int | None = None  # messages of the app running at once (Dify's); none: no limit
-    # Name new conversations with the app's model after their first answer (Dify always does).
-    generate_conversation_names: bool = False
+    # Name new conversations with the app's model after their first answer. Unset: Dify's default
+    # (on) for a hosted model; off for the embedded and scripted models, where a title costs a slow
+    # local call (or a scripted reply) and a 135M model's title is rarely better than the query's start.
+    generate_conversation_names: bool | None = None
     # ``GET /v1/messages/{id}/suggested`` answers with questions made by the app's model (Dify's feature).
     suggested_questions_after_answer: bool = False
     speech_to_text: SpeechToText = SpeechToText()
@@ -269,6 +274,7 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
     if "app" in data and "model_config" in data:
         report = import_dify_dsl(text)
         return report.name, report.config
+    _refuse_graph_apps(data)
     name = str(data.pop("name", "") or "")
     if not name:
         raise ConfigImportError("the app YAML has no name")
@@ -276,6 +282,22 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
         return name, AppConfig.model_validate(data)
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+
+
+def _refuse_graph_apps(data: Mapping[str, Any]) -> None:
+    """A Dify export of a workflow or chatflow (advanced-chat) app — an ``app:`` section with a
+    ``workflow:`` graph and no ``model_config`` — said to be what it is, not "no name"."""
+    app = data.get("app")
+    if not isinstance(app, dict) or "workflow" not in data:
+        return
+    mode = app.get("mode") or "workflow"
+    name = f" {app['name']!r}" if app.get("name") else ""
+    kind = "chatflow (advanced-chat)" if mode == "advanced-chat" else str(mode)
+    raise ConfigImportError(
+        f"this is a Dify {kind} app export{name} (DSL {data.get('version', '?')}): a graph of nodes, "
+        "which loopwright does not run — only chat-type apps import (agent-chat, or a chat app with "
+        "agent mode on); export an agent app from Dify, or rebuild the flow as one agent's tools"
+    )
 
 
 @dataclass
@@ -364,3 +386,11 @@ __all__ = [
     "import_dify_dsl",
     "load_app_yaml",
 ]
+
+
+def names_conversations(config: AppConfig) -> bool:
+    """Whether the app's model names its new conversations (``generate_conversation_names``; unset:
+    on for a hosted model, as Dify)."""
+    if config.generate_conversation_names is not None:
+        return config.generate_conversation_names
+    return config.model.strip().lower().partition(":")[0] in HOSTED_MODEL_KINDS

@@ -28,13 +28,12 @@ class InputError(UserInputError):
 
 def validate_inputs(form: Sequence[InputField], inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     """The inputs of one message, checked against the app's form (see the module's docstring). A
-    value that stays ``None`` (optional, no default) is left out."""
+    value that stays ``None`` (optional, no default) is kept as ``None``, as Dify stores it."""
     given = inputs or {}
     out: dict[str, Any] = {}
     for f in form:
         value = _field_value(f, given.get(f.variable))
-        if value is not None:
-            out[f.variable] = value.replace("\x00", "") if isinstance(value, str) else value
+        out[f.variable] = value.replace("\x00", "") if isinstance(value, str) else value
     _check_structures(form, out)
     return out
 

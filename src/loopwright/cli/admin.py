@@ -31,9 +31,14 @@ keys = typer.Typer(help="Create, list and revoke API keys of apps.", no_args_is_
 @apps.command("create")
 def create_app(
     name: Annotated[
-        str, typer.Argument(help="The app's name (ignored with --from-yaml, which has one).")
+        str, typer.Argument(help="The app's name (with --from-yaml: instead of the file's).")
     ] = "",
-    model: Annotated[str | None, typer.Option(help="Model spec, e.g. local or openai:gpt-4o-mini.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model spec, e.g. local or openai:gpt-4o-mini (with --from-yaml: instead of the file's)."
+        ),
+    ] = None,
     tool: Annotated[list[str] | None, typer.Option(help="A built-in tool to offer (repeatable).")] = None,
     instruction: Annotated[str, typer.Option(help="The app's instruction ({{var}} from inputs).")] = "",
     strategy: Annotated[str, typer.Option(help="auto, function-calling, react or plan.")] = "auto",
@@ -78,6 +83,7 @@ def create_app(
             report = admin.read_app_file(text, options)
             if report.tools and interactive():
                 report = _ask_for_mcp_servers(text, report, options)
+            report = admin.with_overrides(report, name=name, model=model)
         elif not name:
             raise ConfigImportError("give the app a name (or --from-yaml FILE)")
         else:
@@ -90,7 +96,22 @@ def create_app(
                 typer.secho(f"tool {t.tool} ({t.provider_type} {t.provider}) → {t.became}", err=True)
         for warning in report.warnings:
             typer.secho(f"warning: {warning}", fg="yellow", err=True)
+        _check_model(report.config.model)
         typer.echo(asyncio.run(admin.create_app(report.name, report.config)))
+
+
+def _check_model(spec: str) -> None:
+    """A model that can never run here (a missing model file, the embedded model not installed) is
+    refused; one that needs a key or server not set now is a warning (the server may have them)."""
+    from loopwright.app.config import ConfigImportError
+    from loopwright.config import load_settings, model_problem, parse_model_spec
+
+    problem = model_problem(spec, load_settings())
+    if problem is None:
+        return
+    if parse_model_spec(spec).kind in ("local", "scripted"):
+        raise ConfigImportError(f"{problem} (give another model with --model)")
+    typer.secho(f"warning: {problem}", fg="yellow", err=True)
 
 
 def interactive() -> bool:
@@ -157,6 +178,55 @@ def _ask_for_mcp_servers(text: str, report: ImportReport, options: ImportOptions
     return admin.read_app_file(text, replace(options, mcp_servers=servers))
 
 
+@apps.command("set")
+def set_app(
+    app_id: Annotated[str, typer.Argument(help="The app's id.")],
+    model: Annotated[
+        str | None, typer.Option(help="A new model spec, e.g. local or openai:gpt-4o-mini.")
+    ] = None,
+    instruction: Annotated[str | None, typer.Option(help="A new instruction.")] = None,
+    strategy: Annotated[str | None, typer.Option(help="auto, function-calling or react.")] = None,
+    max_iterations: Annotated[int | None, typer.Option(help="The agent's round limit.")] = None,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Any configuration key, KEY=VALUE (VALUE as YAML; repeatable)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="A new name.")] = None,
+) -> None:
+    """Change an app's model and other settings: a new configuration version (new conversations use
+    it; earlier ones keep theirs), as the console's PUT /apps/{id}. Prints the new version number."""
+    import yaml
+
+    from loopwright.app.admin import apps as admin
+    from loopwright.app.config import AppConfig
+    from loopwright.cli._common import UsageError, reported_errors
+
+    changes_from_set: dict[str, object] = {}
+    with reported_errors():
+        for key, value in _pairs(setting, "--set").items():
+            changes_from_set[key] = yaml.safe_load(value)
+        changes: dict[str, object] = {
+            k: v
+            for k, v in {
+                "model": model,
+                "instruction": instruction,
+                "strategy": strategy,
+                "max_iterations": max_iterations,
+            }.items()
+            if v is not None
+        }
+        changes.update(changes_from_set)
+        config: AppConfig | None = None
+        if changes:
+            current = asyncio.run(admin.show_app(app_id)).config
+            config = admin.parse_app_config({**current, **changes})
+            if model is not None:
+                _check_model(config.model)
+        elif name is None:
+            raise UsageError("nothing to change: give --model, --instruction, --strategy, --set or --name")
+        typer.echo(asyncio.run(admin.update_app(app_id, config=config, name=name)))
+
+
 @apps.command("check")
 def check_app(
     app_id: Annotated[str, typer.Argument(help="The app's id.")],
@@ -209,12 +279,19 @@ def ask(
 
 
 async def _ask(request: MessageRequest) -> int:
+    from loopwright.app.admin.apps import AppNotFoundError, show_app
     from loopwright.app.dify.events import AgentThought
     from loopwright.app.run.runtime import AppRuntime, Database, migrate
     from loopwright.errors import LoopwrightError
 
     db = Database()
     await migrate(db)
+    try:
+        await show_app(request.app_id, db=db)
+    except AppNotFoundError as e:
+        typer.secho(f"error: {e} (loopwright app list shows the apps)", fg="red", err=True)
+        await db.close()
+        return 1
     runtime = AppRuntime.with_builtin_tools(db)
     try:
         try:

@@ -9,6 +9,7 @@ keeps one resource per segment instead.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -36,9 +37,50 @@ def retriever_resources(
             "segment_position": h.segment.position,
             "index_node_hash": h.segment.hash,
             "content": h.segment.resource_content(),
+            "page": None,
             "doc_metadata": h.document_metadata or None,
+            "title": None,
+            "files": None,
+            "summary": None,
         }
         for i, h in enumerate(ordered, 1)
+    ]
+
+
+# Dify's history model of a citation (``RetrieverResource``, ``fields/message_fields.py``): the
+# stream's fields it keeps, with the row's own id, message and time
+HISTORY_KEYS = (
+    "position",
+    "dataset_id",
+    "dataset_name",
+    "document_id",
+    "document_name",
+    "data_source_type",
+    "segment_id",
+    "score",
+    "hit_count",
+    "word_count",
+    "segment_position",
+    "index_node_hash",
+    "content",
+    "summary",
+)
+_RESOURCE_IDS = uuid.UUID("2f7c9e4a-6d1b-4c83-9a0e-5b1f3c7d8e21")  # ids of saved citations, per message
+
+
+def history_resources(
+    resources: Sequence[Mapping[str, Any]], message_id: str, created_at: int
+) -> list[dict[str, Any]]:
+    """A message's saved citations in Dify's history shape: ``id`` (stable: the message and the
+    position), ``message_id``, the kept fields (null when the stream had none) and ``created_at``."""
+    return [
+        {
+            "id": str(uuid.uuid5(_RESOURCE_IDS, f"{message_id}:{r.get('position', i)}")),
+            "message_id": message_id,
+            **{k: r.get(k) for k in HISTORY_KEYS},
+            "created_at": created_at,
+        }
+        for i, r in enumerate(resources, 1)
     ]
 
 

@@ -14,7 +14,7 @@ Nesting is bounded by the JSON parser itself (pydantic's, 255 levels): deeper is
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import pydantic
 from fastapi import Request
@@ -82,3 +82,16 @@ def _validate(model: type[M], raw: bytes) -> M:
     except pydantic.ValidationError as exc:
         errors = [{**err, "loc": ("body", *err["loc"])} for err in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None
+
+
+def _dify_user(value: object) -> object:
+    """Dify reads ``user`` as any JSON value and applies ``str()`` to it: a front end's numeric id is
+    a user. A number or boolean becomes Python's text of it (``12345`` → ``"12345"``, ``true`` →
+    ``"True"``); an object or a list stays refused (no one's user id)."""
+    if isinstance(value, bool | int | float):
+        return str(value)
+    return value
+
+
+# The ``user`` field of a JSON body, as Dify reads it
+DifyUser = Annotated[str, pydantic.BeforeValidator(_dify_user)]

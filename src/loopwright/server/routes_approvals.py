@@ -12,17 +12,17 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from loopwright.app.run.approvals import ApprovalsRequest, Decision
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.bodies import json_body
+from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_chat import SSE_HEADERS, blocking_body
-from loopwright.server.sse import stream_to
+from loopwright.server.sse import stream_to, wants_event_ids
 from loopwright.server.state import get_state, require_user
 
 router = APIRouter()
@@ -40,13 +40,14 @@ class DecisionPayload(BaseModel):
 class ApprovalsPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    user: str
+    user: DifyUser
     decisions: list[DecisionPayload] = Field(min_length=1)
     response_mode: Literal["blocking", "streaming"] | None = None
 
 
 @router.post("/v1/chat-messages/{task_id}/approvals", response_model=None)
 async def approve_tool_calls(
+    http: Request,
     task_id: str,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[ApprovalsPayload, Depends(json_body(ApprovalsPayload))],
@@ -62,5 +63,6 @@ async def approve_tool_calls(
     )
     run = await runtime.resume(request)
     if streaming:
-        return EventStream(partial(stream_to, run), headers=SSE_HEADERS)
+        ids = wants_event_ids(http, runtime.settings)
+        return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
     return JSONResponse(blocking_body(run.task_id, await run.outcome()))

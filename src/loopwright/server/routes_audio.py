@@ -23,7 +23,7 @@ from loopwright.app.availability import current_config
 from loopwright.app.files import speech
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.bodies import json_body
+from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.errors import invalid_param
 from loopwright.server.state import get_state, user_or_default
 
@@ -83,7 +83,7 @@ class SpeakPayload(pydantic.BaseModel):
     text: str | None = None
     voice: str | None = None
     streaming: bool | None = None  # Dify streams either way for a streaming model
-    user: str | None = None
+    user: DifyUser | None = None
 
 
 @router.post("/v1/text-to-audio", response_model=None)

@@ -7,10 +7,11 @@ frames, or Dify's blocking body once the run has ended and been saved.
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
@@ -20,10 +21,10 @@ from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.bodies import json_body
+from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.event_stream import EventStream
-from loopwright.server.sse import replay_to, stream_to
+from loopwright.server.sse import replay_to, stream_to, wants_event_ids
 from loopwright.server.state import get_state, require_user
 
 router = APIRouter()
@@ -39,7 +40,7 @@ class ChatPayload(BaseModel):
 
     query: str
     inputs: dict[str, Any]  # required, as Dify (``{}`` for an app without a form)
-    user: str
+    user: DifyUser
     conversation_id: str | None = None
     response_mode: Literal["blocking", "streaming"] | None = None
     files: list[dict[str, Any]] | None = None
@@ -49,7 +50,7 @@ class ChatPayload(BaseModel):
 class StopPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    user: str
+    user: DifyUser
 
 
 def _conversation_id(value: str | None) -> str | None:
@@ -64,6 +65,7 @@ def _conversation_id(value: str | None) -> str | None:
 
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
+    request: Request,
     app: Annotated[AuthedApp, Depends(current_app)],
     payload: Annotated[ChatPayload, Depends(json_body(ChatPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
@@ -75,7 +77,7 @@ async def chat_messages(
     if not streaming and runtime.settings.dify_strict:
         raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
     user = require_user(payload.user)
-    request = MessageRequest(
+    message = MessageRequest(
         app_id=app.id,
         user=user,
         query=payload.query.replace("\x00", ""),
@@ -86,16 +88,17 @@ async def chat_messages(
         auto_generate_name=payload.auto_generate_name,
         task_id=_task_id(app.id, user, idempotency_key),
     )
+    ids = streaming and wants_event_ids(request, runtime.settings)
     try:
-        run = await runtime.start(request)
+        run = await runtime.start(message)
     except RunExistsError as exists:
         if not streaming or not runtime.journal.enabled:  # no stream to give back: say so
             raise ApiError(409, "conflict", str(exists)) from None
         # a retried request: the stream of the run the first one started, from its first event
         head, events = await runtime.follow(exists.task_id, app.id, user)
-        return EventStream(partial(replay_to, head, events), headers=SSE_HEADERS)
+        return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)
     if streaming:
-        return EventStream(partial(stream_to, run), headers=SSE_HEADERS)
+        return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
     return JSONResponse(blocking_body(run.task_id, await run.outcome()))
 
 
@@ -128,9 +131,40 @@ def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
         "conversation_id": end.head.conversation_id,
         "mode": "agent-chat",
         "answer": outcome.answer,
-        "metadata": end.metadata,
+        "metadata": blocking_metadata(end.metadata),
         "created_at": end.head.created_at,
     }
+
+
+PRICE_KEYS = (
+    "prompt_unit_price",
+    "prompt_price_unit",
+    "prompt_price",
+    "completion_unit_price",
+    "completion_price_unit",
+    "completion_price",
+    "total_price",
+)
+
+
+def blocking_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``message_end``'s metadata as Dify's blocking body has it: Dify's stream writes the usage's
+    prices as decimal strings, its blocking JSON (``jsonable_encoder``) as numbers — an integer for
+    a whole decimal, else a float."""
+    usage = metadata.get("usage")
+    if not isinstance(usage, dict):
+        return metadata
+    prices = {k: _number(usage[k]) for k in PRICE_KEYS if isinstance(usage.get(k), str)}
+    return {**metadata, "usage": {**usage, **prices}}
+
+
+def _number(text: str) -> int | float | str:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    exponent = value.as_tuple().exponent
+    return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
 
 
 @router.post("/v1/chat-messages/{task_id}/stop")

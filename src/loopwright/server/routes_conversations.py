@@ -16,7 +16,7 @@ from loopwright.app.availability import current_config
 from loopwright.app.run import naming
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.bodies import json_body, optional_json_body
+from loopwright.server.bodies import DifyUser, json_body, optional_json_body
 from loopwright.server.errors import ApiError, invalid_param, not_found
 from loopwright.server.state import get_state, require_user, user_or_default
 
@@ -31,7 +31,7 @@ DIFY_STATUS = {"stopped": "normal", "running": "normal"}  # Dify shows an answer
 class UserPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    user: str | None = None
+    user: DifyUser | None = None
 
 
 class RenamePayload(BaseModel):
@@ -39,14 +39,14 @@ class RenamePayload(BaseModel):
 
     name: str | None = None
     auto_generate: bool = False
-    user: str | None = None
+    user: DifyUser | None = None
 
 
 class FeedbackPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     rating: Literal["like", "dislike"] | None = None
-    user: str
+    user: DifyUser
     content: str | None = None
 
 

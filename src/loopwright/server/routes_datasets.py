@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
@@ -433,10 +433,64 @@ async def list_documents(
 
 
 @router.get("/datasets/{dataset_id}/documents/{document_id}")
-async def get_document(dataset_id: str, document_id: str, kb: Knowledge, _: Authed) -> dict[str, Any]:
-    """One document of the dataset, in the list's shape."""
+async def get_document(
+    dataset_id: str,
+    document_id: str,
+    kb: Knowledge,
+    _: Authed,
+    metadata: Literal["all", "only", "without"] = "all",
+) -> dict[str, Any]:
+    """One document of the dataset, in Dify's detail shape (``metadata``: ``only`` its metadata,
+    ``without`` the rest)."""
     dataset = await find_dataset(kb, dataset_id)
-    return document_body(await datasets.get_document(kb, dataset, document_id), dataset)
+    return document_detail_body(await datasets.get_document(kb, dataset, document_id), dataset, metadata)
+
+
+def document_detail_body(d: Document, dataset: Dataset, metadata: str = "all") -> dict[str, Any]:
+    """Dify's ``DocumentApi.get`` body: the list item's fields without the upload's details and word
+    count, with the processing rules (none kept: ``{}``, as Dify for a dataset without one), the
+    times, the segment figures and the document type and language (unset: null)."""
+    typed = {"doc_type": None, "doc_metadata": metadata_details(d, dataset)}
+    if metadata == "only":
+        return {"id": d.id, **typed}
+    item = document_body(d, dataset)
+    body = {
+        **{k: item[k] for k in _DETAIL_KEYS},
+        "dataset_process_rule": {},
+        "document_process_rule": {},
+        "completed_at": d.completed_at,
+        "updated_at": d.updated_at,
+        "indexing_latency": None if d.completed_at is None else max(0, d.completed_at - d.created_at),
+        "segment_count": d.segment_count,
+        "average_segment_length": d.word_count // d.segment_count if d.segment_count else 0,
+        "doc_language": None,
+    }
+    return body if metadata == "without" else {**body, **typed}
+
+
+# the list item's fields Dify's detail shares (it has no data_source_detail_dict, word_count,
+# summary_index_status or need_summary)
+_DETAIL_KEYS = (
+    "id",
+    "position",
+    "data_source_type",
+    "data_source_info",
+    "dataset_process_rule_id",
+    "name",
+    "created_from",
+    "created_by",
+    "created_at",
+    "tokens",
+    "indexing_status",
+    "error",
+    "enabled",
+    "disabled_at",
+    "disabled_by",
+    "archived",
+    "display_status",
+    "hit_count",
+    "doc_form",
+)
 
 
 @router.get("/datasets/{dataset_id}/documents/{document_id}/segments")
@@ -512,3 +566,43 @@ async def retrieve(
     dataset = await find_dataset(kb, dataset_id)
     hits = await datasets.retrieve(kb, dataset, body.query, body.retrieval_model)
     return {"query": {"content": body.query}, "records": [record_body(h) for h in hits]}
+
+
+# --- workspace models -----------------------------------------------------------------------------
+
+MINILM = "all-MiniLM-L6-v2"
+
+
+@router.get("/workspaces/current/models/model-types/{model_type}")
+async def models_of_type(model_type: str, _: Authed) -> dict[str, Any]:
+    """The models a dataset may name, in Dify's provider shape: for ``text-embedding`` the embedded
+    MiniLM (what ``high_quality`` without a model uses; another ``embedding_model`` is asked of the
+    OpenAI-compatible endpoint, which lists its own); no other type is chosen through this API here."""
+    if model_type != "text-embedding":
+        return {"data": []}
+    label = {"en_US": MINILM, "zh_Hans": MINILM}
+    model = {
+        "model": MINILM,
+        "label": label,
+        "model_type": "text-embedding",
+        "features": None,
+        "fetch_from": "predefined-model",
+        "model_properties": {"context_size": 256, "max_chunks": 1},
+        "deprecated": False,
+        "status": "active",
+        "load_balancing_enabled": False,
+    }
+    provider = {"en_US": "loopwright (embedded)", "zh_Hans": "loopwright (embedded)"}
+    return {
+        "data": [
+            {
+                "tenant_id": None,
+                "provider": "loopwright",
+                "label": provider,
+                "icon_small": None,
+                "icon_large": None,
+                "status": "active",
+                "models": [model],
+            }
+        ]
+    }

@@ -24,7 +24,6 @@ from python_multipart.exceptions import FormParserError, MultipartParseError
 from python_multipart.multipart import parse_options_header
 
 from loopwright.app.availability import current_config
-from loopwright.app.config import AppConfig
 from loopwright.app.dify.stream import file_type
 from loopwright.app.files.uploads import (
     StoredUpload,
@@ -34,7 +33,6 @@ from loopwright.app.files.uploads import (
     extension_of,
     preview_url,
     store_upload,
-    type_allowed,
 )
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.errors import LoopwrightError
@@ -50,6 +48,7 @@ router = APIRouter()
 MAX_HEADER_BYTES = 16 * 1024  # one header line of a part
 MAX_FIELD_BYTES = 64 * 1024  # a non-file field (``user``…)
 MAX_PARTS = 64
+INVALID_FILENAME_CHARACTERS = '/\\:*?"<>|'  # Dify refuses a name with any of them
 DRAIN_LIMIT = 64 * 1024 * 1024  # read (and drop) at most this much after an error, so the client sees it
 
 
@@ -59,10 +58,6 @@ def no_file_uploaded() -> ApiError:
 
 def too_many_files() -> ApiError:
     return ApiError(400, "too_many_files", "Only one file is allowed.")
-
-
-def unsupported_file_type() -> ApiError:
-    return ApiError(415, "unsupported_file_type", "File type not allowed.")
 
 
 def file_too_large(limit: int) -> ApiError:
@@ -125,11 +120,10 @@ class _Receiver:
     """python-multipart's callbacks for one body. They run in a worker thread (see
     :func:`receive_upload`), so they write the file directly; an error raised here ends the parse."""
 
-    def __init__(self, limits: UploadLimits, config: AppConfig) -> None:
+    def __init__(self, limits: UploadLimits) -> None:
         self.directory = limits.directory
         self.limits = limits
         self.max_bytes = limits.max_bytes  # the file's own type's limit once its type is known
-        self.config = config
         self.got = Received()
         self.sink: BinaryIO | None = None
         self.field_name: str | None = None
@@ -173,14 +167,14 @@ class _Receiver:
             raise too_many_files()
         if name != "file":
             return  # another file field: counted, dropped
-        if "/" in filename or "\\" in filename:
+        if any(c in filename for c in INVALID_FILENAME_CHARACTERS):
             raise invalid_param("Filename contains invalid characters")  # Dify's rule and text
         got.filename = filename
         ext = extension_of(display_name(filename))
         content_type = parse_options_header(headers.get(b"content-type"))[0].decode("latin-1")
+        # any type is stored, as Dify stores it: whether a message or a form field takes it is
+        # decided where the file is used (app.files.uploads), so a client may upload first
         got.mime_type = effective_mime_type(content_type, ext)
-        if not type_allowed(self.config, got.mime_type, ext):
-            raise unsupported_file_type()
         self.max_bytes = self.limits.limit_for(file_type(got.mime_type, ext))
         self.directory.mkdir(parents=True, exist_ok=True)
         got.temp_path = self.directory / f".{uuid.uuid4().hex}.part"
@@ -217,14 +211,12 @@ class _Receiver:
             self.got.temp_path.unlink(missing_ok=True)
 
 
-async def receive_upload(
-    chunks: AsyncIterator[bytes], boundary: bytes, *, limits: UploadLimits, config: AppConfig
-) -> Received:
+async def receive_upload(chunks: AsyncIterator[bytes], boundary: bytes, *, limits: UploadLimits) -> Received:
     """Read the whole body: the ``file`` part goes to a temporary file in ``limits.directory``
     (removed again on any error), plain fields are kept. Raises :class:`ApiError` for a file that is
-    larger than its type's limit, of a type the app does not take, with a path in its name, or not
+    larger than its type's limit, with a character Dify refuses in its name (a path's), or not
     alone, and ``FormParserError`` for a broken body."""
-    receiver = _Receiver(limits, config)
+    receiver = _Receiver(limits)
     parser = MultipartParser(boundary, receiver.callbacks(), max_header_size=MAX_HEADER_BYTES)
     try:
         async for chunk in chunks:
@@ -289,9 +281,9 @@ async def upload_file(
         boundary = params.get(b"boundary")
         if media_type != b"multipart/form-data" or not boundary:
             raise no_file_uploaded()
-        config = await current_config(state.lookup, app.id)
+        await current_config(state.lookup, app.id)  # an app with no configuration is unavailable
         try:
-            got = await receive_upload(chunks, boundary, limits=limits, config=config)
+            got = await receive_upload(chunks, boundary, limits=limits)
         except FormParserError as exc:
             raise invalid_param(f"malformed multipart body: {exc}") from None
     except (ApiError, LoopwrightError):

@@ -49,4 +49,5 @@ async def chat_message_events(
 ) -> EventStream:
     after = _after(last_event_id_header, last_event_id)
     head, events = await runtime.follow(task_id, app.id, require_user(user), after)
-    return EventStream(partial(replay_to, head, events), headers=SSE_HEADERS)
+    ids = runtime.settings.sse_event_ids != "never"  # this route is there to re-attach with them
+    return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)

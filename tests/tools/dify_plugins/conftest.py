@@ -1,5 +1,5 @@
-"""Real official Dify plugins (``../shared/fixtures/dify-plugins``, or ``LOOPWRIGHT_DIFY_PLUGIN_FIXTURES``),
-installed into their own environments.
+"""Real official Dify plugins (``tests/fixtures/dify-plugins``, their sources and licence there; or
+``LOOPWRIGHT_DIFY_PLUGIN_FIXTURES``), installed into their own environments.
 
 Building the environments takes a while the first time (downloads from PyPI), so they are kept
 between runs in ``.cache/plugin-envs`` at the top of the repository (``LOOPWRIGHT_PLUGIN_ENVS``
@@ -23,9 +23,7 @@ from loopwright.tools.dify_plugins.credentials import CredentialStore
 from tests.live_server import serving
 
 REPO = Path(__file__).resolve().parents[3]
-FIXTURES = Path(
-    os.environ.get("LOOPWRIGHT_DIFY_PLUGIN_FIXTURES", REPO.parent / "shared/fixtures/dify-plugins")
-)
+FIXTURES = Path(os.environ.get("LOOPWRIGHT_DIFY_PLUGIN_FIXTURES", REPO / "tests/fixtures/dify-plugins"))
 ENVS_CACHE = Path(os.environ.get("LOOPWRIGHT_PLUGIN_ENVS", REPO / ".cache/plugin-envs"))
 PLUGINS = ("json_process", "regex", "maths", "chart", "echarts", "qrcode", "searxng")
 SECRET = b"plugin-test-secret"

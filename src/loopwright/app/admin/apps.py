@@ -64,6 +64,17 @@ def read_app_file(text: str, options: ImportOptions | None = None) -> ImportRepo
     return ImportReport(name, config)
 
 
+def with_overrides(report: ImportReport, *, name: str = "", model: str | None = None) -> ImportReport:
+    """An imported app definition with the name and model its importer gave (``app create NAME
+    --from-yaml FILE --model M``): the file's are replaced, a changed model said in a warning."""
+    if name.strip():
+        report.name = name.strip()
+    if model is not None and model.strip() and model.strip() != report.config.model:
+        report.warnings.append(f"model: the file's {report.config.model} replaced by {model.strip()}")
+        report.config = parse_app_config({**report.config.model_dump(), "model": model.strip()})
+    return report
+
+
 def app_config_from_options(
     *, model: str | None, tools: Sequence[str], instruction: str, strategy: str
 ) -> AppConfig:
@@ -110,7 +121,7 @@ async def create_app(
 async def app_readiness(app_id: str, *, database_url: str | None = None) -> list[Readiness]:
     """Whether every tool of the app's current configuration is ready (see :mod:`app.admin.readiness`);
     :class:`AppNotFoundError` when there is no such app."""
-    from loopwright.config import load_settings
+    from loopwright.config import load_settings, model_problem
     from loopwright.tools.builtin import builtin_tools
     from loopwright.tools.net import network_policy
 
@@ -131,7 +142,9 @@ async def app_readiness(app_id: str, *, database_url: str | None = None) -> list
         app_exists,
         audio_configured=bool(settings.openai_base_url or settings.openai_api_key),
     )
-    return await check_readiness(config, checks)
+    problem = model_problem(config.model, settings)
+    model = Readiness(f"model {config.model}", problem is None, problem or "")
+    return [model, *await check_readiness(config, checks)]
 
 
 async def create_api_key(app_id: str, *, database_url: str | None = None, db: Database | None = None) -> str:

@@ -26,6 +26,7 @@ from loopwright.app.files.uploads import preview_url
 from loopwright.app.lookup import AppLookup
 from loopwright.app.run.message_writes import conversation_name
 from loopwright.errors import NotFoundError, UserInputError
+from loopwright.knowledge.citations import history_resources
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import (
@@ -122,7 +123,9 @@ class MessageView:
     thoughts: list[ThoughtView]
     status: str
     error: str | None
-    retriever_resources: list[dict[str, Any]]  # the citations its ``message_end`` carried
+    retriever_resources: list[
+        dict[str, Any]
+    ]  # the citations its ``message_end`` carried, as Dify's history shows them
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,7 +438,8 @@ def _message_view(
         thoughts=[_thought_view(t) for t in thoughts],
         status=m.status,
         error=m.error,
-        retriever_resources=saved_retriever_resources(m),
+        # Dify's history shape of a citation (its id, message and time), not the stream's
+        retriever_resources=history_resources(saved_retriever_resources(m), m.id, unix_seconds(m.created_at)),
     )
 
 

@@ -196,7 +196,7 @@ def translate_export(data: Mapping[str, Any], options: ImportOptions | None = No
         raise DifyImportError(f"not a usable Dify export: {first_error(e)}") from None
     mc, agent = export.config, export.config.agent_mode
     if export.app.mode != "agent-chat" and not (export.app.mode == "chat" and agent.enabled):
-        raise DifyImportError(f"not an agent-chat app export (mode: {export.app.mode!r})")
+        raise DifyImportError(_not_an_agent_app(export.app.mode))
     warnings: list[str] = []
     tools = map_tools(_tool_entries(agent.tools, warnings), options or ImportOptions())
     warnings += [
@@ -327,3 +327,18 @@ def _file_upload(spec: DifyFileUpload) -> dict[str, Any]:
         or image.transfer_methods
         or ["local_file", "remote_url"],
     }
+
+
+def _not_an_agent_app(mode: str | None) -> str:
+    """Why an export of another kind of Dify app does not import, in its own words."""
+    if mode == "chat":
+        return (
+            "this is a Dify chat app export (a model and an instruction, agent mode off): loopwright "
+            "imports agent apps — turn agent mode on in Dify (or create the app with "
+            "loopwright app create NAME --instruction …) and import again"
+        )
+    if mode == "completion":
+        return "this is a Dify text generator (completion) app export: loopwright imports agent apps only"
+    if mode in ("workflow", "advanced-chat"):
+        return f"this is a Dify {mode} app export: a graph of nodes, which loopwright does not run"
+    return f"not an agent-chat app export (mode: {mode!r})"

@@ -102,8 +102,9 @@ class ThoughtRow:
 class DifyStream:
     """Translates one run's agent events into Dify's wire events, one hook per event type, and keeps
     the in-memory mirror of the message's thought rows; ``answer`` and ``usage`` are the message's
-    when it ends. ``join_rounds``: a function-calling answer is every round's text joined with
-    newlines, as Dify saves it (``dify_strict``), instead of the final round's answer."""
+    when it ends. A function-calling answer is every round's streamed text joined with newlines, as
+    Dify saves it: the history shows what the client was shown. An app with structured output keeps
+    the final round's answer (the JSON document its clients parse; docs/dify-compatibility.md)."""
 
     def __init__(
         self,
@@ -113,7 +114,6 @@ class DifyStream:
         labels: Mapping[str, Mapping[str, str]] | None = None,
         *,
         extras: StreamExtras | None = None,
-        join_rounds: bool = False,
     ) -> None:
         self.head = head
         self.extras = extras or StreamExtras()
@@ -136,8 +136,11 @@ class DifyStream:
         self._inner_usage = Usage()  # what apps called as tools spent
         self._text: list[str] = []  # the round's thought text
         self._streamed: list[str] = []  # every text delta of the round, whatever its channel
-        self._join_rounds = join_rounds and not self.react  # Dify's CoT answer is the final one only
-        self._round_texts: list[str] = []  # each finished round's streamed text (``join_rounds``)
+        # Dify's CoT answer is the final one only; a structured output is the final JSON document
+        self._join_rounds = not self.react and not self.extras.structured_output
+        self._round_texts: list[str] = []  # each finished round's streamed text (``_join_rounds``)
+        self._paused_text = ""  # what a round paused (approvals) or cut (a takeover) had streamed
+        self._round_open = False  # a round has started and not finished
         self._plan: _PlanView | None = None  # strategy "plan": the plan's row and its steps' states
 
     @property
@@ -165,6 +168,7 @@ class DifyStream:
         self.thoughts.append(row)
         self._text = []
         self._streamed = []
+        self._round_open = True
         return [self._thought(row)]
 
     def on_tool_call_started(self, event: ToolCallStarted) -> list[WireEvent]:
@@ -216,7 +220,9 @@ class DifyStream:
         row.usage = event.usage
         self.usage = self.usage.plus(event.usage)  # the total so far; a stopped run ends with it
         if self._join_rounds:
-            self._round_texts.append("".join(self._streamed))
+            self._round_texts.append(self._paused_text + "".join(self._streamed))
+            self._paused_text = ""
+        self._round_open = False
         row.thought = event.thought.strip()
         if event.answer is None:
             return []  # the tool events already showed this round's state
@@ -231,6 +237,8 @@ class DifyStream:
 
     def on_approval_required(self, event: ApprovalRequired) -> list[WireEvent]:
         """The round's calls are shown (without observations) and the pause announced."""
+        # the round's text was shown before the pause: its part of the answer when the round ends
+        self._paused_text = "".join(self._streamed)
         row = self.thoughts[-1]
         row.thought = event.thought.strip()
         for call in event.calls:
@@ -331,6 +339,9 @@ class DifyStream:
             "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
             "resources": list(self._resources),  # a copy: a durable step may keep it later
             "inner_usage": _usage_data(self._inner_usage),
+            "round_texts": [*self._round_texts],
+            # the open round's text so far: a worker that takes the run up goes on from there
+            "paused_text": self._paused_text or ("".join(self._streamed) if self._round_open else ""),
         }
 
     def restore(self, saved: Mapping[str, Any]) -> None:
@@ -343,6 +354,9 @@ class DifyStream:
                 self.usage = self.usage.plus(usage)
         self._resources = list(saved["resources"])
         self._inner_usage = load_usage(saved["inner_usage"])
+        # absent from a pause saved before answers were joined
+        self._round_texts = list(saved.get("round_texts", ()))
+        self._paused_text = saved.get("paused_text", "")
 
     def error(self, exc: BaseException) -> ErrorEvent:
         """Dify's ``error`` event for what ended a run."""

@@ -114,7 +114,7 @@ async def resolve_file_inputs(
     out = FileInputs(dict(inputs), prompt=dict(inputs))
     for name, value in inputs.items():
         f = fields.get(name)
-        if f is None:
+        if f is None or value is None:  # not a file field, or an optional one left empty
             continue
         mappings = value if isinstance(value, list) else [value]
         resolved = [await _resolve(db, app_id, f, m, policy) for m in mappings]

@@ -65,7 +65,6 @@ class InProcessExecutor:
         lease: WorkerLease,
         guards: Guards,
         *,
-        join_rounds: Callable[[], bool] = lambda: False,
         speaker: Callable[[RunPlan], Speaker | None] = lambda _: None,
     ) -> None:
         self.db = db
@@ -73,7 +72,6 @@ class InProcessExecutor:
         self.journal = journal
         self.lease = lease
         self.guards = guards
-        self._join_rounds = join_rounds  # Dify's saved answer (dify_strict), read per run
         self._speaker = speaker  # the app's auto-played voice for a plan, if any
 
     def start(self, plan: RunPlan, record: RunRecord | None = None) -> Run:
@@ -118,7 +116,6 @@ class InProcessExecutor:
             run,
             writes,
             self.guards,
-            join_rounds=self._join_rounds(),
             speak=self._speaker(plan) if plan.resume is None else None,
             steps=steps,
         )

@@ -4,11 +4,11 @@ generate_conversation_name``): Dify's title prompt with the first query appended
 the reply is not such JSON — cut at 75 characters plus ``...``. An empty reply names nothing.
 
 A new conversation first gets the query's first 20 characters (``message_writes.conversation_name``);
-when the request asks for ``auto_generate_name`` (Dify's default) and the app's configuration has
-``generate_conversation_names`` (or the server runs ``dify_strict``), :func:`rename_in_background`
-replaces that name after the first answer — Dify always does; loopwright spares the model call unless
-asked. ``POST /v1/conversations/{id}/name`` with ``auto_generate`` calls :func:`generate_name`
-directly.
+when the request asks for ``auto_generate_name`` (Dify's default) and the app names conversations
+(``app.config.names_conversations``: ``generate_conversation_names``, unset — Dify's default — for a
+hosted model; or the server runs ``dify_strict``), :func:`rename_in_background` replaces that name
+after the first answer. The embedded and scripted models are spared the call unless asked.
+``POST /v1/conversations/{id}/name`` with ``auto_generate`` calls :func:`generate_name` directly.
 """
 
 from __future__ import annotations

@@ -76,7 +76,6 @@ class MessageRun:
         writes: MessageWrites,
         guards: Guards | None = None,
         *,
-        join_rounds: bool = False,
         speak: Speaker | None = None,
         steps: DurableSteps | None = None,
     ) -> None:
@@ -90,7 +89,6 @@ class MessageRun:
             plan.agent.strategy_kind,
             labels=tool_labels_of(plan.agent),
             extras=stream_extras(plan.config),
-            join_rounds=join_rounds,
         )
         self.steps = steps(self.stream, run.record if run.keep_events else None) if steps else None
         self.output = guards.output_guard(plan.config, plan.request.app_id) if guards else None

@@ -151,7 +151,7 @@ async def prepare(
     inputs = validate_inputs(form, request.inputs)
     prompt_inputs = None
     input_parts: list[ContentPart] = []
-    if any(f.type in FILE_TYPES and f.variable in inputs for f in form):
+    if any(f.type in FILE_TYPES and inputs.get(f.variable) is not None for f in form):
         policy = file_policy or network_policy(())
         resolved = await resolve_file_inputs(db, app_id, form, inputs, upload_dir=upload_dir, policy=policy)
         inputs, prompt_inputs, input_parts = resolved.values, resolved.prompt, resolved.parts

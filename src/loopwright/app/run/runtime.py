@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from loopwright._threads import run_sync
 from loopwright.agent import Agent, Budget
 from loopwright.app.callbacks import load_callbacks
-from loopwright.app.config import AppConfig, InputField
+from loopwright.app.config import AppConfig, InputField, names_conversations
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import AgentThought, EventHead
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
@@ -157,7 +157,6 @@ class AppRuntime:
             self.journal,
             self.lease,
             self.guards,
-            join_rounds=lambda: self.settings.dify_strict,  # the saved answer as Dify saves it
             speaker=self._auto_play,
         )
         self.speech = Speech(lambda: self.settings)  # the apps' audio endpoints (app.files.speech)
@@ -307,7 +306,7 @@ class AppRuntime:
         """Whether the model names this message's conversation after the answer (``app.run.naming``)."""
         wanted = plan.new_conversation and plan.request.auto_generate_name
         config = plan.config
-        return wanted and (config.generate_conversation_names or self.settings.dify_strict)
+        return wanted and (names_conversations(config) or self.settings.dify_strict)
 
     async def follow(
         self, task_id: str, app_id: str, user: str, after: int = 0
