@@ -23,6 +23,9 @@ import pytest
 
 from loopwright.store.db import Database
 
+# The skipped tests, grouped by reason, at the end of every run.
+pytest_plugins = ["tests.skip_summary"]
+
 # Every test, and every server or command a test starts, keeps its data in a directory of its own,
 # never in the user's data directory (a test that needs another one sets LOOPWRIGHT_DATA_DIR itself).
 _DATA_DIR = tempfile.mkdtemp(prefix="loopwright-tests-")

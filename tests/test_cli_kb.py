@@ -35,6 +35,14 @@ def test_create_add_search_list_delete(workdir: Path) -> None:
     assert "parking.md" in found.output and "Parking is free" in found.output and "1.000" in found.output
     listed = runner.invoke(app, ["kb", "list"])
     assert "Handbook" in listed.output and dataset_id in listed.output and "100/10" in listed.output
+    assert listed.output.splitlines()[0].split() == [
+        "name",
+        "id",
+        "documents",
+        "embedding",
+        "method",
+        "chunk/overlap",
+    ]
     docs = runner.invoke(app, ["kb", "documents", dataset_id])
     assert docs.output.count("completed") == 2
     assert (workdir / "lw.knowledge.sqlite3").is_file()  # beside the app database

@@ -53,7 +53,7 @@ def test_log_shows_a_stored_message_as_a_tree(db_path: Path, tmp_path: Path) -> 
     assert f"message {message_id}" in out and "2 iterations" in out and "executor ann" in out
     assert "iteration 1" in out and "Let me compute." in out
     assert "✓ calculator" in out and '{"expression": "17*23"}' in out and "output 391" in out
-    assert "1 tool calls (0 failed)" in out  # the stored run metrics
+    assert "1 tool call (0 failed)" in out  # the stored run metrics
 
     as_json = runner.invoke(app, ["log", message_id, "--json"])
     data = json.loads(as_json.stdout)

@@ -12,6 +12,7 @@ code). The code blocks are read with markdown-it-py, a CommonMark parser.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import importlib.util
 import json
 import os
@@ -20,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -97,18 +99,14 @@ def streamed_answer(sse: str) -> tuple[str, list[str]]:
 
 def test_readme_has_the_service_block() -> None:
     block = service_block()
-    assert ".venv/bin/loopwright serve --port 5001 &" in block
+    assert ".venv/bin/loopwright serve --port 5001 & SERVER=$!" in block
     assert "17 * 23" in block
+    assert block.rstrip().splitlines()[-1].startswith("kill $SERVER"), "the block ends by stopping the server"
 
 
-@needs_installed_venv
-@needs_local_model
-@needs_curl
-@pytest.mark.timeout(900)
-def test_readme_service_block_runs_as_pasted_and_answers_391(tmp_path: Path) -> None:
-    # The block's port 5001 is replaced by a free one: 5001 may be taken on this machine (another
-    # loopwright, another test run), and tests never bind fixed ports. Nothing else is changed.
-    port = free_port()
+def run_service_block(tmp_path: Path, port: int, timeout: float) -> tuple[int, str, str]:
+    """The block as pasted into ``bash -c`` in an empty clone, its port replaced: exit code, stdout,
+    stderr."""
     script = service_block().replace("5001", str(port))
     work = tmp_path / "clone"
     work.mkdir()
@@ -126,12 +124,45 @@ def test_readme_service_block_runs_as_pasted_and_answers_391(tmp_path: Path) -> 
             start_new_session=True,  # the shell and its background server form one process group
         )
         try:
-            code = shell.wait(timeout=840)
+            code = shell.wait(timeout=timeout)
         finally:
             if shell.poll() is None:
                 shell.kill()
             stop_process_group(shell.pid)
-    printed, errors = out.read_text(), err.read_text()
+    return code, out.read_text(), err.read_text()
+
+
+@needs_installed_venv
+@needs_curl
+@pytest.mark.timeout(300)
+def test_readme_service_block_stops_waiting_when_the_port_is_taken(tmp_path: Path) -> None:
+    # Another web server holds the port (it answers 501 to any GET): loopwright's server exits at once and
+    # the block says so instead of polling /health for ever (the shell would hang, and wait time out).
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    worker = threading.Thread(target=other.serve_forever, daemon=True)
+    worker.start()
+    try:
+        code, printed, errors = run_service_block(tmp_path, other.server_address[1], timeout=240)
+    finally:
+        other.shutdown()
+        other.server_close()
+    port = other.server_address[1]
+    assert "address already in use" in errors, errors
+    assert "the server exited: its error is above" in errors, errors
+    assert f"loopwright serving http://127.0.0.1:{port}" not in printed, printed
+    assert code != 0
+
+
+@needs_installed_venv
+@needs_local_model
+@needs_curl
+@pytest.mark.timeout(900)
+def test_readme_service_block_runs_as_pasted_and_answers_391(tmp_path: Path) -> None:
+    # The block's port 5001 is replaced by a free one: 5001 may be taken on this machine (another
+    # loopwright, another test run), and tests never bind fixed ports. Nothing else is changed: the
+    # block's last line stops the server, so the shell ends by itself.
+    port = free_port()
+    code, printed, errors = run_service_block(tmp_path, port, timeout=840)
     assert code == 0, f"exit {code}\nstdout:\n{printed}\nstderr:\n{errors}"
     assert f"loopwright serving http://127.0.0.1:{port}" in printed, printed
     answer, events = streamed_answer(printed)

@@ -234,10 +234,13 @@ def list_datasets() -> None:
     if not datasets:
         typer.echo("no datasets (create one: loopwright kb create NAME)")
         return
-    width = max(len(d.name) for d in datasets)
+    width = max(len("name"), *(len(d.name) for d in datasets))
+    typer.echo(
+        f"{'name':<{width}}  {'id':<36}  {'documents':>9}  {'embedding':<10} {'method':<8} chunk/overlap"
+    )
     for d in datasets:
         typer.echo(
-            f"{d.name:<{width}}  {d.id}  {d.document_count:>4} docs  {d.embedding:<10} "
+            f"{d.name:<{width}}  {d.id:<36}  {d.document_count:>9}  {d.embedding:<10} "
             f"{d.retrieval.method:<8} {d.chunk_tokens}/{d.overlap_tokens}"
         )
 

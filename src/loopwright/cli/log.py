@@ -86,11 +86,17 @@ def metrics_line(m: dict[str, Any]) -> str:
     ttft = m.get("time_to_first_token")
     first = "-" if ttft is None else f"{ttft:.2f} s"
     return (
-        f"model {m.get('model_time', 0):.2f} s · first token {first} · {m.get('rounds', 0)} rounds · "
-        f"{m.get('tool_calls', 0)} tool calls ({m.get('tool_errors', 0)} failed) · "
+        f"model {m.get('model_time', 0):.2f} s · first token {first} · "
+        f"{_count(m.get('rounds', 0), 'round')} · "
+        f"{_count(m.get('tool_calls', 0), 'tool call')} ({m.get('tool_errors', 0)} failed) · "
         f"{m.get('malformed_recovered', 0)} malformed recovered · {m.get('total_price', '0')} "
         f"{m.get('currency', 'USD')}"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 round``, ``2 rounds``: a count with its noun in the right number."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _text(value: Any) -> str:
