@@ -28,7 +28,8 @@ CALC = [t.schema for t in builtin_tools() if t.name == "calculator"]
 
 @pytest.fixture(scope="module")
 def model() -> LocalModel:
-    m = LocalModel()
+    # No round budget: what these tests check must not depend on how busy the machine is.
+    m = LocalModel(round_seconds=None)
     asyncio.run(m.load())
     return m
 
@@ -226,6 +227,10 @@ async def test_the_choice_puts_back_exactly_what_the_context_held(model: LocalMo
 
 
 async def test_an_option_scored_in_one_decode_scores_as_token_by_token(model: LocalModel) -> None:
+    """One decode with every position's logits reads as one decode per token. Not to the last bit: a
+    batch goes through other matrix kernels (its logits differ by up to about 0.7 on this model), so
+    what must agree is each position's likeliest token, and the score to a small fraction of a nat
+    a token."""
     from loopwright.model import _local_choice as local_choice
 
     llama = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values())).llama
@@ -236,8 +241,12 @@ async def test_an_option_scored_in_one_decode_scores_as_token_by_token(model: Lo
     start = len(llama.tokenize(prompt.encode(), add_bos=False, special=True))
     llama.reset()
     llama.eval(tokens[:start])
+    rows = local_choice._eval_all_logits(llama, tokens[start:])
+    llama.reset()
+    llama.eval(tokens[:start])
     total = 0.0
-    for token in tokens[start:]:
+    for token, row in zip(tokens[start:], rows, strict=True):
         total += float(local_choice._log_softmax(local_choice._last_logits(llama))[token])
         llama.eval([token])
-    assert abs(batched - total) < 1e-3
+        assert local_choice._last_logits(llama).argmax() == row.argmax()
+    assert abs(batched - total) < 0.15 * (len(tokens) - start)
