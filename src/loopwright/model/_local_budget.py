@@ -4,8 +4,9 @@ A small model that loses its way writes until ``max_tokens`` — at a few tokens
 machine, minutes. Each round therefore gets a budget: at most ``ROUND_SECONDS`` of generation at the
 speed measured when the model loaded (a short probe) and kept up to date by every round since (a
 moving average, so a machine that became busy lowers it), never fewer than ``MIN_ROUND_TOKENS``
-(a tool call and an answer fit well within that); and the round stops at ``ROUND_SECONDS`` of wall
-clock whatever the count, ending with finish reason ``"length"``.
+(a tool call and an answer fit well within that); and the round's generation stops at
+``ROUND_SECONDS`` of wall clock whatever the count, ending with finish reason ``"length"`` (a reply cut
+there is incomplete: on a quiet machine the budget is far above what a reply needs).
 """
 
 from __future__ import annotations

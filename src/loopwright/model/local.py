@@ -445,9 +445,11 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         max_tokens = request.max_tokens
         if seconds is not None:
             max_tokens = loaded.pace.round_tokens(max_tokens, seconds)
-        deadline = math.inf if seconds is None else started + seconds
         finish = "stop"
         generating = time.perf_counter()
+        # Counted from here: the choice and the prompt's evaluation before it are bounded by their own
+        # size, and a budget they had spent would cut the reply after its first token.
+        deadline = math.inf if seconds is None else generating + seconds
         stream = llama.create_completion(
             request.prompt,
             max_tokens=max_tokens,
