@@ -12,7 +12,11 @@ questions are data; nothing in the project looks at their wording.
 The same run from the command line: ``loopwright eval run bench/data/local_phrasings.eval.yaml --app
 bench/data/local_phrasings.app.yaml -j 1``; this script adds the score per kind.
 
+The held-out set (``bench/data/local_phrasings_heldout.eval.yaml``): forty more questions of the same
+kinds, other numbers and wording, that no change is tuned on; both sets are reported.
+
 Run: .venv/bin/python bench/eval_local_phrasings.py [--model PATH.gguf] [--only TEXT]
+     [--set first|heldout|both]
 """
 
 from __future__ import annotations
@@ -27,34 +31,44 @@ from loopwright.evals.schema import load_eval_set
 
 DATA = Path(__file__).resolve().parent / "data"
 SET = DATA / "local_phrasings.eval.yaml"
+# Forty more of the same kinds that no change is tuned on (held out): both sets are reported.
+HELDOUT = DATA / "local_phrasings_heldout.eval.yaml"
 APP = DATA / "local_phrasings.app.yaml"
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None, help="a GGUF path (default: the embedded SmolLM2-135M)")
-    parser.add_argument("--only", action="append", default=[], help="only questions containing this text")
-    args = parser.parse_args()
-    eval_set = load_eval_set(SET)
-    if args.only:
-        wanted = [c for c in eval_set.cases if any(o.lower() in c.turns[0].query.lower() for o in args.only)]
+async def run_set(path: Path, model: str | None, only: list[str]) -> tuple[int, int]:
+    eval_set = load_eval_set(path)
+    if only:
+        wanted = [c for c in eval_set.cases if any(o.lower() in c.turns[0].query.lower() for o in only)]
         eval_set = eval_set.model_copy(update={"cases": wanted})
     started = time.perf_counter()
     # One at a time: the embedded model answers one request at a time anyway, and in order is readable.
-    report = await evaluate(
-        eval_set, str(APP), model=f"local:{args.model}" if args.model else None, concurrency=1
-    )
+    report = await evaluate(eval_set, str(APP), model=model, concurrency=1)
     score: dict[str, list[bool]] = {}
     for case, result in zip(eval_set.cases, report.cases, strict=True):
         score.setdefault(case.tags[0], []).append(result.passed)
         turn = result.turns[0]
         tools = ",".join(turn.tools) or "-"
         print(f"{'✓' if result.passed else '✗'} {turn.query[:58]:58s} tools {tools:24s} {turn.answer[:50]!r}")
+    print(f"== {path.name}")
     for kind, oks in score.items():
         print(f"{kind}: {sum(oks)}/{len(oks)}")
-    total = report.passed, len(report.cases)
-    print(f"answered right with a tool call: {total[0]}/{total[1]} = {report.pass_rate:.0%}")
+    print(f"answered right with a tool call: {report.passed}/{len(report.cases)} = {report.pass_rate:.0%}")
     print(f"time: {time.perf_counter() - started:.0f} s")
+    return report.passed, len(report.cases)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=None, help="a GGUF path (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--only", action="append", default=[], help="only questions containing this text")
+    parser.add_argument("--set", choices=["first", "heldout", "both"], default="both")
+    args = parser.parse_args()
+    model = f"local:{args.model}" if args.model else None
+    sets = {"first": [SET], "heldout": [HELDOUT], "both": [SET, HELDOUT]}[args.set]
+    totals = [(path.name, await run_set(path, model, args.only)) for path in sets]
+    for name, (passed, total) in totals:
+        print(f"{name}: {passed}/{total}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ an upgrade that moves or changes one fails here, by name, rather than somewhere 
 - ``dbos._core.WorkflowHandleAsyncTask`` and ``DBOS._recover_pending_workflows`` (app.durable);
 - ``mcp.client._transport.TransportStreams`` (tools.mcp.connection, .http, .stdio);
 - uvicorn's ``send.__self__.flow.write_paused`` (server.event_stream.writable_now);
-- httpx's and httpx2's ``transport._pool._network_backend`` (tools.net, tools.mcp.http: the network guard).
+- httpx's and httpx2's ``transport._pool._network_backend`` (tools.net, tools.mcp.http: the network guard);
+- llama-cpp-python's ``Llama._ctx``, ``Llama._batch``, ``Llama._requires_eval`` and
+  ``LlamaBatch.set_batch`` (model._local_choice: one decode with every position's logits, and the
+  KV-only snapshot around the choice).
 
 pyproject.toml bounds each of these libraries below its next major release.
 """
@@ -170,3 +173,27 @@ def test_httpx_transports_keep_their_pool_and_its_network_backend() -> None:
     assert "_network_backend" in inspect.getsource(httpcore.AsyncConnectionPool.create_connection)
     assert "_network_backend" in inspect.getsource(httpcore2.AsyncConnectionPool.create_connection)
     assert isinstance(httpx.AsyncHTTPTransport()._pool, httpcore.AsyncConnectionPool)
+
+
+# --- llama-cpp-python: the embedded model's choice (model._local_choice) ---------------------------------
+
+
+def test_llama_cpp_keeps_the_context_batch_and_state_hooks_the_choice_uses() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from llama_cpp import _internals
+
+    llama_source = inspect.getsource(llama_cpp.Llama)
+    # Llama.eval decodes through self._batch / self._ctx, which _eval_all_logits drives directly
+    assert "self._batch.set_batch(" in llama_source and "self._ctx.decode(self._batch)" in llama_source
+    assert list(inspect.signature(_internals.LlamaBatch.set_batch).parameters)[1:] == [
+        "batch",
+        "n_past",
+        "logits_all",
+    ]
+    for method in ("decode", "get_logits", "get_logits_ith", "kv_cache_seq_rm"):
+        assert callable(getattr(_internals.LlamaContext, method))
+    assert "self.ctx" in inspect.getsource(_internals.LlamaContext.__init__)
+    # a restored context makes the next generation evaluate its prompt's last token again
+    assert "self._requires_eval" in inspect.getsource(llama_cpp.Llama.generate)
+    for name in ("llama_state_seq_get_size", "llama_state_seq_get_data", "llama_state_seq_set_data"):
+        assert callable(getattr(llama_cpp, name))

@@ -312,6 +312,16 @@ async def test_calling_a_tool_again_after_the_repeat_warning_stops_the_run() -> 
         await Agent(model=model, tools=[add]).run("loop")
 
 
+async def test_a_repeated_failing_call_ends_the_run_with_a_short_honest_answer() -> None:
+    same = Reply.tool_calls(("broken", {"x": "how many eggs is that"}))
+    model = fc_model(same, same, same, Reply.text("You have called broken 3 times in a row"))
+    events = await collect(Agent(model=model, tools=[broken]), "I have 3 boxes of 48 eggs. How many eggs?")
+    result = events[-1].result  # type: ignore[attr-defined]
+    assert result.text == "I could not compute that."
+    assert len(model.requests) == 3  # no round spent on copying the guard's note
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["I could not compute that."]
+
+
 async def test_repeat_guard_can_be_disabled() -> None:
     same = Reply.tool_calls(("add", {"a": 1, "b": 1}))
     model = fc_model(same, same, same, Reply.text("fine"))

@@ -53,3 +53,11 @@ def test_a_time_case_needs_the_clock_and_a_part_of_what_it_said(case: Case) -> N
     assert not passes(case, "It is 23:33.")
     assert not passes(case, "It is late.", clock)
     assert not passes(case, "It is 23:33.", ToolCall(name="current_time", output="unknown timezone"))
+
+
+def test_the_held_out_set_has_forty_new_phrasings_of_the_same_kinds() -> None:
+    heldout = load_eval_set(DATA / "local_phrasings_heldout.eval.yaml")
+    kinds = [c.tags[0] for c in heldout.cases]
+    assert len(kinds) == 40 and kinds.count("calculator") == 32 and kinds.count("time") == 8
+    first = {c.turns[0].query for c in SET.cases}
+    assert not first & {c.turns[0].query for c in heldout.cases}  # held out: none of the first set's

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from loopwright.model import local
+from loopwright.model._local_budget import Pace
 from loopwright.model._local_prompt import TOOL_EXAMPLES, question_context
 from loopwright.model.base import ReactTurn
 from loopwright.model.entities import LLMChunk, ModelMode, SystemMessage, ToolSchema, UserMessage
@@ -37,7 +38,7 @@ def requests(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
     monkeypatch.setattr(local, "_generate", generate)
     monkeypatch.setattr(LocalModel, "_key", lambda self: KEY)
-    monkeypatch.setitem(local._cache, KEY, local._Loaded(None, template, None, 0.0))  # type: ignore[arg-type]
+    monkeypatch.setitem(local._cache, KEY, local._Loaded(None, template, None, 0.0, Pace(10.0)))  # type: ignore[arg-type]
     return seen
 
 
@@ -74,6 +75,9 @@ async def test_a_plain_call(requests: list[Any]) -> None:
         "output_schema": None,
         "question": None,
         "question_contexts": None,
+        "cached": None,
+        "chosen": None,
+        "round_seconds": 12.0,
     }
     # The caller's sampling wins over the defaults; tool_choice is passed as a string.
     await run(

@@ -330,6 +330,11 @@ def _settle(strategy: Strategy, state: RunState, reply: RoundReply, last: bool, 
     state.malformed_streak = 0
     if run.guard is not None:
         _hold_repeats(run.guard, state, reply.calls)
+        if state.repeated is not None and _failed_before(state, reply.calls):
+            # The same failing call again: another round would only copy the guard's note into the
+            # answer (small models do). The run ends here with the honest short answer.
+            reply.calls, reply.answer, reply.answer_streamed = [], COULD_NOT_COMPUTE, False
+            return _Step.ANSWER
     if run.approval_names and _awaiting(run.approval_names, reply.calls):
         return _Step.PAUSE
     return _Step.TOOLS
@@ -488,6 +493,19 @@ def _out_of_rounds(state: RunState, run: _Run) -> AgentError:
     if state.repeated is not None:
         return AgentRepeatedToolCallError(state.repeated, run.guard.limit if run.guard else 0)
     return AgentMaxIterationError(run.settings.max_iterations)
+
+
+# The answer of a run that kept making the same failing tool call.
+COULD_NOT_COMPUTE = "I could not compute that."
+
+
+def _failed_before(state: RunState, calls: list[ToolCallRecord]) -> bool:
+    """Whether the held (repeated) call failed the times it ran: its last run ended in an error."""
+    held = {call.name for call in calls}
+    for call in reversed(state.calls):
+        if call.name in held:
+            return call.meta is not None and call.meta.error is not None
+    return False
 
 
 def _hold_repeats(guard: RepeatGuard, state: RunState, calls: list[ToolCallRecord]) -> None:

@@ -21,6 +21,8 @@ the model's own probabilities decide.
 
 from __future__ import annotations
 
+import ctypes
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +54,7 @@ def choose_by_question(
     # The contexts take the model's context window from its start; what it held (the system prompt
     # of the conversation, which the reply after this choice reuses) is put back afterwards: copying
     # it is several times faster than evaluating a thousand tokens again.
-    saved = llama.save_state() if llama.n_tokens > _WORTH_SAVING else None
+    saved = _KvSnapshot.take(llama) if llama.n_tokens > _WORTH_SAVING else None
     scores: dict[str, float] = {}
     try:
         for key, context in contexts:
@@ -60,8 +62,46 @@ def choose_by_question(
             scores[key] = evidence["question"] - QUESTION_CALIBRATION * evidence["neutral"]
     finally:
         if saved is not None:
-            llama.load_state(saved)
+            saved.restore(llama)
     return max(scores, key=scores.__getitem__)
+
+
+class _KvSnapshot:
+    """What the context holds — its KV cache (llama.cpp's state of sequence 0) and its tokens — without
+    llama-cpp-python's ``save_state``, which also copies the scores array (n_batch × vocabulary floats,
+    about 100 MB for the default model) each way and every logit llama.cpp holds: only the KV cache
+    is needed, since the reply after the choice evaluates its prompt's last token again anyway."""
+
+    def __init__(self, kv: Any, size: int, tokens: Any) -> None:
+        self.kv, self.size, self.tokens = kv, size, tokens
+
+    @classmethod
+    def take(cls, llama: Any) -> _KvSnapshot:
+        lib = _low_level()
+        ctx = llama._ctx.ctx
+        size = int(lib.llama_state_seq_get_size(ctx, 0))
+        kv = (ctypes.c_uint8 * size)()
+        copied = int(lib.llama_state_seq_get_data(ctx, kv, size, 0))
+        if copied <= 0 or copied > size:
+            raise RuntimeError("llama.cpp did not copy the context's state")
+        return cls(kv, copied, llama.input_ids[: llama.n_tokens].copy())
+
+    def restore(self, llama: Any) -> None:
+        lib = _low_level()
+        llama._ctx.kv_cache_seq_rm(0, 0, -1)
+        if int(lib.llama_state_seq_set_data(llama._ctx.ctx, self.kv, self.size, 0)) == 0:
+            # Nothing of it is usable: the next reply evaluates its whole prompt.
+            llama.n_tokens = 0
+            return
+        n = len(self.tokens)
+        llama.input_ids[:n] = self.tokens
+        llama.n_tokens = n
+        # The logits are the choice's, not the prompt's: the next generation evaluates its last token.
+        llama._requires_eval = True
+
+
+def _low_level() -> Any:
+    return importlib.import_module("llama_cpp")
 
 
 _WORTH_SAVING = 256  # tokens
@@ -97,9 +137,9 @@ def score(llama: Any, prompt: str, options: Sequence[tuple[str, str]]) -> dict[s
             continue
         total = float(first[tokens[0]])
         llama.n_tokens = base
-        for previous, token in zip(tokens, tokens[1:], strict=False):
-            llama.eval([previous])
-            total += float(_log_softmax(_last_logits(llama))[token])
+        if len(tokens) > 1:
+            rows = _eval_all_logits(llama, tokens[:-1])
+            total += sum(float(_log_softmax(row)[token]) for row, token in zip(rows, tokens[1:], strict=True))
         scores[key] = total
     llama.n_tokens = base  # later generation reuses the evaluated prompt
     return scores
@@ -117,6 +157,29 @@ def _eval_prompt(llama: Any, tokens: list[int]) -> int:
     llama.n_tokens = min(common, len(tokens) - 1)
     llama.eval(tokens[llama.n_tokens :])
     return int(llama.n_tokens)
+
+
+def _eval_all_logits(llama: Any, tokens: list[int]) -> list[Any]:
+    """Evaluate ``tokens`` after what the context holds in one llama.cpp decode, with the logits of
+    every position (``Llama.eval`` keeps only the last one's unless the whole model was loaded with
+    ``logits_all``): one decode for an option's tokens instead of one per token. Options are short
+    (a question, "N/A"): far below the batch size."""
+    if len(tokens) > llama.n_batch:
+        rows = []
+        for i in range(0, len(tokens), llama.n_batch):
+            rows += _eval_all_logits(llama, tokens[i : i + llama.n_batch])
+        return rows
+    llama._ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
+    past = llama.n_tokens
+    llama._batch.set_batch(batch=tokens, n_past=past, logits_all=True)
+    llama._ctx.decode(llama._batch)
+    llama.input_ids[past : past + len(tokens)] = tokens
+    llama.n_tokens = past + len(tokens)
+    n_vocab = llama.n_vocab()
+    return [
+        np.ctypeslib.as_array(llama._ctx.get_logits_ith(i), shape=(n_vocab,)).astype(np.float64)
+        for i in range(len(tokens))
+    ]
 
 
 def _last_logits(llama: Any) -> Any:

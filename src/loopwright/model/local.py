@@ -24,6 +24,7 @@ import functools
 import importlib
 import importlib.util
 import logging
+import math
 import os
 import sys
 import threading
@@ -34,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from loopwright.model._local_budget import ROUND_SECONDS, Pace
 from loopwright.model._local_choice import choose, choose_by_question
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
 from loopwright.model._local_prompt import (
@@ -72,6 +74,7 @@ class _Loaded:
     format_prompt: Any  # messages (dicts) -> (prompt text, extra stop strings)
     lock: threading.Lock  # one generation at a time per llama.cpp context
     load_seconds: float
+    pace: Pace  # its generation speed: each round's budget (model._local_budget)
 
 
 _cache: dict[tuple[str, int, int], _Loaded] = {}
@@ -79,6 +82,23 @@ _cache_lock = threading.Lock()
 
 
 @atexit.register
+@functools.cache
+def default_threads() -> int:
+    """llama.cpp's thread count, chosen once per process: every idle core, up to 8 (a quiet 2-core
+    machine runs the main job at about twice the speed of llama.cpp's half-the-cores default), but
+    only the cores the load average leaves idle, at least one. llama.cpp's threads spin while they
+    wait for each other at every step (ggml's thread pool polls; llama-cpp-python does not expose
+    its setting): beside a CPU-heavy process, two spinning threads on two cores were 5–15× slower,
+    while one thread has no one to wait for and slows only in proportion to its share of the CPU."""
+    cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # not on this platform
+        busy = 0.0
+    idle = int(cores - busy + 0.5)
+    return max(1, min(8, cores, idle))
+
+
 def _close_all() -> None:
     # Free the models while the interpreter is whole: llama-cpp-python's own finaliser runs during
     # shutdown, when module globals may already be gone, and prints a TypeError traceback.
@@ -108,14 +128,14 @@ class LocalModel:
         max_tokens: int = 384,
         temperature: float = 0.0,
         prompt_cache: PromptCache | None = None,
+        round_seconds: float | None = ROUND_SECONDS,
     ) -> None:
         self.path = Path(path) if path is not None else None
+        # Each round's budget (model._local_budget); None: only ``max_tokens`` bounds a round.
+        self.round_seconds = round_seconds
         self.prompt_cache = prompt_cache
         self.context_size = n_ctx
-        # Every core (up to 8) by default: a 2-core machine runs the main job at about twice the
-        # speed of llama.cpp's half-the-cores default. On a busy machine pass fewer: llama.cpp's
-        # threads spin while they wait and slow down sharply when they must share cores.
-        self.n_threads = n_threads or min(8, os.cpu_count() or 1)
+        self.n_threads = n_threads or default_threads()
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.name = f"local:{self.path.name}" if self.path else f"local:{DEFAULT_GGUF.removesuffix('.gguf')}"
@@ -186,7 +206,9 @@ class LocalModel:
                 )
             except Exception as e:  # llama.cpp reports bad files as ValueError/RuntimeError
                 raise ModelError(f"cannot load the model at {path}: {e}") from e
-            loaded = _Loaded(llama, _prompt_formatter(llama), threading.Lock(), time.perf_counter() - started)
+            load_seconds = time.perf_counter() - started
+            pace = Pace.probe(llama)
+            loaded = _Loaded(llama, _prompt_formatter(llama), threading.Lock(), load_seconds, pace)
             _cache[key] = loaded
             return loaded
 
@@ -264,6 +286,7 @@ class LocalModel:
             tool_choice=str(params.get("tool_choice", "auto")),
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
+            round_seconds=self.round_seconds,
         )
         if self.prompt_cache is not None and messages and isinstance(messages[0], SystemMessage):
             request.cached = (self.prompt_cache, str(self.model_path), self._render(loaded, messages[:1])[0])
@@ -333,6 +356,8 @@ class _Request:
     # The prompt cache, the model file it keys on, and the fixed part of the prompt (its system prompt
     # rendered alone: the tokens it shares with the whole prompt are the prefix kept)
     cached: tuple[PromptCache, str, str] | None = None
+    chosen: str | None = None  # the ReAct round's option after the choice: a tool's name or "none"
+    round_seconds: float | None = None  # the round's time budget (model._local_budget)
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -350,6 +375,7 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
             choice = choose_by_question(llama, contexts, request.question)
         else:
             choice = choose(llama, request.prompt, options, request.neutral_prompt)
+    request.chosen = choice
     grammar = react_grammar(
         request.react_tools,
         choice,
@@ -387,7 +413,8 @@ async def _generate(loaded: _Loaded, request: _Request) -> AsyncGenerator[LLMChu
             if kind == "text":
                 yield LLMChunk(text=value)
             elif kind == "usage":
-                yield LLMChunk(usage=value, finish_reason="stop")
+                usage, finish = value
+                yield LLMChunk(usage=usage, finish_reason=finish)
             elif kind == "error":
                 raise value if isinstance(value, ModelError) else ModelError(f"local model failed: {value}")
             else:
@@ -413,9 +440,19 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
         prompt_tokens = len(tokens)
         generated: list[str] = []
+        shown = _Shown(hide_thought=request.chosen == "none")
+        seconds = request.round_seconds
+        max_tokens = request.max_tokens
+        if seconds is not None:
+            max_tokens = loaded.pace.round_tokens(max_tokens, seconds)
+        finish = "stop"
+        generating = time.perf_counter()
+        # Counted from here: the choice and the prompt's evaluation before it are bounded by their own
+        # size, and a budget they had spent would cut the reply after its first token.
+        deadline = math.inf if seconds is None else generating + seconds
         stream = llama.create_completion(
             request.prompt,
-            max_tokens=request.max_tokens,
+            max_tokens=max_tokens,
             stop=request.stop or None,
             stream=True,
             grammar=grammar,
@@ -425,24 +462,66 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             for part in stream:
                 if cancel.is_set():
                     break
+                if part["choices"][0].get("finish_reason") == "length" or time.perf_counter() > deadline:
+                    finish = "length"  # the round's budget is spent: what came so far is the reply
                 text = part["choices"][0]["text"]
                 if text:
                     if not generated:
                         log.debug("first token after %.2f s", time.perf_counter() - started)
                     generated.append(text)
-                    put("text", text)
+                    if shown.feed(text):
+                        put("text", shown.take())
+                if finish == "length":
+                    break
         finally:
             stream.close()  # stops llama.cpp at once when cancelled
+        if shown.held:
+            put("text", shown.take())  # no action came (cut short): nothing is lost
         # The stream has no token count; the text re-tokenized is exact for all practical purposes.
         completion_tokens = len(llama.tokenize("".join(generated).encode(), add_bos=False, special=True))
-        log.debug("%d tokens generated in %.2f s", completion_tokens, time.perf_counter() - started)
+        loaded.pace.record(completion_tokens, time.perf_counter() - generating)
+        log.debug(
+            "%d tokens generated in %.2f s (budget %d tokens, %.0f tokens/s)",
+            completion_tokens,
+            time.perf_counter() - started,
+            max_tokens,
+            loaded.pace.tokens_per_second,
+        )
         usage = Usage(
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             total_tokens=prompt_tokens + completion_tokens,
             latency=time.perf_counter() - started,
         )
-        put("usage", usage)
+        put("usage", (usage, finish))
+
+
+class _Shown:
+    """What of the generated text is passed on. A round that answers ("Tool needed: none.") opens with
+    the grammar's fixed decision line — "Tool needed: none. The observation 391 answers the
+    question." — which is scaffolding for the model, not words for the user: it is dropped up to the
+    action, so a streamed answer reads as the blocking one (whose text is the action's answer only)."""
+
+    def __init__(self, hide_thought: bool) -> None:
+        self.hiding = hide_thought
+        self.held = ""
+
+    def feed(self, text: str) -> bool:
+        """Take ``text``; whether there is something to pass on now."""
+        self.held += text
+        if self.hiding:
+            start = self.held.find(_ACTION_MARK)
+            if start < 0:
+                return False
+            self.hiding, self.held = False, self.held[start:]
+        return bool(self.held)
+
+    def take(self) -> str:
+        text, self.held = self.held, ""
+        return text
+
+
+_ACTION_MARK = "Action:"
 
 
 def _with_tool_examples(
