@@ -82,7 +82,7 @@ async def test_a_call_is_the_apps_run_with_its_inputs_and_its_result_is_the_answ
     assert [c.text for c in result.content] == ["17 times 23 is 391."]  # type: ignore[union-attr]
     assert structured["answer"] == "17 times 23 is 391." and structured["message_id"] == messages[0]["id"]
     assert structured["retriever_resources"] == [] and structured["files"] == []
-    assert messages[0]["inputs"] == {"city": "Oslo", "units": None}  # an optional input not sent: null, as Dify
+    assert messages[0]["inputs"] == {"city": "Oslo", "units": None}  # one not sent: null, as Dify
     assert messages[0]["agent_thoughts"][0]["tool"] == "calculator"  # with its thoughts, as any run
     model = next(iter(server_app.state.loopwright._models.values()))
     assert "Plan for Oslo." in str(model.requests[0].messages[0].content)
