@@ -123,6 +123,7 @@ class MessageView:
     status: str
     error: str | None
     retriever_resources: list[dict[str, Any]]  # the citations its ``message_end`` carried
+    answered_by: str | None = None  # handoffs: the app whose agent answered (app.run.handoffs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +437,7 @@ def _message_view(
         status=m.status,
         error=m.error,
         retriever_resources=saved_retriever_resources(m),
+        answered_by=m.answered_by,
     )
 
 
