@@ -222,3 +222,24 @@ async def test_ag_ui_names_the_app_taking_over_in_a_step(
     async with db.transaction() as s:
         answered = await s.scalar(select(Message.answered_by).where(Message.app_id == desk.id))
     assert answered == expert.id
+
+
+async def test_a_handoff_carries_only_the_history_its_entry_allows(
+    client: httpx.AsyncClient, server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    desk = await new_app([], name="desk")
+    billing = await new_app([], name="billing")
+    entry = {"app": billing.id, "description": "invoices", "history": "last_n", "last_n": 2}
+    config = await configure(db, desk.id, handoffs=[entry])
+    script(server_app, config, ["First answer.", "Second answer.", handoff(billing.id, "invoice")])
+    billing_model = script(server_app, await configure(db, billing.id), ["Billing here."])
+    conversation = ""
+    for query in ("First question", "Second question", "Third question"):
+        events = await chat(client, desk, query, conversation)
+        assert events[-1]["event"] == "message_end", events[-1]
+        conversation = events[-1]["conversation_id"]
+    seen = texts(billing_model.requests[0].messages)
+    assert "Second question" in seen and "Second answer." in seen  # the newest two messages
+    assert "First question" not in seen and "First answer." not in seen
+    assert seen[-1] == "Third question"
+    assert any(isinstance(m, ToolMessage) for m in billing_model.requests[0].messages)  # this message's work
