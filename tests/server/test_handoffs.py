@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from a2a.types import a2a_pb2 as a2a
 from ag_ui.core import EventType
 from fastapi import FastAPI
 from sqlalchemy import select
@@ -243,3 +244,26 @@ async def test_a_handoff_carries_only_the_history_its_entry_allows(
     assert "First question" not in seen and "First answer." not in seen
     assert seen[-1] == "Third question"
     assert any(isinstance(m, ToolMessage) for m in billing_model.requests[0].messages)  # this message's work
+
+
+async def test_a2a_says_who_answers_in_a_working_status(
+    server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    from tests.server.test_a2a_wire import a2a_client, answer_of, kind, user_message
+
+    desk = await new_app([], name="desk")
+    expert = await new_app([], name="expert")
+    config = await configure(db, desk.id, handoffs=[{"app": expert.id, "description": "hard ones"}])
+    script(server_app, config, [handoff(expert.id, "hard")])
+    script(server_app, await configure(db, expert.id), ["The expert's answer."])
+    async with serving(server_app) as url, a2a_client(url, desk) as client:
+        replies = [r async for r in client.send_message(user_message("A hard question"))]
+        read = await client.get_task(a2a.GetTaskRequest(id=replies[0].task.id))
+    updates = [r.status_update for r in replies if kind(r) == "status_update"]
+    said = [
+        (u.status.message.parts[0].text, u.status.message.parts[1].data.struct_value["answered_by"])
+        for u in updates
+        if len(u.status.message.parts) == 2
+    ]
+    assert said == [("expert answers from here on: hard", expert.id)]
+    assert answer_of(read) == "The expert's answer."
