@@ -342,7 +342,10 @@ class A2AEncoder(WireEncoder):
     def _handoff(self, thought: AgentThought) -> str:
         """A ``statusUpdate`` (working) saying which app answers from here on (handoffs)."""
         head = thought.head
-        parts = [{"text": thought.thought}, {"data": {"answered_by": thought.answered_by}}]
+        parts: list[dict[str, Any]] = [
+            {"text": thought.thought},
+            {"data": {"answered_by": thought.answered_by}},
+        ]
         message = agent_message(f"{thought.id}-{self.seq}", head.message_id, head.conversation_id, parts)
         update = status_update(head.message_id, head.conversation_id, TaskState.WORKING, message)
         return sse_frame(rpc_result(self._rpc_id, update))
