@@ -267,3 +267,29 @@ async def test_a2a_says_who_answers_in_a_working_status(
     ]
     assert said == [("expert answers from here on: hard", expert.id)]
     assert answer_of(read) == "The expert's answer."
+
+
+async def test_a_message_paused_for_approval_after_a_handoff_goes_on_in_the_app_it_went_to(
+    client: httpx.AsyncClient, server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    from tests.server.test_approvals import decide
+
+    desk = await new_app([], name="desk")
+    maths = await new_app([], name="maths")
+    config = await configure(db, desk.id, handoffs=[{"app": maths.id, "description": "sums"}])
+    script(server_app, config, [handoff(maths.id, "a sum")])
+    maths_config = await configure(db, maths.id, approval={"tools": ["calculator"], "timeout": 600})
+    call = {"tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    script(server_app, maths_config, [call, "It is 5."])
+    events = await chat(client, desk, "What is 2 + 3?")
+    waiting = events[-1]
+    assert waiting["event"] == "tool_approval_required", waiting
+
+    r = await decide(client, desk, waiting["task_id"], {"call_id": "call_a", "action": "approve"})
+    assert r.status_code == 200, r.text
+    rest = [e for e in parse_sse(r.text) if e["event"] != "ping"]
+    assert rest[-1]["event"] == "message_end", rest[-1]
+    assert "".join(e["answer"] for e in rest if e["event"] == "agent_message") == "It is 5."
+    await db.writer.flush()
+    message = await stored(db, waiting["message_id"])
+    assert (message.status, message.answer, message.answered_by) == ("normal", "It is 5.", maths.id)

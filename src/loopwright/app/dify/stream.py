@@ -350,6 +350,7 @@ class DifyStream:
             "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
             "resources": list(self._resources),  # a copy: a durable step may keep it later
             "inner_usage": _usage_data(self._inner_usage),
+            "answered_by": self.answered_by,
         }
 
     def restore(self, saved: Mapping[str, Any]) -> None:
@@ -362,6 +363,7 @@ class DifyStream:
                 self.usage = self.usage.plus(usage)
         self._resources = list(saved["resources"])
         self._inner_usage = load_usage(saved["inner_usage"])
+        self.answered_by = saved.get("answered_by")
 
     def error(self, exc: BaseException) -> ErrorEvent:
         """Dify's ``error`` event for what ended a run."""

@@ -12,7 +12,8 @@ history its entry allows plus what was done in the message so far.
 
 The message is stored under the conversation's app, with the app that answered in
 ``messages.answered_by``; the next message of the conversation starts with that app (when it can still
-be reached), so a conversation handed to a specialist stays with it until it hands back.
+be reached), so a conversation handed to a specialist stays with it until it hands back. A message
+that pauses for approvals in the app it was handed to goes on there when it is resumed.
 """
 
 from __future__ import annotations
@@ -99,6 +100,15 @@ async def team_for(
             waiting.append(entry.app)
     start = last_answered_by if last_answered_by in agents else app_id
     return HandoffTeam(agents, await _names(db, list(agents)), start, config.max_handoffs, entries)
+
+
+async def agent_of(
+    lookup: AppLookup, app_id: str, agent_for: Callable[[ConfigVersion, str], Awaitable[Agent]]
+) -> Agent | None:
+    """The agent of an app a message was handed to (a message that paused there goes on with it);
+    None when the app can no longer take it."""
+    version = await _available(lookup, app_id)
+    return await agent_for(version, app_id) if version is not None else None
 
 
 async def _available(lookup: AppLookup, app_id: str) -> ConfigVersion | None:

@@ -398,6 +398,9 @@ class AppRuntime:
         if version is None:
             raise ProviderNotInitializedError(f"configuration {row.config_id} is missing")
         agent = await self.agent(version, row.app_id)
+        answering = resume.stream_state.get("answered_by")
+        if isinstance(answering, str) and answering != row.app_id:  # it paused after a handoff
+            agent = await handoffs.agent_of(self.lookup, answering, self.agent) or agent
         if not self.lease.opened:
             await self.lease.open()
             # observations a process that died did not write (app.run.memory), in the background
