@@ -293,3 +293,31 @@ async def test_a_message_paused_for_approval_after_a_handoff_goes_on_in_the_app_
     await db.writer.flush()
     message = await stored(db, waiting["message_id"])
     assert (message.status, message.answer, message.answered_by) == ("normal", "It is 5.", maths.id)
+
+
+async def test_openai_tells_the_handoff_among_the_agents_tool_calls(
+    server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    import openai
+
+    desk = await new_app([], name="desk")
+    expert = await new_app([], name="expert")
+    config = await configure(db, desk.id, handoffs=[{"app": expert.id, "description": "hard ones"}])
+    script(server_app, config, [handoff(expert.id, "hard")])
+    script(server_app, await configure(db, expert.id), ["The expert's answer."])
+    async with serving(server_app) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=desk.key, max_retries=0)
+        reply = await client.chat.completions.create(
+            model=desk.id,
+            messages=[{"role": "user", "content": "A hard question"}],
+            extra_body={"include_reasoning": True},
+        )
+        await client.close()
+    message = reply.choices[0].message
+    assert message.content == "The expert's answer."
+    extra = message.model_extra or {}
+    [call] = extra["agent_tool_calls"]
+    assert call["function"]["name"] == tool_name(expert.id)
+    assert json.loads(call["function"]["arguments"]) == {"reason": "hard"}
+    assert call["output"] == f"Handed over to {expert.id}."
+    assert tool_name(expert.id) in extra["reasoning_content"]
