@@ -321,3 +321,28 @@ async def test_openai_tells_the_handoff_among_the_agents_tool_calls(
     assert json.loads(call["function"]["arguments"]) == {"reason": "hard"}
     assert call["output"] == f"Handed over to {expert.id}."
     assert tool_name(expert.id) in extra["reasoning_content"]
+
+
+async def test_the_conversations_budget_counts_what_every_app_spent(
+    client: httpx.AsyncClient, server_app: FastAPI, new_app: NewApp, db: Database
+) -> None:
+    from loopwright.store.models import UsageCounter
+
+    desk = await new_app([], name="desk")
+    expert = await new_app([], name="expert")
+    config = await configure(
+        db,
+        desk.id,
+        handoffs=[{"app": expert.id, "description": "hard ones"}],
+        budget={"conversation_tokens": 100000},
+    )
+    script(server_app, config, [handoff(expert.id, "hard")])
+    script(server_app, await configure(db, expert.id), ["The expert's answer."])
+    events = await chat(client, desk, "A hard question")
+    end = events[-1]
+    assert end["event"] == "message_end"
+    desk_round, _, expert_round = await thought_tokens(db, end["message_id"])
+    await db.writer.flush()
+    async with db.transaction() as s:
+        counter = await s.get(UsageCounter, ("conversation", end["conversation_id"], ""))
+    assert counter is not None and counter.tokens == desk_round + expert_round > desk_round
