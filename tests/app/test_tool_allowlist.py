@@ -92,6 +92,14 @@ def test_matching(allow: tuple[str, ...], refused: str | None) -> None:
     )
 
 
+def test_the_apps_an_app_hands_conversations_to_are_matched_as_apps() -> None:
+    config = AppConfig.model_validate({"tools": [], "handoffs": [{"app": "b3c4", "description": "billing"}]})
+    check_config(config, ("app:b3c4",))
+    with pytest.raises(ToolSourceNotAllowedError) as info:
+        check_config(config, ("builtin", "app:a1b2"))
+    assert info.value.source == "app:b3c4"
+
+
 def test_the_setting_from_the_environment_and_the_file(tmp_path: Path) -> None:
     settings = load_settings({"LOOPWRIGHT_TOOL_SOURCES": "builtin, openapi:*.example.com"}, path=None)
     assert settings.tool_sources == ("builtin", "openapi:*.example.com")

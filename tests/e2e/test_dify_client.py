@@ -276,3 +276,32 @@ async def test_a_plan_and_its_steps_read_as_plain_thoughts(base_url: str, new_ap
         "- [x] s2" in t["thought"] for t in thoughts
     )
     assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == "It is 10."
+
+
+async def test_a_handoff_reads_as_a_plain_thought_and_history_names_the_app(
+    base_url: str, new_app: NewApp, server_app: FastAPI, db: Database
+) -> None:
+    """Handoffs: the SDK reads the thought naming the app taking over (``answered_by`` beside Dify's
+    fields) and the answer of the app it went to; the history names it too."""
+    from tests.server.test_handoffs import configure, handoff, script
+
+    desk = await new_app([], name="desk")
+    billing = await new_app([], name="billing")
+    config = await configure(db, desk.id, handoffs=[{"app": billing.id, "description": "invoices"}])
+    script(server_app, config, [handoff(billing.id, "invoice")])
+    script(server_app, await configure(db, billing.id), ["It was 42 EUR."])
+    client = sdk(base_url, desk)
+
+    def chat() -> tuple[list[dict[str, Any]], Any]:
+        response = client.create_chat_message({}, "My invoice?", "alice", response_mode="streaming")
+        events = read_stream(response)
+        history = client.get_conversation_messages("alice", events[-1]["conversation_id"])
+        return events, ok(history)
+
+    events, history = await asyncio.to_thread(chat)
+    assert events[-1]["event"] == "message_end" and "error" not in [e["event"] for e in events]
+    taking_over = [e for e in events if e["event"] == "agent_thought" and e.get("answered_by")]
+    assert [e["answered_by"] for e in taking_over] == [billing.id]
+    assert taking_over[0]["thought"] == "billing answers from here on: invoice"
+    assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == "It was 42 EUR."
+    assert [m["answered_by"] for m in history["data"]] == [billing.id]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,6 +33,12 @@ Carry = Literal["turn", "history"]
 
 # hand-overs left in the turn being run (set by stream_with_handoffs; read by the handoff tools)
 _LEFT: contextvars.ContextVar[int] = contextvars.ContextVar("loopwright_handoffs_left", default=0)
+# the agents the turn being run may be handed to (None: any the tools name)
+_TARGETS: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
+    "loopwright_handoff_targets", default=None
+)
+# What of the history a target sees when ``source`` hands to it: ``(source, target, history)`` → messages
+HistoryFilter = Callable[[str, str, Sequence[PromptMessage]], list[PromptMessage]]
 
 
 @dataclass(slots=True)
@@ -55,6 +61,9 @@ def handoff_tool(target: str, description: str) -> Tool:
     async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
         if _LEFT.get() <= 0:
             raise ToolInvokeError(f"the conversation cannot be handed to {target} now: answer it yourself")
+        available = _TARGETS.get()
+        if available is not None and target not in available:
+            raise ToolInvokeError(f"{target} is not available to take the conversation: answer it yourself")
         yield TextMessage(f"Handed over to {target}.")
 
     return Tool(
@@ -75,18 +84,23 @@ async def stream_with_handoffs(
     max_handoffs: int = DEFAULT_MAX_HANDOFFS,
     carry: Carry = "turn",
     context: ToolContext | None = None,
+    history_filter: HistoryFilter | None = None,
+    **options: Any,
 ) -> AsyncGenerator[AgentEvent | HandoffStarted, None]:
     """The events of one turn across ``agents`` (by name), from ``start``; see the module's docstring.
-    The last event is the answering agent's ``finished``. The target's prompt is the history, what was
-    done this turn (``carry="turn"``), then the user's message."""
+    The last event is the answering agent's ``finished``. The target's prompt is the history (through
+    ``history_filter`` when given), what was done this turn (``carry="turn"``), then the user's message.
+    ``options`` go to each agent's ``stream`` (inputs, files, steps, budget)."""
     targets = {tool_name(name): name for name in agents}
     current, carried, left = start, list(history), max_handoffs
+    done: list[PromptMessage] = []  # this turn's tool rounds so far, handoffs included
+    names = frozenset(agents)
     while True:
         handoff: HandoffStarted | None = None
         turn: list[PromptMessage] = []
-        token = _LEFT.set(left)
+        token, offered = _LEFT.set(left), _TARGETS.set(names)
         try:
-            events = agents[current].stream(query, history=carried, context=context)
+            events = agents[current].stream(query, history=carried, context=context, **options)
             async with aclosing(events):
                 async for event in events:
                     yield event
@@ -103,12 +117,14 @@ async def stream_with_handoffs(
                             break  # closed here: the next round's model call never starts
         finally:
             _LEFT.reset(token)
+            _TARGETS.reset(offered)
         if handoff is None:
             return
         left -= 1
         yield handoff
-        if carry == "turn":
-            carried = [*carried, *turn]
+        done.extend(turn)
+        past = list(history) if history_filter is None else history_filter(current, handoff.target, history)
+        carried = [*past, *done] if carry == "turn" else past
         current = handoff.target
 
 

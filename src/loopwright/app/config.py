@@ -143,6 +143,20 @@ class PlanConfig(pydantic.BaseModel):
     max_steps: int = pydantic.Field(default=8, ge=1, le=32)
 
 
+class Handoff(pydantic.BaseModel):
+    """One app the conversation may be handed to (docs/multi-agent.md): ``app`` its id,
+    ``description`` when to hand over; ``history``: what of the conversation before this message the
+    target sees (``all``, the newest ``last_n`` messages, or ``none``) — what was done in this message
+    so far is always carried."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    app: str = pydantic.Field(min_length=1, max_length=64)
+    description: str = ""
+    history: Literal["all", "last_n", "none"] = "all"
+    last_n: int = pydantic.Field(default=4, ge=0, le=1000)
+
+
 # Money in a configuration: exact, and stored as a decimal string (configurations are JSON).
 Money = Annotated[Decimal, pydantic.Field(ge=0), pydantic.PlainSerializer(str, return_type=str)]
 Tokens = Annotated[int, pydantic.Field(ge=0)]
@@ -254,6 +268,9 @@ class AppConfig(pydantic.BaseModel):
     # Skills: folders or zips with a SKILL.md, by path on the server (tools.skills)
     skills: list[str] = []
     memory: MemorySettings = MemorySettings()
+    # Apps this one may hand the conversation to, and how many hand-overs one message may have
+    handoffs: list[Handoff] = []
+    max_handoffs: int = pydantic.Field(default=3, ge=0, le=10)
     budget: BudgetSettings = BudgetSettings()
 
     @pydantic.field_validator("toolsets")

@@ -93,6 +93,8 @@ def message_file_body(f: MessageFileView) -> dict[str, Any]:
 
 
 def message_body(m: MessageView) -> dict[str, Any]:
+    # ours, beside Dify's fields: only for a message of an app with handoffs
+    answered_by = {"answered_by": m.answered_by} if m.answered_by is not None else {}
     return {
         "id": m.id,
         "conversation_id": m.conversation_id,
@@ -107,6 +109,7 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "agent_thoughts": [thought_body(t) for t in m.thoughts],
         "status": DIFY_STATUS.get(m.status, m.status),
         "error": m.error,
+        **answered_by,
     }
 
 

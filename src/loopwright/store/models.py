@@ -217,6 +217,9 @@ class Message(Base):
     created_at: Mapped[datetime] = _created()
     # While the answer is being made (status "running"): the process making it (a Worker's id).
     worker_id: Mapped[str | None] = mapped_column(String(36))
+    # The app whose agent produced the answer, when a handoff moved the message to another app (None:
+    # the conversation's own app)
+    answered_by: Mapped[str | None] = mapped_column(String(64))
 
 
 class MessageAgentThought(Base):

@@ -123,9 +123,9 @@ class MessageView:
     thoughts: list[ThoughtView]
     status: str
     error: str | None
-    retriever_resources: list[
-        dict[str, Any]
-    ]  # the citations its ``message_end`` carried, as Dify's history shows them
+    # the citations its ``message_end`` carried, as Dify's history shows them
+    retriever_resources: list[dict[str, Any]]
+    answered_by: str | None = None  # handoffs: the app whose agent answered (app.run.handoffs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,6 +440,7 @@ def _message_view(
         error=m.error,
         # Dify's history shape of a citation (its id, message and time), not the stream's
         retriever_resources=history_resources(saved_retriever_resources(m), m.id, unix_seconds(m.created_at)),
+        answered_by=m.answered_by,
     )
 
 

@@ -80,8 +80,10 @@ class AgentThought:
     tool_input: str
     message_files: list[str]
     event: Literal["agent_thought"] = field(default="agent_thought", init=False)
+    answered_by: str | None = None  # a handoff's thought: the app answering from here on (ours)
 
     def payload(self) -> dict[str, Any]:
+        extra = {"answered_by": self.answered_by} if self.answered_by is not None else {}
         return {
             **self.head.fields(self.event),
             "id": self.id,
@@ -92,6 +94,7 @@ class AgentThought:
             "tool_labels": self.tool_labels,
             "tool_input": self.tool_input,
             "message_files": self.message_files,
+            **extra,
         }
 
 

@@ -17,6 +17,7 @@ ReAct — the same, except that the final round emits no ``agent_thought``: its 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ from loopwright.agent.events import (
     ToolCallStarted,
     ToolProgress,
 )
+from loopwright.agent.handoffs import HandoffStarted
 from loopwright.agent.metrics import RunMetrics
 from loopwright.agent.planning import render_checklist
 from loopwright.app.dify.events import (
@@ -142,6 +144,9 @@ class DifyStream:
         self._paused_text = ""  # what a round paused (approvals) or cut (a takeover) had streamed
         self._round_open = False  # a round has started and not finished
         self._plan: _PlanView | None = None  # strategy "plan": the plan's row and its steps' states
+        # handoffs (app.run.handoffs): the app answering now (None: the conversation's own), app names
+        self.answered_by: str | None = None
+        self.app_names: Mapping[str, str] = {}
 
     @property
     def partial_answer(self) -> str:
@@ -150,7 +155,7 @@ class DifyStream:
         streamed = "".join(self._streamed).strip()
         return streamed or (self.thoughts[-1].thought if self.thoughts else "")
 
-    def feed(self, event: AgentEvent) -> list[WireEvent]:
+    def feed(self, event: AgentEvent | HandoffStarted) -> list[WireEvent]:
         """The wire events for one agent event (none for an event Dify does not show)."""
         hook = _HOOKS.get(type(event))
         return hook(self, event) if hook is not None else []
@@ -275,6 +280,20 @@ class DifyStream:
         plan.row.revised = True
         return [self._thought(plan.row)]
 
+    def on_handoff_started(self, event: HandoffStarted) -> list[WireEvent]:
+        """Another app answers from here on: a thought of its own says which (``answered_by`` beside
+        Dify's fields). The handing app's run ends without a ``finished``: what it spent is kept apart,
+        as an inner run's, since the answering app's ``finished`` sets the rounds' usage."""
+        self._inner_usage = self._inner_usage.plus(self.usage)
+        self.usage = Usage()
+        self.answered_by = event.target
+        name = self.app_names.get(event.target) or event.target
+        text = f"{name} answers from here on" + (f": {event.reason}" if event.reason else ".")
+        row = ThoughtRow(str(uuid.uuid4()), self.first_position + len(self.thoughts), thought=text)
+        self.thoughts.append(row)
+        self._text, self._streamed = [], []
+        return [dataclasses.replace(self._thought(row), answered_by=event.target)]
+
     def on_finished(self, event: Finished) -> list[WireEvent]:
         result = event.result
         self.usage = result.usage
@@ -342,6 +361,7 @@ class DifyStream:
             "round_texts": [*self._round_texts],
             # the open round's text so far: a worker that takes the run up goes on from there
             "paused_text": self._paused_text or ("".join(self._streamed) if self._round_open else ""),
+            "answered_by": self.answered_by,
         }
 
     def restore(self, saved: Mapping[str, Any]) -> None:
@@ -357,6 +377,7 @@ class DifyStream:
         # absent from a pause saved before answers were joined
         self._round_texts = list(saved.get("round_texts", ()))
         self._paused_text = saved.get("paused_text", "")
+        self.answered_by = saved.get("answered_by")
 
     def error(self, exc: BaseException) -> ErrorEvent:
         """Dify's ``error`` event for what ended a run."""
@@ -388,7 +409,7 @@ class DifyStream:
 
 # The hook of each agent event: functions of the class, not bound methods kept on each stream (a
 # stream holding its own bound methods is a reference cycle, freed only by a full collection).
-_HOOKS: dict[type[AgentEvent], Callable[[DifyStream, Any], list[WireEvent]]] = {
+_HOOKS: dict[type[AgentEvent | HandoffStarted], Callable[[DifyStream, Any], list[WireEvent]]] = {
     TextDelta: DifyStream.on_text_delta,
     RoundStarted: DifyStream.on_round_started,
     ToolCallStarted: DifyStream.on_tool_call_started,
@@ -400,6 +421,7 @@ _HOOKS: dict[type[AgentEvent], Callable[[DifyStream, Any], list[WireEvent]]] = {
     PlanStepStarted: DifyStream.on_plan_step_started,
     PlanStepFinished: DifyStream.on_plan_step_finished,
     Finished: DifyStream.on_finished,
+    HandoffStarted: DifyStream.on_handoff_started,
 }
 
 

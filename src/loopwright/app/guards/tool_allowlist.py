@@ -10,7 +10,8 @@ or ``*`` (anything). What an app's configuration names is matched as:
   file without ``server_url`` is ``openapi:<path>``;
 - ``mcp:<command>`` (stdio, the command as written) or ``mcp:<url>`` (HTTP transports);
 - ``a2a:<host>`` — the host of the agent's card URL;
-- ``app:<app id>`` and ``knowledge:<dataset>`` (each dataset named).
+- ``app:<app id>`` (an app called as a tool, or handed conversations: ``handoffs``) and
+  ``knowledge:<dataset>`` (each dataset named).
 
 An empty allow-list allows everything (the default). A configuration naming anything else is refused
 when an app is created or imported and when a toolset is added (``app.admin.apps``), and an app stored
@@ -88,8 +89,10 @@ def allowed(name: str, allow: Sequence[str]) -> bool:
 
 
 def check_config(config: AppConfig, allow: Sequence[str]) -> None:
-    """:func:`check_sources` of an app configuration."""
-    check_sources([t.name for t in config.tools], config.toolsets, allow)
+    """:func:`check_sources` of an app configuration; the apps it hands conversations to
+    (``handoffs``) are matched as ``app:<app id>``, as apps called as tools."""
+    handoffs = [{"type": "app", "app_id": h.app} for h in config.handoffs]
+    check_sources([t.name for t in config.tools], [*config.toolsets, *handoffs], allow)
 
 
 def check_sources(tools: Iterable[str], toolsets: Iterable[dict[str, Any]], allow: Sequence[str]) -> None:

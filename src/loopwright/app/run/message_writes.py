@@ -178,6 +178,8 @@ class MessageWrites:
             metadata=metadata,
         )
         result["id"] = self._message_id
+        if stream.answered_by is not None:  # handoffs: the app whose agent answered (app.run.handoffs)
+            result["answered_by"] = stream.answered_by
         await asyncio.wait({self._db.writer.submit(Update(Message, result), key=self._key)})
         return answer, usage
 

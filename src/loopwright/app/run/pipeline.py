@@ -33,6 +33,7 @@ from typing import Any
 from loopwright.agent import RoundFinished, ToolCallFinished
 from loopwright.agent.durability import StepLog
 from loopwright.agent.events import AgentEvent
+from loopwright.agent.handoffs import HandoffStarted
 from loopwright.app.dify.events import (
     AgentMessage,
     MessageEnd,
@@ -141,7 +142,7 @@ class MessageRun:
                     elif output is not None:
                         output.feed(wire.answer)
                     await emit(wire)
-                if type(event) is RoundFinished:
+                if type(event) is RoundFinished or type(event) is HandoffStarted:
                     writes.save_round(stream.thoughts[-1], stream.labels)
                 elif type(event) is ToolCallFinished and event.files:  # the files' ids are the stream's
                     writes.save_tool_files(stream.files[-len(event.files) :])
@@ -165,7 +166,7 @@ class MessageRun:
         if verdict is not None:  # corrected text: it replaces the answer so far, the run goes on
             await self.run.emit(MessageReplace(self.stream.head, verdict.text, OUTPUT_MODERATION))
 
-    async def _source(self) -> AsyncGenerator[AgentEvent, None] | None:
+    async def _source(self) -> AsyncGenerator[AgentEvent | HandoffStarted, None] | None:
         """The agent's events for this run; None when the guards answered without it."""
         plan, stream = self.plan, self.stream
         if plan.resume is not None:
@@ -191,7 +192,10 @@ class MessageRun:
         history = fitted.messages
         if plan.recalled is not None:  # last: the history's prefix stays the same from turn to turn
             history = [*history, UserMessage(plan.recalled)]
-        return plan.agent.stream(
+        if plan.team is not None:  # handoffs: the message may move to other apps (app.run.handoffs)
+            stream.app_names = plan.team.names
+            stream.answered_by = plan.team.start
+        return (plan.team or plan.agent).stream(
             prelude.query,
             history=history,
             inputs=prelude.inputs,

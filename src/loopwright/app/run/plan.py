@@ -32,6 +32,7 @@ from loopwright.app.inputs import FILE_TYPES, validate_inputs
 from loopwright.app.lookup import AppLookup, ConfigVersion
 from loopwright.app.run.approvals import Resumption
 from loopwright.app.run.compaction import Compacted, Summarizer, Summary, compact
+from loopwright.app.run.handoffs import HandoffTeam
 from loopwright.app.run.history import rebuild_history
 from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
 from loopwright.store import memory as memory_store
@@ -99,6 +100,10 @@ class RunPlan:
     summarizer: Summarizer | None = None  # memory.compaction: summarize (app.run.compaction)
     summary_spec: str = ""  # the spec of the summarizer's model
     recalled: str | None = None  # memory.long_term: what the app remembers of the end user (app.run.memory)
+    # handoffs: the app that answered the conversation's last message (None: its own app), and the apps
+    # this message may move between (app.run.handoffs)
+    answered_by: str | None = None
+    team: HandoffTeam | None = None
 
     @property
     def streaming(self) -> bool:
@@ -138,9 +143,11 @@ async def prepare(
     continued = bool(named) and (not request.names_conversation or await _conversation_id_taken(db, named))
     summary: Summary | None = None
     history_ids: tuple[str, ...] = ()
+    answered_by: str | None = None
     if continued:
         end_user_id = await lookup.end_user_id(app_id, request.user)
-        version, history, history_ids, summary = await _continued(db, lookup, app_id, end_user_id, named)
+        found = await _continued(db, lookup, app_id, end_user_id, named)
+        version, history, history_ids, summary, answered_by = found
         end_user: str | asyncio.Task[str] = end_user_id
     else:
         latest = await _chosen_config(lookup, app_id, request.config_id)
@@ -184,6 +191,7 @@ async def prepare(
         end_user=end_user,
         history_ids=history_ids,
         summary=summary,
+        answered_by=answered_by,
     )
 
 
@@ -206,9 +214,9 @@ async def _conversation_id_taken(db: Database, conversation_id: str) -> bool:
 
 async def _continued(
     db: Database, lookup: AppLookup, app_id: str, end_user_id: str, conversation_id: str
-) -> tuple[ConfigVersion, list[PromptMessage], tuple[str, ...], Summary | None]:
-    """A conversation's pinned configuration, history, the ids of its thread's messages, and its
-    newest summary when its app summarizes."""
+) -> tuple[ConfigVersion, list[PromptMessage], tuple[str, ...], Summary | None, str | None]:
+    """A conversation's pinned configuration, history, the ids of its thread's messages, its
+    newest summary when its app summarizes, and the app that answered its last message (handoffs)."""
     await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
     async with db.sessionmaker() as session:
         conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
@@ -224,7 +232,8 @@ async def _continued(
         async with db.sessionmaker() as session:
             row = await memory_store.latest_summary(session, conversation_id)
         summary = Summary(row.summary, row.covered_messages, row.id) if row is not None else None
-    return pinned, rebuild_history(thread, thoughts), tuple(m.id for m in thread), summary
+    answered_by = thread[-1].answered_by if thread else None
+    return pinned, rebuild_history(thread, thoughts), tuple(m.id for m in thread), summary, answered_by
 
 
 def resumed_plan(

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 
 from loopwright._threads import run_sync
 from loopwright.agent import Agent, Budget
+from loopwright.agent.handoffs import handoff_tool
 from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField, names_conversations
 from loopwright.app.dify.encoder import DifyEncoder
@@ -40,7 +41,7 @@ from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import budgets, memory, naming
+from loopwright.app.run import budgets, handoffs, memory, naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -197,6 +198,11 @@ class AppRuntime:
             plan = self._with_summarizer(plan)
         if plan.config.memory.long_term:
             plan = await self._with_memory(plan)
+        if plan.config.handoffs:
+            team = await handoffs.team_for(
+                self.db, self.lookup, request.app_id, plan.config, plan.agent, self.agent, plan.answered_by
+            )
+            plan = dataclasses.replace(plan, team=team)
         await self.open()
         with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
             record = await self._claim(plan.head, request) if request.task_id is not None else None
@@ -391,6 +397,9 @@ class AppRuntime:
         if version is None:
             raise ProviderNotInitializedError(f"configuration {row.config_id} is missing")
         agent = await self.agent(version, row.app_id)
+        answering = resume.stream_state.get("answered_by")
+        if isinstance(answering, str) and answering != row.app_id:  # it paused after a handoff
+            agent = await handoffs.agent_of(self.lookup, answering, self.agent) or agent
         if not self.lease.opened:
             await self.lease.open()
             # observations a process that died did not write (app.run.memory), in the background
@@ -657,7 +666,7 @@ def build_agent(
         chosen.append(tool.configure(**tc.form_values) if tc.form_values else tool)
     return Agent(
         model=model,
-        tools=[*chosen, *toolsets],
+        tools=[*chosen, *toolsets, *(handoff_tool(h.app, h.description) for h in config.handoffs)],
         files=files,
         instruction=_with_evidence_note(config),
         strategy=config.strategy,

@@ -12,7 +12,8 @@ Streaming: the route sends the task first (working); then this encoder (or, for 
 its :meth:`A2AEncoder.replayed` over the run's stored stream) turns the answer's text into
 ``artifactUpdate`` frames (the first one starts the artifact, the next ones append to it; a
 ``message_replace`` starts it again) and each tool round into a ``statusUpdate`` (working) whose message
-carries the tool's name, input and output as a data part; the route ends with the final
+carries the tool's name, input and output as a data part (a handoff's: the text naming the app that
+answers from here on and ``{"answered_by": APP_ID}``); the route ends with the final
 ``statusUpdate`` from the run's outcome. Frames are JSON-RPC responses to the request's id, as SSE
 ``data:`` lines; a quiet stream gets SSE comments. The journal keeps each event's Dify item, as for
 every wire (``app.dify.encoder``).
@@ -302,6 +303,8 @@ class A2AEncoder(WireEncoder):
             return self._text(event.head, event.answer, append=False)
         if isinstance(event, AgentThought) and event.tool:
             return self._tool_round(event.head, event.id, event.payload())
+        if isinstance(event, AgentThought) and event.answered_by is not None:
+            return self._handoff(event)
         # message_end, an error, a pause: the route ends the stream with the outcome's status
         return ""
 
@@ -335,6 +338,17 @@ class A2AEncoder(WireEncoder):
         if kind == "agent_thought" and item.get("tool"):
             return self._tool_round(head, str(item.get("id") or ""), item)
         return ""
+
+    def _handoff(self, thought: AgentThought) -> str:
+        """A ``statusUpdate`` (working) saying which app answers from here on (handoffs)."""
+        head = thought.head
+        parts: list[dict[str, Any]] = [
+            {"text": thought.thought},
+            {"data": {"answered_by": thought.answered_by}},
+        ]
+        message = agent_message(f"{thought.id}-{self.seq}", head.message_id, head.conversation_id, parts)
+        update = status_update(head.message_id, head.conversation_id, TaskState.WORKING, message)
+        return sse_frame(rpc_result(self._rpc_id, update))
 
     def _tool_round(self, head: EventHead, thought_id: str, payload: Mapping[str, Any]) -> str:
         """A ``statusUpdate`` (working) for a tool round, from its ``agent_thought`` payload."""

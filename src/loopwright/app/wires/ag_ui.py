@@ -249,6 +249,8 @@ class AgUiEncoder(WireEncoder):
             frames = self._close_round(settle=True)
             message_id = f"{thought.head.message_id}-{thought.position}"
             current = self._new_round(thought.id, message_id, thought.position)
+            if thought.answered_by is not None:  # a handoff: the step names the app answering now
+                current.name = f"handoff to {thought.answered_by}"
             frames += event_frame({"type": "STEP_STARTED", "stepName": current.name})
         if not thought.tool:
             return frames
