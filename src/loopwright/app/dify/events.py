@@ -79,10 +79,13 @@ class AgentThought:
     tool_labels: dict[str, Any]
     tool_input: str
     message_files: list[str]
+    # ours, beside Dify's fields: the keys of the calls whose observation is still a progress line
+    # (the call runs); sent only while there is one, so a page can tell progress from a result
+    tool_progress: list[str] = field(default_factory=list)
     event: Literal["agent_thought"] = field(default="agent_thought", init=False)
 
     def payload(self) -> dict[str, Any]:
-        return {
+        body = {
             **self.head.fields(self.event),
             "id": self.id,
             "position": self.position,
@@ -93,6 +96,9 @@ class AgentThought:
             "tool_input": self.tool_input,
             "message_files": self.message_files,
         }
+        if self.tool_progress:
+            body["tool_progress"] = self.tool_progress
+        return body
 
 
 @dataclass(frozen=True, slots=True)
