@@ -63,6 +63,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
                 "tools": [{"name": "calculator"}],
                 "toolsets": [openapi],
             },
+            "capped": {
+                "script": {"replies": ["A long and costly answer."], "features": FC},
+                "budget": {"run_tokens": 1},
+            },
             "forecaster": {
                 "script": {
                     "replies": [{"tool_calls": [["get_weather", {"city": "Paris"}]]}, SUNNY],
@@ -152,3 +156,14 @@ def test_a_plan_ticks_and_a_called_app_shows_its_progress_and_rounds(world: Any,
     call.locator("summary").click()
     assert call.locator(".tool-output").inner_text() == SUNNY
     assert serious_violations(call_page) == []
+
+
+def test_a_budgets_refusal_is_said_in_plain_words(world: Any, watched: Any) -> None:
+    server, apps, _ = world
+    watch = watched(viewport=DESKTOP, color_scheme="light")
+    watch.allow(r"status of 429")  # the refusal, if it comes before the stream
+    page = watch.page()
+    ask(page, server, apps["capped"], "Tell me everything")
+    page.get_by_role("alert").filter(has_text="spending limit").wait_for()
+    assert "budget.run_tokens" not in page.locator(".agent-turn").inner_text()
+    assert serious_violations(page) == []
