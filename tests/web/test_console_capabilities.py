@@ -130,7 +130,11 @@ def test_usage_and_an_end_users_memory_can_be_seen_edited_and_deleted(world: Any
     page.goto(f"{server.url}/console#/apps/{app.id}/usage")
     spent = page.get_by_role("table", name="Spending per end user")
     spent.locator("tr", has_text="alice").wait_for()
-    assert "1 run" in page.get_by_label("The app's spending").inner_text()
+    spending = page.get_by_label("The app's spending")
+    assert "1 run" in spending.inner_text() and "of 1,000,000 tokens" in spending.inner_text()
+    bar = page.get_by_role("progressbar", name="alice: tokens spent of the day's cap")
+    assert bar.get_attribute("max") == "100000"  # budget.end_user_daily_tokens
+    assert 0 < float(bar.get_attribute("value") or 0) <= 100_000
     assert serious_violations(page) == []
     spent.get_by_role("button", name="Memory").click()
     observations = page.get_by_role("list", name="Observations")

@@ -93,7 +93,7 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
       )}
       {tab === "versions" && <Versions client={client} appId={appId} current={detail.version} onRestored={app.reload} />}
       {tab === "logs" && <Logs client={client} appId={appId} />}
-      {tab === "usage" && <Spending client={client} appId={appId} />}
+      {tab === "usage" && <Spending client={client} appId={appId} config={detail.config} />}
     </>
   );
 }

@@ -1,13 +1,48 @@
 // What an app spent on a day, per end user, as its budgets count it (GET …/budget-usage), and what the
 // app remembers of an end user (memory.long_term): the working memory to edit, observations to delete.
 import { useState } from "preact/hooks";
-import type { AdminClient, EndUserMemory } from "./api";
+import type { AdminClient, AppConfig, EndUserMemory, Spent } from "./api";
 import { plural } from "../shared/format";
 import { Action, ErrorLine, Section, useLoad } from "./ui";
 
 const today = (): string => new Date().toISOString().slice(0, 10); // the budgets' day is UTC
 
-export function Spending({ client, appId }: { client: AdminClient; appId: string }) {
+/** The app's daily caps (budget.app_daily_* and budget.end_user_daily_*), when it has them. */
+export function dailyCaps(config: AppConfig): { app: Caps; endUser: Caps } {
+  const budget = (typeof config.budget === "object" && config.budget !== null ? config.budget : {}) as Record<string, unknown>;
+  const n = (v: unknown): number | null => (typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v)) ? Number(v) : null);
+  return {
+    app: { tokens: n(budget.app_daily_tokens), cost: n(budget.app_daily_cost) },
+    endUser: { tokens: n(budget.end_user_daily_tokens), cost: n(budget.end_user_daily_cost) },
+  };
+}
+
+interface Caps {
+  tokens: number | null;
+  cost: number | null;
+}
+
+/** Spent against a day's cap, as a bar and words ("1,234 of 100,000 tokens"); nothing without a cap. */
+function Against({ spent, caps, who }: { spent: Spent; caps: Caps; who: string }) {
+  const parts: [string, number, number][] = [];
+  if (caps.tokens !== null) parts.push(["tokens", spent.tokens, caps.tokens]);
+  if (caps.cost !== null) parts.push(["USD", Number(spent.cost), caps.cost]);
+  return (
+    <>
+      {parts.map(([unit, used, cap]) => (
+        <span key={unit} class="against">
+          <progress max={cap} value={Math.min(used, cap)} aria-label={`${who}: ${unit} spent of the day's cap`} />{" "}
+          <span class="small">
+            {used.toLocaleString()} of {cap.toLocaleString()} {unit}
+          </span>
+        </span>
+      ))}
+    </>
+  );
+}
+
+export function Spending({ client, appId, config }: { client: AdminClient; appId: string; config: AppConfig }) {
+  const caps = dailyCaps(config);
   const [day, setDay] = useState(today());
   const [endUser, setEndUser] = useState<string | null>(null);
   const usage = useLoad(() => client.budgetUsage(appId, day), [client, appId, day]);
@@ -32,17 +67,19 @@ export function Spending({ client, appId }: { client: AdminClient; appId: string
                 <span>{plural(usage.data.app.tokens, "token")}</span>
                 <span>{usage.data.app.cost} USD</span>
                 <span>{plural(usage.data.app.runs, "run")}</span>
+                <Against spent={usage.data.app} caps={caps.app} who="The app" />
               </p>
             )}
             {usage.data.end_users.length > 0 && (
               <table class="list compact" aria-label="Spending per end user">
                 <thead>
-                  <tr><th>End user</th><th>Tokens</th><th>Cost</th><th>Runs</th><th><span class="visually-hidden">Memory</span></th></tr>
+                  <tr><th>End user</th><th>Tokens</th><th>Cost</th><th>Runs</th><th>Of the daily cap</th><th><span class="visually-hidden">Memory</span></th></tr>
                 </thead>
                 <tbody>
                   {usage.data.end_users.map((u) => (
                     <tr key={u.end_user_id}>
                       <td><code>{u.user}</code></td><td>{u.tokens}</td><td>{u.cost}</td><td>{u.runs}</td>
+                      <td><Against spent={u} caps={caps.endUser} who={u.user} /></td>
                       <td><button type="button" class="small" onClick={() => setEndUser(u.end_user_id)}>Memory</button></td>
                     </tr>
                   ))}
