@@ -341,6 +341,7 @@ async def test_logs_show_conversations_messages_agent_logs_feedback_and_usage(
 
     page = (await admin.get(f"/console/api/apps/{app_id}/conversations")).json()
     assert page["total"] == 2 and {c["user"] for c in page["data"]} == {"alice", "bob"}
+    assert all(c["end_user_id"] for c in page["data"])  # for the memory routes
     assert all(c["messages"] == 1 for c in page["data"])
 
     detail = (await admin.get(f"/console/api/apps/{app_id}/conversations/{conversation_id}")).json()

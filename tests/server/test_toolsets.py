@@ -248,4 +248,9 @@ async def test_an_app_called_as_a_tool_streams_its_rounds_into_the_callers_strea
     assert "calling calculator" in shown and any(s.startswith("calculator: ") and "42" in s for s in shown)
     assert shown[-1] == "It is 42."
     assert shown.index("calling calculator") < len(shown) - 1
+    # the progress lines are marked as such (ours, beside Dify's fields); the result is not
+    marks = [e.get("tool_progress") for e in events if e["event"] == "agent_thought" and e["tool"] == "maths"]
+    live = [e for e in events if e["event"] == "agent_thought" and e.get("tool_progress") == ["maths"]]
+    assert any(json.loads(e["observation"])["maths"] == "calling calculator" for e in live)
+    assert marks[-1] is None
     assert events[-1]["event"] == "message_end"

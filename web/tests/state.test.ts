@@ -4,6 +4,7 @@ import {
   finalAnswer,
   messageFromHistory,
   newMessage,
+  planOf,
   steps,
   needsLoggedTimes,
   toolCalls,
@@ -222,5 +223,36 @@ describe("withLoggedTimes", () => {
     ]);
     expect(needsLoggedTimes(logged)).toBe(false);
     expect(needsLoggedTimes(run(TWO_TOOLS.slice(0, 3)))).toBe(false); // still running
+  });
+});
+
+describe("plans and progress", () => {
+  it("reads a plan's checklist as it ticks", () => {
+    const plan = "I will add, then double.\n\nPlan:\n- [x] s1: add (calculator)\n- [!] s2: double it (calculator)\n- [-] s3: say it (echo)\n- [ ] s4: wait (clock)";
+    expect(planOf(plan)).toEqual({
+      intro: "I will add, then double.",
+      items: [
+        { id: "s1", task: "add", tool: "calculator", mark: "done" },
+        { id: "s2", task: "double it", tool: "calculator", mark: "failed" },
+        { id: "s3", task: "say it", tool: "echo", mark: "skipped" },
+        { id: "s4", task: "wait", tool: "clock", mark: "pending" },
+      ],
+    });
+    expect(planOf("Plan:\nnot a checklist")).toBeNull();
+    expect(planOf("just a thought")).toBeNull();
+  });
+
+  it("keeps a running call's progress lines apart from its result", () => {
+    const call = { id: "r1", tool: "maths", tool_input: JSON.stringify({ maths: { query: "6*7" } }) };
+    const m = run([
+      thought(call),
+      thought({ ...call, observation: JSON.stringify({ maths: "calling calculator" }), tool_progress: ["maths"] }),
+      thought({ ...call, observation: JSON.stringify({ maths: "calling calculator" }), tool_progress: ["maths"] }),
+      thought({ ...call, observation: JSON.stringify({ maths: "calculator: 42" }), tool_progress: ["maths"] }),
+    ]);
+    expect(m.rounds[0].tools[0]).toMatchObject({ output: null, progress: ["calling calculator", "calculator: 42"] });
+    const done = applyEvent(m, thought({ ...call, observation: JSON.stringify({ maths: "It is 42." }) }), 9000);
+    expect(done.rounds[0].tools[0]).toMatchObject({ output: "It is 42.", progress: ["calling calculator", "calculator: 42"] });
+    expect(done.rounds[0].tools[0].seconds).toBe(9); // first seen at 0 ms
   });
 });

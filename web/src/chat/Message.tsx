@@ -5,7 +5,7 @@ import { useState } from "preact/hooks";
 import { Download, Speaker, ThumbDown, ThumbUp } from "../shared/icons";
 import { duration, when } from "../shared/format";
 import { Markdown } from "./Markdown";
-import { finalAnswer, isRunning, steps, type Citation, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
+import { finalAnswer, isRunning, planOf, steps, type Citation, type PlanView, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
 const FOLD_AT = 1200; // characters of a tool output shown before "Show all"
 
@@ -66,9 +66,10 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
 }
 
 function Round({ round, running }: { round: RoundView; running: boolean }) {
+  const plan = planOf(round.text);
   return (
     <section class="round">
-      {round.text !== "" && <Markdown text={round.text} class="thought" />}
+      {plan !== null ? <Plan plan={plan} /> : round.text !== "" && <Markdown text={round.text} class="thought" />}
       {round.tools.map((t) => (
         <ToolCall key={t.key} call={t} running={running} />
       ))}
@@ -76,7 +77,55 @@ function Round({ round, running }: { round: RoundView; running: boolean }) {
   );
 }
 
+/** A plan as a checklist: its items tick (the plan's row is sent again, same id) as steps end. */
+function Plan({ plan }: { plan: PlanView }) {
+  const done = plan.items.filter((i) => i.mark === "done").length;
+  return (
+    <div class="plan">
+      {plan.intro !== "" && <Markdown text={plan.intro} class="thought" />}
+      <p class="plan-head">{t("plan_progress", { done, n: plan.items.length })}</p>
+      <ul class="plan-items">
+        {plan.items.map((item) => (
+          <li key={item.id} class={`plan-item ${item.mark}`} data-step={item.id}>
+            <span class="plan-mark" aria-hidden="true">
+              {item.mark === "done" ? "✓" : item.mark === "failed" ? "✗" : item.mark === "skipped" ? "–" : "○"}
+            </span>
+            <span class="plan-task">{item.task}</span>
+            {item.tool !== "" && <code class="tool-name">{item.tool}</code>}
+            <span class="visually-hidden"> ({t(`plan_${item.mark}`)})</span>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
 function ToolCall({ call, running }: { call: ToolCallView; running: boolean }) {
+  const pending = call.output === null;
+  const live = pending && running ? call.progress[call.progress.length - 1] : undefined;
+  return (
+    <div class="tool-wrap">
+      <ToolCallDetails call={call} running={running} />
+      {live !== undefined && (
+        <p class="tool-progress" role="status">
+          {live}
+        </p>
+      )}
+      {call.progress.length > 1 && (
+        <details class="sub-rounds" open={pending && running}>
+          <summary>{t("sub_rounds", { n: call.progress.length })}</summary>
+          <ol>
+            {call.progress.map((line, i) => (
+              <li key={i}>{line}</li>
+            ))}
+          </ol>
+        </details>
+      )}
+    </div>
+  );
+}
+
+function ToolCallDetails({ call, running }: { call: ToolCallView; running: boolean }) {
   const [all, setAll] = useState(false);
   const pending = call.output === null;
   const state = t(pending ? (running ? "tool_running" : "tool_no_output") : call.error ? "tool_failed" : "tool_done");

@@ -10,6 +10,7 @@ export interface ToolCallView {
   label: string;
   input: unknown;
   output: string | null; // null while it runs
+  progress: string[]; // the progress lines it reported while running, in order (a called app's rounds)
   error: boolean;
   firstSeen: number | null; // ms (the page's clock), when the stream first showed the call
   seconds: number | null; // how long it took, as the page saw it
@@ -185,6 +186,8 @@ export function toolCalls(
   const outputs = jsonObject(e.observation);
   const inputKeys = Object.keys(inputs ?? {});
   const keys = inputKeys.length === names.length ? inputKeys : uniqueKeys(names);
+  // ours, beside Dify's fields: the calls whose observation is still a progress line, not a result
+  const live = new Set(Array.isArray(e.tool_progress) ? e.tool_progress.filter((k) => typeof k === "string") : []);
   const labels = (typeof e.tool_labels === "object" && e.tool_labels !== null ? e.tool_labels : {}) as Record<
     string,
     unknown
@@ -193,7 +196,22 @@ export function toolCalls(
     const key = keys[i];
     const old = previous[i];
     const raw = outputs?.[key];
-    const output = raw === undefined || raw === "" ? null : typeof raw === "string" ? raw : JSON.stringify(raw);
+    const text = raw === undefined || raw === "" ? null : typeof raw === "string" ? raw : JSON.stringify(raw);
+    const progress = old?.progress ?? [];
+    if (live.has(key) && text !== null) {
+      return {
+        key,
+        name,
+        label: labelOf(labels[name], old?.label ?? name),
+        input: inputs?.[key] ?? null,
+        output: null,
+        progress: progress[progress.length - 1] === text ? progress : [...progress, text],
+        error: false,
+        firstSeen: old?.firstSeen ?? now,
+        seconds: null,
+      };
+    }
+    const output = text;
     const firstSeen = old?.firstSeen ?? now;
     const finishedNow = output !== null && (old === undefined || old.output === null);
     return {
@@ -202,6 +220,7 @@ export function toolCalls(
       label: labelOf(labels[name], old?.label ?? name),
       input: inputs?.[key] ?? null,
       output,
+      progress,
       error: output !== null && looksLikeError(output),
       firstSeen,
       seconds:
@@ -342,6 +361,38 @@ export function steps(m: MessageView): RoundView[] {
   const last = m.rounds[m.rounds.length - 1];
   if (last !== undefined && last.tools.length === 0) return m.rounds.slice(0, -1);
   return m.rounds;
+}
+
+export type PlanMark = "pending" | "done" | "failed" | "skipped";
+
+export interface PlanItem {
+  id: string;
+  task: string;
+  tool: string;
+  mark: PlanMark;
+}
+
+export interface PlanView {
+  intro: string; // the model's words before the checklist
+  items: PlanItem[];
+}
+
+const PLAN_LINE = /^- \[([ x!-])\] ([^:\s]+): (.*?)(?: \(([^()]*)\))?$/;
+const MARKS: Record<string, PlanMark> = { " ": "pending", x: "done", "!": "failed", "-": "skipped" };
+
+/** A plan round's checklist (strategy "plan": the thought ends "Plan:" and a line per step, ticked
+ * as steps end — agent/planning.py render_checklist), or null for any other thought. */
+export function planOf(text: string): PlanView | null {
+  const at = text.lastIndexOf("Plan:\n");
+  if (at === -1) return null;
+  const lines = text.slice(at + 6).split("\n").filter((l) => l.trim() !== "");
+  const items: PlanItem[] = [];
+  for (const line of lines) {
+    const match = PLAN_LINE.exec(line.trim());
+    if (match === null) return null;
+    items.push({ id: match[2], task: match[3], tool: match[4] ?? "", mark: MARKS[match[1]] });
+  }
+  return items.length > 0 ? { intro: text.slice(0, at).trim(), items } : null;
 }
 
 export function isRunning(m: MessageView): boolean {

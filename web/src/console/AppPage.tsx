@@ -3,11 +3,13 @@ import { useState } from "preact/hooks";
 import type { AdminClient, AppConfig, NewKey } from "./api";
 import { AppEditor } from "./Editor";
 import { Logs } from "./Logs";
+import { Spending } from "./Memory";
+import { Wires } from "./Wires";
 import { APP_TABS, chatLink, draftOf, href, type AppTab } from "./logic";
 import { plural } from "../shared/format";
 import { Action, ErrorLine, Section, download, useLoad } from "./ui";
 
-const TAB_NAMES: Record<AppTab, string> = { settings: "Settings", keys: "Keys and chat", versions: "Versions", logs: "Logs" };
+const TAB_NAMES: Record<AppTab, string> = { settings: "Settings", keys: "Keys and chat", versions: "Versions", logs: "Logs", usage: "Usage and memory" };
 
 export function AppPage({ client, appId, tab }: { client: AdminClient; appId: string; tab: AppTab }) {
   const app = useLoad(() => client.app(appId), [client, appId]);
@@ -83,9 +85,15 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
         <OpenAPIImport client={client} appId={appId} onAdded={app.reload} />
         </>
       )}
-      {tab === "keys" && <Keys client={client} appId={appId} onChanged={app.reload} />}
+      {tab === "keys" && (
+        <>
+          <Keys client={client} appId={appId} onChanged={app.reload} />
+          <Wires appId={appId} />
+        </>
+      )}
       {tab === "versions" && <Versions client={client} appId={appId} current={detail.version} onRestored={app.reload} />}
       {tab === "logs" && <Logs client={client} appId={appId} />}
+      {tab === "usage" && <Spending client={client} appId={appId} config={detail.config} />}
     </>
   );
 }

@@ -4,7 +4,8 @@ import { useState } from "preact/hooks";
 import type { AdminClient, MessageLog, ModelCallView } from "./api";
 import { duration, plural, strategyName } from "../shared/format";
 import { asText, when } from "./logic";
-import { Action, ErrorLine, Section, useLoad } from "./ui";
+import { Memory } from "./Memory";
+import { Action, Copy, ErrorLine, Section, download, useLoad } from "./ui";
 
 export function Logs({ client, appId }: { client: AdminClient; appId: string }) {
   const [page, setPage] = useState(1);
@@ -80,16 +81,60 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
 
 function Conversation({ client, appId, conversationId }: { client: AdminClient; appId: string; conversationId: string }) {
   const found = useLoad(() => client.conversation(appId, conversationId), [client, appId, conversationId]);
+  const [evalCase, setEvalCase] = useState<string | null>(null);
+  const [memory, setMemory] = useState(false);
   if (found.error) return <ErrorLine error={found.error} />;
   if (!found.data) return <p class="muted">Loading…</p>;
+  const conversation = found.data.conversation;
   return (
-    <Section title={`“${found.data.conversation.name}” with ${found.data.conversation.user}`}>
-      <ol class="log-messages" aria-label="Messages">
-        {found.data.messages.map((m) => (
-          <MessageEntry key={m.id} client={client} message={m} />
-        ))}
-      </ol>
-    </Section>
+    <>
+      <Section
+        title={`“${conversation.name}” with ${conversation.user}`}
+        aside={
+          <span class="row">
+            <Action
+              kind="small"
+              title="The conversation as an eval case (YAML) to copy or download into an eval set"
+              action={async () => setEvalCase((await client.evalCase(appId, conversationId)).yaml)}
+            >
+              Add to eval set
+            </Action>
+            {conversation.end_user_id && (
+              <button type="button" class="small" aria-expanded={memory} onClick={() => setMemory(!memory)}>
+                Memory
+              </button>
+            )}
+          </span>
+        }
+      >
+        {evalCase !== null && <EvalCase yaml={evalCase} onChange={setEvalCase} name={conversation.name} />}
+        <ol class="log-messages" aria-label="Messages">
+          {found.data.messages.map((m) => (
+            <MessageEntry key={m.id} client={client} message={m} />
+          ))}
+        </ol>
+      </Section>
+      {memory && <Memory client={client} appId={appId} endUser={conversation.end_user_id} name={conversation.user} />}
+    </>
+  );
+}
+
+/** The eval case the server made of the conversation: editable (say what to expect), then copied or
+ * downloaded into an eval set's YAML (docs/evals.md). */
+function EvalCase({ yaml, name, onChange }: { yaml: string; name: string; onChange: (yaml: string) => void }) {
+  return (
+    <div class="eval-case">
+      <label>
+        Eval case (YAML, editable)
+        <textarea class="code-block" rows={Math.min(20, yaml.split("\n").length + 1)} value={yaml} onInput={(e) => onChange((e.currentTarget as HTMLTextAreaElement).value)} />
+      </label>
+      <p class="row">
+        <Copy text={yaml} label="Copy the eval case" />
+        <button type="button" class="small" onClick={() => download(`${name.replace(/[^\w.-]+/g, "_") || "case"}.eval.yaml`, yaml)}>
+          Download
+        </button>
+      </p>
+    </div>
   );
 }
 

@@ -134,6 +134,33 @@ export interface ConversationLog {
   inputs: Record<string, unknown>;
   created_at: number;
   updated_at: number;
+  end_user_id: string;
+}
+
+export interface Spent {
+  tokens: number;
+  cost: string; // a decimal, as the budgets count it
+  runs: number;
+}
+
+export interface BudgetUsage {
+  day: string;
+  app: Spent | null; // null: nothing counted that day (counters run while the app has a budget)
+  end_users: (Spent & { end_user_id: string; user: string })[];
+}
+
+export interface Observation {
+  id: string;
+  text: string;
+  conversation_id: string;
+  message_id: string;
+  created_at: string;
+}
+
+export interface EndUserMemory {
+  end_user_id: string;
+  working_memory: string;
+  observations: Observation[]; // newest first
 }
 
 export interface ToolCallLog {
@@ -328,5 +355,17 @@ export class AdminClient {
   conversation = (id: string, conversationId: string) =>
     this.json<{ conversation: ConversationLog; messages: MessageLog[] }>("GET", `/apps/${id}/conversations/${conversationId}`);
   usage = (id: string, days = 30) => this.json<Usage>("GET", `/apps/${id}/usage?days=${days}`);
+  budgetUsage = (id: string, day: string) => this.json<BudgetUsage>("GET", `/apps/${id}/budget-usage?day=${encodeURIComponent(day)}`);
+  evalCase = (id: string, conversationId: string) =>
+    this.json<{ case: Record<string, unknown>; yaml: string }>("POST", `/apps/${id}/eval-cases`, { conversation_id: conversationId });
+
+  // --- an end user's memory (memory.long_term)
+  memory = (id: string, endUser: string) => this.json<EndUserMemory>("GET", `/apps/${id}/end-users/${endUser}/memory`);
+  setWorkingMemory = (id: string, endUser: string, text: string) =>
+    this.json<EndUserMemory>("PUT", `/apps/${id}/end-users/${endUser}/memory`, { working_memory: text });
+  forgetMemory = (id: string, endUser: string) => this.json<null>("DELETE", `/apps/${id}/end-users/${endUser}/memory`);
+  forgetObservation = (id: string, endUser: string, observation: string) =>
+    this.json<null>("DELETE", `/apps/${id}/end-users/${endUser}/memory/observations/${observation}`);
+
   prompts = (messageId: string) => this.json<{ calls: ModelCallView[] }>("GET", `/messages/${messageId}/prompts`).then((r) => r.calls);
 }

@@ -27,7 +27,7 @@ export type Route =
   | { page: "knowledge" }
   | { page: "dataset"; id: string };
 
-export const APP_TABS = ["settings", "keys", "versions", "logs"] as const;
+export const APP_TABS = ["settings", "keys", "versions", "logs", "usage"] as const;
 export type AppTab = (typeof APP_TABS)[number];
 
 export function parseRoute(hash: string): Route {

@@ -119,3 +119,30 @@ export function download(name: string, text: string, type = "application/x-yaml"
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+/** A button that copies ``text``; says so (role=status) when it did, or that the browser refused. */
+export function Copy({ text, label }: { text: string; label: string }) {
+  const [said, setSaid] = useState("");
+  return (
+    <span class="action">
+      <button
+        type="button"
+        class="small"
+        aria-label={label}
+        onClick={async () => {
+          try {
+            await navigator.clipboard.writeText(text);
+            setSaid("Copied.");
+          } catch {
+            setSaid("The browser refused the clipboard: select the text and copy it.");
+          }
+        }}
+      >
+        Copy
+      </button>
+      <span class="muted small" role="status">
+        {said}
+      </span>
+    </span>
+  );
+}

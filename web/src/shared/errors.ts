@@ -20,7 +20,16 @@ const WITH_MESSAGE: Record<string, string> = {
   model_currently_not_support: "The assistant's model cannot do this",
 };
 
+/** A budget's refusal (429 budget_exceeded, docs/memory-and-budgets.md): a daily cap waits for the next
+ * UTC day; a run's or conversation's cap stopped this answer. */
+function budgetError(message: string): string {
+  if (/daily/.test(message)) return "The assistant has used up today's budget. Please try again tomorrow.";
+  if (/conversation_/.test(message)) return "This conversation has used up its budget. Please start a new chat.";
+  return "This answer reached the assistant's spending limit and was stopped.";
+}
+
 export function plainError(code: string, message: string, status: number): string {
+  if (code === "budget_exceeded") return budgetError(message);
   if (code in PLAIN) return PLAIN[code];
   if (code in WITH_MESSAGE) return message ? `${WITH_MESSAGE[code]}: ${message}` : `${WITH_MESSAGE[code]}.`;
   if (code === "invalid_param" || code === "bad_request") return message || "The request was not valid.";

@@ -35,6 +35,7 @@ class ConversationLog:
     inputs: dict[str, Any]
     created_at: int  # Unix seconds
     updated_at: int
+    end_user_id: str = ""  # the end user's id (the memory routes take it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ async def conversation_logs(
             dict(r.conversation.inputs or {}),
             unix_seconds(r.conversation.created_at),
             unix_seconds(r.conversation.updated_at),
+            r.conversation.end_user_id,
         )
         for r in rows
     ]
@@ -128,6 +130,7 @@ async def conversation_messages(
         dict(conv.inputs or {}),
         unix_seconds(conv.created_at),
         unix_seconds(conv.updated_at),
+        conv.end_user_id,
     )
     out = [
         MessageLog(

@@ -79,12 +79,14 @@ class AgentThought:
     tool_labels: dict[str, Any]
     tool_input: str
     message_files: list[str]
+    # ours, beside Dify's fields: the keys of the calls whose observation is still a progress line
+    # (the call runs); sent only while there is one, so a page can tell progress from a result
+    tool_progress: list[str] = field(default_factory=list)
     event: Literal["agent_thought"] = field(default="agent_thought", init=False)
     answered_by: str | None = None  # a handoff's thought: the app answering from here on (ours)
 
     def payload(self) -> dict[str, Any]:
-        extra = {"answered_by": self.answered_by} if self.answered_by is not None else {}
-        return {
+        body: dict[str, Any] = {
             **self.head.fields(self.event),
             "id": self.id,
             "position": self.position,
@@ -94,8 +96,13 @@ class AgentThought:
             "tool_labels": self.tool_labels,
             "tool_input": self.tool_input,
             "message_files": self.message_files,
-            **extra,
         }
+        # our own fields, only when set: a plain thought is Dify's, byte for byte
+        if self.answered_by is not None:
+            body["answered_by"] = self.answered_by  # a handoff's thought: the app answering from here on
+        if self.tool_progress:
+            body["tool_progress"] = self.tool_progress  # the calls whose observation is progress so far
+        return body
 
 
 @dataclass(frozen=True, slots=True)

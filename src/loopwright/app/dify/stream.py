@@ -58,7 +58,13 @@ from loopwright.app.dify.events import (
     WireEvent,
 )
 from loopwright.model.entities import Usage
-from loopwright.store.codec import join_tool_names, round_inputs, round_observations, tool_labels
+from loopwright.store.codec import (
+    join_tool_names,
+    round_inputs,
+    round_observations,
+    tool_labels,
+    unique_tool_keys,
+)
 from loopwright.store.models import unix_seconds, utcnow
 from loopwright.tools.base import (
     LLM_USAGE,
@@ -87,6 +93,7 @@ class ThoughtRow:
     answer: str = ""
     usage: Usage | None = None
     revised: bool = False  # changed after its round ended (a plan's checklist ticks): saved again at the end
+    running: set[int] = field(default_factory=set)  # calls whose observation is a progress line
 
     @property
     def tool(self) -> str:
@@ -99,6 +106,13 @@ class ThoughtRow:
     @property
     def observation(self) -> str:
         return round_observations(self.names, self.observations)
+
+    def progress_keys(self) -> list[str]:
+        """The keys (as in ``tool_input``) of the calls still showing progress, not a result."""
+        if not self.running:
+            return []
+        keys = unique_tool_keys(self.names)
+        return [keys[i] for i in sorted(self.running)]
 
 
 class DifyStream:
@@ -198,6 +212,7 @@ class DifyStream:
         row = self.thoughts[-1]
         i = row.call_ids.index(event.id)
         row.observations[i] = event.observation
+        row.running.discard(i)
         row.metas[i] = event.meta.to_dict()
         out: list[WireEvent] = []
         for output in event.files:
@@ -217,7 +232,9 @@ class DifyStream:
         line = event.text
         if event.fraction is not None:
             line = f"{line} ({max(0.0, min(1.0, event.fraction)):.0%})".strip()
-        row.observations[row.call_ids.index(event.id)] = line
+        i = row.call_ids.index(event.id)
+        row.observations[i] = line
+        row.running.add(i)
         return [self._thought(row)]
 
     def on_round_finished(self, event: RoundFinished) -> list[WireEvent]:
@@ -394,6 +411,7 @@ class DifyStream:
             tool_labels=tool_labels(row.tool, self.labels),
             tool_input=row.tool_input,
             message_files=list(row.message_files),
+            tool_progress=row.progress_keys(),
         )
 
     def _message_file(self, file_id: str, output: ToolOutput) -> MessageFile:

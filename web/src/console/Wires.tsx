@@ -1,0 +1,78 @@
+// The app's other wires: where each one listens, with a copy button and a short example (the key of
+// the Keys section goes where the examples say app-…). Paths as docs/protocols.md gives them.
+import { Copy, Section } from "./ui";
+
+export interface Wire {
+  name: string;
+  url: string;
+  what: string;
+  example: string;
+}
+
+/** The wires of one app on the server at ``origin`` (the console's own origin). */
+export function wiresOf(origin: string, appId: string): Wire[] {
+  const bearer = `-H "Authorization: Bearer app-…"`;
+  return [
+    {
+      name: "Dify Service API",
+      url: `${origin}/v1`,
+      what: "Dify's SDKs and clients (the chat page uses it)",
+      example: `curl ${origin}/v1/chat-messages ${bearer} -H "Content-Type: application/json" \\\n  -d '{"query": "Hello", "inputs": {}, "user": "alice", "response_mode": "streaming"}'`,
+    },
+    {
+      name: "OpenAI Chat Completions",
+      url: `${origin}/v1`,
+      what: "an OpenAI client's base_url; the key names the app, the model is echoed",
+      example: `from openai import OpenAI\nclient = OpenAI(base_url="${origin}/v1", api_key="app-…")\nreply = client.chat.completions.create(model="app", messages=[{"role": "user", "content": "Hello"}])`,
+    },
+    {
+      name: "OpenAI Responses",
+      url: `${origin}/v1/responses`,
+      what: "the Responses API (POST; GET /v1/responses/{id})",
+      example: `client = OpenAI(base_url="${origin}/v1", api_key="app-…")\nresponse = client.responses.create(model="app", input="Hello")`,
+    },
+    {
+      name: "A2A agent card",
+      url: `${origin}/a2a/${appId}/.well-known/agent-card.json`,
+      what: `A2A 1.0; JSON-RPC at ${origin}/a2a/${appId}`,
+      example: `curl ${origin}/a2a/${appId}/.well-known/agent-card.json ${bearer}`,
+    },
+    {
+      name: "MCP",
+      url: `${origin}/mcp`,
+      what: "streamable HTTP; the key's app is the server's one tool",
+      example: `{"mcpServers": {"app": {"url": "${origin}/mcp", "headers": {"Authorization": "Bearer app-…"}}}}`,
+    },
+    {
+      name: "AG-UI",
+      url: `${origin}/ag-ui`,
+      what: "POST RunAgentInput, events as SSE (CopilotKit and others)",
+      example: `curl -N ${origin}/ag-ui ${bearer} -H "Content-Type: application/json" \\\n  -d '{"threadId": "t1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "Hello"}], "tools": [], "context": [], "state": {}, "forwardedProps": {}}'`,
+    },
+  ];
+}
+
+export function Wires({ appId }: { appId: string }) {
+  return (
+    <Section title="Other wires">
+      <p class="muted">Every wire takes the same key; each one speaks its own protocol to the same app.</p>
+      <ul class="wires" aria-label="Wires">
+        {wiresOf(window.location.origin, appId).map((w) => (
+          <li key={w.name} class="wire">
+            <h3>{w.name}</h3>
+            <p class="row">
+              <code class="wire-url">{w.url}</code>
+              <Copy text={w.url} label={`Copy the ${w.name} URL`} />
+            </p>
+            <p class="muted small">{w.what}</p>
+            <details>
+              <summary>Example</summary>
+              <pre class="code-block">{w.example}</pre>
+              <Copy text={w.example} label={`Copy the ${w.name} example`} />
+            </details>
+          </li>
+        ))}
+      </ul>
+    </Section>
+  );
+}
