@@ -25,6 +25,12 @@ SKIPPED = ("loopwright.__main__", "loopwright.store.migrations.env", "loopwright
 
 # module → (the extra it needs at import, the top-level modules of that extra, why it cannot be lazy)
 NEEDS_EXTRA: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "loopwright.evals.pytest_plugin": (
+        "pytest",
+        ("pytest", "_pytest"),
+        "a pytest plugin (the loopwright_eval fixture): pytest loads it through its entry point, and its "
+        "fixture is registered with pytest's decorator at import",
+    ),
     "loopwright.app.run.durable": (
         "durable",
         ("dbos",),

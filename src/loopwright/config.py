@@ -67,8 +67,21 @@ TOML_KEYS: dict[str, str] = {
     "executor": "LOOPWRIGHT_EXECUTOR",
     "prompt_cache_mb": "LOOPWRIGHT_PROMPT_CACHE_MB",
     "sse_event_ids": "LOOPWRIGHT_SSE_EVENT_IDS",
+    "rate_limit_per_key": "LOOPWRIGHT_RATE_LIMIT_PER_KEY",
+    "rate_limit_per_user": "LOOPWRIGHT_RATE_LIMIT_PER_USER",
+    "stream_limit_per_key": "LOOPWRIGHT_STREAM_LIMIT_PER_KEY",
+    "stream_limit_per_user": "LOOPWRIGHT_STREAM_LIMIT_PER_USER",
+    "body_read_timeout": "LOOPWRIGHT_BODY_READ_TIMEOUT",
 }
-_INTEGER_KEYS = ("max_iterations", "files_url_ttl")
+_INTEGER_KEYS = (
+    "max_iterations",
+    "files_url_ttl",
+    "rate_limit_per_key",
+    "rate_limit_per_user",
+    "stream_limit_per_key",
+    "stream_limit_per_user",
+    "body_read_timeout",
+)
 _LIST_KEYS = ("tool_allow_hosts", "cors_allow_origins", "tool_sources")  # a comma-separated string or a list
 _BOOL_KEYS = ("dify_strict", "resumable_streams")
 TOOL_SOURCE_KINDS = (
@@ -137,6 +150,13 @@ class Settings(BaseSettings):
     # (resumable streams on, and the request's Accept names text/event-stream), "always", "never".
     # The re-attach route always numbers its frames (docs/http-api.md#event-numbers).
     sse_event_ids: Literal["auto", "always", "never"] = "auto"
+    # Limits per app key and per end user (loopwright.app.run.rate_limits, docs/security.md#limits); 0: off.
+    rate_limit_per_key: int = pydantic.Field(default=0, ge=0)  # keyed requests a minute
+    rate_limit_per_user: int = pydantic.Field(default=0, ge=0)  # messages a minute of one end user
+    stream_limit_per_key: int = pydantic.Field(default=0, ge=0)  # streams at once of one key
+    stream_limit_per_user: int = pydantic.Field(default=0, ge=0)  # streams at once of one end user
+    # Seconds a client may take to send a JSON body (loopwright.server.bodies); past it: 408.
+    body_read_timeout: int = pydantic.Field(default=30, ge=1)
 
     @classmethod
     def settings_customise_sources(

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from loopwright.app.admin import datasets
 from loopwright.app.availability import check_access
 from loopwright.app.lookup import KeyedApp
+from loopwright.app.run.rate_limits import CALLER_KEY, key_digest
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.errors import ApiError
 from loopwright.server.state import get_state
@@ -35,11 +36,22 @@ def bearer_token(request: Request) -> str:
 async def current_app(request: Request, state: Annotated[AppRuntime, Depends(get_state)]) -> AuthedApp:
     """FastAPI dependency: the app of the request's API key, or 401; 403 (Dify's texts) when the app
     is disabled or its Service API is off."""
-    app = await state.lookup.app_for_key(bearer_token(request))
+    token = bearer_token(request)
+    app = await state.lookup.app_for_key(token)
     if app is None:
         raise unauthorized("Access token is invalid")
     await check_access(state.lookup, app.id)
+    if state.limiter.on:
+        count_request(state, token)
     return app
+
+
+def count_request(state: AppRuntime, token: str) -> None:
+    """One request of the key ``token`` against its rate (429 past it); the key's digest goes with
+    the request to the run it may start (its streams are counted there: app.run.rate_limits)."""
+    digest = key_digest(token)
+    CALLER_KEY.set(digest)
+    state.limiter.request(digest)
 
 
 async def dataset_key(request: Request, state: Annotated[AppRuntime, Depends(get_state)]) -> str:

@@ -9,10 +9,15 @@ route answers with (400 ``invalid_param``, :mod:`loopwright.server.errors`).
 A JSON body is at most :data:`MAX_JSON_BODY_BYTES`: a larger ``Content-Length`` is refused (413)
 before a byte of the body is read, and a body without one is read only until it grows past it.
 Nesting is bounded by the JSON parser itself (pydantic's, 255 levels): deeper is a 400.
+
+A client has ``Settings.body_read_timeout`` seconds (30) to send its body: a slower one (a byte a
+second) is answered 408 ``request_timeout`` and its connection closed. Reading a body holds no
+worker (the server is asynchronous); the deadline frees the connection and what it buffered.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
@@ -33,7 +38,21 @@ def too_large() -> ApiError:
     return ApiError(413, "request_entity_too_large", f"The request body is over {MAX_JSON_BODY_BYTES} bytes.")
 
 
+def too_slow(seconds: float) -> ApiError:
+    return ApiError(408, "request_timeout", f"The request body was not received within {seconds:g} seconds.")
+
+
 async def _body(request: Request) -> bytes:
+    """The request's body, within the server's deadline (408 past it)."""
+    seconds = float(request.app.state.loopwright.settings.body_read_timeout)
+    try:
+        async with asyncio.timeout(seconds):
+            return await _read(request)
+    except TimeoutError:
+        raise too_slow(seconds) from None
+
+
+async def _read(request: Request) -> bytes:
     """The request's body, refused (413) past :data:`MAX_JSON_BODY_BYTES` without reading the rest."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_JSON_BODY_BYTES:

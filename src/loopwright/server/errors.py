@@ -60,8 +60,22 @@ def error_body(status: int, code: str, message: str) -> dict[str, Any]:
 UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="api"'}  # Dify's, on every 401
 
 
-def error_response(status: int, code: str, message: str) -> JSONResponse:
-    headers = UNAUTHORIZED_HEADERS if status == 401 else None
+def retry_after(exc: BaseException) -> dict[str, str] | None:
+    """``Retry-After`` of an error that says when to come back (a 429 of a rate limit), else None."""
+    seconds = getattr(exc, "retry_after", None)
+    return {"Retry-After": str(seconds)} if isinstance(seconds, int) else None
+
+
+def error_headers(status: int, exc: BaseException | None = None) -> dict[str, str] | None:
+    """The headers of an error response: Dify's ``WWW-Authenticate`` on a 401, ``Retry-After`` on a
+    limit's 429."""
+    if status == 401:
+        return UNAUTHORIZED_HEADERS
+    return retry_after(exc) if exc is not None else None
+
+
+def error_response(status: int, code: str, message: str, exc: BaseException | None = None) -> JSONResponse:
+    headers = error_headers(status, exc)
     return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
 
 
@@ -107,7 +121,7 @@ def install(app: FastAPI) -> None:
 
     async def handled(_: Request, exc: Exception) -> JSONResponse:
         status, code, message = classify(exc) or (500, "internal_server_error", INTERNAL_MESSAGE)
-        return error_response(status, code, message)
+        return error_response(status, code, message, exc)
 
     for kind in (ApiError, LoopwrightError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(kind, handled)

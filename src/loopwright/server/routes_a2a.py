@@ -48,8 +48,8 @@ from loopwright.app.wires.a2a_card import agent_card
 from loopwright.app.wires.a2a_tasks import A2ATasks, Following, Started
 from loopwright.app.wires.encoding import COMMENT_PING
 from loopwright.errors import LoopwrightError, UserInputError
-from loopwright.server.auth import bearer_token
-from loopwright.server.errors import ApiError
+from loopwright.server.auth import bearer_token, count_request
+from loopwright.server.errors import ApiError, retry_after
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_chat import SSE_HEADERS
 from loopwright.server.sse import stream_to
@@ -82,13 +82,14 @@ PING = COMMENT_PING.frame
 class Refused(Exception):
     """A request refused before any method runs: its HTTP status and what to say."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers
 
     def response(self, rpc_id: Any = None) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else self.headers
         body = rpc_error(rpc_id, SERVER_ERROR, self.message)
         return JSONResponse(body, status_code=self.status, headers=headers)
 
@@ -106,9 +107,11 @@ async def _authed(request: Request, runtime: AppRuntime, app_id: str) -> tuple[K
         raise Refused(401, "Access token is invalid (an app's key opens that app's A2A endpoint only)")
     try:
         await check_access(runtime.lookup, app_id)
+        if runtime.limiter.on:
+            count_request(runtime, token)
     except LoopwrightError as exc:
         _, status, message = error_fields(exc)
-        raise Refused(status, message) from None
+        raise Refused(status, message, retry_after(exc)) from None
     return app, key_user(token)
 
 

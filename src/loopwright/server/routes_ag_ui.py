@@ -33,7 +33,7 @@ from loopwright.app.wires.ag_ui import (
 )
 from loopwright.errors import LoopwrightError
 from loopwright.server.auth import AuthedApp, current_app
-from loopwright.server.errors import ApiError, validation_message
+from loopwright.server.errors import ApiError, retry_after, validation_message
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_chat import SSE_HEADERS
 from loopwright.server.sse import stream_to
@@ -71,7 +71,7 @@ async def ag_ui(
         return _refused(exc.status, exc.code, exc.message)
     except LoopwrightError as exc:
         status, error = run_error(exc)
-        return JSONResponse(error, status_code=status)
+        return JSONResponse(error, status_code=status, headers=retry_after(exc))
     return EventStream(partial(_stream, run, run_started(asked)), headers=SSE_HEADERS)
 
 

@@ -89,7 +89,7 @@ class McpEndpoint:
             return
         except LoopwrightError as exc:  # a disabled app, its API off
             code, status, message = error_fields(exc)
-            await error_response(status, code, message)(scope, receive, send)
+            await error_response(status, code, message, exc)(scope, receive, send)
             return
         manager = self._manager  # the key first: nothing is said to a caller without one
         if manager is None:  # an app served without its lifespan

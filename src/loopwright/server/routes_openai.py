@@ -44,7 +44,7 @@ from loopwright.app.wires.openai_responses import (
 from loopwright.app.wires.tool_runs import stored_tool_runs
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import json_body
-from loopwright.server.errors import UNAUTHORIZED_HEADERS, classify
+from loopwright.server.errors import classify, error_headers
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_chat import SSE_HEADERS
 from loopwright.server.sse import stream_to
@@ -65,7 +65,7 @@ class OpenAIErrors(APIRoute):
                 if known is None:
                     raise  # a bug: the catch-all answers it
                 status, code, message = known
-                headers = UNAUTHORIZED_HEADERS if status == 401 else None
+                headers = error_headers(status, exc)
                 return JSONResponse(openai_error(code, status, message), status_code=status, headers=headers)
 
         return answer

@@ -59,6 +59,7 @@ from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.pipeline import Speaker
 from loopwright.app.run.plan import MessageRequest, RunPlan, prepare, resumed_plan
 from loopwright.app.run.prompt_log import PromptLog
+from loopwright.app.run.rate_limits import Limiter, LimitSettings
 from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.relay import Relay
 from loopwright.app.run.runs import Run, RunRegistry
@@ -133,6 +134,8 @@ class AppRuntime:
         self.lookup = AppLookup(db)
         self.relay.on_revoked = self.lookup.revoked  # a revocation heard from another process
         self.active = ActiveRequests()  # per-app concurrency (``max_active_requests``)
+        # Per key / per end user limits (app.run.rate_limits), made when first used
+        self._limiter: Limiter | None = None
         self._naming: set[asyncio.Task[None]] = set()  # conversation names being made (app.run.naming)
         self._stopping: set[asyncio.Task[bool]] = set()  # paused messages being stopped
         self._background: set[asyncio.Task[None]] = set()  # memory observations caught up (app.run.memory)
@@ -204,10 +207,18 @@ class AppRuntime:
             )
             plan = dataclasses.replace(plan, team=team)
         await self.open()
-        with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
-            record = await self._claim(plan.head, request) if request.task_id is not None else None
-            run = self.executor.start(plan, record)
-            count.until(run)
+        release = self._limited(request)
+        try:
+            with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
+                record = await self._claim(plan.head, request) if request.task_id is not None else None
+                run = self.executor.start(plan, record)
+                count.until(run)
+        except BaseException:
+            if release is not None:
+                release()
+            raise
+        if release is not None:
+            run.on_end(release)
         if self._names_conversation(plan):
             conversation_id = plan.head.conversation_id
             run.on_end(
@@ -216,6 +227,13 @@ class AppRuntime:
                 )
             )
         return run
+
+    def _limited(self, request: MessageRequest) -> Callable[[], None] | None:
+        """The end user's rate and the streams (app.run.rate_limits): what ends the run's count, if any."""
+        if not self.limiter.on:
+            return None
+        streaming = request.response_mode == "streaming"
+        return self.limiter.start_run(request.app_id, request.user, streaming)
 
     async def _with_memory(self, plan: RunPlan) -> RunPlan:
         """The plan with what the app remembers of its end user that bears on the question
@@ -483,6 +501,16 @@ class AppRuntime:
     def _openai_endpoint(self) -> tuple[str | None, str | None]:
         key = self.settings.openai_api_key
         return self.settings.openai_base_url, key.get_secret_value() if key is not None else None
+
+    @property
+    def limiter(self) -> Limiter:
+        if self._limiter is None:
+            self._limiter = Limiter(LimitSettings.of(self.settings))
+        return self._limiter
+
+    def use_limiter(self, limiter: Limiter) -> None:
+        """Count the limits with ``limiter`` (tests: one with their own clock)."""
+        self._limiter = limiter
 
     @property
     def settings(self) -> Settings:
