@@ -102,6 +102,15 @@ GET /v1/datasets/{dataset_id}/documents/{batch}/indexing-status dataset
 DELETE /v1/datasets/{dataset_id}/documents/{document_id} dataset
 POST /v1/datasets/{dataset_id}/hit-testing dataset
 POST /v1/datasets/{dataset_id}/retrieve dataset
+GET /v1/datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks dataset
+POST /v1/datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks dataset
+PATCH /v1/datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{chunk_id} dataset
+DELETE /v1/datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{chunk_id} dataset
+GET /v1/datasets/{dataset_id}/pipeline/datasource-plugins dataset
+POST /v1/datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run dataset
+POST /v1/datasets/{dataset_id}/pipeline/run dataset
+POST /v1/datasets/pipeline/file-upload dataset
+GET /v1/workspaces/current/models/model-types/{model_type} dataset
 POST /v1/completion-messages/{task_id}/stop app
 POST /v1/completion-messages app
 GET /v1/workflows/logs app
