@@ -27,6 +27,12 @@ OUTSIDE_THE_ROOT = {
     "loopwright.app.guards.steps.OutputFlagged": "control flow: moderation replacing the answer",
     # The edge's own type: an HTTP status and Dify code already decided, answered as it is.
     "loopwright.server.errors.ApiError": "the HTTP edge's already-classified answer",
+    # A2A's edge: a JSON-RPC error (code, message) or an HTTP refusal before any method runs, already
+    # in the wire's shape.
+    "loopwright.app.wires.a2a.A2AError": "A2A's already-classified JSON-RPC error",
+    "loopwright.server.routes_a2a.Refused": "A2A's HTTP refusal before a method runs",
+    # Control flow: a plan the model wrote that cannot run; the plan loop tells the model and asks again.
+    "loopwright.agent.planning.PlanProblem": "control flow: a plan sent back to the model",
 }
 
 

@@ -93,7 +93,9 @@ async def test_randomized_faulty_runs_end_cleanly(db: Database) -> None:
             assert "provider is down" in str(outcome.error)
         else:
             assert isinstance(last, MessageEnd) and outcome.status == "normal", i
-            assert outcome.answer == "Done."
+            # the answer is every round's text, as Dify saves it: the tool rounds' then the last one's
+            *tries, last = outcome.answer.split("\n")
+            assert last == "Done." and set(tries) <= {"Trying."}, outcome.answer
     await runtime.shutdown()
     async with db.transaction() as s:
         rows = list(await s.scalars(select(Message)))

@@ -67,5 +67,5 @@ class RevocationCounter:
             return 0
         try:
             return os.stat(self.path).st_size
-        except FileNotFoundError:
+        except OSError:  # none yet, or a path that cannot hold one: nothing revoked through it
             return 0

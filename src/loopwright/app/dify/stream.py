@@ -372,7 +372,8 @@ class DifyStream:
     def saved(self) -> dict[str, Any]:
         """What a paused message's stream must remember to go on (JSON data; see ``restore``)."""
         return {
-            "thoughts": [{**asdict(r), "usage": _usage_data(r.usage)} for r in self.thoughts],
+            # a call's progress is not kept: no call runs while a message waits
+            "thoughts": [{**asdict(r), "usage": _usage_data(r.usage), "running": []} for r in self.thoughts],
             "resources": list(self._resources),  # a copy: a durable step may keep it later
             "inner_usage": _usage_data(self._inner_usage),
             "round_texts": [*self._round_texts],
@@ -385,7 +386,7 @@ class DifyStream:
         """Take up a paused message's rows (its thoughts continue; files stay with the message)."""
         for r in saved["thoughts"]:
             usage = load_usage(r["usage"]) if r["usage"] is not None else None
-            row = ThoughtRow(**{**r, "usage": usage})
+            row = ThoughtRow(**{**r, "usage": usage, "running": set(r.get("running", ()))})
             self.thoughts.append(row)
             if usage is not None:
                 self.usage = self.usage.plus(usage)

@@ -9,6 +9,7 @@ or a URL would be a way around the network guard, so it is refused.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,13 @@ from typing import Any, Literal
 import httpx
 import jsonref  # type: ignore[import-untyped]
 import yaml
-from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+
+# openapi-spec-validator's jsonschema backend, not jsonschema-rs (which another installed tool may bring,
+# and which "auto" then picks): only jsonschema's errors carry the sub-errors of a oneOf, from which a
+# bad spec's message names the deepest path. A choice made in the environment is kept.
+os.environ.setdefault("OPENAPI_SPEC_VALIDATOR_SCHEMA_VALIDATOR_BACKEND", "jsonschema")
+
+from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]  # noqa: E402
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError, ValidatorDetectError
 from referencing.exceptions import Unresolvable
