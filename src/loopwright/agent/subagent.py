@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from loopwright.agent.events import (
@@ -35,17 +34,8 @@ from loopwright.agent.events import (
     ToolCallStarted,
     ToolProgress,
 )
-from loopwright.tools.base import (
-    LLM_USAGE,
-    ProgressMessage,
-    TextMessage,
-    Tool,
-    ToolContext,
-    ToolInvokeError,
-    ToolOutput,
-    ToolParameter,
-    VariableMessage,
-)
+from loopwright.tools.base import ProgressMessage, Tool, ToolContext, ToolOutput, ToolParameter
+from loopwright.tools.nested_call import answer_outputs, inner_context, query_of
 
 if TYPE_CHECKING:
     from loopwright.agent.agent import Agent
@@ -67,17 +57,11 @@ def agent_tool(
     query = ToolParameter("query", "string", required=True, description="What to ask.")
 
     async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
-        if ctx.call_depth >= max_depth:
-            raise ToolInvokeError(
-                f"{name} was not called: agents calling agents went {ctx.call_depth} deep, "
-                f"and the limit is {max_depth}"
-            )
-        text = str(args.get("query") or "").strip()
-        if not text:
-            raise ToolInvokeError("query is required: say what to ask")
+        inner = inner_context(ctx, callee=name, kind="agents", max_depth=max_depth)
+        text = query_of(args, hint="say what to ask")
         result: AgentResult | None = None
         async with gate:
-            events = agent.stream(text, context=replace(ctx, call_depth=ctx.call_depth + 1))
+            events = agent.stream(text, context=inner)
             async with aclosing(events):
                 async for event in events:
                     if isinstance(event, Finished):
@@ -85,10 +69,8 @@ def agent_tool(
                     elif type(event) is not TextDelta:
                         yield ProgressMessage(describe(event), None, event)
         assert result is not None
-        yield TextMessage(result.text)
-        for output in result.files:
+        for output in answer_outputs(result.text, result.files, result.usage):
             yield output
-        yield VariableMessage(LLM_USAGE, result.usage, internal=True)
 
     return Tool(name, description, (query,), invoke, label=name, streams_progress=True)
 

@@ -16,21 +16,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopwright.model.entities import Usage
-from loopwright.tools.base import (
-    LLM_USAGE,
-    ProgressMessage,
-    TextMessage,
-    Tool,
-    ToolContext,
-    ToolInvokeError,
-    ToolOutput,
-    ToolParameter,
-    VariableMessage,
-)
+from loopwright.tools.base import ProgressMessage, Tool, ToolContext, ToolOutput, ToolParameter
+from loopwright.tools.nested_call import answer_outputs, inner_context, query_of
 
 DEFAULT_MAX_DEPTH = 5
 
@@ -66,16 +57,9 @@ def app_tool(
     tool_name = tool_name_for(name)
 
     async def invoke(args: dict[str, Any], ctx: ToolContext) -> AsyncIterator[ToolOutput]:
-        if ctx.call_depth >= max_depth:
-            raise ToolInvokeError(
-                f"the app {name!r} was not called: apps calling apps went {ctx.call_depth} deep, "
-                f"and the limit is {max_depth}"
-            )
-        text = str(args.get("query") or "").strip()
-        if not text:
-            raise ToolInvokeError("query is required: say what to ask the app")
+        inner = inner_context(ctx, callee=f"the app {name!r}", kind="apps", max_depth=max_depth)
+        text = query_of(args, hint="say what to ask the app")
         values = {k: v for k, v in args.items() if k != "query"}
-        inner = replace(ctx, call_depth=ctx.call_depth + 1)
         if not streams:
             answer = await runner(app_id, text, values, inner)
         else:
@@ -84,10 +68,8 @@ def app_tool(
             async for item in _until_done(call, progress):
                 yield item
             answer = call.result()
-        yield TextMessage(answer.text)
-        for output in answer.files:
+        for output in answer_outputs(answer.text, answer.files, answer.usage):
             yield output
-        yield VariableMessage(LLM_USAGE, answer.usage, internal=True)
 
     return Tool(
         tool_name,
