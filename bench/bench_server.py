@@ -52,7 +52,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,7 @@ import httpx
 
 METRICS_TOKEN = "bench-metrics"  # noqa: S105 - a bench's own local server
 CHUNK_DELAY = 0.05  # 20 chunks per second per stream
+CHUNK_SIZE = 4
 CHUNKS_BURST = 40  # 2 s answers when everything arrives at once
 
 
@@ -170,6 +172,28 @@ def cli(*args: str, env: dict[str, str]) -> str:
     ).stdout.strip()
 
 
+def bench_app(folder: Path, chunks: int, features: list[str]) -> tuple[dict[str, str], str]:
+    """An app in a new SQLite file under ``folder`` whose scripted model streams ``chunks`` chunks of
+    4 characters at 20 a second, again for every message: the server's environment and the app's key."""
+    script = folder / "script.json"
+    reply = "word " * (chunks * CHUNK_SIZE // 5)
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [{"text": reply}],
+                "chunk_size": CHUNK_SIZE,
+                "delay": CHUNK_DELAY,
+                "cycle": True,
+                "features": features,
+            }
+        )
+    )
+    env = {**os.environ, "LOOPWRIGHT_DB": str(folder / "bench.db")}
+    env.pop("DATABASE_URL", None)
+    app_id = cli("app", "create", "bench", "--model", f"scripted:{script}", env=env)
+    return env, cli("key", "create", "--app", app_id, env=env)
+
+
 class Counter:
     def __init__(self) -> None:
         self.open = 0
@@ -183,36 +207,88 @@ class Counter:
         self.open -= 1
 
 
+class RefusedError(Exception):
+    """The server answered something other than 200."""
+
+
+async def post(
+    port: int, key: str, path: str, body: bytes, extra_headers: str = ""
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict[str, str]]:
+    """POST ``body`` on a new connection and read the status and headers; the caller reads the body
+    and closes the writer. Raises ``OSError`` (no connection) or ``RefusedError`` (not 200)."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n{extra_headers}"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(head + body)
+        status = await reader.readline()
+        if b" 200 " not in status:
+            raise RefusedError(f"HTTP {status.decode().strip()}")
+        headers = {}
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+    except BaseException:
+        writer.close()
+        raise
+    return reader, writer, headers
+
+
+async def read_chunk(reader: asyncio.StreamReader) -> bytes:
+    """The next chunk of a chunked body (decoded by hand: the client's own cost stays out of the
+    figures); empty at the body's end."""
+    size = int((await reader.readline()).strip() or b"0", 16)
+    return (await reader.readexactly(size + 2))[:-2] if size else b""
+
+
+@dataclass(frozen=True)
+class Served:
+    port: int
+    pid: int
+
+
+@contextmanager
+def serving(env: dict[str, str], workers: int = 1) -> Iterator[Served]:
+    """``loopwright serve`` on a free port, answering before this returns; stopped after."""
+    port = free_port()
+    exe = Path(sys.executable).with_name("loopwright")
+    server = subprocess.Popen(
+        [str(exe), "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/v1/info", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield Served(port, server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 async def one_stream(port: int, key: str, user: str, streams: Counter, wire: Wire) -> dict[str, object]:
     """POST a streaming chat and time every SSE event (chunked transfer decoding by hand)."""
     body = json.dumps(wire.body(user)).encode()
-    head = (
-        f"POST {wire.path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
     started = time.perf_counter()
     arrivals: list[float] = []
     first_answer: float | None = None
     ended = False
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError as e:
-        return {"error": type(e).__name__}
+        reader, writer, _ = await post(port, key, wire.path, body)
+    except (OSError, RefusedError) as e:
+        return {"error": str(e) if isinstance(e, RefusedError) else type(e).__name__}
     streams.enter()
     try:
-        writer.write(head + body)
-        status = await reader.readline()
-        if b" 200 " not in status:
-            return {"error": f"HTTP {status.decode().strip()}"}
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass  # headers
         buffer = b""
-        while not ended:
-            size = int((await reader.readline()).strip() or b"0", 16)
-            if size == 0:
-                break
-            buffer += await reader.readexactly(size + 2)
-            buffer = buffer[:-2] if buffer.endswith(b"\r\n") else buffer
+        while not ended and (chunk := await read_chunk(reader)):
+            buffer += chunk
             now = time.perf_counter()
             *frames, buffer = buffer.split(b"\n\n")
             for frame in frames:
@@ -322,25 +398,10 @@ def main() -> None:
         f"reference workload {machine_speed_ms():.0f} ms (lower: a faster VM right now)"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "script.json"
-        reply = "word " * (chunks * 4 // 5)
-        script.write_text(
-            json.dumps(
-                {
-                    "replies": [{"text": reply}],
-                    "chunk_size": 4,
-                    "delay": CHUNK_DELAY,
-                    "cycle": True,
-                    "features": ["tool-call", "stream-tool-call"] if args.function_calling else [],
-                }
-            )
-        )
-        env = {**os.environ, "LOOPWRIGHT_DB": str(Path(tmp) / "bench.db")}
-        env.pop("DATABASE_URL", None)
+        features = ["tool-call", "stream-tool-call"] if args.function_calling else []
+        env, key = bench_app(Path(tmp), chunks, features)
         if args.journal_off:
             env["LOOPWRIGHT_RESUMABLE_STREAMS"] = "false"
-        app_id = cli("app", "create", "bench", "--model", f"scripted:{script}", env=env)
-        key = cli("key", "create", "--app", app_id, env=env)
         # --metrics: the same sizes against a server without and then with Prometheus metrics.
         modes = [("off", None), ("on", METRICS_TOKEN)] if args.metrics else [("", None)]
         for label, token in modes:
@@ -364,21 +425,8 @@ def _serve_and_run(
     args: argparse.Namespace, env: dict[str, str], key: str, token: str | None, *, tag: str, chunks: int
 ) -> None:
     """Start a server, run every size against it, scrape /metrics once when it has them, stop it."""
-    port = free_port()
-    exe = Path(sys.executable).with_name("loopwright")
-    server = subprocess.Popen(
-        [str(exe), "serve", "--port", str(port), "--workers", str(args.workers)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/v1/info", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    with serving(env, args.workers) as server:
+        port = server.port
         for i, n in enumerate(args.sizes):
             rate = None if args.burst else args.rate
             wire = WIRES[args.wire]
@@ -395,9 +443,6 @@ def _serve_and_run(
             print(
                 f"   /metrics: HTTP {r.status_code}, {len(r.content)} bytes, loopwright_runs_total {runs:g}"
             )
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 def _count_saved(path: Path) -> int:

@@ -27,17 +27,13 @@ import json
 import math
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import bench_server
-import httpx
 
 CHUNK_DELAY = bench_server.CHUNK_DELAY
-CHUNK_SIZE = 4
 MCP = "mcp"
 DEFAULT_WIRES = ("dify", "ag-ui", MCP)
 MCP_HEADERS = (
@@ -55,34 +51,22 @@ async def one_call(port: int, key: str) -> dict[str, object]:
     """One MCP ``tools/call``; the time to its result and whether it came."""
     params = {"name": "bench", "arguments": {"query": bench_server.QUESTION}, "_meta": MCP_META}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
-    head = (
-        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n{MCP_HEADERS}"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
     started = time.perf_counter()
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError as e:
-        return {"error": type(e).__name__}
+        reader, writer, headers = await bench_server.post(port, key, "/mcp", body, MCP_HEADERS)
+    except (OSError, bench_server.RefusedError) as e:
+        return {"error": str(e) if isinstance(e, bench_server.RefusedError) else type(e).__name__}
     try:
-        writer.write(head + body)
-        status = await reader.readline()
-        if b" 200 " not in status:
-            return {"error": f"HTTP {status.decode().strip()}"}
-        length = None
-        while (line := await reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        if length is not None:
-            data = await reader.readexactly(length)
+        if "content-length" in headers:
+            data = await reader.readexactly(int(headers["content-length"]))
         else:  # an SSE stream (a call past the SDK's ping interval): read to the result
             data = b""
-            while b'"result"' not in data and b'"error"' not in data:
-                size = int((await reader.readline()).strip() or b"0", 16)
-                if size == 0:
-                    break
-                data += await reader.readexactly(size + 2)
+            while (
+                b'"result"' not in data
+                and b'"error"' not in data
+                and (chunk := await bench_server.read_chunk(reader))
+            ):
+                data += chunk
     except (OSError, asyncio.IncompleteReadError, ValueError) as e:
         return {"error": type(e).__name__}
     finally:
@@ -140,48 +124,17 @@ def main() -> None:
         f"reference workload {bench_server.machine_speed_ms():.0f} ms (lower: a faster VM right now)"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "script.json"
-        reply = "word " * (chunks * CHUNK_SIZE // 5)
-        script.write_text(
-            json.dumps(
-                {
-                    "replies": [{"text": reply}],
-                    "chunk_size": CHUNK_SIZE,
-                    "delay": CHUNK_DELAY,
-                    "cycle": True,
-                    "features": [],
-                }
-            )
-        )
-        env = {**os.environ, "LOOPWRIGHT_DB": str(Path(tmp) / "bench.db")}
-        env.pop("DATABASE_URL", None)
-        app_id = bench_server.cli("app", "create", "bench", "--model", f"scripted:{script}", env=env)
-        key = bench_server.cli("key", "create", "--app", app_id, env=env)
-        port = bench_server.free_port()
-        exe = Path(sys.executable).with_name("loopwright")
-        server = subprocess.Popen(
-            [str(exe), "serve", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            for _ in range(100):
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/v1/info", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+        env, key = bench_server.bench_app(Path(tmp), chunks, [])
+        with bench_server.serving(env) as server:
             for n in args.sizes:
-                costs = {w: asyncio.run(run(w, n, port, key, server.pid, args.rate, chunks)) for w in chosen}
+                costs = {
+                    w: asyncio.run(run(w, n, server.port, key, server.pid, args.rate, chunks)) for w in chosen
+                }
                 if "dify" in costs:
                     against = ", ".join(
                         f"{w} {100 * (c / costs['dify'] - 1):+.0f} %" for w, c in costs.items() if w != "dify"
                     )
                     print(f"   N={n}: server CPU per model chunk against Dify's wire: {against}")
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
 
 
 if __name__ == "__main__":
