@@ -217,7 +217,9 @@ def _build(target: Path, requirements: list[str], python: Interpreter) -> None:
             _run([uv, "pip", "install", "--quiet", "-r", str(reqs)], "install the requirements", env)
         else:
             log.warning("uv is not installed: building the plugin environment with pip (much slower)")
-            _run([python.path, "-m", "venv", str(target)], "create the environment")
+            # --upgrade-deps: the interpreter's bundled pip may be one with known vulnerabilities
+            # (PYSEC-2023-228), and a plugin's requirements are other people's text.
+            _run([python.path, "-m", "venv", "--upgrade-deps", str(target)], "create the environment")
             pip = [str(env_python(target)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
             _run([*pip, "-r", str(reqs)], "install the requirements")
     finally:
