@@ -17,6 +17,7 @@ from tests.web.browser import (
     Server,
     chromium,
     create_apps,
+    focused_name,
     need_browser,
     screenshot_path,
     serious_violations,
@@ -117,6 +118,12 @@ def test_edit_a_question_then_switch_back_to_the_first_branch(world: Any, watche
     first.get_by_role("button", name="Edit").click()
     editor = first.get_by_label("Edit the question")
     assert editor.input_value() == "Where is tea from?"
+    # Esc leaves the editor, back on its button; Enter opens it again (keyboard alone)
+    editor.press("Escape")
+    editor.wait_for(state="detached")
+    assert focused_name(page) == "Edit"
+    page.keyboard.press("Enter")
+    editor.wait_for()
     assert serious_violations(page) == []
     editor.fill("Where is coffee from?")
     editor.press("Enter")

@@ -46,15 +46,24 @@ export function QuestionEditor({ query, onSend }: { query: string; onSend: (quer
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(query);
   const area = useRef<HTMLTextAreaElement>(null);
+  const editButton = useRef<HTMLButtonElement>(null);
+  const cancelled = useRef(false); // back on the Edit button after Cancel or Esc (keyboard users)
   useEffect(() => {
     if (editing) area.current?.focus();
+    else if (cancelled.current) editButton.current?.focus();
+    cancelled.current = false;
   }, [editing]);
+  const cancel = () => {
+    cancelled.current = true;
+    setEditing(false);
+  };
   if (!editing) {
     return (
       <button
         type="button"
         class="icon edit-question"
         title={t("edit_help")}
+        ref={editButton}
         onClick={() => {
           setText(query);
           setEditing(true);
@@ -89,12 +98,12 @@ export function QuestionEditor({ query, onSend }: { query: string; onSend: (quer
             send();
           } else if (e.key === "Escape") {
             e.stopPropagation();
-            setEditing(false);
+            cancel();
           }
         }}
       />
       <div class="question-editor-actions">
-        <button type="button" onClick={() => setEditing(false)}>
+        <button type="button" onClick={cancel}>
           {t("cancel")}
         </button>
         <button type="submit" disabled={text.trim() === ""}>
