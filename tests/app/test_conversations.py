@@ -26,6 +26,7 @@ from loopwright.store.models import (
     MessageFile,
     utcnow,
 )
+from loopwright.store.threads import UUID_NIL
 from loopwright.tools.files.manager import ToolFiles
 
 MESSAGES = 6
@@ -59,7 +60,14 @@ async def stored_conversation(db: Database, lookup: AppLookup, user: str = "alic
         ids = []
         for i in range(MESSAGES):
             at = start + timedelta(seconds=i)
-            m = Message(conversation_id=conv.id, app_id=app.id, query=f"q{i}", answer=f"a{i}", created_at=at)
+            m = Message(
+                conversation_id=conv.id,
+                app_id=app.id,
+                query=f"q{i}",
+                answer=f"a{i}",
+                parent_message_id=UUID_NIL,  # as the Service API writes them
+                created_at=at,
+            )
             s.add(m)
             await s.flush()
             ids.append(m.id)

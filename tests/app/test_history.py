@@ -12,10 +12,11 @@ from loopwright.model.entities import (
     ToolMessage,
     UserMessage,
 )
+from loopwright.store import memory as memory_store
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import Message
-from loopwright.store.threads import UUID_NIL, thread_messages
+from loopwright.store.models import ConversationSummary, Message
+from loopwright.store.threads import UUID_NIL, MessageTree, load_thread, load_tree, thread_messages
 from tests.store import rows
 
 
@@ -106,6 +107,89 @@ def test_thread_messages() -> None:
     branched = [_msg("m3b", "m2"), _msg("m3a", "m2"), _msg("m2", "m1"), _msg("m1", None)]
     assert [m.id for m in thread_messages(branched)] == ["m3b", "m2", "m1"]
     assert thread_messages([]) == []
+
+
+def test_message_tree_resolves_parents_and_finds_threads_and_versions() -> None:
+    # m1 ← m2 (linear, UUID_NIL) ; m2b: m2 regenerated (parent m1) ; m3 after the newest (UUID_NIL: m2b);
+    # m1b: the first question edited (no parent) ; m4 names a parent of another conversation (a root)
+    tree = MessageTree.build(
+        [
+            ("m1", UUID_NIL),
+            ("m2", UUID_NIL),
+            ("m2b", "m1"),
+            ("m3", UUID_NIL),
+            ("m1b", None),
+            ("m4", "elsewhere"),
+        ]
+    )
+    assert tree.parent == {"m1": None, "m2": "m1", "m2b": "m1", "m3": "m2b", "m1b": None, "m4": None}
+    assert tree.thread() == ["m4"] and tree.newest == "m4"
+    assert tree.thread("m3") == ["m1", "m2b", "m3"]
+    assert tree.thread("m2") == ["m1", "m2"]
+    assert tree.thread("unknown") == []
+    assert tree.siblings("m2") == tree.siblings("m2b") == ["m2", "m2b"]
+    assert tree.siblings("m1") == ["m1", "m1b", "m4"]
+    assert tree.siblings("m3") == ["m3"]
+    # where switching to a version leads: the newest message of its branch
+    assert tree.newest_under("m1") == "m3"
+    assert tree.newest_under("m2") == "m2" and tree.newest_under("m2b") == "m3"
+    assert MessageTree.build([]).thread() == []
+
+
+async def _branched(db: Database) -> tuple[str, dict[str, str]]:
+    """q1 → a1; q2 → a2; q2 regenerated (after q1) → a2b; q3 after the newest → a3."""
+    async with db.transaction() as s:
+        app, _ = await repo.create_app(s, "demo", {})
+        user = await repo.get_or_create_end_user(s, app.id, "u")
+        conv = await rows.create_conversation(s, app.id, user.id)
+        m1 = await rows.create_message(s, conv, "q1")
+        m2 = await rows.create_message(s, conv, "q2")
+        m2b = await rows.create_message(s, conv, "q2", parent_message_id=m1.id)
+        m3 = await rows.create_message(s, conv, "q3")
+        msgs = {"m1": m1, "m2": m2, "m2b": m2b, "m3": m3}
+        for i, (name, msg) in enumerate(msgs.items()):
+            msg.created_at = m1.created_at + timedelta(seconds=i)
+            await rows.set_result(s, msg.id, answer=f"a{name[1:]}")
+        return conv.id, {name: msg.id for name, msg in msgs.items()}
+
+
+async def test_load_thread_follows_the_branch_asked_for(db: Database) -> None:
+    conv_id, ids = await _branched(db)
+    async with db.session() as s:
+        newest, _ = await load_thread(s, conv_id)
+        older, _ = await load_thread(s, conv_id, leaf=ids["m2"])
+        history = await load_history(s, conv_id)
+        tree = await load_tree(s, conv_id)
+    assert [m.id for m in newest] == [ids["m1"], ids["m2b"], ids["m3"]]
+    assert [m.id for m in older] == [ids["m1"], ids["m2"]]
+    # the run's context: the regenerated answer, never the one it replaced
+    assert _shape(history) == [
+        ("user", "q1"),
+        ("assistant", "a1", []),
+        ("user", "q2"),
+        ("assistant", "a2b", []),
+        ("user", "q3"),
+        ("assistant", "a3", []),
+    ]
+    assert tree.siblings(ids["m2"]) == [ids["m2"], ids["m2b"]]
+
+
+async def test_a_summary_stands_only_for_its_own_thread(db: Database) -> None:
+    conv_id, ids = await _branched(db)
+    async with db.transaction() as s:
+        for covered, last in ((2, ids["m2"]), (1, ids["m1"])):
+            values = memory_store.new_summary(
+                conv_id, covered_messages=covered, last_message_id=last, summary=f"to {last}", model="m"
+            )
+            s.add(ConversationSummary(**values))
+    async with db.session() as s:
+        on_old_branch = await memory_store.latest_summary(s, conv_id, [ids["m1"], ids["m2"]])
+        on_new_branch = await memory_store.latest_summary(s, conv_id, [ids["m1"], ids["m2b"], ids["m3"]])
+        at_the_start = await memory_store.latest_summary(s, conv_id, [])
+    assert on_old_branch is not None and on_old_branch.last_message_id == ids["m2"]
+    # the summary of q1 → q2 → a2 does not stand for the branch that regenerated a2
+    assert on_new_branch is not None and on_new_branch.last_message_id == ids["m1"]
+    assert at_the_start is None
 
 
 def _count(messages: Sequence[PromptMessage]) -> int:

@@ -305,3 +305,31 @@ async def test_a_handoff_reads_as_a_plain_thought_and_history_names_the_app(
     assert taking_over[0]["thought"] == "billing answers from here on: invoice"
     assert "".join(e["answer"] for e in events if e["event"] == "agent_message") == "It was 42 EUR."
     assert [m["answered_by"] for m in history["data"]] == [billing.id]
+
+
+async def test_regenerate_with_parent_message_id_and_read_the_versions(
+    base_url: str, new_app: NewApp
+) -> None:
+    """The SDK's chat call has no ``parent_message_id`` in 0.1.x: it is sent with the SDK's own request
+    helper (the body Dify's web app sends to regenerate an answer)."""
+    client = sdk(base_url, await new_app(["a1", "a2", "a2b"], tools=[]))
+
+    def chat(query: str, **extra: Any) -> dict[str, Any]:
+        body = {"inputs": {}, "query": query, "user": "alice", "response_mode": "blocking", **extra}
+        response = client._send_request("POST", "/chat-messages", body)
+        return dict(ok(response))
+
+    def run() -> tuple[list[str], dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        first = chat("q1")
+        conv = first["conversation_id"]
+        second = chat("q2", conversation_id=conv)
+        again = chat("q2", conversation_id=conv, parent_message_id=first["message_id"])
+        newest = ok(client.get_conversation_messages("alice", conv))["data"]
+        params = {"user": "alice", "conversation_id": conv, "message_id": second["message_id"]}
+        older = ok(client._send_request("GET", "/messages", params=params))["data"]
+        return [second["message_id"], again["message_id"]], first, newest, older
+
+    ids, first, newest, older = await asyncio.to_thread(run)
+    assert [m["answer"] for m in newest] == ["a1", "a2b"]
+    assert newest[1]["versions"] == {"parent_id": first["message_id"], "ids": ids}
+    assert [m["answer"] for m in older] == ["a1", "a2"]

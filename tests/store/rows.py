@@ -12,6 +12,7 @@ from loopwright.model.entities import Usage
 from loopwright.store import codec
 from loopwright.store import repositories as repo
 from loopwright.store.models import Conversation, Message, MessageAgentThought, new_id, utcnow
+from loopwright.store.threads import UUID_NIL
 
 
 async def create_conversation(
@@ -34,7 +35,7 @@ async def create_message(
     query: str,
     *,
     inputs: Mapping[str, Any] | None = None,
-    parent_message_id: str | None = None,
+    parent_message_id: str | None = UUID_NIL,  # as the Service API writes: after the message before
 ) -> Message:
     now = utcnow()
     values = repo.new_message(

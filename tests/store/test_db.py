@@ -143,3 +143,31 @@ def test_alembic_prints_to_the_stdout_in_use_now() -> None:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert alembic_config().stdout is buffer
+
+
+async def check_old_messages_stay_linear(database: Database) -> None:
+    """Messages stored without a parent before migration 0016 read as linear history after it."""
+    from loopwright.store import repositories as repo
+    from loopwright.store.threads import UUID_NIL, load_tree
+    from tests.store import rows
+
+    await database.migrate("0015_answered_by")
+    async with database.transaction() as s:
+        app, _ = await repo.create_app(s, "old", {})
+        user = await repo.get_or_create_end_user(s, app.id, "u")
+        conv = await rows.create_conversation(s, app.id, user.id)
+        ids = [(await rows.create_message(s, conv, f"q{i}", parent_message_id=None)).id for i in range(3)]
+    await database.migrate()
+    async with database.session() as s:
+        stored = (await s.execute(text("SELECT DISTINCT parent_message_id FROM messages"))).scalars().all()
+        tree = await load_tree(s, conv.id)
+    assert stored == [UUID_NIL]
+    assert tree.thread() == ids  # each message follows the one before it, as before the migration
+
+
+async def test_old_messages_stay_linear_after_migration(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
+    try:
+        await check_old_messages_stay_linear(database)
+    finally:
+        await database.close()

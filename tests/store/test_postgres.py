@@ -146,6 +146,10 @@ async def test_migrate_matches_create_all(pg_empty: Database) -> None:
     assert created["message_agent_thoughts"]["columns"]["answer_unit_price"][0] == "NUMERIC(10, 7)"
 
 
+async def test_old_messages_stay_linear_after_migration(pg_empty: Database) -> None:
+    await db_tests.check_old_messages_stay_linear(pg_empty)
+
+
 async def test_migrated_schema_takes_the_repositories(pg_empty: Database) -> None:
     await pg_empty.migrate()
     await repository_tests.test_conversation_pinned_and_isolated(pg_empty)

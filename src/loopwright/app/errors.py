@@ -10,12 +10,14 @@ __all__ = [
     "AppForbiddenError",
     "AppUnavailableError",
     "ConversationNotFoundError",
+    "ParentMessageNotFoundError",
     "ProviderNotInitializedError",
     "RunExistsError",
 ]
 
 APP_UNAVAILABLE = "App unavailable, please check your app configurations."
 CONVERSATION_NOT_EXISTS = "Conversation Not Exists."
+PARENT_MESSAGE_NOT_EXISTS = "Parent Message Not Exists."
 
 
 class AppUnavailableError(UserInputError):
@@ -33,6 +35,13 @@ class ConversationNotFoundError(NotFoundError):
 
     def __init__(self) -> None:
         super().__init__(CONVERSATION_NOT_EXISTS)
+
+
+class ParentMessageNotFoundError(NotFoundError):
+    """A message's ``parent_message_id`` names no message of its conversation."""
+
+    def __init__(self) -> None:
+        super().__init__(PARENT_MESSAGE_NOT_EXISTS)
 
 
 class ProviderNotInitializedError(UserInputError):

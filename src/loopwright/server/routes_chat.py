@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from loopwright.app.dify.errors import error_fields
 from loopwright.app.errors import RunExistsError
-from loopwright.app.run.plan import MessageRequest
+from loopwright.app.run.plan import UUID_NIL, MessageRequest
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
@@ -45,6 +45,8 @@ class ChatPayload(BaseModel):
     response_mode: Literal["blocking", "streaming"] | None = None
     files: list[dict[str, Any]] | None = None
     auto_generate_name: bool = True
+    # Dify's (its web app's): the message this one follows; see _parent_message_id
+    parent_message_id: str | None = None
 
 
 class StopPayload(BaseModel):
@@ -63,6 +65,28 @@ def _conversation_id(value: str | None) -> str | None:
         raise invalid_param("conversation_id is not a valid UUID") from None
 
 
+def _parent_message_id(payload: ChatPayload, conversation_id: str | None) -> str | None:
+    """Where the message goes in its conversation (``MessageRequest.parent_message_id``). Absent or
+    blank: after the newest message (``UUID_NIL``, a linear conversation, as Dify's Service API); a
+    message's id: after that one (a new version of the message that followed it); ``null``: a new
+    version of the conversation's first message (as Dify's web app sends it)."""
+    if "parent_message_id" not in payload.model_fields_set:
+        return UUID_NIL
+    value = payload.parent_message_id
+    if value is not None and not value.strip():
+        return UUID_NIL
+    if conversation_id is None:
+        if value is None:
+            return UUID_NIL  # a new conversation's first message follows nothing anyway
+        raise invalid_param("parent_message_id needs a conversation_id")
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise invalid_param("parent_message_id is not a valid UUID") from None
+
+
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
     request: Request,
@@ -77,12 +101,14 @@ async def chat_messages(
     if not streaming and runtime.settings.dify_strict:
         raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
     user = require_user(payload.user)
+    conversation_id = _conversation_id(payload.conversation_id)
     message = MessageRequest(
         app_id=app.id,
         user=user,
         query=payload.query.replace("\x00", ""),
         inputs=payload.inputs,
-        conversation_id=_conversation_id(payload.conversation_id),
+        conversation_id=conversation_id,
+        parent_message_id=_parent_message_id(payload, conversation_id),
         files=payload.files or (),
         response_mode="streaming" if streaming else "blocking",
         auto_generate_name=payload.auto_generate_name,

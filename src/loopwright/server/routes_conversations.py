@@ -95,6 +95,8 @@ def message_file_body(f: MessageFileView) -> dict[str, Any]:
 def message_body(m: MessageView) -> dict[str, Any]:
     # ours, beside Dify's fields: only for a message of an app with handoffs
     answered_by = {"answered_by": m.answered_by} if m.answered_by is not None else {}
+    # ours, beside Dify's fields: the message's versions (Regenerate, edited questions), in the history
+    versions = {"versions": {"parent_id": m.versions.parent_id, "ids": m.versions.ids}} if m.versions else {}
     return {
         "id": m.id,
         "conversation_id": m.conversation_id,
@@ -110,6 +112,7 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "status": DIFY_STATUS.get(m.status, m.status),
         "error": m.error,
         **answered_by,
+        **versions,
     }
 
 
@@ -268,7 +271,11 @@ async def list_messages(
     user: str | None = None,
     first_id: str | None = None,
     limit: Limit = 20,
+    message_id: str | None = None,
 ) -> dict[str, Any]:
+    """One thread of the conversation (Dify's: the one ending at the newest message); ours:
+    ``message_id`` picks the thread through that message, down to the newest message of its branch
+    (another version of a message, as the chat page switches to it)."""
     who = user_or_default(user)
     if conversation_id is None:
         raise invalid_param("conversation_id is required")
@@ -276,6 +283,7 @@ async def list_messages(
         return {"limit": limit, "has_more": False, "data": []}  # Dify's answer to an empty id
     conversation_id = uuid_param("conversation_id", conversation_id)
     first_id = uuid_param("first_id", first_id) if first_id else None
+    message_id = uuid_param("message_id", message_id) if message_id else None
     page = await conversations.message_page(
         state.db,
         state.lookup,
@@ -285,6 +293,7 @@ async def list_messages(
         conversation_id,
         limit=limit,
         first_id=first_id or None,
+        message_id=message_id,
     )
     return {"limit": page.limit, "has_more": page.has_more, "data": [message_body(m) for m in page.items]}
 

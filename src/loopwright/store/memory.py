@@ -4,6 +4,7 @@ function here reads another's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -32,15 +33,25 @@ __all__ = [
 MAX_OBSERVATIONS = 500  # the newest an end user's recall ranks
 
 
-async def latest_summary(session: AsyncSession, conversation_id: str) -> ConversationSummary | None:
-    """The conversation's newest summary (of the most messages), if any."""
+async def latest_summary(
+    session: AsyncSession, conversation_id: str, thread: Sequence[str] | None = None
+) -> ConversationSummary | None:
+    """The conversation's newest summary (of the most messages), if any. With ``thread`` (the ids of
+    the thread a message goes on, oldest first), the newest one made on that thread: a summary of the
+    first ``covered_messages`` messages whose last one is the thread's message at that place (a summary
+    made on another branch does not stand for this one's turns)."""
     stmt = (
         select(ConversationSummary)
         .where(ConversationSummary.conversation_id == conversation_id)
         .order_by(ConversationSummary.covered_messages.desc(), ConversationSummary.created_at.desc())
-        .limit(1)
     )
-    return (await session.scalars(stmt)).first()
+    if thread is None:
+        return (await session.scalars(stmt.limit(1))).first()
+    stmt = stmt.where(ConversationSummary.covered_messages <= len(thread))
+    for row in await session.scalars(stmt):
+        if row.covered_messages > 0 and thread[row.covered_messages - 1] == row.last_message_id:
+            return row
+    return None
 
 
 async def summaries(session: AsyncSession, conversation_id: str) -> list[ConversationSummary]:

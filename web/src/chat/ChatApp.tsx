@@ -12,10 +12,12 @@ import { Markdown } from "./Markdown";
 import { Message, type MessageActions } from "./Message";
 import { loadPins, setPin } from "./pins";
 import { Sidebar } from "./Sidebar";
-import { finalAnswer, type FileView, type MessageView } from "./state";
+import { finalAnswer, isRunning, type FileView, type MessageView } from "./state";
 import { ThemeToggle } from "./theme";
 import { requestFile, type Attachment } from "./uploads";
-import { useChat } from "./useChat";
+import { useChat, type SendRequest } from "./useChat";
+import { parentFor, placeOf, type VersionMap } from "./versions";
+import type { VersionSwitch } from "./Versions";
 
 export interface AppSettings {
   name: string;
@@ -71,7 +73,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
   }, [chat, logFor]);
 
   const sendText = useCallback(
-    (text: string, attachments: Attachment[] = []): boolean => {
+    (text: string, attachments: Attachment[] = [], branch?: SendRequest["branch"]): boolean => {
       const values = chat.currentId === null ? inputs : (conversation?.inputs ?? inputs);
       const problem = chat.currentId === null ? formProblem(fields, values) : null;
       if (problem !== null) {
@@ -86,16 +88,20 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
         mimeType: a.uploaded?.mime_type ?? "",
         belongsTo: "user",
       }));
-      void chat.send({ query: text, introduction: openingStatement, inputs: values, files: attachments.map(requestFile), previews });
+      void chat.send({ query: text, introduction: openingStatement, inputs: values, files: attachments.map(requestFile), previews, branch });
       return true;
     },
     [chat, conversation, fields, inputs, openingStatement],
   );
 
-  const last = chat.messages[chat.messages.length - 1];
-  const actions = (m: MessageView): MessageActions => ({
+  /** A new version of the message shown at `index` (Regenerate, an edited question) with `query`. */
+  const newVersion = (index: number, query: string) =>
+    sendText(query, [], { replaces: index, parentId: parentFor(chat.versions, chat.messages, index) });
+  const actions = (m: MessageView, index: number): MessageActions => ({
     onCopy: (x) => void copy(finalAnswer(x) || x.answer),
-    onRegenerate: m === last && !chat.running ? (x) => sendText(x.query) : null,
+    onRegenerate: !chat.running && m.id !== null ? (x) => newVersion(index, x.query) : null,
+    onEdit: !chat.running && m.id !== null && !isRunning(m) ? (_, query) => newVersion(index, query) : null,
+    versions: versionSwitch(chat.versions, m.id, chat.running, (id) => void chat.showVersion(id)),
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
     onAgentLog: (x) => x.id !== null && setLogFor(x.id),
     onOpenSteps: (x) => void chat.loadTimes(x),
@@ -169,8 +175,8 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
               {t("earlier")}
             </button>
           )}
-          {chat.messages.map((m) => (
-            <Message key={m.localId} m={m} actions={actions(m)} />
+          {chat.messages.map((m, i) => (
+            <Message key={m.localId} m={m} actions={actions(m, i)} />
           ))}
           {chat.suggested.length > 0 && !chat.running && (
             <div class="suggestions follow-ups">
@@ -206,6 +212,13 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
       {logFor !== null && <AgentLogDialog client={client} messageId={logFor} onClose={() => setLogFor(null)} />}
     </div>
   );
+}
+
+/** The "1 / 2" switcher of a message with more than one version (null otherwise). */
+function versionSwitch(map: VersionMap, id: string | null, busy: boolean, show: (id: string) => void): VersionSwitch | null {
+  const place = placeOf(map, id);
+  if (place === null) return null;
+  return { i: place.i, n: place.n, busy, onSwitch: (to) => show(place.ids[to - 1]) };
 }
 
 async function copy(text: string): Promise<void> {

@@ -5,6 +5,7 @@ import { useState } from "preact/hooks";
 import { Download, Speaker, ThumbDown, ThumbUp } from "../shared/icons";
 import { duration, when } from "../shared/format";
 import { Markdown } from "./Markdown";
+import { QuestionEditor, VersionSwitcher, type VersionSwitch } from "./Versions";
 import { finalAnswer, isRunning, planOf, steps, type Citation, type PlanView, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
 const FOLD_AT = 1200; // characters of a tool output shown before "Show all"
@@ -17,6 +18,8 @@ export interface MessageActions {
   onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
   onReadAloud: ((m: MessageView) => void) | null; // null: the app has no voice
   reading: boolean; // this message is being read aloud
+  onEdit: ((m: MessageView, query: string) => void) | null; // a new version with an edited question
+  versions: VersionSwitch | null; // null: the message has one version
 }
 
 export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
@@ -29,6 +32,7 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
       <div class="user-turn">
         {m.userFiles.length > 0 && <Files files={m.userFiles} />}
         <div class="bubble user-bubble">{m.query}</div>
+        {actions.onEdit && <QuestionEditor key={m.id} query={m.query} onSend={(q) => actions.onEdit?.(m, q)} />}
         {m.createdAt !== null && (
           <time class="when muted" dateTime={new Date(m.createdAt * 1000).toISOString()} title={new Date(m.createdAt * 1000).toLocaleString()}>
             {when(m.createdAt)}
@@ -216,6 +220,7 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
   };
   return (
     <div class="toolbar">
+      {actions.versions && <VersionSwitcher v={actions.versions} />}
       <button
         type="button"
         class="icon"

@@ -5,6 +5,7 @@ import type { Conversation, ServiceClient } from "../shared/api";
 import { ApiError } from "../shared/errors";
 import { readDifyStream } from "../shared/sse";
 import { clearPending, loadPending, rememberStopped, savePending, stoppedIds } from "./pending";
+import { withVersions, type VersionMap } from "./versions";
 import {
   applyEvent,
   isRunning,
@@ -23,6 +24,9 @@ export interface SendRequest {
   inputs: Record<string, unknown>;
   files: Record<string, string>[];
   previews: FileView[];
+  // A new version of the message shown at `replaces` (Regenerate, an edited question): it follows
+  // `parentId` (null: the conversation's first message) and takes that message's place on screen.
+  branch?: { replaces: number; parentId: string | null };
 }
 
 /** How far a stream got: the message's view and the last event id seen. */
@@ -64,6 +68,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
   const [suggested, setSuggested] = useState<string[]>([]);
   const [notice, setNotice] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
+  const [versions, setVersions] = useState<VersionMap>({}); // the shown messages' versions (versions.ts)
   const abortRef = useRef<AbortController | null>(null);
   const stopping = useRef(new Set<string>()); // local ids of messages the user stopped
   const currentRef = useRef<string | null>(null);
@@ -103,11 +108,13 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     }
   }, [client, conversations]);
 
-  /** The newest page of a conversation's messages (oldest first); says whether older ones exist. */
+  /** The newest page of a conversation's thread (oldest first): the one ending at its newest message,
+   * or through `messageId` (one of its versions); says whether older ones exist. */
   const loadHistory = useCallback(
-    async (conversationId: string): Promise<MessageView[]> => {
-      const page = await client.messages(conversationId);
+    async (conversationId: string, messageId?: string): Promise<MessageView[]> => {
+      const page = await client.messages(conversationId, undefined, messageId);
       setEarlierMessages(page.has_more);
+      setVersions((v) => withVersions(v, page.data));
       const stopped = stoppedIds(localStorage, appId);
       return page.data.map((item) => messageFromHistory(item, stopped));
     },
@@ -121,6 +128,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     try {
       const page = await client.messages(currentId, first.id);
       setEarlierMessages(page.has_more);
+      setVersions((v) => withVersions(v, page.data));
       const stopped = stoppedIds(localStorage, appId);
       setMessages((ms) => [...page.data.map((item) => messageFromHistory(item, stopped)), ...ms]);
     } catch (e) {
@@ -143,6 +151,20 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       }
     },
     [client, suggestionsOn],
+  );
+
+  /** The versions of the messages of the thread that ends at `messageId` (after a new version of a
+   * message was made), read again from the history; the messages shown stay as they are. */
+  const refreshVersions = useCallback(
+    async (conversationId: string, messageId: string) => {
+      try {
+        const page = await client.messages(conversationId, undefined, messageId);
+        setVersions((v) => withVersions(v, page.data));
+      } catch {
+        // the switcher shows up with the next load of the history
+      }
+    },
+    [client],
   );
 
   /** The tool calls' times as the server measured them (the page's own clock sees them only as the
@@ -267,15 +289,20 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       request = { ...request, newConversation: currentRef.current === null };
       sending.current = request;
       const progress: Progress = { m: newMessage(request.query, request.previews), lastEventId: null };
-      setMessages((ms) => [...ms, progress.m]);
+      const branch = request.branch;
+      setMessages((ms) => [...(branch ? ms.slice(0, branch.replaces) : ms), progress.m]);
       const abort = new AbortController();
       abortRef.current = abort;
       let m: MessageView;
       try {
-        const response = await client.send(
-          { query: request.query, inputs: request.inputs, files: request.files, conversation_id: currentRef.current ?? "" },
-          abort.signal,
-        );
+        const body: Record<string, unknown> = {
+          query: request.query,
+          inputs: request.inputs,
+          files: request.files,
+          conversation_id: currentRef.current ?? "",
+        };
+        if (branch && currentRef.current !== null) body.parent_message_id = branch.parentId;
+        const response = await client.send(body, abort.signal);
         if (!response.body) throw new ApiError(0, "network", "no body");
         await follow(response.body, progress);
         m = progress.m;
@@ -307,10 +334,27 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         clearPending(sessionStorage, appId);
         void fetchSuggestions(m);
         void loadTimes(m);
+        if (branch && m.id !== null && m.conversationId !== null) void refreshVersions(m.conversationId, m.id);
       }
       void refreshConversations();
     },
-    [appId, client, fetchSuggestions, follow, loadTimes, put, recover, refreshConversations],
+    [appId, client, fetchSuggestions, follow, loadTimes, put, recover, refreshConversations, refreshVersions],
+  );
+
+  /** Show another version of a message: the thread through it, to the newest message of its branch. */
+  const showVersion = useCallback(
+    async (messageId: string) => {
+      const conversationId = currentRef.current;
+      if (conversationId === null) return;
+      setSuggested([]);
+      try {
+        const thread = await loadHistory(conversationId, messageId);
+        if (currentRef.current === conversationId) setMessages(thread);
+      } catch (e) {
+        setNotice(errorText(e));
+      }
+    },
+    [loadHistory],
   );
 
   const stop = useCallback(async () => {
@@ -436,6 +480,8 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     remove,
     setFeedback,
     loadTimes,
+    versions,
+    showVersion,
     moreConversations,
     loadMoreConversations,
     earlierMessages,

@@ -93,9 +93,11 @@ export class ServiceClient {
     await this.fetch("DELETE", `/conversations/${encodeURIComponent(conversationId)}`, { json: { user: this.user } });
   }
 
-  messages(conversationId: string, firstId?: string): Promise<Page<Record<string, unknown>>> {
+  /** A page of one thread of the conversation: the newest one, or through `messageId` (ours: one of a
+   * message's versions). */
+  messages(conversationId: string, firstId?: string, messageId?: string): Promise<Page<Record<string, unknown>>> {
     return this.json("GET", "/messages", {
-      query: { conversation_id: conversationId, user: this.user, limit: 100, first_id: firstId },
+      query: { conversation_id: conversationId, user: this.user, limit: 100, first_id: firstId, message_id: messageId },
     });
   }
 

@@ -28,6 +28,7 @@ from loopwright.app.run.message_writes import conversation_name
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.knowledge.citations import history_resources
 from loopwright.store import repositories as repo
+from loopwright.store import threads
 from loopwright.store.db import Database
 from loopwright.store.models import (
     Conversation,
@@ -47,6 +48,7 @@ __all__ = [
     "MessageFileView",
     "MessageView",
     "ThoughtView",
+    "VersionsView",
     "conversation_page",
     "delete_conversation",
     "message_page",
@@ -110,6 +112,16 @@ class MessageFileView:
 
 
 @dataclass(frozen=True, slots=True)
+class VersionsView:
+    """Where a message stands among its versions (store.threads): the message it follows (resolved:
+    never ``UUID_NIL``; None for a first message) and the ids of every version, itself included, oldest
+    first. More than one: it was regenerated or its question edited."""
+
+    parent_id: str | None
+    ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class MessageView:
     id: str
     conversation_id: str
@@ -126,6 +138,7 @@ class MessageView:
     # the citations its ``message_end`` carried, as Dify's history shows them
     retriever_resources: list[dict[str, Any]]
     answered_by: str | None = None  # handoffs: the app whose agent answered (app.run.handoffs)
+    versions: VersionsView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,15 +285,16 @@ async def require_conversation(
 async def recent_exchanges(
     db: Database, lookup: AppLookup, app_id: str, user: str, message_id: str, *, limit: int
 ) -> list[tuple[str, str]]:
-    """The last ``limit`` (query, answer) pairs of the conversation of one of the end user's
+    """The last ``limit`` (query, answer) pairs of the thread that ends at one of the end user's
     messages, oldest first; :class:`NotFoundError` when the message is not theirs."""
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
         message = await repo.find_user_message(session, app_id, end_user_id, message_id)
         if message is None:
             raise NotFoundError(MESSAGE_NOT_FOUND)
-        page = await repo.list_messages(session, message.conversation_id, limit=limit)
-    return [(m.query, m.answer) for m in page.items]
+        tree = await threads.load_tree(session, message.conversation_id)
+        thread = await threads.messages_by_id(session, tree.thread(message.id)[-limit:])
+    return [(m.query, m.answer) for m in thread]
 
 
 async def _conversation(
@@ -323,16 +337,28 @@ async def message_page(
     *,
     limit: int,
     first_id: str | None = None,
+    message_id: str | None = None,
 ) -> Page[MessageView]:
-    """A page of the conversation's messages, oldest first: the newest ``limit``, or with ``first_id``
-    the ``limit`` just before that one. Each comes with its thoughts, its files and the end user's
-    rating. ``tool_files`` is called only when a message has a tool's file to sign."""
+    """A page of one thread of the conversation (store.threads), oldest first: the thread that ends at
+    the newest message, or with ``message_id`` the one through that message (to the newest message
+    of its branch); its newest ``limit`` messages, or with ``first_id`` the ``limit`` just before that
+    one in its thread. Each comes with its thoughts, its files, the end user's rating and its
+    versions. ``tool_files`` is called only when a message has a tool's file to sign."""
     end_user_id = await lookup.end_user_id(app_id, user)
     async with db.transaction() as session:
         conv = await _conversation(session, app_id, end_user_id, conversation_id)
-        if first_id and await repo.get_message(session, conv.id, first_id) is None:
-            raise NotFoundError(FIRST_MESSAGE_NOT_FOUND)
-        page = await repo.list_messages(session, conv.id, limit=limit, first_id=first_id or None)
+        tree = await threads.load_tree(session, conv.id)
+        if first_id:
+            if first_id not in tree:
+                raise NotFoundError(FIRST_MESSAGE_NOT_FOUND)
+            thread = tree.thread(first_id)[:-1]
+        elif message_id:
+            if message_id not in tree:
+                raise NotFoundError(MESSAGE_NOT_FOUND)
+            thread = tree.thread(tree.newest_under(message_id))
+        else:
+            thread = tree.thread()
+        page = Page(await threads.messages_by_id(session, thread[-limit:]), len(thread) > limit, limit)
         ids = [m.id for m in page.items]
         ratings = await repo.feedback_ratings(session, ids, end_user_id)
         files = await repo.files_of_messages(session, ids)
@@ -342,7 +368,15 @@ async def message_page(
     details = await _file_details(tool_files, all_files, uploads)
     signer = await tool_files() if any(has_files(m.inputs) for m in page.items) else None
     views = [
-        _message_view(m, ratings.get(m.id), files.get(m.id, []), thoughts.get(m.id, []), details, signer)
+        _message_view(
+            m,
+            ratings.get(m.id),
+            files.get(m.id, []),
+            thoughts.get(m.id, []),
+            details,
+            signer,
+            VersionsView(tree.parent[m.id], tree.siblings(m.id)),
+        )
         for m in page.items
     ]
     return Page(views, page.has_more, page.limit)
@@ -424,6 +458,7 @@ def _message_view(
     thoughts: Sequence[MessageAgentThought],
     details: Mapping[str, MessageFileView],
     signer: ToolFiles | None = None,
+    versions: VersionsView | None = None,
 ) -> MessageView:
     return MessageView(
         id=m.id,
@@ -441,6 +476,7 @@ def _message_view(
         # Dify's history shape of a citation (its id, message and time), not the stream's
         retriever_resources=history_resources(saved_retriever_resources(m), m.id, unix_seconds(m.created_at)),
         answered_by=m.answered_by,
+        versions=versions,
     )
 
 

@@ -100,6 +100,7 @@ class InProcessExecutor:
                 end_user=plan.end_user,
                 now=plan.created,
                 worker_id=self.lease.id,
+                parent_message_id=plan.parent_message_id,
             )
         else:
             assert isinstance(plan.end_user, str)  # a message that goes on has its end user already

@@ -66,18 +66,20 @@ class MessageWrites:
         end_user: str | asyncio.Task[str],
         now: datetime,
         worker_id: str | None = None,
+        parent_message_id: str | None = UUID_NIL,
     ) -> None:
         """Queue the message's first rows (and its conversation's, when new) and return at once: the run
         starts while they are written. ``end_user`` is the end user's id, or the task finding it (a new
         user of a new conversation): then the rows, and every later write of the message, wait for it."""
-        # The Service API's conversations are linear, as Dify's (parent UUID_NIL: "the one before").
+        # ``parent_message_id``: the message it follows (a branch: a new version of a message), or
+        # UUID_NIL for "the one before" (a linear conversation, as Dify's Service API), see store.threads
         message = repo.new_message(
             self._message_id,
             self._key,
             app_id,
             query,
             inputs=inputs,
-            parent_message_id=UUID_NIL,
+            parent_message_id=parent_message_id,
             now=now,
             worker_id=worker_id,
         )

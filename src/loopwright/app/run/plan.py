@@ -25,7 +25,7 @@ from loopwright.app.config import AppConfig
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import EventHead
 from loopwright.app.dify.stream import EvidencePolicy, StreamExtras
-from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError
+from loopwright.app.errors import AppUnavailableError, ConversationNotFoundError, ParentMessageNotFoundError
 from loopwright.app.files.chat_files import ChatFiles, resolve_chat_files
 from loopwright.app.files.file_inputs import resolve_file_inputs
 from loopwright.app.inputs import FILE_TYPES, validate_inputs
@@ -38,7 +38,10 @@ from loopwright.model.entities import ContentPart, PromptMessage, UserMessage
 from loopwright.store import memory as memory_store
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
-from loopwright.store.models import new_id, unix_seconds, utcnow
+from loopwright.store.models import Message, MessageAgentThought, new_id, unix_seconds, utcnow
+from loopwright.store.threads import (
+    UUID_NIL as UUID_NIL,  # re-exported: what a request names as "after the newest"
+)
 from loopwright.store.threads import load_thread
 from loopwright.tools.base import Tool, ToolContext
 from loopwright.tools.net import NetworkPolicy, network_policy
@@ -70,6 +73,10 @@ class MessageRequest:
     # A new conversation's configuration version (its id) instead of the app's newest: what an eval of
     # an older or a newer version runs on. Set by callers in this process only, never from a wire.
     config_id: str | None = None
+    # Where in a continued conversation the message goes (Dify's ``parent_message_id``): after this
+    # message of it (a new version of the message after it: Regenerate, or an edited question);
+    # ``None``: a new version of its first message; ``UUID_NIL`` (the default): after the newest.
+    parent_message_id: str | None = UUID_NIL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +111,7 @@ class RunPlan:
     # this message may move between (app.run.handoffs)
     answered_by: str | None = None
     team: HandoffTeam | None = None
+    parent_message_id: str | None = UUID_NIL  # as the message row stores it (store.threads)
 
     @property
     def streaming(self) -> bool:
@@ -146,7 +154,7 @@ async def prepare(
     answered_by: str | None = None
     if continued:
         end_user_id = await lookup.end_user_id(app_id, request.user)
-        found = await _continued(db, lookup, app_id, end_user_id, named)
+        found = await _continued(db, lookup, app_id, end_user_id, named, request.parent_message_id)
         version, history, history_ids, summary, answered_by = found
         end_user: str | asyncio.Task[str] = end_user_id
     else:
@@ -192,6 +200,7 @@ async def prepare(
         history_ids=history_ids,
         summary=summary,
         answered_by=answered_by,
+        parent_message_id=request.parent_message_id if continued else UUID_NIL,
     )
 
 
@@ -213,16 +222,29 @@ async def _conversation_id_taken(db: Database, conversation_id: str) -> bool:
 
 
 async def _continued(
-    db: Database, lookup: AppLookup, app_id: str, end_user_id: str, conversation_id: str
+    db: Database,
+    lookup: AppLookup,
+    app_id: str,
+    end_user_id: str,
+    conversation_id: str,
+    parent_message_id: str | None,
 ) -> tuple[ConfigVersion, list[PromptMessage], tuple[str, ...], Summary | None, str | None]:
-    """A conversation's pinned configuration, history, the ids of its thread's messages, its
-    newest summary when its app summarizes, and the app that answered its last message (handoffs)."""
+    """A conversation's pinned configuration, the history of the thread the message goes on (the one
+    ending at ``parent_message_id``: see :class:`MessageRequest`), the ids of that thread's messages,
+    its newest summary when its app summarizes, and the app that answered its last message
+    (handoffs). A parent that is not a message of the conversation is :class:`ParentMessageNotFoundError`."""
     await db.writer.settled(conversation_id)  # its earlier messages are in before we read them
     async with db.sessionmaker() as session:
         conv = await repo.get_conversation(session, app_id, end_user_id, conversation_id)
         if conv is None:
             raise ConversationNotFoundError()
-        thread, thoughts = await load_thread(session, conv.id)
+        thread: list[Message] = []
+        thoughts: dict[str, list[MessageAgentThought]] = {}
+        if parent_message_id is not None:  # None: a new version of the first message, no history
+            leaf = None if parent_message_id == UUID_NIL else parent_message_id
+            thread, thoughts = await load_thread(session, conv.id, leaf=leaf)
+            if leaf is not None and not thread:
+                raise ParentMessageNotFoundError()
         config_id = conv.app_config_id
     pinned = await lookup.config(config_id)
     if pinned is None:
@@ -230,7 +252,7 @@ async def _continued(
     summary = None
     if pinned.config.memory.compaction == "summarize":
         async with db.sessionmaker() as session:
-            row = await memory_store.latest_summary(session, conversation_id)
+            row = await memory_store.latest_summary(session, conversation_id, [m.id for m in thread])
         summary = Summary(row.summary, row.covered_messages, row.id) if row is not None else None
     answered_by = thread[-1].answered_by if thread else None
     return pinned, rebuild_history(thread, thoughts), tuple(m.id for m in thread), summary, answered_by
