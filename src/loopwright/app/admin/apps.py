@@ -114,7 +114,9 @@ async def create_app(
     _check_name(name)
     check_config(config, _allow_list(allow))
     async with _session(database_url, db) as session:
-        app, _ = await repo.create_app(session, name.strip(), config.model_dump(), description=description)
+        app, _ = await repo.create_app(
+            session, name.strip(), config.model_dump(), description=description, mode=config.mode
+        )
         return app.id
 
 
