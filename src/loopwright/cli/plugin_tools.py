@@ -100,8 +100,8 @@ async def open_tools(choice: ToolChoice) -> tuple[list[ToolLike], DifyPlugins | 
 
     plugins = await run_sync(open_plugins)
     try:
-        for source in choice.sources:
-            tools.append(await plugins.toolset(source))
+        for source in choice.sources:  # the plugin's tools themselves, so the run's header names them
+            tools.extend(await (await plugins.toolset(source)).get_tools())
     except BaseException:
         await plugins.aclose()
         raise

@@ -132,3 +132,16 @@ def test_run_takes_an_installed_plugins_tool(data_dir: Path) -> None:
     assert "unknown tool 'regex_replace'" in unknown.stderr and "installed plugins' tools: regex_extract" in (
         unknown.stderr
     )
+
+
+def test_chat_takes_an_installed_plugins_tools_by_plugin(data_dir: Path) -> None:
+    installed = runner.invoke(app, ["plugins", "install", str(fixture_plugin("regex"))])
+    assert installed.exit_code == 0, installed.output
+    script = data_dir.parent / "chat-script.json"
+    call = ["regex_extract", {"content": "room 101", "expression": r"\d+"}]
+    replies = [{"text": "", "tool_calls": [call]}, "Room 101."]
+    script.write_text(json.dumps({"replies": replies, "features": ["tool-call"]}), encoding="utf-8")
+    env = {"LOOPWRIGHT_MODEL": f"scripted:{script}"}
+    result = runner.invoke(app, ["chat", "--tool", "langgenius/regex"], input="Which room?\n/exit\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "tools: regex_extract" in result.stdout and "Room 101." in result.stdout
