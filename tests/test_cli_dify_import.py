@@ -113,3 +113,25 @@ def test_at_a_terminal_the_import_asks_for_each_mcp_server(
     assert made.exit_code == 0, made.output
     assert "MCP server for 'notes-server'" in made.stdout  # the prompt names the export's provider
     assert "tool search_notes (mcp notes-server) → MCP server 'notes-server'" in made.stderr
+
+
+def test_an_agent_export_prints_its_warnings_and_takes_its_skills_from_skills_dir(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    skill = env / "skills" / "changelog-style"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: changelog-style\ndescription: Our style\n---\nBe brief.\n")
+    runner = CliRunner()
+    export = str(DSL / "dify-0.7.0-agent.yml")
+    made = runner.invoke(app, ["app", "create", "--from-yaml", export, "--skills-dir", str(env / "skills")])
+    assert made.exit_code == 0, made.output
+    assert "warning: CLI tool 'gh-release' runs commands in Dify's sandbox" in made.stderr
+    assert "warning: skill" not in made.stderr  # found in --skills-dir
+    app_id = made.stdout.strip().splitlines()[-1]
+    shown = runner.invoke(app, ["app", "show", app_id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    config = json.loads(shown.stdout)["config"]
+    assert config["mode"] == "agent" and config["skills"] == [str(skill.resolve())]
+    without = runner.invoke(app, ["app", "create", "--from-yaml", export])
+    assert "warning: skill 'changelog-style': Dify exports a skill's name but not its files" in without.stderr

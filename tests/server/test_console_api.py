@@ -154,6 +154,14 @@ async def test_import_a_dify_export_with_its_warnings(admin: httpx.AsyncClient) 
     assert versions["config"] == dry["config"]
 
 
+async def test_import_a_dify_agent_export_with_its_warnings(admin: httpx.AsyncClient) -> None:
+    export = Path(__file__).parents[1] / "fixtures" / "dify-dsl" / "dify-0.7.0-agent.yml"
+    made = (await admin.post("/console/api/apps/import", json={"text": export.read_text("utf-8")})).json()
+    assert made["id"] and made["name"] == "Release Scribe" and made["config"]["mode"] == "agent"
+    assert any(w.startswith("CLI tool 'gh-release'") for w in made["warnings"])
+    assert any(w.startswith("skill 'changelog-style'") for w in made["warnings"])
+
+
 async def test_import_loopwright_yaml_and_refuse_garbage(admin: httpx.AsyncClient) -> None:
     text = "name: From YAML\nmodel: local\ninstruction: Hi {{who}}\n"
     r = await admin.post("/console/api/apps/import", json={"text": text})

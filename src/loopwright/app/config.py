@@ -17,6 +17,7 @@ import yaml
 
 from loopwright.app._validation import first_error
 from loopwright.app.dify.annotation_setting import AnnotationReply
+from loopwright.app.dify.dsl_agent import is_agent_export, translate_agent_export
 from loopwright.app.dify.dsl_import import DifyImportError, translate_export
 from loopwright.app.dify.tools import ImportOptions, ToolImport
 from loopwright.app.guards.external_data import ExternalDataTool
@@ -220,6 +221,9 @@ class AppConfig(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid")
 
+    # The Dify app mode the Service API answers as: ``agent`` is Dify 1.15+'s agent app (streaming
+    # only; the answer also comes whole as a ``message`` event before ``message_end``).
+    mode: Literal["agent-chat", "agent"] = "agent-chat"
     model: str = "local"
     model_params: dict[str, Any] = {}
     strategy: Literal["auto", "function-calling", "react", "plan"] = "auto"
@@ -288,7 +292,7 @@ def load_app_yaml(text: str) -> tuple[str, AppConfig]:
     Dify DSL export (recognised by its ``app:`` section) — warnings of the latter are dropped here;
     use :func:`import_dify_dsl` to see them."""
     data = _yaml(text)
-    if "app" in data and "model_config" in data:
+    if "app" in data and ("model_config" in data or is_agent_export(data)):
         report = import_dify_dsl(text)
         return report.name, report.config
     _refuse_graph_apps(data)
@@ -329,8 +333,10 @@ def import_dify_dsl(text: str, options: ImportOptions | None = None) -> ImportRe
     """Map a Dify agent-chat app export (DSL YAML) to an AppConfig, with what each tool became and a
     warning for each part that could not be mapped (the mapping: :mod:`loopwright.app.dify.dsl_import`;
     ``options`` say where the export's MCP servers, workflow apps and API specs are)."""
+    data = _yaml(text)
+    translate = translate_agent_export if is_agent_export(data) else translate_export
     try:
-        translation = translate_export(_yaml(text), options)
+        translation = translate(data, options)
     except DifyImportError as e:
         raise ConfigImportError(str(e)) from None
     try:

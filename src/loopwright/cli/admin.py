@@ -65,6 +65,10 @@ def create_app(
         list[str] | None,
         typer.Option("--api-spec", help="Dify import: a custom API tool's OpenAPI spec, NAME=SPEC."),
     ] = None,
+    skills_dir: Annotated[
+        list[Path] | None,
+        typer.Option("--skills-dir", help="Dify agent import: a folder with the export's skills by name."),
+    ] = None,
 ) -> None:
     """Create an app; prints its id. A Dify export's tools are reported one by one."""
     from loopwright.app.admin import apps as admin
@@ -79,7 +83,7 @@ def create_app(
     with reported_errors():
         if from_yaml is not None:
             text = read_text_file(from_yaml, "app file")
-            options = _import_options(mcp, mcp_config, map_workflow, api_spec)
+            options = _import_options(mcp, mcp_config, map_workflow, api_spec, skills_dir)
             report = admin.read_app_file(text, options)
             if report.tools and interactive():
                 report = _ask_for_mcp_servers(text, report, options)
@@ -130,7 +134,11 @@ def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
 
 
 def _import_options(
-    mcp: list[str] | None, mcp_config: Path | None, workflows: list[str] | None, specs: list[str] | None
+    mcp: list[str] | None,
+    mcp_config: Path | None,
+    workflows: list[str] | None,
+    specs: list[str] | None,
+    skill_dirs: list[Path] | None = None,
 ) -> ImportOptions:
     import yaml
 
@@ -145,7 +153,12 @@ def _import_options(
         servers.update({str(k): {"type": "mcp", **v} for k, v in loaded.items()})
     for name, url in _pairs(mcp, "--mcp").items():
         servers[name] = _mcp_entry(url)
-    return ImportOptions(servers, _pairs(workflows, "--map-workflow"), _pairs(specs, "--api-spec"))
+    return ImportOptions(
+        servers,
+        _pairs(workflows, "--map-workflow"),
+        _pairs(specs, "--api-spec"),
+        [str(d) for d in skill_dirs or []],
+    )
 
 
 def _mcp_entry(url: str) -> dict[str, object]:

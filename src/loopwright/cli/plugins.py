@@ -25,7 +25,8 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
-def _open() -> DifyPlugins:
+def open_plugins() -> DifyPlugins:
+    """The installed plugins, their credentials (with the server's secret key) and a host to run them."""
     from loopwright.config import load_settings
     from loopwright.tools.dify_plugins import DifyPlugins
 
@@ -43,7 +44,7 @@ def install_plugins(paths: list[Path]) -> list[InstalledPlugin]:
     what was installed on stderr; exits with the reason on the first failure."""
     from loopwright.errors import UserInputError
 
-    store = _open().store
+    store = open_plugins().store
     done = []
     for path in paths:
         packages = (
@@ -78,7 +79,7 @@ def install(
 @plugins.command("list")
 def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False) -> None:
     """The installed plugins: their providers, tools and whether their credentials are set."""
-    handle = _open()
+    handle = open_plugins()
     rows = []
     for plugin in handle.store.list():
         stored = handle.credentials.read(plugin.folder)
@@ -111,7 +112,7 @@ def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON 
 @plugins.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="author/name (or a unique name).")]) -> None:
     """Remove a plugin, its stored values and credentials (its environment, when no other plugin uses it)."""
-    if not _open().store.remove(name):
+    if not open_plugins().store.remove(name):
         _fail(f"plugin {name} is not installed")
     typer.echo(f"removed {name}")
 
@@ -127,7 +128,7 @@ def credentials(
     show which are set (never their values)."""
     from loopwright.errors import LoopwrightError
 
-    handle = _open()
+    handle = open_plugins()
     plugin = handle.store.get(name)
     if plugin is None:
         _fail(f"plugin {name} is not installed (loopwright plugins install PATH)")

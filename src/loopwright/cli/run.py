@@ -34,12 +34,16 @@ from loopwright.config import Settings, build_model
 from loopwright.model.base import ModelError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from loopwright.agent import Agent, AgentResult
     from loopwright.agent._factory import StrategyName
+    from loopwright.cli.plugin_tools import ToolChoice
     from loopwright.model.base import Model
-    from loopwright.tools.base import Tool
+    from loopwright.tools.base import ToolLike
+    from loopwright.tools.dify_plugins import DifyPlugins
 
 DEFAULT_INSTRUCTION = "You are a helpful assistant. Use a tool when it helps to answer."
 
@@ -51,26 +55,22 @@ DEFAULT_INSTRUCTION = "You are a helpful assistant. Use a tool when it helps to 
 DEFAULT_TOOLS = ("calculator", "current_time")
 
 
-def select_tools(names: list[str] | None, settings: Settings | None = None) -> list[Tool]:
-    """The default built-in tools, or those named (in the order given, any built-in); an unknown
-    name is a usage error. ``settings`` give ``web_fetch`` its network allow-list."""
+def select_tools(names: list[str] | None, settings: Settings | None = None) -> ToolChoice:
+    """The default built-in tools, or those named (in the order given: a built-in, or a tool of an
+    installed Dify plugin, :mod:`loopwright.cli.plugin_tools`); an unknown name is a usage error.
+    ``settings`` give ``web_fetch`` its network allow-list."""
+    from loopwright.cli.plugin_tools import choose_tools
     from loopwright.tools.builtin import builtin_tools
     from loopwright.tools.net import DEFAULT_POLICY, network_policy
 
     tools = builtin_tools(
         network_policy(settings.tool_allow_hosts) if settings is not None else DEFAULT_POLICY
     )
-    if not names:
-        return [t for t in tools if t.name in DEFAULT_TOOLS]
-    by_name = {t.name: t for t in tools}
-    wanted = [n.strip() for item in names for n in item.split(",") if n.strip()]
-    unknown = [n for n in wanted if n not in by_name]
-    if unknown:
-        raise UsageError(f"unknown tool {unknown[0]!r}; available: {', '.join(sorted(by_name))}")
-    return [by_name[n] for n in dict.fromkeys(wanted)]
+    wanted = [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
+    return choose_tools(list(dict.fromkeys(wanted)), tools, DEFAULT_TOOLS)
 
 
-def _agent(settings: Settings, tools: list[Tool], instruction: str) -> Agent:
+def _agent(settings: Settings, tools: Sequence[ToolLike], instruction: str) -> Agent:
     from loopwright.agent import Agent
 
     model = build_model(settings.model, settings)
@@ -115,7 +115,13 @@ async def _stream(agent: Agent, query: str, history: list[Any], renderer: LiveRe
     return result
 
 
-async def _run_once(agent: Agent, question: str, console: Console | None) -> AgentResult:
+async def _run_once(
+    settings: Settings, choice: ToolChoice, instruction: str, question: str, console: Console | None
+) -> AgentResult:
+    from loopwright.cli.plugin_tools import open_tools
+
+    tools, plugins = await open_tools(choice)
+    agent = _agent(settings, tools, instruction)
     try:
         await _load(agent.model, console)
         if console is None:
@@ -124,15 +130,17 @@ async def _run_once(agent: Agent, question: str, console: Console | None) -> Age
         with LiveRenderer(console) as renderer:
             return await _stream(agent, question, [], renderer)
     finally:
-        await _close(agent.model)
+        await _close(agent.model, plugins)
 
 
-async def _close(model: Model) -> None:
-    """Close the model's connections (an HTTP client) while the event loop still runs."""
-    aclose = getattr(model, "aclose", None)
-    if aclose is not None and inspect.iscoroutinefunction(aclose):
-        with suppress(Exception):  # never hide the run's own outcome
-            await aclose()
+async def _close(model: Model, plugins: DifyPlugins | None = None) -> None:
+    """Close the model's connections (an HTTP client) and the plugins' processes while the event loop
+    still runs."""
+    for closing in (model, plugins):
+        aclose = getattr(closing, "aclose", None)
+        if aclose is not None and inspect.iscoroutinefunction(aclose):
+            with suppress(Exception):  # never hide the run's own outcome
+                await aclose()
 
 
 def _header(console: Console, agent: Agent) -> None:
@@ -160,11 +168,10 @@ def run(
         if not question.strip():
             raise UsageError("the question is empty")
         settings = settings_from_options(model, strategy, max_iterations)
-        tools = select_tools(tool, settings)
-        agent = _agent(settings, tools, instruction)
+        choice = select_tools(tool, settings)
         console = None if json_output else new_console()
         try:
-            asyncio.run(_run_once(agent, question, console))
+            asyncio.run(_run_once(settings, choice, instruction, question, console))
         except Exception as exc:
             if json_output and not isinstance(exc, typer.Exit):
                 write_json({"type": "error", "error": type(exc).__name__, "message": one_line(exc)})
@@ -180,18 +187,21 @@ def chat(
 ) -> None:
     """Talk with an agent over several turns. /reset clears the history, /exit (or Ctrl-D) quits."""
     with reported_errors():
+        from loopwright.cli.plugin_tools import open_tools
+
         settings = settings_from_options(model, strategy, max_iterations)
-        tools = select_tools(tool, settings)
-        agent = _agent(settings, tools, instruction)
+        choice = select_tools(tool, settings)
         console = new_console()
         with asyncio.Runner() as runner:
-            runner.run(_load(agent.model, console))
-            _header(console, agent)
-            console.print("[dim]/reset clears the history, /exit quits[/dim]")
+            tools, plugins = runner.run(open_tools(choice))
+            agent = _agent(settings, tools, instruction)
             try:
+                runner.run(_load(agent.model, console))
+                _header(console, agent)
+                console.print("[dim]/reset clears the history, /exit quits[/dim]")
                 _chat_loop(runner, agent, console)
             finally:
-                runner.run(_close(agent.model))
+                runner.run(_close(agent.model, plugins))
 
 
 def _chat_loop(runner: asyncio.Runner, agent: Agent, console: Console) -> None:

@@ -108,15 +108,19 @@ async def parameters(
 
 
 @router.get("/v1/info")
-async def info(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any]:
+async def info(
+    app: Annotated[AuthedApp, Depends(current_app)],
+    state: Annotated[AppRuntime, Depends(get_state)],
+) -> dict[str, Any]:
     # Dify's author is the account that made the app; loopwright apps have no accounts (null). The id
     # is ours, beside Dify's keys: the chat page checks that its link's key is the app it names.
+    config = await current_config(state.lookup, app.id)
     return {
         "id": app.id,
         "name": app.name,
         "description": app.description,
         "tags": [],
-        "mode": "agent-chat",
+        "mode": config.mode,
         "author_name": None,
     }
 

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopwright.app.availability import current_config
 from loopwright.app.run.approvals import ApprovalsRequest, Decision
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
@@ -65,4 +66,5 @@ async def approve_tool_calls(
     if streaming:
         ids = wants_event_ids(http, runtime.settings)
         return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
-    return JSONResponse(blocking_body(run.task_id, await run.outcome()))
+    mode = (await current_config(runtime.lookup, app.id)).mode
+    return JSONResponse(blocking_body(run.task_id, await run.outcome(), mode))

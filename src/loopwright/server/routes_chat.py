@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
+from loopwright.app.availability import current_config
 from loopwright.app.dify.errors import error_fields
 from loopwright.app.errors import RunExistsError
 from loopwright.app.run.plan import UUID_NIL, MessageRequest
@@ -98,8 +99,9 @@ async def chat_messages(
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
+    mode = "agent-chat" if streaming else (await current_config(runtime.lookup, app.id)).mode
     if not streaming and runtime.settings.dify_strict:
-        raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
+        raise invalid_param(BLOCKING_REFUSALS[mode])  # Dify's answer
     user = require_user(payload.user)
     conversation_id = _conversation_id(payload.conversation_id)
     message = MessageRequest(
@@ -125,7 +127,7 @@ async def chat_messages(
         return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)
     if streaming:
         return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
-    return JSONResponse(blocking_body(run.task_id, await run.outcome()))
+    return JSONResponse(blocking_body(run.task_id, await run.outcome(), mode))
 
 
 def _task_id(app_id: str, user: str, key: str | None) -> str | None:
@@ -139,13 +141,20 @@ def _task_id(app_id: str, user: str, key: str | None) -> str | None:
     return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{app_id}\n{user}\n{key}"))
 
 
-def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
+# What Dify answers a blocking request with, by app mode (loopwright answers one unless in strict mode)
+BLOCKING_REFUSALS = {
+    "agent-chat": "Agent Chat App does not support blocking mode",
+    "agent": "Agent App only supports streaming mode",
+}
+
+
+def blocking_body(task_id: str, outcome: RunOutcome, mode: str = "agent-chat") -> dict[str, Any]:
     """Dify's blocking body for a run that has ended (an error ends it as Dify's error response)."""
     if outcome.error is not None:
         code, status, message = error_fields(outcome.error)
         raise ApiError(status, code, message)
     if outcome.approval is not None:  # paused: what it waits for (POST …/approvals resumes it)
-        return {**outcome.approval.payload(), "mode": "agent-chat", "answer": ""}
+        return {**outcome.approval.payload(), "mode": mode, "answer": ""}
     end = outcome.end
     if end is None:
         raise ApiError(500, "internal_server_error", "the run ended without an answer")
@@ -155,7 +164,7 @@ def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
         "id": end.head.message_id,
         "message_id": end.head.message_id,
         "conversation_id": end.head.conversation_id,
-        "mode": "agent-chat",
+        "mode": mode,
         "answer": outcome.answer,
         "metadata": blocking_metadata(end.metadata),
         "created_at": end.head.created_at,

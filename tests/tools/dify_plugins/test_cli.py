@@ -104,3 +104,44 @@ def test_app_create_installs_a_folder_of_packages_first(data_dir: Path, tmp_path
     empty.mkdir()
     none = runner.invoke(app, ["app", "create", "--from-yaml", str(spec), "--install-plugins", str(empty)])
     assert none.exit_code == 1 and "has no .difypkg files" in none.output
+
+
+def test_run_takes_an_installed_plugins_tool(data_dir: Path) -> None:
+    """As a user would: install a plugin, then ``loopwright run --tool`` with one of its tools."""
+    installed = runner.invoke(app, ["plugins", "install", str(fixture_plugin("regex"))])
+    assert installed.exit_code == 0, installed.output
+    script = data_dir.parent / "script.json"
+    call = ["regex_extract", {"content": "order 66 shipped on day 12", "expression": r"\d+"}]
+    replies = [{"text": "", "tool_calls": [call]}, "The numbers are 66 and 12."]
+    script.write_text(json.dumps({"replies": replies * 2, "features": ["tool-call"]}), encoding="utf-8")
+    env = {"LOOPWRIGHT_MODEL": f"scripted:{script}"}
+    result = runner.invoke(app, ["run", "--tool", "regex_extract", "--json", "Which numbers?"], env=env)
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    finished = [e for e in events if e["type"] == "tool_call_finished"]
+    assert len(finished) == 1 and finished[0]["name"] == "regex_extract"
+    assert "66" in json.dumps(finished[0]) and "12" in json.dumps(finished[0])
+    assert events[-1]["type"] == "finished"
+    # the qualified name picks the same tool; a name no plugin has says what there is
+    qualified = runner.invoke(
+        app, ["run", "--tool", "langgenius/regex/regex_extract", "--json", "Which numbers?"], env=env
+    )
+    assert qualified.exit_code == 0, qualified.output
+    unknown = runner.invoke(app, ["run", "--tool", "regex_replace", "hi"], env=env)
+    assert unknown.exit_code != 0
+    assert "unknown tool 'regex_replace'" in unknown.stderr and "installed plugins' tools: regex_extract" in (
+        unknown.stderr
+    )
+
+
+def test_chat_takes_an_installed_plugins_tools_by_plugin(data_dir: Path) -> None:
+    installed = runner.invoke(app, ["plugins", "install", str(fixture_plugin("regex"))])
+    assert installed.exit_code == 0, installed.output
+    script = data_dir.parent / "chat-script.json"
+    call = ["regex_extract", {"content": "room 101", "expression": r"\d+"}]
+    replies = [{"text": "", "tool_calls": [call]}, "Room 101."]
+    script.write_text(json.dumps({"replies": replies, "features": ["tool-call"]}), encoding="utf-8")
+    env = {"LOOPWRIGHT_MODEL": f"scripted:{script}"}
+    result = runner.invoke(app, ["chat", "--tool", "langgenius/regex"], input="Which room?\n/exit\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "tools: regex_extract" in result.stdout and "Room 101." in result.stdout

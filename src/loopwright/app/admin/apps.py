@@ -58,7 +58,8 @@ def read_app_file(text: str, options: ImportOptions | None = None) -> ImportRepo
     """An app definition from a file's text: a Dify DSL export (with what each tool became and a
     warning for each part that could not be mapped; ``options`` for its MCP servers, workflow apps and
     API specs) or loopwright's own app YAML (no warnings)."""
-    if "model_config:" in text and "\napp:" in f"\n{text}":
+    dify_parts = ("model_config:", "agent_packages:")  # a chat-type app's, an agent app's (Dify 1.15+)
+    if any(part in text for part in dify_parts) and "\napp:" in f"\n{text}":
         return import_dify_dsl(text, options)
     name, config = load_app_yaml(text)
     return ImportReport(name, config)
@@ -114,7 +115,9 @@ async def create_app(
     _check_name(name)
     check_config(config, _allow_list(allow))
     async with _session(database_url, db) as session:
-        app, _ = await repo.create_app(session, name.strip(), config.model_dump(), description=description)
+        app, _ = await repo.create_app(
+            session, name.strip(), config.model_dump(), description=description, mode=config.mode
+        )
         return app.id
 
 

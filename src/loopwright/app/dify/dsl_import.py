@@ -15,6 +15,7 @@ from typing import Any
 import pydantic
 
 from loopwright.app._validation import first_error
+from loopwright.app.dify.dsl_version import DslVersionError, version_warnings
 from loopwright.app.dify.tools import ImportOptions, ToolImport, map_tools
 from loopwright.app.dify.trust_import import trust_fields
 from loopwright.errors import UserInputError
@@ -190,6 +191,7 @@ def translate_export(data: Mapping[str, Any], options: ImportOptions | None = No
     """The app a parsed Dify agent-chat export describes, as configuration data, with what each tool
     became and a warning for each part that could not be mapped; :class:`DifyImportError` when it is not
     an agent app's export (``agent-chat``, or an early ``chat`` app with its agent mode on)."""
+    warnings = checked_version(data)
     try:
         export = DifyExport.model_validate(dict(data))
     except pydantic.ValidationError as e:
@@ -197,7 +199,6 @@ def translate_export(data: Mapping[str, Any], options: ImportOptions | None = No
     mc, agent = export.config, export.config.agent_mode
     if export.app.mode != "agent-chat" and not (export.app.mode == "chat" and agent.enabled):
         raise DifyImportError(_not_an_agent_app(export.app.mode))
-    warnings: list[str] = []
     tools = map_tools(_tool_entries(agent.tools, warnings), options or ImportOptions())
     warnings += [
         f"tool {t.tool!r} ({t.provider_type} {t.provider!r}) was {t.became}"
@@ -223,6 +224,15 @@ def translate_export(data: Mapping[str, Any], options: ImportOptions | None = No
     }
     notes = warnings + _speech_notes(mc) + _unsupported(mc)
     return DifyTranslation(export.app.name or "imported app", config, notes, tools.report)
+
+
+def checked_version(data: Mapping[str, Any]) -> list[str]:
+    """The warnings the export's DSL version calls for (:mod:`loopwright.app.dify.dsl_version`);
+    :class:`DifyImportError` when its ``version`` or ``kind`` cannot be read as an app export's."""
+    try:
+        return version_warnings(data)
+    except DslVersionError as e:
+        raise DifyImportError(str(e)) from None
 
 
 def _text_to_speech(tts: DifyTextToSpeech) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from loopwright.app.dify.events import (
     MessageEnd,
     MessageFile,
     MessageReplace,
+    TextMessage,
     ToolApprovalRequired,
     WireEvent,
 )
@@ -321,13 +322,22 @@ class DifyStream:
         # Dify's function-calling runner adds each round's text and a newline, and the saved
         # answer is stripped (fc_agent_runner ``final_answer``, the task pipeline's ``_save_message``).
         joined = "".join(f"{text}\n" for text in self._round_texts).strip()
-        self.answer = joined if self._join_rounds else result.text
+        # Dify's agent app saves its runner's final output alone (the rounds' text went as the process)
+        join = self._join_rounds and not self.extras.whole_answer_message
+        self.answer = joined if join else result.text
         if self.extras.structured_output:
             self.output = {"valid": not result.output_fallback, "errors": result.output_errors}
         evidence = self.extras.evidence
         if evidence is not None and not evidence.found(self.retriever_resources):
             self.answer = evidence.reply
-            return [MessageReplace(self.head, evidence.reply, "no_evidence"), self.message_end()]
+            return [MessageReplace(self.head, evidence.reply, "no_evidence"), *self._closing()]
+        return self._closing()
+
+    def _closing(self) -> list[WireEvent]:
+        """The events that end an answered message: ``message_end``, after the whole answer as one
+        ``message`` event in Dify's ``agent`` app mode."""
+        if self.extras.whole_answer_message:
+            return [TextMessage(self.head, self.answer), self.message_end()]
         return [self.message_end()]
 
     @property
@@ -478,6 +488,9 @@ class StreamExtras:
     approval_timeout: float = 3600.0
     structured_output: bool = False
     evidence: EvidencePolicy | None = None
+    # Dify's ``agent`` app mode: after the streamed ``agent_message`` pieces, the whole answer comes
+    # again as one ``message`` event before ``message_end`` (its runner publishes the final output so)
+    whole_answer_message: bool = False
 
 
 def _usage_data(usage: Usage | None) -> dict[str, Any] | None:

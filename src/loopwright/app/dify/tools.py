@@ -74,6 +74,7 @@ class ImportOptions:
     mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # → an ``mcp`` toolset
     workflows: Mapping[str, str] = field(default_factory=dict)  # → a loopwright app id
     api_specs: Mapping[str, str] = field(default_factory=dict)  # → an OpenAPI file or URL
+    skill_dirs: Sequence[str] = ()  # folders holding an ``agent`` export's skills by name (.dsl_agent)
 
 
 @dataclass(frozen=True)

@@ -357,4 +357,5 @@ def stream_extras(config: AppConfig) -> StreamExtras:
         evidence=EvidencePolicy(evidence.no_evidence_reply, evidence.min_score)
         if evidence.required and knowledge
         else None,
+        whole_answer_message=config.mode == "agent",
     )
