@@ -23,19 +23,20 @@ import contextlib
 import functools
 import importlib
 import importlib.util
+import json
 import logging
 import math
 import os
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from loopwright.model._local_budget import ROUND_SECONDS, Pace
+from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
 from loopwright.model._local_choice import choose, choose_by_question
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
 from loopwright.model._local_prompt import (
@@ -129,10 +130,14 @@ class LocalModel:
         temperature: float = 0.0,
         prompt_cache: PromptCache | None = None,
         round_seconds: float | None = ROUND_SECONDS,
+        run_seconds: float | None = RUN_SECONDS,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.path = Path(path) if path is not None else None
-        # Each round's budget (model._local_budget); None: only ``max_tokens`` bounds a round.
+        # Each round's budget and the whole ReAct run's (model._local_budget); None: no such bound.
         self.round_seconds = round_seconds
+        self.run_seconds = run_seconds
+        self.clock = clock  # what the budgets are measured with (a test's fake clock)
         self.prompt_cache = prompt_cache
         self.context_size = n_ctx
         self.n_threads = n_threads or default_threads()
@@ -257,6 +262,11 @@ class LocalModel:
     ) -> AsyncGenerator[LLMChunk, None]:
         loaded = _cache.get(self._key()) or await self._load_now()
         request = self._request(loaded, messages, turn, stop, params)
+        if request.out_of_time is not None:  # the run's time is spent: its honest answer, no model
+            action = json.dumps({"action": "Final Answer", "action_input": request.out_of_time})
+            yield LLMChunk(text=f"Action: {action}")
+            yield LLMChunk(usage=Usage(), finish_reason="stop")
+            return
         # Tokens pass straight through: this loop runs once per token.
         async for chunk in _generate(loaded, request):
             yield chunk
@@ -287,16 +297,33 @@ class LocalModel:
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
             round_seconds=self.round_seconds,
+            clock=self.clock,
         )
+        if turn is not None:
+            self._budget(request, loaded, turn)
         if self.prompt_cache is not None and messages and isinstance(messages[0], SystemMessage):
             request.cached = (self.prompt_cache, str(self.model_path), self._render(loaded, messages[:1])[0])
-        if turn is not None:
+        if turn is not None and request.out_of_time is None:
             self._react(request, loaded, messages, turn)
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
         request.sampling.setdefault("repeat_penalty", 1.1)
         return request
+
+    def _budget(self, request: _Request, loaded: _Loaded, turn: ReactTurn) -> None:
+        """The round's share of the run's budget (model._local_budget.plan_round)."""
+        if self.run_seconds is None:
+            return
+        left = self.run_seconds - turn.elapsed
+        tools = bool(turn.tools)
+        plan = plan_round(loaded.pace, round_seconds=self.round_seconds, run_left=left, tools=tools)
+        request.round_seconds = plan.seconds
+        request.run_deadline = self.clock() + left
+        if plan.out_of_time:
+            request.out_of_time = out_of_time_answer(turn.observation)
+        elif plan.answer_only and turn.tools:
+            request.tool_choice = "none"
 
     def _react(
         self, request: _Request, loaded: _Loaded, messages: Sequence[PromptMessage], turn: ReactTurn
@@ -358,6 +385,9 @@ class _Request:
     cached: tuple[PromptCache, str, str] | None = None
     chosen: str | None = None  # the ReAct round's option after the choice: a tool's name or "none"
     round_seconds: float | None = None  # the round's time budget (model._local_budget)
+    run_deadline: float = math.inf  # when the run's budget is spent, on ``clock``
+    clock: Callable[[], float] = time.perf_counter
+    out_of_time: str | None = None  # the run's time is spent: this is the answer, without the model
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -448,8 +478,10 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         finish = "stop"
         generating = time.perf_counter()
         # Counted from here: the choice and the prompt's evaluation before it are bounded by their own
-        # size, and a budget they had spent would cut the reply after its first token.
-        deadline = math.inf if seconds is None else generating + seconds
+        # size, and a budget they had spent would cut the reply after its first token. The run's
+        # deadline holds whatever the round's.
+        now = request.clock()
+        deadline = min(request.run_deadline, math.inf if seconds is None else now + seconds)
         stream = llama.create_completion(
             request.prompt,
             max_tokens=max_tokens,
@@ -462,7 +494,7 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             for part in stream:
                 if cancel.is_set():
                     break
-                if part["choices"][0].get("finish_reason") == "length" or time.perf_counter() > deadline:
+                if part["choices"][0].get("finish_reason") == "length" or request.clock() > deadline:
                     finish = "length"  # the round's budget is spent: what came so far is the reply
                 text = part["choices"][0]["text"]
                 if text:
