@@ -85,6 +85,8 @@ async def test_a_plain_call(requests: list[Any]) -> None:
         "run_deadline": math.inf,
         "clock": time.perf_counter,
         "out_of_time": None,
+        "subjects": [],
+        "units": [],
     }
     # The caller's sampling wins over the defaults; tool_choice is passed as a string.
     await run(

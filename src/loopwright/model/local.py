@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -46,6 +46,7 @@ from loopwright.model._local_prompt import (
     question_context,
     render_tool_examples,
 )
+from loopwright.model._local_words import answer_subjects, is_number, unit_words
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     AssistantMessage,
@@ -263,8 +264,7 @@ class LocalModel:
         loaded = _cache.get(self._key()) or await self._load_now()
         request = self._request(loaded, messages, turn, stop, params)
         if request.out_of_time is not None:  # the run's time is spent: its honest answer, no model
-            action = json.dumps({"action": "Final Answer", "action_input": request.out_of_time})
-            yield LLMChunk(text=f"Action: {action}")
+            yield LLMChunk(text=_out_of_time_action(request.out_of_time))
             yield LLMChunk(usage=Usage(), finish_reason="stop")
             return
         # Tokens pass straight through: this loop runs once per token.
@@ -340,6 +340,10 @@ class LocalModel:
                 # step; asked to choose, it called the same tool again (with the result as the
                 # argument) until the repeated-call guardrail stopped the run.
                 request.tool_choice = "none"
+            if turn.observation is not None and turn.question and is_number(turn.observation):
+                # the answer states the number in a plain sentence ("3 boxes of 48 eggs is 144 eggs.")
+                request.subjects = answer_subjects(turn.question, turn.arguments)
+                request.units = unit_words(turn.question)
         if turn.tools and turn.observation is None and messages:
             self._calibrate(request, loaded, messages, turn.tools)
 
@@ -388,6 +392,9 @@ class _Request:
     run_deadline: float = math.inf  # when the run's budget is spent, on ``clock``
     clock: Callable[[], float] = time.perf_counter
     out_of_time: str | None = None  # the run's time is spent: this is the answer, without the model
+    # after a tool returned a number: how the answer may name what was computed, and the units after it
+    subjects: list[str] = field(default_factory=list)
+    units: list[str] = field(default_factory=list)
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -413,6 +420,8 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         observation=request.observation,
         answer_schema=request.output_schema,
         question=request.question if choice != "none" else None,
+        subjects=request.subjects,
+        units=request.units,
     )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 
@@ -482,6 +491,12 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         # deadline holds whatever the round's.
         now = request.clock()
         deadline = min(request.run_deadline, math.inf if seconds is None else now + seconds)
+        if now >= request.run_deadline and request.react_tools is not None:
+            # The prompt and the choice spent what the run had left (a very busy machine): the
+            # reply would be cut after its first token. The run's honest answer instead.
+            put("text", _out_of_time_action(out_of_time_answer(request.observation)))
+            put("usage", (Usage(prompt_tokens=len(tokens)), "stop"))
+            return
         stream = llama.create_completion(
             request.prompt,
             max_tokens=max_tokens,
@@ -526,6 +541,11 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             latency=time.perf_counter() - started,
         )
         put("usage", (usage, finish))
+
+
+def _out_of_time_action(answer: str) -> str:
+    """A ReAct reply that gives ``answer`` as the final answer (shown as an answering round is)."""
+    return "Action: " + json.dumps({"action": "Final Answer", "action_input": answer})
 
 
 class _Shown:
