@@ -85,6 +85,7 @@ async def test_a_plain_call(requests: list[Any]) -> None:
         "run_deadline": math.inf,
         "clock": time.perf_counter,
         "out_of_time": None,
+        "tool_format": None,
         "subjects": [],
         "units": [],
     }

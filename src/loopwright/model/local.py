@@ -9,6 +9,11 @@ The fixed part of a prompt (the system prompt) is evaluated once and kept by a
 :class:`~loopwright.model.prompt_cache.PromptCache` when one is given (``prompt_cache``; the
 configured models get one under the data directory): a run then evaluates only what follows it.
 
+A model given by path (``local:/path/model.gguf``) whose chat template teaches a tool-call format
+(model._local_tool_format: Qwen/Hermes ``<tool_call>``, Llama 3 JSON, Mistral ``[TOOL_CALLS]``) calls
+tools natively: the template renders the offered tools, the reply is read for calls in that format,
+and the agent runs the function-calling strategy. Any other model runs the ReAct strategy.
+
 When the ReAct strategy runs on it (``stream_react`` with the round's ``ReactTurn``), replies are
 constrained by a grammar built from the offered tools: a one-line thought, then a fenced JSON action
 naming one of the tools (with input that follows the tool's JSON schema) or the final answer. Every
@@ -36,6 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from loopwright.model._gguf import GGUFError, read_string
 from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
 from loopwright.model._local_choice import choose, choose_by_question
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
@@ -46,6 +52,7 @@ from loopwright.model._local_prompt import (
     question_context,
     render_tool_examples,
 )
+from loopwright.model._local_tool_format import STOPS, ToolFormat, call_id, detect, parse, template_tools
 from loopwright.model._local_words import answer_subjects, is_number, unit_words
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
@@ -55,6 +62,7 @@ from loopwright.model.entities import (
     ModelMode,
     PromptMessage,
     SystemMessage,
+    ToolCallDelta,
     ToolMessage,
     ToolSchema,
     Usage,
@@ -111,12 +119,26 @@ def _close_all() -> None:
         _cache.clear()
 
 
+_NATIVE_FEATURES = frozenset({ModelFeature.TOOL_CALL, ModelFeature.MULTI_TOOL_CALL})
+
+
+def template_tool_format(path: Path) -> ToolFormat | None:
+    """The tool-call format the GGUF's chat template teaches (None: none, or the file cannot be read
+    — loading it reports why)."""
+    try:
+        return detect(read_string(path, "tokenizer.chat_template"))
+    except (OSError, GGUFError):
+        return None
+
+
 class LocalModel:
     """A GGUF model run by llama.cpp in this process. ``path=None`` uses SmolLM2-135M-Instruct.
 
-    ReAct only (no native tool calls): ``features`` is empty, so ``strategy="auto"`` picks ReAct and
-    the grammar keeps every reply well formed. ``react_template`` is a ReAct prompt written for small
-    models, which the ReAct strategy uses for this model.
+    SmolLM2 (and any model whose template teaches no tool-call format) has no native tool calls:
+    ``features`` is empty, so ``strategy="auto"`` picks ReAct and the grammar keeps every reply well
+    formed; ``react_template`` is a ReAct prompt written for small models, which the ReAct strategy
+    uses for the default model. A model whose template teaches one (``tool_format``) declares tool
+    calls, and ``strategy="auto"`` picks function calling.
     """
 
     features: frozenset[ModelFeature] = frozenset()
@@ -153,6 +175,10 @@ class LocalModel:
         # ReactPromptModel: this model's own ReAct prompt, for small models.
         self.react_template: str | None = SMALL_MODEL_REACT_TEMPLATE if small else None
         self.react_continue: str | None = SMALL_MODEL_CONTINUE if small else None
+        # read from the file's header now: the agent chooses its strategy before anything loads
+        self.tool_format = template_tool_format(self.path) if self.path is not None else None
+        if self.tool_format is not None:
+            self.features = _NATIVE_FEATURES
 
     @staticmethod
     def default_path() -> Path:
@@ -225,10 +251,16 @@ class LocalModel:
         prompt, _ = self._render(loaded, messages)
         return len(loaded.llama.tokenize(prompt.encode(), add_bos=False, special=True))
 
-    def _render(self, loaded: _Loaded, messages: Sequence[PromptMessage]) -> tuple[str, list[str]]:
-        """The prompt text and the template's own stop strings."""
+    def _render(
+        self, loaded: _Loaded, messages: Sequence[PromptMessage], tools: Sequence[ToolSchema] = ()
+    ) -> tuple[str, list[str]]:
+        """The prompt text and the template's own stop strings (``tools``: offered natively)."""
         if self.mode == ModelMode.COMPLETION:  # the prompt is the text to continue, as is
             return "".join(content_text(m.content) for m in messages), []
+        if self.tool_format is not None:
+            offered = template_tools(list(tools)) or None
+            native: tuple[str, list[str]] = loaded.format_prompt(_to_template_dicts(messages), offered)
+            return native
         prompt, stops = loaded.format_prompt(_to_dicts(messages))
         return prompt, stops
 
@@ -240,7 +272,7 @@ class LocalModel:
         stop: Sequence[str] = (),
         params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
-        return self._stream(messages, None, stop, params or {})
+        return self._stream(messages, None, stop, params or {}, tools)
 
     def stream_react(
         self,
@@ -260,12 +292,17 @@ class LocalModel:
         turn: ReactTurn | None,
         stop: Sequence[str],
         params: ModelSettings,
+        tools: Sequence[ToolSchema] = (),
     ) -> AsyncGenerator[LLMChunk, None]:
         loaded = _cache.get(self._key()) or await self._load_now()
-        request = self._request(loaded, messages, turn, stop, params)
+        request = self._request(loaded, messages, turn, stop, params, tools)
         if request.out_of_time is not None:  # the run's time is spent: its honest answer, no model
             yield LLMChunk(text=_out_of_time_action(request.out_of_time))
             yield LLMChunk(usage=Usage(), finish_reason="stop")
+            return
+        if request.tool_format is not None:
+            async for chunk in _native_calls(request.tool_format, _generate(loaded, request)):
+                yield chunk
             return
         # Tokens pass straight through: this loop runs once per token.
         async for chunk in _generate(loaded, request):
@@ -282,11 +319,16 @@ class LocalModel:
         turn: ReactTurn | None,
         stop: Sequence[str],
         params: ModelSettings,
+        tools: Sequence[ToolSchema] = (),
     ) -> _Request:
-        """What llama.cpp is asked for: a plain reply (``turn`` None) or a ReAct round's."""
+        """What llama.cpp is asked for: a plain reply (``turn`` None), with tools offered natively
+        when the model has a tool-call format, or a ReAct round's."""
         if turn is not None:
             messages = _with_tool_examples(messages, turn.tools)
-        prompt, template_stops = self._render(loaded, messages)
+        native = self.tool_format if tools and turn is None else None
+        prompt, template_stops = self._render(loaded, messages, tools if native else ())
+        if native is not None:
+            template_stops = [*template_stops, *STOPS[native]]
         request = _Request(
             prompt=prompt,
             stop=[*stop, *template_stops],
@@ -298,6 +340,7 @@ class LocalModel:
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
             round_seconds=self.round_seconds,
             clock=self.clock,
+            tool_format=native,
         )
         if turn is not None:
             self._budget(request, loaded, turn)
@@ -392,6 +435,7 @@ class _Request:
     run_deadline: float = math.inf  # when the run's budget is spent, on ``clock``
     clock: Callable[[], float] = time.perf_counter
     out_of_time: str | None = None  # the run's time is spent: this is the answer, without the model
+    tool_format: ToolFormat | None = None  # tools offered natively: the reply is read for calls
     # after a tool returned a number: how the answer may name what was computed, and the units after it
     subjects: list[str] = field(default_factory=list)
     units: list[str] = field(default_factory=list)
@@ -543,6 +587,26 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         put("usage", (usage, finish))
 
 
+async def _native_calls(
+    fmt: ToolFormat, chunks: AsyncGenerator[LLMChunk, None]
+) -> AsyncGenerator[LLMChunk, None]:
+    """A reply with tools offered natively: the text is held to the end (a call is markup, not words
+    for the user), then read for calls in the model's format."""
+    text: list[str] = []
+    last = LLMChunk()
+    async for chunk in chunks:
+        text.append(chunk.text)
+        if chunk.usage is not None or chunk.finish_reason is not None:
+            last = chunk
+    content, calls = parse(fmt, "".join(text))
+    if content:
+        yield LLMChunk(text=content)
+    if calls:
+        deltas = [ToolCallDelta(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
+        yield LLMChunk(tool_calls=deltas)
+    yield LLMChunk(usage=last.usage, finish_reason="tool_calls" if calls else last.finish_reason)
+
+
 def _out_of_time_action(answer: str) -> str:
     """A ReAct reply that gives ``answer`` as the final answer (shown as an answering round is)."""
     return "Action: " + json.dumps({"action": "Final Answer", "action_input": answer})
@@ -590,13 +654,45 @@ def _with_tool_examples(
     ]
 
 
+def _to_template_dicts(messages: Sequence[PromptMessage]) -> list[dict[str, Any]]:
+    """Messages as a tool-calling chat template takes them: calls and results in their own fields
+    (ids made acceptable to every template: model._local_tool_format.call_id)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, AssistantMessage) and m.tool_calls:
+            calls = [
+                {"id": call_id(c.id), "type": "function", "function": {"name": c.name, "arguments": _args(c)}}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": m.content or "", "tool_calls": calls})
+        elif isinstance(m, ToolMessage):
+            out.append(
+                {
+                    "role": "tool",
+                    "content": m.content,
+                    "tool_call_id": call_id(m.tool_call_id),
+                    "name": m.name,
+                }
+            )
+        else:
+            out.extend(_to_dicts([m]))
+    return out
+
+
+def _args(call: Any) -> Any:
+    try:
+        return json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+
+
 def _prompt_formatter(llama: Any) -> Any:
     """The model's own chat template (from the GGUF), rendered with llama-cpp-python's formatter."""
     llama_chat_format: Any = importlib.import_module("llama_cpp.llama_chat_format")
     template = llama.metadata.get("tokenizer.chat_template")
     if not template:
 
-        def chatml(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+        def chatml(messages: list[dict[str, str]], tools: Any = None) -> tuple[str, list[str]]:
             result = llama_chat_format.format_chatml(messages=messages)
             return result.prompt, _as_list(result.stop)
 
@@ -605,8 +701,10 @@ def _prompt_formatter(llama: Any) -> Any:
     bos = llama._model.token_get_text(llama.token_bos())
     formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
 
-    def render(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
-        result = formatter(messages=messages)
+    def render(
+        messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[str, list[str]]:
+        result = formatter(messages=messages, tools=tools)
         return result.prompt, [*_as_list(result.stop), eos]
 
     return render
