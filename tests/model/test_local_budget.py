@@ -80,3 +80,13 @@ def test_the_out_of_time_answer_is_short_and_honest() -> None:
     assert out_of_time_answer("144") == "I ran out of time; the last result was: 144"
     long = out_of_time_answer("x " * 500)
     assert len(long) < 200 and long.endswith("…")
+
+
+def test_a_choice_that_would_overrun_the_run_scores_nothing_more() -> None:
+    from types import SimpleNamespace
+
+    from loopwright.model._local_choice import choose_by_question
+
+    idle = SimpleNamespace(n_tokens=0)  # the run's time is spent before the first option: no decode
+    contexts = [("calculator", "Questions for the calculator:\n"), ("none", "Questions that need no tool:\n")]
+    assert choose_by_question(idle, contexts, "What is 2 + 2?", in_time=lambda: False) == "none"

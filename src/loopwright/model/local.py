@@ -453,7 +453,9 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         if request.question and request.question_contexts:
             offered = {key for key, _ in options}
             contexts = [(key, text) for key, text in request.question_contexts if key in offered]
-            choice = choose_by_question(llama, contexts, request.question)
+            choice = choose_by_question(
+                llama, contexts, request.question, in_time=lambda: request.clock() < request.run_deadline
+            )
         else:
             choice = choose(llama, request.prompt, options, request.neutral_prompt)
     request.chosen = choice
