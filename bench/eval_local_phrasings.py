@@ -15,6 +15,9 @@ bench/data/local_phrasings.app.yaml -j 1``; this script adds the score per kind.
 The held-out set (``bench/data/local_phrasings_heldout.eval.yaml``): forty more questions of the same
 kinds, other numbers and wording, that no change is tuned on; both sets are reported.
 
+Each line shows the case's time; the end, the longest run of every set run together (the embedded
+model's runs are capped at 30 s: model._local_budget.RUN_SECONDS).
+
 Run: .venv/bin/python bench/eval_local_phrasings.py [--model PATH.gguf] [--only TEXT]
      [--set first|heldout|both]
 """
@@ -36,7 +39,7 @@ HELDOUT = DATA / "local_phrasings_heldout.eval.yaml"
 APP = DATA / "local_phrasings.app.yaml"
 
 
-async def run_set(path: Path, model: str | None, only: list[str]) -> tuple[int, int]:
+async def run_set(path: Path, model: str | None, only: list[str]) -> tuple[int, int, float, str]:
     eval_set = load_eval_set(path)
     if only:
         wanted = [c for c in eval_set.cases if any(o.lower() in c.turns[0].query.lower() for o in only)]
@@ -49,13 +52,17 @@ async def run_set(path: Path, model: str | None, only: list[str]) -> tuple[int, 
         score.setdefault(case.tags[0], []).append(result.passed)
         turn = result.turns[0]
         tools = ",".join(turn.tools) or "-"
-        print(f"{'✓' if result.passed else '✗'} {turn.query[:58]:58s} tools {tools:24s} {turn.answer[:50]!r}")
+        mark = "✓" if result.passed else "✗"
+        print(f"{mark} {result.seconds:5.1f} s {turn.query[:58]:58s} tools {tools:24s} {turn.answer[:50]!r}")
     print(f"== {path.name}")
     for kind, oks in score.items():
         print(f"{kind}: {sum(oks)}/{len(oks)}")
     print(f"answered right with a tool call: {report.passed}/{len(report.cases)} = {report.pass_rate:.0%}")
     print(f"time: {time.perf_counter() - started:.0f} s")
-    return report.passed, len(report.cases)
+    longest = max(report.cases, key=lambda c: c.seconds, default=None)
+    if longest is None:
+        return report.passed, 0, 0.0, ""
+    return report.passed, len(report.cases), longest.seconds, longest.turns[0].query
 
 
 async def main() -> None:
@@ -67,8 +74,10 @@ async def main() -> None:
     model = f"local:{args.model}" if args.model else None
     sets = {"first": [SET], "heldout": [HELDOUT], "both": [SET, HELDOUT]}[args.set]
     totals = [(path.name, await run_set(path, model, args.only)) for path in sets]
-    for name, (passed, total) in totals:
+    for name, (passed, total, _, _) in totals:
         print(f"{name}: {passed}/{total}")
+    seconds, query = max((t[2], t[3]) for _, t in totals)
+    print(f"longest run: {seconds:.1f} s ({query!r})")
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ CALC = [t.schema for t in builtin_tools() if t.name == "calculator"]
 
 @pytest.fixture(scope="module")
 def model() -> LocalModel:
-    # No round budget: what these tests check must not depend on how busy the machine is.
-    m = LocalModel(round_seconds=None)
+    # No round or run budget: what these tests check must not depend on how busy the machine is.
+    m = LocalModel(round_seconds=None, run_seconds=None)
     asyncio.run(m.load())
     return m
 

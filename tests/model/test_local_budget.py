@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from loopwright.model import local
-from loopwright.model._local_budget import MIN_ROUND_TOKENS, Pace
+from loopwright.model._local_budget import (
+    MIN_ROUND_TOKENS,
+    OUT_OF_TIME,
+    Pace,
+    RoundPlan,
+    out_of_time_answer,
+    plan_round,
+)
 
 
 def test_a_round_gets_the_tokens_its_seconds_allow_at_the_measured_speed() -> None:
@@ -52,3 +59,34 @@ def test_an_answering_round_shows_its_text_from_the_action_on() -> None:
     cut = local._Shown(hide_thought=True)
     assert not cut.feed("Thought: Tool needed: none. The obs")  # cut short: the caller flushes it
     assert cut.held
+
+
+def test_a_run_budget_shares_its_time_between_rounds_at_the_measured_speed() -> None:
+    pace = Pace(tokens_per_second=20.0)  # a short answer (40 tokens) takes 2 s, a tool call 1.6 s
+    assert plan_round(pace, round_seconds=12.0, run_left=None, tools=True) == RoundPlan(12.0)
+    assert plan_round(pace, round_seconds=12.0, run_left=29.0, tools=True) == RoundPlan(12.0)
+    assert plan_round(pace, round_seconds=12.0, run_left=8.0, tools=True) == RoundPlan(6.0)  # 2 s kept
+    assert plan_round(pace, round_seconds=12.0, run_left=3.0, tools=True) == RoundPlan(3.0, answer_only=True)
+    assert plan_round(pace, round_seconds=12.0, run_left=3.0, tools=False) == RoundPlan(3.0, answer_only=True)
+    assert plan_round(pace, round_seconds=None, run_left=0.5, tools=False).out_of_time
+    # a slower machine: the same time left holds fewer tokens, and the round must answer sooner
+    slow = Pace(tokens_per_second=4.0)  # an answer takes 10 s, a tool call 8 s
+    assert plan_round(slow, round_seconds=12.0, run_left=17.0, tools=True).answer_only
+    assert plan_round(slow, round_seconds=12.0, run_left=4.0, tools=True).out_of_time
+
+
+def test_the_out_of_time_answer_is_short_and_honest() -> None:
+    assert out_of_time_answer(None) == OUT_OF_TIME
+    assert out_of_time_answer("144") == "I ran out of time; the last result was: 144"
+    long = out_of_time_answer("x " * 500)
+    assert len(long) < 200 and long.endswith("…")
+
+
+def test_a_choice_that_would_overrun_the_run_scores_nothing_more() -> None:
+    from types import SimpleNamespace
+
+    from loopwright.model._local_choice import choose_by_question
+
+    idle = SimpleNamespace(n_tokens=0)  # the run's time is spent before the first option: no decode
+    contexts = [("calculator", "Questions for the calculator:\n"), ("none", "Questions that need no tool:\n")]
+    assert choose_by_question(idle, contexts, "What is 2 + 2?", in_time=lambda: False) == "none"

@@ -43,7 +43,7 @@ def test_the_answer_grammar_from_a_schema_parses(tools: int) -> None:
 
 
 def test_the_embedded_model_always_answers_valid_json_for_a_small_schema() -> None:
-    model = LocalModel(max_tokens=96, n_threads=2, round_seconds=None)
+    model = LocalModel(max_tokens=96, n_threads=2, round_seconds=None, run_seconds=None)
     agent = Agent(model=model, output_type=Colour, max_iterations=0, output_retries=0)
     result = asyncio.run(agent.run("Describe the colour of a ripe tomato."))
     assert not result.output_fallback, result.output_errors

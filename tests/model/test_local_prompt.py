@@ -179,7 +179,7 @@ def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
     from loopwright.model._local_grammar import react_grammar
 
     calculator = calculator_tool().schema
-    assert calculator.from_question == {"expression": "clause"}
+    assert calculator.from_question == {"expression": "expression"}
     copying = react_grammar([calculator], "calculator", question="What is 12% of 250?")
     assert '"\\"What is 12% of 250\\""' in copying and '"\\"12% of 250\\""' not in copying
     free = react_grammar([calculator], "calculator")

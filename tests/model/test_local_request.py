@@ -5,18 +5,22 @@ model is a stand-in whose chat template prints the messages, and generation only
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from loopwright import Agent
 from loopwright.model import local
-from loopwright.model._local_budget import Pace
+from loopwright.model._local_budget import OUT_OF_TIME, Pace
 from loopwright.model._local_prompt import TOOL_EXAMPLES, question_context
 from loopwright.model.base import ReactTurn
 from loopwright.model.entities import LLMChunk, ModelMode, SystemMessage, ToolSchema, UserMessage
 from loopwright.model.local import NEUTRAL_QUESTION, LocalModel
+from loopwright.tools.builtin import builtin_tools
 
 CALC = ToolSchema(name="calc", description="Arithmetic.", parameters={"type": "object", "properties": {}})
 CLOCK = ToolSchema(name="clock", description="The time.", parameters={"type": "object", "properties": {}})
@@ -78,6 +82,12 @@ async def test_a_plain_call(requests: list[Any]) -> None:
         "cached": None,
         "chosen": None,
         "round_seconds": 12.0,
+        "run_deadline": math.inf,
+        "clock": time.perf_counter,
+        "out_of_time": None,
+        "tool_format": None,
+        "subjects": [],
+        "units": [],
     }
     # The caller's sampling wins over the defaults; tool_choice is passed as a string.
     await run(
@@ -153,3 +163,63 @@ async def test_the_round_after_a_tool_call(
     assert r.tool_choice == expected
     assert r.observation == ("4" if m.react_continue else None)
     assert r.neutral_prompt is None and r.question is None  # no question is asked on this round
+
+
+class FakeClock:
+    """A clock that reads ``now``; a test moves it on (no sleeping)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_each_round_gets_what_the_run_has_left(requests: list[Any]) -> None:
+    clock = FakeClock()
+    model = LocalModel(clock=clock)  # the stand-in's pace: 10 tokens/s, a short answer takes 4 s
+    question = [SystemMessage("tools"), UserMessage("what is 2+2?")]
+    await run(model, question, ReactTurn(tools=[CALC], elapsed=1.0))
+    first = requests[0]
+    assert first.round_seconds == 12.0 and first.tool_choice == "auto"  # the round's own cap
+    assert first.run_deadline == clock.now + 29.0
+    await run(model, question, ReactTurn(tools=[CALC], elapsed=20.0))
+    assert requests[1].round_seconds == 6.0  # 10 s left, less a short answer's 4 s for the next round
+    await run(model, question, ReactTurn(tools=[CALC], elapsed=24.0))
+    late = requests[2]  # 6 s left: no room for a tool call and the answer after it
+    assert late.tool_choice == "none" and late.round_seconds == 6.0
+
+
+async def test_a_run_whose_time_is_spent_ends_with_an_honest_answer_without_the_model(
+    requests: list[Any],
+) -> None:
+    model = LocalModel(clock=FakeClock())
+    texts = await run(model, [UserMessage("what is 2+2?")], ReactTurn(tools=[CALC], elapsed=29.9))
+    assert not requests  # llama.cpp is not asked
+    assert json.loads("".join(texts).removeprefix("Action: "))["action_input"] == OUT_OF_TIME
+    after_tool = await run(model, [UserMessage("q")], ReactTurn(tools=[], observation="391", elapsed=31.0))
+    assert "391" in "".join(after_tool) and not requests
+
+
+async def test_the_agent_tells_the_model_how_long_its_run_has_taken(
+    requests: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    seen: list[ReactTurn] = []
+
+    async def generate(loaded: Any, request: Any) -> AsyncGenerator[LLMChunk, None]:
+        seen.append(request)
+        clock.now += 40.0  # the round takes 40 s of the run's clock (a very busy machine)
+        action = {"action": "calculator", "action_input": {"expression": "2 + 2"}}
+        yield LLMChunk(text=f"Thought: Tool needed: calculator.\n\nAction: {json.dumps(action)}")
+        yield LLMChunk(finish_reason="stop")
+
+    monkeypatch.setattr(local, "_generate", generate)
+    model = LocalModel(clock=clock)
+    agent = Agent(model=model, tools=[t for t in builtin_tools() if t.name == "calculator"], clock=clock)
+    result = await agent.run("What is 2 + 2?")
+    # The tool round began at 0 s and called the calculator; the next round began 40 s in, past
+    # the run's 30 s: the run ended there, honestly, with the calculator's result, and no model call.
+    assert len(seen) == 1 and seen[0].run_deadline == 1030.0
+    assert result.text == "I ran out of time; the last result was: 4"
+    assert result.rounds == 2

@@ -30,7 +30,7 @@ QUESTION = [SYSTEM, UserMessage("What is the capital of France?")]
 
 def fresh(cache: PromptCache | None, n_ctx: int) -> LocalModel:
     """A model whose llama.cpp context is its own (one context per size): it never held the prefix."""
-    model = LocalModel(n_ctx=n_ctx, prompt_cache=cache, round_seconds=None)
+    model = LocalModel(n_ctx=n_ctx, prompt_cache=cache, round_seconds=None, run_seconds=None)
     asyncio.run(model.load())
     return model
 

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from loopwright.agent._guardrails import RepeatGuard, repeated_call_note
@@ -217,11 +217,11 @@ async def run_loop(
         round_tools: Sequence[ToolSchema] = schemas
         if settings.selector is not None and not last and schemas:
             round_tools, offered = await _select_tools(settings.selector, schemas, state)
-        req = strategy.request(state, () if last else round_tools)
+        started = clock()  # one reading: the run's time so far, and the start of the model call
+        req = _request(strategy, state, () if last else round_tools, started - state.started_at)
         _check_call(budget, model, req, state)  # before the round starts: no empty round is left
         yield RoundStarted(rnd, offered)
         reply: RoundReply | None = None
-        started = clock()
         chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
         items = strategy.read(chunks, state)
         # Closed in any case (as ``aclosing`` would, without its three calls per generator): a consumer
@@ -269,6 +269,17 @@ async def run_loop(
         strategy.record(state, reply)
         yield RoundFinished(rnd, reply.text, reply.calls, usage)
     raise AssertionError("unreachable: the last round either answers or raises")
+
+
+def _request(
+    strategy: Strategy, state: RunState, tools: Sequence[ToolSchema], elapsed: float
+) -> ModelRequest:
+    """The round's request; a ReAct round's offer carries the run's time so far (``elapsed``), for a
+    model with a budget for the whole run (the embedded model)."""
+    req = strategy.request(state, tools)
+    if req.react is not None:
+        req.react = replace(req.react, elapsed=elapsed)
+    return req
 
 
 def _limited(budget: Budget | None) -> Budget | None:

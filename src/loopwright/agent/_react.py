@@ -78,7 +78,7 @@ class ReactStrategy:
                 state.query,
                 render_scratchpad(state.scratchpad),
             )
-            turn = ReactTurn(tools, _observation(state), _output_schema(state), _failed(state))
+            turn = _turn(state, tools, _observation(state))
             return ModelRequest([UserMessage(prompt)], (), self.stop, turn)
         system = self._system_prompt(state.instruction, tools)
         messages: list[PromptMessage] = [SystemMessage(system), *self._history(state), state.user_message]
@@ -87,7 +87,7 @@ class ReactStrategy:
             messages.append(AssistantMessage(render_scratchpad(state.scratchpad)))
             messages.append(UserMessage(self._continue(observation)))
         # Tools travel in the prompt; the API never sees them.
-        turn = ReactTurn(tools, observation, _output_schema(state), _failed(state))
+        turn = _turn(state, tools, observation)
         return ModelRequest(messages, (), self.stop, turn)
 
     async def read(
@@ -230,6 +230,25 @@ def _answer_text(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _turn(state: RunState, tools: Sequence[ToolSchema], observation: str | None) -> ReactTurn:
+    arguments = _last_arguments(state) if observation is not None else ()
+    schema, failed = _output_schema(state), _failed(state)
+    return ReactTurn(tools, observation, schema, failed, question=state.query, arguments=arguments)
+
+
+def _last_arguments(state: RunState) -> tuple[str, ...]:
+    """The string arguments of the last step's tool calls (its actions, as the scratchpad keeps them)."""
+    out: list[str] = []
+    for action, _ in state.scratchpad[-1].actions:
+        try:
+            given = json.loads(action).get("action_input")
+        except (ValueError, AttributeError):
+            continue
+        values = given.values() if isinstance(given, dict) else [given]
+        out.extend(v for v in values if isinstance(v, str))
+    return tuple(out)
 
 
 def _output_schema(state: RunState) -> dict[str, Any] | None:

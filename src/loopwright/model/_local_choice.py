@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,10 +47,16 @@ _priors: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, float]] = {}
 
 
 def choose_by_question(
-    llama: Any, contexts: Sequence[tuple[str, str]], question: str, neutral: str = "N/A"
+    llama: Any,
+    contexts: Sequence[tuple[str, str]],
+    question: str,
+    neutral: str = "N/A",
+    in_time: Callable[[], bool] = lambda: True,
 ) -> str:
     """The key of the context after which ``question`` is likeliest, relative to ``neutral``;
-    ``contexts`` are ``(key, prompt text that the question follows)``."""
+    ``contexts`` are ``(key, prompt text that the question follows)``. Once ``in_time()`` is false
+    (the run's budget is spent) no further context is scored: the best so far, or the last key
+    (``none``, by the caller's order) if none was."""
     # The contexts take the model's context window from its start; what it held (the system prompt
     # of the conversation, which the reply after this choice reuses) is put back afterwards: copying
     # it is several times faster than evaluating a thousand tokens again.
@@ -58,11 +64,15 @@ def choose_by_question(
     scores: dict[str, float] = {}
     try:
         for key, context in contexts:
+            if not in_time():
+                break
             evidence = score(llama, context, [("question", question + "\n"), ("neutral", neutral + "\n")])
             scores[key] = evidence["question"] - QUESTION_CALIBRATION * evidence["neutral"]
     finally:
         if saved is not None:
             saved.restore(llama)
+    if not scores:
+        return contexts[-1][0]
     return max(scores, key=scores.__getitem__)
 
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loopwright.model._local_words import is_number, is_word_problem, written_expression_pattern
 from loopwright.model.entities import ToolSchema
 
 THOUGHT_MAX_CHARS = 160
@@ -51,6 +52,8 @@ def react_grammar(
     observation: str | None = None,
     answer_schema: dict[str, Any] | None = None,
     question: str | None = None,
+    subjects: Sequence[str] = (),
+    units: Sequence[str] = (),
 ) -> str:
     """The grammar for one reply. The thought opens with the decision — "Tool needed: <tool>." or
     "Tool needed: none." — so the model makes its choice first, in words it can weigh against the
@@ -67,7 +70,11 @@ def react_grammar(
     ``question``: the user's question, when this round asks it. A tool's ``from_question``
     parameters must then be a part of it (a clause, or a clause's last words): a small model copies
     "12% of 250" far more reliably than it writes it anew (a round after a failed call writes
-    freely)."""
+    freely). An ``expression`` parameter of a word problem is written over the question's numbers
+    instead (model._local_words).
+
+    ``subjects`` and ``units``: after a tool returned a number, the answer is the plain sentence
+    "<subject> is <number>[ <unit>]." (model._local_words.answer_subjects, unit_words)."""
     # llama.cpp's own JSON-schema-to-grammar converter (imported late: llama_cpp is an optional extra).
     converter: Any = importlib.import_module("llama_cpp.llama_grammar").SchemaConverter(
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
@@ -92,8 +99,9 @@ def react_grammar(
             thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
             if answer_schema is None:
                 # The answer states the result: a tiny model that copied the question into the
-                # tool's argument went on to copy it into the answer too ("What is 7 squared").
-                answer = "answer-stating"
+                # tool's argument went on to copy it into the answer too ("What is 7 squared"), or
+                # wrote "12, which is 2" for 15% of 80; a number is stated in a plain sentence.
+                answer = "answer-sentence" if subjects and is_number(observation) else "answer-stating"
             branches.append(f"{_literal(thought)} {action} {answer}")
         else:
             branches.append(f"{_literal(FINAL_DECISION)} rest {action} {answer}")
@@ -107,6 +115,7 @@ def react_grammar(
             if observation_fits(observation)
             else ""
         )
+        + (_sentence_rule(observation, subjects, units) if subjects and observation else "")
         + f"{_SAFE_CHAR}\n"
     )
     # JSON strings may not hold a newline, a backtick or a brace here, and are never empty: a small
@@ -194,11 +203,25 @@ def question_spans(question: str, kind: str = "phrase") -> list[str]:
     return list(spans)
 
 
+def _sentence_rule(observation: str, subjects: Sequence[str], units: Sequence[str]) -> str:
+    """``answer-sentence``: "<subject> is <number>[ <unit>]." as a JSON string."""
+    subject = " | ".join(_literal(json.dumps(s)[1:-1]) for s in subjects)
+    unit = " | ".join(_literal(" " + json.dumps(u)[1:-1]) for u in units)
+    number = _literal(json.dumps(observation.strip())[1:-1])
+    after = f"( {unit} )?" if units else ""
+    return f'answer-sentence ::= "\\"" ( {subject} ) " is " {number} {after} ".\\""\n'
+
+
 def _copying(schema: dict[str, Any], kinds: Mapping[str, str], question: str) -> dict[str, Any]:
     props = schema.get("properties") or {}
     properties = {**props}
     for name, kind in kinds.items():
-        spans = question_spans(question, kind)
+        if kind == "expression" and props.get(name, {}).get("type") == "string" and is_word_problem(question):
+            pattern = written_expression_pattern(question)
+            if pattern is not None:  # the model writes the calculation over the question's numbers
+                properties[name] = {"type": "string", "pattern": pattern}
+                continue
+        spans = question_spans(question, "clause" if kind == "expression" else kind)
         if props.get(name, {}).get("type") != "string" or not spans:
             continue
         # A parameter with a default keeps it as a choice ("UTC" when the question names no place).

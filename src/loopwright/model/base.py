@@ -77,6 +77,13 @@ class ReactTurn:
     output_schema: dict[str, Any] | None = None
     # after a tool round: whether it failed (every call an error, or a reply that could not be read)
     failed: bool = False
+    # the run's seconds so far as the round starts (the agent's clock): a model with a budget for a whole
+    # run (the embedded model) sizes the round from what is left
+    elapsed: float = 0.0
+    # the user's question of the run, and the string arguments of the last step's tool calls: what the
+    # answer after a tool's result may name ("3 boxes of 48 eggs is 144 eggs.")
+    question: str | None = None
+    arguments: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -125,6 +125,9 @@ def content_text(content: str | list[ContentPart]) -> str:
 
 # --- tools as the model sees them -----------------------------------------------------------------
 
+# How a parameter is taken from the user's words (ToolSchema.from_question)
+QuestionCopy = Literal["clause", "phrase", "expression"]
+
 
 @dataclass(slots=True, frozen=True)
 class ToolExample:
@@ -150,8 +153,10 @@ class ToolSchema:
     examples: tuple[ToolExample, ...] = ()
     # String parameters whose value is best copied from the user's words: small models copy a part
     # of the question into them on their first try — "clause": a whole clause (a calculation as
-    # stated), "phrase": the last words of one (a place).
-    from_question: dict[str, Literal["clause", "phrase"]] = field(default_factory=dict)
+    # stated), "phrase": the last words of one (a place), "expression": a clause that states a
+    # calculation, or for a word problem ("3 boxes of 48 eggs") an expression the model writes over
+    # the question's numbers.
+    from_question: dict[str, QuestionCopy] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -9,6 +9,11 @@ The fixed part of a prompt (the system prompt) is evaluated once and kept by a
 :class:`~loopwright.model.prompt_cache.PromptCache` when one is given (``prompt_cache``; the
 configured models get one under the data directory): a run then evaluates only what follows it.
 
+A model given by path (``local:/path/model.gguf``) whose chat template teaches a tool-call format
+(model._local_tool_format: Qwen/Hermes ``<tool_call>``, Llama 3 JSON, Mistral ``[TOOL_CALLS]``) calls
+tools natively: the template renders the offered tools, the reply is read for calls in that format,
+and the agent runs the function-calling strategy. Any other model runs the ReAct strategy.
+
 When the ReAct strategy runs on it (``stream_react`` with the round's ``ReactTurn``), replies are
 constrained by a grammar built from the offered tools: a one-line thought, then a fenced JSON action
 naming one of the tools (with input that follows the tool's JSON schema) or the final answer. Every
@@ -23,19 +28,21 @@ import contextlib
 import functools
 import importlib
 import importlib.util
+import json
 import logging
 import math
 import os
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from loopwright.model._local_budget import ROUND_SECONDS, Pace
+from loopwright.model._gguf import GGUFError, read_string
+from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
 from loopwright.model._local_choice import choose, choose_by_question
 from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
 from loopwright.model._local_prompt import (
@@ -45,6 +52,8 @@ from loopwright.model._local_prompt import (
     question_context,
     render_tool_examples,
 )
+from loopwright.model._local_tool_format import STOPS, ToolFormat, call_id, detect, parse, template_tools
+from loopwright.model._local_words import answer_subjects, is_number, unit_words
 from loopwright.model.base import ModelError, ReactTurn, estimate_message_tokens
 from loopwright.model.entities import (
     AssistantMessage,
@@ -53,6 +62,7 @@ from loopwright.model.entities import (
     ModelMode,
     PromptMessage,
     SystemMessage,
+    ToolCallDelta,
     ToolMessage,
     ToolSchema,
     Usage,
@@ -109,12 +119,26 @@ def _close_all() -> None:
         _cache.clear()
 
 
+_NATIVE_FEATURES = frozenset({ModelFeature.TOOL_CALL, ModelFeature.MULTI_TOOL_CALL})
+
+
+def template_tool_format(path: Path) -> ToolFormat | None:
+    """The tool-call format the GGUF's chat template teaches (None: none, or the file cannot be read
+    — loading it reports why)."""
+    try:
+        return detect(read_string(path, "tokenizer.chat_template"))
+    except (OSError, GGUFError):
+        return None
+
+
 class LocalModel:
     """A GGUF model run by llama.cpp in this process. ``path=None`` uses SmolLM2-135M-Instruct.
 
-    ReAct only (no native tool calls): ``features`` is empty, so ``strategy="auto"`` picks ReAct and
-    the grammar keeps every reply well formed. ``react_template`` is a ReAct prompt written for small
-    models, which the ReAct strategy uses for this model.
+    SmolLM2 (and any model whose template teaches no tool-call format) has no native tool calls:
+    ``features`` is empty, so ``strategy="auto"`` picks ReAct and the grammar keeps every reply well
+    formed; ``react_template`` is a ReAct prompt written for small models, which the ReAct strategy
+    uses for the default model. A model whose template teaches one (``tool_format``) declares tool
+    calls, and ``strategy="auto"`` picks function calling.
     """
 
     features: frozenset[ModelFeature] = frozenset()
@@ -129,10 +153,14 @@ class LocalModel:
         temperature: float = 0.0,
         prompt_cache: PromptCache | None = None,
         round_seconds: float | None = ROUND_SECONDS,
+        run_seconds: float | None = RUN_SECONDS,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.path = Path(path) if path is not None else None
-        # Each round's budget (model._local_budget); None: only ``max_tokens`` bounds a round.
+        # Each round's budget and the whole ReAct run's (model._local_budget); None: no such bound.
         self.round_seconds = round_seconds
+        self.run_seconds = run_seconds
+        self.clock = clock  # what the budgets are measured with (a test's fake clock)
         self.prompt_cache = prompt_cache
         self.context_size = n_ctx
         self.n_threads = n_threads or default_threads()
@@ -147,6 +175,10 @@ class LocalModel:
         # ReactPromptModel: this model's own ReAct prompt, for small models.
         self.react_template: str | None = SMALL_MODEL_REACT_TEMPLATE if small else None
         self.react_continue: str | None = SMALL_MODEL_CONTINUE if small else None
+        # read from the file's header now: the agent chooses its strategy before anything loads
+        self.tool_format = template_tool_format(self.path) if self.path is not None else None
+        if self.tool_format is not None:
+            self.features = _NATIVE_FEATURES
 
     @staticmethod
     def default_path() -> Path:
@@ -219,10 +251,16 @@ class LocalModel:
         prompt, _ = self._render(loaded, messages)
         return len(loaded.llama.tokenize(prompt.encode(), add_bos=False, special=True))
 
-    def _render(self, loaded: _Loaded, messages: Sequence[PromptMessage]) -> tuple[str, list[str]]:
-        """The prompt text and the template's own stop strings."""
+    def _render(
+        self, loaded: _Loaded, messages: Sequence[PromptMessage], tools: Sequence[ToolSchema] = ()
+    ) -> tuple[str, list[str]]:
+        """The prompt text and the template's own stop strings (``tools``: offered natively)."""
         if self.mode == ModelMode.COMPLETION:  # the prompt is the text to continue, as is
             return "".join(content_text(m.content) for m in messages), []
+        if self.tool_format is not None:
+            offered = template_tools(list(tools)) or None
+            native: tuple[str, list[str]] = loaded.format_prompt(_to_template_dicts(messages), offered)
+            return native
         prompt, stops = loaded.format_prompt(_to_dicts(messages))
         return prompt, stops
 
@@ -234,7 +272,7 @@ class LocalModel:
         stop: Sequence[str] = (),
         params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
-        return self._stream(messages, None, stop, params or {})
+        return self._stream(messages, None, stop, params or {}, tools)
 
     def stream_react(
         self,
@@ -254,9 +292,18 @@ class LocalModel:
         turn: ReactTurn | None,
         stop: Sequence[str],
         params: ModelSettings,
+        tools: Sequence[ToolSchema] = (),
     ) -> AsyncGenerator[LLMChunk, None]:
         loaded = _cache.get(self._key()) or await self._load_now()
-        request = self._request(loaded, messages, turn, stop, params)
+        request = self._request(loaded, messages, turn, stop, params, tools)
+        if request.out_of_time is not None:  # the run's time is spent: its honest answer, no model
+            yield LLMChunk(text=_out_of_time_action(request.out_of_time))
+            yield LLMChunk(usage=Usage(), finish_reason="stop")
+            return
+        if request.tool_format is not None:
+            async for chunk in _native_calls(request.tool_format, _generate(loaded, request)):
+                yield chunk
+            return
         # Tokens pass straight through: this loop runs once per token.
         async for chunk in _generate(loaded, request):
             yield chunk
@@ -272,11 +319,16 @@ class LocalModel:
         turn: ReactTurn | None,
         stop: Sequence[str],
         params: ModelSettings,
+        tools: Sequence[ToolSchema] = (),
     ) -> _Request:
-        """What llama.cpp is asked for: a plain reply (``turn`` None) or a ReAct round's."""
+        """What llama.cpp is asked for: a plain reply (``turn`` None), with tools offered natively
+        when the model has a tool-call format, or a ReAct round's."""
         if turn is not None:
             messages = _with_tool_examples(messages, turn.tools)
-        prompt, template_stops = self._render(loaded, messages)
+        native = self.tool_format if tools and turn is None else None
+        prompt, template_stops = self._render(loaded, messages, tools if native else ())
+        if native is not None:
+            template_stops = [*template_stops, *STOPS[native]]
         request = _Request(
             prompt=prompt,
             stop=[*stop, *template_stops],
@@ -287,16 +339,34 @@ class LocalModel:
             # A completion prompt already ends in "Thought:"; a chat reply starts from nothing.
             prefix=" " if self.mode == ModelMode.COMPLETION else "Thought: ",
             round_seconds=self.round_seconds,
+            clock=self.clock,
+            tool_format=native,
         )
+        if turn is not None:
+            self._budget(request, loaded, turn)
         if self.prompt_cache is not None and messages and isinstance(messages[0], SystemMessage):
             request.cached = (self.prompt_cache, str(self.model_path), self._render(loaded, messages[:1])[0])
-        if turn is not None:
+        if turn is not None and request.out_of_time is None:
             self._react(request, loaded, messages, turn)
         request.sampling.setdefault("temperature", self.temperature)
         # Small models at temperature 0 fall into loops ("2056 is 2056. 2056 is …"); a mild penalty
         # on repeated tokens keeps them out without changing what they say.
         request.sampling.setdefault("repeat_penalty", 1.1)
         return request
+
+    def _budget(self, request: _Request, loaded: _Loaded, turn: ReactTurn) -> None:
+        """The round's share of the run's budget (model._local_budget.plan_round)."""
+        if self.run_seconds is None:
+            return
+        left = self.run_seconds - turn.elapsed
+        tools = bool(turn.tools)
+        plan = plan_round(loaded.pace, round_seconds=self.round_seconds, run_left=left, tools=tools)
+        request.round_seconds = plan.seconds
+        request.run_deadline = self.clock() + left
+        if plan.out_of_time:
+            request.out_of_time = out_of_time_answer(turn.observation)
+        elif plan.answer_only and turn.tools:
+            request.tool_choice = "none"
 
     def _react(
         self, request: _Request, loaded: _Loaded, messages: Sequence[PromptMessage], turn: ReactTurn
@@ -313,6 +383,10 @@ class LocalModel:
                 # step; asked to choose, it called the same tool again (with the result as the
                 # argument) until the repeated-call guardrail stopped the run.
                 request.tool_choice = "none"
+            if turn.observation is not None and turn.question and is_number(turn.observation):
+                # the answer states the number in a plain sentence ("3 boxes of 48 eggs is 144 eggs.")
+                request.subjects = answer_subjects(turn.question, turn.arguments)
+                request.units = unit_words(turn.question)
         if turn.tools and turn.observation is None and messages:
             self._calibrate(request, loaded, messages, turn.tools)
 
@@ -358,6 +432,13 @@ class _Request:
     cached: tuple[PromptCache, str, str] | None = None
     chosen: str | None = None  # the ReAct round's option after the choice: a tool's name or "none"
     round_seconds: float | None = None  # the round's time budget (model._local_budget)
+    run_deadline: float = math.inf  # when the run's budget is spent, on ``clock``
+    clock: Callable[[], float] = time.perf_counter
+    out_of_time: str | None = None  # the run's time is spent: this is the answer, without the model
+    tool_format: ToolFormat | None = None  # tools offered natively: the reply is read for calls
+    # after a tool returned a number: how the answer may name what was computed, and the units after it
+    subjects: list[str] = field(default_factory=list)
+    units: list[str] = field(default_factory=list)
 
 
 def _react_grammar(llama: Any, request: _Request) -> Any:
@@ -372,7 +453,9 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         if request.question and request.question_contexts:
             offered = {key for key, _ in options}
             contexts = [(key, text) for key, text in request.question_contexts if key in offered]
-            choice = choose_by_question(llama, contexts, request.question)
+            choice = choose_by_question(
+                llama, contexts, request.question, in_time=lambda: request.clock() < request.run_deadline
+            )
         else:
             choice = choose(llama, request.prompt, options, request.neutral_prompt)
     request.chosen = choice
@@ -383,6 +466,8 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         observation=request.observation,
         answer_schema=request.output_schema,
         question=request.question if choice != "none" else None,
+        subjects=request.subjects,
+        units=request.units,
     )
     return importlib.import_module("llama_cpp").LlamaGrammar.from_string(grammar, verbose=False)
 
@@ -448,8 +533,16 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         finish = "stop"
         generating = time.perf_counter()
         # Counted from here: the choice and the prompt's evaluation before it are bounded by their own
-        # size, and a budget they had spent would cut the reply after its first token.
-        deadline = math.inf if seconds is None else generating + seconds
+        # size, and a budget they had spent would cut the reply after its first token. The run's
+        # deadline holds whatever the round's.
+        now = request.clock()
+        deadline = min(request.run_deadline, math.inf if seconds is None else now + seconds)
+        if now >= request.run_deadline and request.react_tools is not None:
+            # The prompt and the choice spent what the run had left (a very busy machine): the
+            # reply would be cut after its first token. The run's honest answer instead.
+            put("text", _out_of_time_action(out_of_time_answer(request.observation)))
+            put("usage", (Usage(prompt_tokens=len(tokens)), "stop"))
+            return
         stream = llama.create_completion(
             request.prompt,
             max_tokens=max_tokens,
@@ -462,7 +555,7 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             for part in stream:
                 if cancel.is_set():
                     break
-                if part["choices"][0].get("finish_reason") == "length" or time.perf_counter() > deadline:
+                if part["choices"][0].get("finish_reason") == "length" or request.clock() > deadline:
                     finish = "length"  # the round's budget is spent: what came so far is the reply
                 text = part["choices"][0]["text"]
                 if text:
@@ -494,6 +587,31 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             latency=time.perf_counter() - started,
         )
         put("usage", (usage, finish))
+
+
+async def _native_calls(
+    fmt: ToolFormat, chunks: AsyncGenerator[LLMChunk, None]
+) -> AsyncGenerator[LLMChunk, None]:
+    """A reply with tools offered natively: the text is held to the end (a call is markup, not words
+    for the user), then read for calls in the model's format."""
+    text: list[str] = []
+    last = LLMChunk()
+    async for chunk in chunks:
+        text.append(chunk.text)
+        if chunk.usage is not None or chunk.finish_reason is not None:
+            last = chunk
+    content, calls = parse(fmt, "".join(text))
+    if content:
+        yield LLMChunk(text=content)
+    if calls:
+        deltas = [ToolCallDelta(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
+        yield LLMChunk(tool_calls=deltas)
+    yield LLMChunk(usage=last.usage, finish_reason="tool_calls" if calls else last.finish_reason)
+
+
+def _out_of_time_action(answer: str) -> str:
+    """A ReAct reply that gives ``answer`` as the final answer (shown as an answering round is)."""
+    return "Action: " + json.dumps({"action": "Final Answer", "action_input": answer})
 
 
 class _Shown:
@@ -538,13 +656,45 @@ def _with_tool_examples(
     ]
 
 
+def _to_template_dicts(messages: Sequence[PromptMessage]) -> list[dict[str, Any]]:
+    """Messages as a tool-calling chat template takes them: calls and results in their own fields
+    (ids made acceptable to every template: model._local_tool_format.call_id)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, AssistantMessage) and m.tool_calls:
+            calls = [
+                {"id": call_id(c.id), "type": "function", "function": {"name": c.name, "arguments": _args(c)}}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": m.content or "", "tool_calls": calls})
+        elif isinstance(m, ToolMessage):
+            out.append(
+                {
+                    "role": "tool",
+                    "content": m.content,
+                    "tool_call_id": call_id(m.tool_call_id),
+                    "name": m.name,
+                }
+            )
+        else:
+            out.extend(_to_dicts([m]))
+    return out
+
+
+def _args(call: Any) -> Any:
+    try:
+        return json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+
+
 def _prompt_formatter(llama: Any) -> Any:
     """The model's own chat template (from the GGUF), rendered with llama-cpp-python's formatter."""
     llama_chat_format: Any = importlib.import_module("llama_cpp.llama_chat_format")
     template = llama.metadata.get("tokenizer.chat_template")
     if not template:
 
-        def chatml(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+        def chatml(messages: list[dict[str, str]], tools: Any = None) -> tuple[str, list[str]]:
             result = llama_chat_format.format_chatml(messages=messages)
             return result.prompt, _as_list(result.stop)
 
@@ -553,8 +703,10 @@ def _prompt_formatter(llama: Any) -> Any:
     bos = llama._model.token_get_text(llama.token_bos())
     formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
 
-    def render(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
-        result = formatter(messages=messages)
+    def render(
+        messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[str, list[str]]:
+        result = formatter(messages=messages, tools=tools)
         return result.prompt, [*_as_list(result.stop), eos]
 
     return render

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopwright.errors import ToolError as ToolError
-from loopwright.model.entities import ToolExample, ToolSchema
+from loopwright.model.entities import QuestionCopy, ToolExample, ToolSchema
 
 # --- messages a tool yields -----------------------------------------------------------------------
 
@@ -292,7 +292,7 @@ class Tool:
     # Worked examples of the tool's use, shown to small models as few-shot examples.
     examples: tuple[ToolExample, ...] = ()
     # String parameters whose value is best copied from the user's words (ToolSchema.from_question).
-    from_question: Mapping[str, Literal["clause", "phrase"]] = field(default_factory=dict)
+    from_question: Mapping[str, QuestionCopy] = field(default_factory=dict)
     # The tool yields ProgressMessages before its result: its calls stream them (tools that do not
     # say so are run without the means to, at no cost)
     streams_progress: bool = False

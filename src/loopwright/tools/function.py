@@ -5,13 +5,13 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, get_type_hints, overload
+from typing import Annotated, Any, get_type_hints, overload
 
 import docstring_parser
 import pydantic
 
 from loopwright._threads import run_sync
-from loopwright.model.entities import ToolExample
+from loopwright.model.entities import QuestionCopy, ToolExample
 from loopwright.tools.base import (
     DIRECT_CALL,
     FILE_OUTPUTS,
@@ -101,7 +101,7 @@ def function_tool(
     requires_approval: bool = False,
     idempotent: bool = True,
     examples: Sequence[ToolExample] = (),
-    from_question: Mapping[str, Literal["clause", "phrase"]] | None = None,
+    from_question: Mapping[str, QuestionCopy] | None = None,
 ) -> Tool:
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)

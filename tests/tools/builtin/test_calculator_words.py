@@ -85,6 +85,8 @@ def test_arithmetic_in_words(phrase: str, expected: float) -> None:
         ("(2 + 3) * 2 meters to cm", 1000),
         ("60 mph to km per hour", 96.56064),
         ("1 square kilometer to hectares", 100),
+        ("How long is 26.2 miles in kilometers", 42.1648128),  # the question's clause, copied whole
+        ("how far is 10 km in miles", 6.21371192237),
     ],
 )
 def test_unit_conversions(phrase: str, expected: float | None) -> None:

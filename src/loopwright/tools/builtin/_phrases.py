@@ -14,8 +14,8 @@ from collections.abc import Callable
 # Words that ask for a result rather than state it — up to the asking verb ("use the calculator to
 # compute …") — and, at the end, punctuation and the tool named ("… with the calculator").
 _LEAD = re.compile(
-    r"^(?:[a-z ]*?\b)?(?:what(?:'s|\s+is|\s+are)|how\s+much\s+(?:is|are)|calculate|compute|evaluate|"
-    r"work\s+out|find|solve)\s+"
+    r"^(?:[a-z ]*?\b)?(?:what(?:'s|\s+is|\s+are)|how\s+(?:much|long|far|heavy|tall|big|hot|cold)\s+"
+    r"(?:is|are)|calculate|compute|evaluate|work\s+out|find|solve)\s+"
 )
 _TRAIL = re.compile(r"(?:\s+(?:with|using|on|in)\s+(?:the\s+|a\s+)?calculator)?[\s?!.=]*$")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")

@@ -195,4 +195,4 @@ CALCULATOR_EXAMPLES = (
 
 
 def calculator_tool() -> Tool:
-    return function_tool(calculator, examples=CALCULATOR_EXAMPLES, from_question={"expression": "clause"})
+    return function_tool(calculator, examples=CALCULATOR_EXAMPLES, from_question={"expression": "expression"})
