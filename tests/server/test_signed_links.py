@@ -1,7 +1,7 @@
 """Signed file links: the link the history hands out for an upload and a tool file's link are served
 until their expiry and refused one second past it (the server's clock injected, no sleeps); an
 upload's valid link is the permission to that one file only, and another app's file is refused under
-this app's routes (its preview, its messages' files)."""
+this app's routes (its preview, its messages' files, its file inputs)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,18 @@ from loopwright.tools.files.storage import LocalFileStorage
 from tests.server.conftest import NewApp, ServiceApp
 
 TTL = 300
-DOCUMENTS = {"file_upload": {"enabled": True, "allowed_types": ["document"], "number_limits": 2}}
+DOCUMENTS = {
+    "file_upload": {"enabled": True, "allowed_types": ["document"], "number_limits": 2},
+    "user_input_form": [
+        {
+            "variable": "doc",
+            "label": "Doc",
+            "type": "file",
+            "required": False,
+            "allowed_file_types": ["document"],
+        }
+    ],
+}
 SECRET_TEXT = b"alpha's private notes: 6021"
 
 
@@ -104,7 +115,7 @@ async def test_another_apps_file_is_refused_under_this_apps_routes(
 ) -> None:
     alpha = await new_app(["ok"], name="alpha", **DOCUMENTS)
     beta = await new_app(["ok", "ok", "ok"], name="beta", **DOCUMENTS)
-    alphas = await upload(client, alpha)
+    alphas, betas = await upload(client, alpha), await upload(client, beta)
     link = await handed_out_link(client, alpha, alphas)
     assert (await client.get(link)).status_code == 200  # the link is valid
 
@@ -116,8 +127,18 @@ async def test_another_apps_file_is_refused_under_this_apps_routes(
     body = {"query": "read it", "user": "alice", "response_mode": "blocking", "inputs": {}, "files": files}
     asked = await client.post("/v1/chat-messages", json=body, headers=beta.headers)
     assert asked.status_code == 400 and SECRET_TEXT.decode() not in asked.text
+    # and as beta's file input
+    doc = {"type": "document", "transfer_method": "local_file", "upload_file_id": alphas}
+    body = {"query": "read it", "user": "alice", "response_mode": "blocking", "inputs": {"doc": doc}}
+    asked = await client.post("/v1/chat-messages", json=body, headers=beta.headers)
+    assert asked.status_code == 400 and SECRET_TEXT.decode() not in asked.text
+    own = await client.post(
+        "/v1/chat-messages",
+        json={**body, "inputs": {"doc": {**doc, "upload_file_id": betas}}},
+        headers=beta.headers,
+    )
+    assert own.status_code == 200, own.text  # beta's own upload is taken: the refusal was the app's
     # the link's signature names its file and its route: another file or route under it is refused
-    betas = await upload(client, beta)
     for forged in (link.replace(alphas, betas), link.replace("file-preview", "image-preview")):
         refused = await client.get(forged)
         assert refused.status_code == 404 and SECRET_TEXT not in refused.content
