@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from loopwright.app.run.rate_limits import (
@@ -206,3 +206,13 @@ async def test_with_limits_off_no_statement_counts(pg: Database, tmp_path: Path)
         await runtime.lease.beat()
     limit_tables = [sql for sql in sent if "rate_windows" in sql or "stream_leases" in sql]
     assert sent and limit_tables == []  # the run wrote its rows; nothing touched the limits' tables
+
+
+async def test_the_counters_are_unlogged(pg: Database) -> None:
+    # no write-ahead log: a counted request waits for no WAL flush (the migration says why)
+    async with pg.engine.connect() as conn:
+        kinds = await conn.execute(
+            text("SELECT relname, relpersistence::text FROM pg_class WHERE relname = ANY(:names)"),
+            {"names": ["rate_windows", "stream_leases"]},
+        )
+        assert dict(kinds.all()) == {"rate_windows": "u", "stream_leases": "u"}

@@ -18,12 +18,19 @@ depends_on = None
 
 
 def upgrade() -> None:
+    # UNLOGGED on PostgreSQL: no write-ahead log, so a counted request does not wait for a WAL flush
+    # (measured: the upsert then costs about one round trip, against several milliseconds logged). A
+    # crash of the database empties them — the current minute's counts and the running streams'
+    # leases, which only lets a few more requests through — and they are not replicated (a standby
+    # serves no writes).
+    unlogged = ["UNLOGGED"] if op.get_bind().dialect.name == "postgresql" else []
     op.create_table(
         "rate_windows",
         sa.Column("scope", sa.String(length=32), nullable=False),
         sa.Column("window", sa.BigInteger(), nullable=False),
         sa.Column("count", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("scope", "window"),
+        prefixes=unlogged,
     )
     op.create_table(
         "stream_leases",
@@ -32,6 +39,7 @@ def upgrade() -> None:
         sa.Column("worker_id", sa.String(length=36), nullable=False),
         sa.Column("expires_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id", "scope"),
+        prefixes=unlogged,
     )
     op.create_index("ix_stream_leases_scope_expires_at", "stream_leases", ["scope", "expires_at"])
     op.create_index("ix_stream_leases_worker_id", "stream_leases", ["worker_id"])
