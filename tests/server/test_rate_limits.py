@@ -37,38 +37,38 @@ def limited(server_app: FastAPI, clock: Clock, **limits: int) -> Limiter:
     return limiter
 
 
-def test_limits_off_by_default_and_the_window_turns() -> None:
+async def test_limits_off_by_default_and_the_window_turns() -> None:
     assert not Limiter(LimitSettings()).on
     clock = Clock(1000.0)  # 40 s into a minute
     limiter = Limiter(LimitSettings(key_requests_per_minute=2), clock=clock)
-    limiter.request("a")
-    limiter.request("a")
-    limiter.request("b")  # another key: its own count
+    await limiter.request("a")
+    await limiter.request("a")
+    await limiter.request("b")  # another key: its own count
     with pytest.raises(TooManyRequestsError) as refused:
-        limiter.request("a")
+        await limiter.request("a")
     assert refused.value.retry_after == 20
     clock.now = 1020.0  # the next minute
-    limiter.request("a")
+    await limiter.request("a")
 
 
-def test_a_stream_is_counted_until_released() -> None:
+async def test_a_stream_is_counted_until_released() -> None:
     limiter = Limiter(LimitSettings(user_streams=1, key_streams=2))
     token = CALLER_KEY.set("k")
     try:
-        release = limiter.start_run("app", "u1", streaming=True)
+        release = await limiter.start_run("app", "u1", streaming=True)
         assert release is not None
-        assert limiter.start_run("app", "u1", streaming=False) is None  # blocking runs are no stream
+        assert await limiter.start_run("app", "u1", streaming=False) is None  # blocking runs are no stream
         with pytest.raises(TooManyRequestsError):
-            limiter.start_run("app", "u1", streaming=True)
-        other = limiter.start_run("app", "u2", streaming=True)  # the key's second stream
+            await limiter.start_run("app", "u1", streaming=True)
+        other = await limiter.start_run("app", "u2", streaming=True)  # the key's second stream
         with pytest.raises(TooManyRequestsError):
-            limiter.start_run("app", "u3", streaming=True)  # the key is at its 2
-        assert limiter.streams("user:app:u3") == 0  # a refusal counts nothing
+            await limiter.start_run("app", "u3", streaming=True)  # the key is at its 2
+        assert await limiter.streams("user:app:u3") == 0  # a refusal counts nothing
         release()
         assert other is not None
         other()
-        assert limiter.streams("key:k") == 0
-        assert limiter.start_run("app", "u1", streaming=True) is not None
+        assert await limiter.streams("key:k") == 0
+        assert await limiter.start_run("app", "u1", streaming=True) is not None
     finally:
         CALLER_KEY.reset(token)
 
@@ -119,7 +119,7 @@ async def test_stream_limit_and_release_when_the_run_ends(
     app = await new_app(["one", "two"])
     limiter = limited(server_app, Clock(), user_streams=1, key_streams=5)
     body = {"query": "hi", "inputs": {}, "user": "alice", "response_mode": "streaming"}
-    held = limiter.start_run(app.id, "alice", streaming=True)  # alice's other stream, still open
+    held = await limiter.start_run(app.id, "alice", streaming=True)  # alice's other stream, still open
     assert held is not None
     refused = await client.post("/v1/chat-messages", json=body, headers=app.headers)
     assert (refused.status_code, refused.json()["code"]) == (429, "too_many_requests")
@@ -128,8 +128,8 @@ async def test_stream_limit_and_release_when_the_run_ends(
     answered = await client.post("/v1/chat-messages", json=body, headers=app.headers)
     assert answered.status_code == 200 and "message_end" in answered.text
     await server_app.state.loopwright.runs.wait_idle()
-    assert limiter.streams(f"user:{app.id}:alice") == 0
-    assert limiter.streams("key:" + key_digest(app.key)) == 0
+    assert await limiter.streams(f"user:{app.id}:alice") == 0
+    assert await limiter.streams("key:" + key_digest(app.key)) == 0
 
 
 async def test_openai_routes_answer_openais_429(server_app: FastAPI, new_app: NewApp) -> None:

@@ -14,30 +14,9 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.web.browser import Server, chromium, create_apps, need_browser, start_server, stop_server
+from tests.web.hostile import ANSWER, KEPT, OUTSIDE
 
 pytestmark = pytest.mark.timeout(180)
-
-OUTSIDE = "203.0.113.9"  # TEST-NET-3: never a real host
-HOSTILE = [
-    "<script>window.__pwned = 'script'</script>",
-    "<img src=x onerror=\"window.__pwned = 'onerror'\">",
-    "<svg onload=\"window.__pwned = 'svg onload'\"><script>window.__pwned = 'svg script'</script></svg>",
-    "<iframe src=\"javascript:parent.__pwned = 'iframe'\"></iframe>",
-    '<a href="javascript:window.__pwned = \'link\'" id="jslink">click me</a>',
-    "[markdown link](javascript:window.__pwned='md-link')",
-    "[data link](data:text/html,<script>alert(1)</script>)",
-    f"![beacon](http://{OUTSIDE}/beacon.png?who=alice)",
-    f'<img src="http://{OUTSIDE}/pixel.gif">',
-    f"<style>body {{ background: url(http://{OUTSIDE}/css.png) }} * {{ display: none }}</style>",
-    f'<div style="background-image: url(http://{OUTSIDE}/inline.png)">styled</div>',
-    f'<link rel="stylesheet" href="http://{OUTSIDE}/evil.css">',
-    f'<form action="http://{OUTSIDE}/steal">'
-    "<input name=q autofocus onfocus=\"window.__pwned='focus'\"></form>",
-    "<details open ontoggle=\"window.__pwned = 'toggle'\">x</details>",
-    f'<object data="http://{OUTSIDE}/x.swf"></object><embed src="http://{OUTSIDE}/y">',
-    f'<meta http-equiv="refresh" content="0;url=http://{OUTSIDE}/">',
-]
-ANSWER = "Here you are:\n\n" + "\n\n".join(HOSTILE) + "\n\nThe end."
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +72,7 @@ def _render_and_check(browser: Any, server: Server, app: Any) -> None:
     page.wait_for_load_state("networkidle")
     assert page.evaluate("window.__pwned") is None
     assert dialogs == []
-    kept = "script, iframe, object, embed, style, link, meta, form, svg, [onerror], [onload], [ontoggle]"
-    assert answer.locator(kept).count() == 0
+    assert answer.locator(KEPT).count() == 0
     assert left == [], f"requests would have left 127.0.0.1: {left}"
     # the outside images the answer asked for were refused by the page's CSP (img-src 'self')
     assert all(urlparse(u).hostname in ("127.0.0.1", OUTSIDE) for u in requests)

@@ -42,16 +42,16 @@ async def current_app(request: Request, state: Annotated[AppRuntime, Depends(get
         raise unauthorized("Access token is invalid")
     await check_access(state.lookup, app.id)
     if state.limiter.on:
-        count_request(state, token)
+        await count_request(state, token)
     return app
 
 
-def count_request(state: AppRuntime, token: str) -> None:
+async def count_request(state: AppRuntime, token: str) -> None:
     """One request of the key ``token`` against its rate (429 past it); the key's digest goes with
     the request to the run it may start (its streams are counted there: app.run.rate_limits)."""
     digest = key_digest(token)
     CALLER_KEY.set(digest)
-    state.limiter.request(digest)
+    await state.limiter.request(digest)
 
 
 async def dataset_key(request: Request, state: Annotated[AppRuntime, Depends(get_state)]) -> str:

@@ -108,7 +108,7 @@ async def _authed(request: Request, runtime: AppRuntime, app_id: str) -> tuple[K
     try:
         await check_access(runtime.lookup, app_id)
         if runtime.limiter.on:
-            count_request(runtime, token)
+            await count_request(runtime, token)
     except LoopwrightError as exc:
         _, status, message = error_fields(exc)
         raise Refused(status, message, retry_after(exc)) from None

@@ -471,6 +471,37 @@ class UsageCounter(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False, default=utcnow)
 
 
+class RateWindow(Base):
+    """Requests of one scope in one fixed minute, counted across every worker of a PostgreSQL
+    database while a rate limit is on (``store.rate_counters``; ``app.run.rate_limits``): ``scope`` is a
+    digest of ``key:<key digest>`` or ``user:<app>:<user>`` (no key, no user name stored), ``window``
+    the minute since the epoch. Rows of past minutes are deleted by the heartbeat."""
+
+    __tablename__ = "rate_windows"
+
+    scope: Mapped[str] = mapped_column(String(32), primary_key=True)
+    window: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class StreamLease(Base):
+    """One streaming run counted against one scope's stream limit, across every worker of a
+    PostgreSQL database (``store.rate_counters``): deleted when the run ends, renewed by its worker's
+    heartbeat until then; a lease past ``expires_at`` (its worker died) no longer counts."""
+
+    __tablename__ = "stream_leases"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    scope: Mapped[str] = mapped_column(String(32), primary_key=True)
+    worker_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+    __table_args__ = (
+        Index("ix_stream_leases_scope_expires_at", "scope", "expires_at"),
+        Index("ix_stream_leases_worker_id", "worker_id"),
+    )
+
+
 class ConversationSummary(Base):
     """The older turns of a conversation folded into a summary (``memory.compaction: summarize``;
     ``app.run.compaction``): it stands for the first ``covered_messages`` messages of the conversation's

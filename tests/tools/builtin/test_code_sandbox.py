@@ -88,5 +88,6 @@ async def test_without_namespaces_the_sandbox_refuses_and_says_why(monkeypatch: 
     observation = await run("print(1)")
     assert observation.startswith("tool invoke error")
     assert (
-        "needs an unprivileged network namespace" in observation and "Operation not permitted" in observation
+        "needs unprivileged user, network, mount and pid namespaces" in observation
+        and "Operation not permitted" in observation
     )

@@ -1,7 +1,7 @@
 """Whether every tool of an app is ready to run: one check per kind of tool source (``loopwright app check``).
 
 - built-ins: the tool exists; ``tts``/``asr`` have an audio endpoint; ``simple_code`` has its sandbox
-  (an unprivileged network namespace);
+  (unprivileged user, network, mount and pid namespaces);
 - ``dify_plugin``: the plugin is installed (:func:`plugin_installed`);
 - ``mcp``: the server answers and has the tools the app chose;
 - ``openapi``: the spec loads, has the operations the app chose, and its key's variable is set;

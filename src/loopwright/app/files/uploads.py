@@ -10,7 +10,6 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,7 +224,7 @@ def preview_url(
 ) -> str:
     """Dify's signed URL of an upload, ``{FILES_URL}/files/{id}/{kind}?timestamp&nonce&sign``, signed
     with the tool files' key and valid as long as theirs (the message history gives these)."""
-    timestamp = str(int(time.time() if now is None else now))
+    timestamp = str(int(files.clock() if now is None else now))
     nonce = os.urandom(16).hex()
     sign = signature(upload_id, timestamp, nonce, files.secret, kind)
     return f"{files.base_url}/files/{upload_id}/{kind}?timestamp={timestamp}&nonce={nonce}&sign={sign}"
@@ -242,6 +241,7 @@ def preview_url_valid(
     now: float | None = None,
 ) -> bool:
     """Whether a :func:`preview_url`'s signature holds and has not expired."""
+    now = files.clock() if now is None else now
     return kind in PREVIEW_KINDS and verify(
         upload_id, timestamp, nonce, sign, secret=files.secret, max_age=files.ttl, now=now, purpose=kind
     )

@@ -69,6 +69,8 @@ class WorkerLease:
         self._missed = False  # the last background beat failed (the database was away)
         self._opening: asyncio.Lock = asyncio.Lock()
         self.takeover: Takeover | None = None  # runs dead workers left are taken up, not marked
+        # renewed at each beat, after this process's row: the stream leases of app.run.rate_limits
+        self.renewals: list[Callable[[], Awaitable[None]]] = []
 
     @property
     def opened(self) -> bool:
@@ -125,6 +127,8 @@ class WorkerLease:
                 await streams.purge_streams(session, now - self._journal.retention)
         if ended and self._journal is not None:
             self._journal.wake(ended)
+        for renew in self.renewals:
+            await renew()
         if marked:
             log.warning("marked %d message(s) interrupted: their server process had stopped", marked)
         return marked

@@ -59,7 +59,7 @@ from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.pipeline import Speaker
 from loopwright.app.run.plan import MessageRequest, RunPlan, prepare, resumed_plan
 from loopwright.app.run.prompt_log import PromptLog
-from loopwright.app.run.rate_limits import Limiter, LimitSettings
+from loopwright.app.run.rate_limits import Limiter, LimitSettings, limiter_for
 from loopwright.app.run.recovery import WorkerLease
 from loopwright.app.run.relay import Relay
 from loopwright.app.run.runs import Run, RunRegistry
@@ -207,7 +207,7 @@ class AppRuntime:
             )
             plan = dataclasses.replace(plan, team=team)
         await self.open()
-        release = self._limited(request)
+        release = await self._limited(request)
         try:
             with self.active.counted(request.app_id, plan.config.max_active_requests) as count:
                 record = await self._claim(plan.head, request) if request.task_id is not None else None
@@ -228,12 +228,12 @@ class AppRuntime:
             )
         return run
 
-    def _limited(self, request: MessageRequest) -> Callable[[], None] | None:
+    async def _limited(self, request: MessageRequest) -> Callable[[], None] | None:
         """The end user's rate and the streams (app.run.rate_limits): what ends the run's count, if any."""
         if not self.limiter.on:
             return None
         streaming = request.response_mode == "streaming"
-        return self.limiter.start_run(request.app_id, request.user, streaming)
+        return await self.limiter.start_run(request.app_id, request.user, streaming)
 
     async def _with_memory(self, plan: RunPlan) -> RunPlan:
         """The plan with what the app remembers of its end user that bears on the question
@@ -505,12 +505,18 @@ class AppRuntime:
     @property
     def limiter(self) -> Limiter:
         if self._limiter is None:
-            self._limiter = Limiter(LimitSettings.of(self.settings))
+            self.use_limiter(limiter_for(self.db, LimitSettings.of(self.settings)))
+        assert self._limiter is not None
         return self._limiter
 
     def use_limiter(self, limiter: Limiter) -> None:
-        """Count the limits with ``limiter`` (tests: one with their own clock)."""
+        """Count the limits with ``limiter`` (tests: one with their own clock); its leases are renewed
+        by this process's heartbeat."""
+        if self._limiter is not None and self._limiter.on:
+            self.lease.renewals.remove(self._limiter.renew)
         self._limiter = limiter
+        if limiter.on:
+            self.lease.renewals.append(limiter.renew)
 
     @property
     def settings(self) -> Settings:

@@ -19,7 +19,7 @@ import mimetypes
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
@@ -263,12 +263,14 @@ class FileSettings(Protocol):
 @dataclass(frozen=True)
 class ToolFiles:
     """Stores tool files in ``storage`` and signs their URLs with ``secret``; a URL is valid for
-    ``ttl`` seconds. ``base_url`` prefixes the URLs (empty: relative, ``/files/tools/…``)."""
+    ``ttl`` seconds. ``base_url`` prefixes the URLs (empty: relative, ``/files/tools/…``). ``clock``
+    (seconds since the epoch) is what links are signed and checked against; tests move it."""
 
     storage: FileStorage
     secret: bytes = field(repr=False)
     base_url: str = ""
     ttl: int = signing.DEFAULT_MAX_AGE
+    clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls, settings: FileSettings, data_dir: Path | None = None) -> ToolFiles:
@@ -397,11 +399,13 @@ class ToolFiles:
         if file.remote_url is not None:
             return file.remote_url
         base = self.base_url if base_url is None else base_url
+        now = self.clock() if now is None else now
         return signing.sign_url(file.id, file.extension, secret=self.secret, base_url=base, now=now)
 
     def verify(
         self, file_id: str, timestamp: str, nonce: str, sign: str, *, now: float | None = None
     ) -> bool:
+        now = self.clock() if now is None else now
         return signing.verify(file_id, timestamp, nonce, sign, secret=self.secret, max_age=self.ttl, now=now)
 
 
