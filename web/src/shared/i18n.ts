@@ -87,6 +87,11 @@ const EN = {
   loading: "Loading…",
   dismiss: "Dismiss",
   theme: "Theme",
+  diagram: "Diagram",
+  chart: "Chart",
+  diagram_failed: "This could not be drawn: {error}",
+  handoff: "{name} answers from here on",
+  answered_by: "Answered by {name}",
 };
 
 export type Key = keyof typeof EN;
@@ -174,6 +179,11 @@ const ZH: Record<Key, string> = {
   loading: "加载中…",
   dismiss: "关闭",
   theme: "主题",
+  diagram: "图表",
+  chart: "统计图",
+  diagram_failed: "无法绘制：{error}",
+  handoff: "接下来由 {name} 回答",
+  answered_by: "由 {name} 回答",
 };
 
 const JA: Record<Key, string> = {
@@ -259,6 +269,11 @@ const JA: Record<Key, string> = {
   loading: "読み込み中…",
   dismiss: "閉じる",
   theme: "テーマ",
+  diagram: "図",
+  chart: "グラフ",
+  diagram_failed: "描画できませんでした：{error}",
+  handoff: "ここからは {name} が回答します",
+  answered_by: "{name} が回答",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };
