@@ -89,6 +89,12 @@ const EN = {
   err_unsupported_file_type: "This kind of file cannot be indexed (text, Markdown, HTML, PDF or CSV).",
   err_dataset_name_duplicate: "A knowledge base with this name exists already.",
   err_failed: "The request failed ({status}).",
+  wires_title: "Other wires",
+  wires_note: "Every wire takes the same key; each one speaks its own protocol to the same app.",
+  wires: "Wires",
+  copy_url: "Copy the {name} URL",
+  example: "Example",
+  copy_example: "Copy the {name} example",
 };
 
 export type Key = keyof typeof EN;
@@ -179,6 +185,12 @@ const ZH: Record<Key, string> = {
   err_unsupported_file_type: "无法索引这种文件（支持文本、Markdown、HTML、PDF 或 CSV）。",
   err_dataset_name_duplicate: "已存在同名的知识库。",
   err_failed: "请求失败（{status}）。",
+  wires_title: "其他协议",
+  wires_note: "每种协议都使用同一个密钥，各自以自己的协议访问同一个应用。",
+  wires: "协议",
+  copy_url: "复制 {name} 的 URL",
+  example: "示例",
+  copy_example: "复制 {name} 的示例",
 };
 
 const JA: Record<Key, string> = {
@@ -267,6 +279,12 @@ const JA: Record<Key, string> = {
   err_unsupported_file_type: "この種類のファイルはインデックスできません（テキスト、Markdown、HTML、PDF、CSV）。",
   err_dataset_name_duplicate: "同じ名前のナレッジベースがすでにあります。",
   err_failed: "リクエストに失敗しました（{status}）。",
+  wires_title: "その他のプロトコル",
+  wires_note: "どのプロトコルも同じキーを使い、それぞれのプロトコルで同じアプリに話しかけます。",
+  wires: "プロトコル",
+  copy_url: "{name} の URL をコピー",
+  example: "例",
+  copy_example: "{name} の例をコピー",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };
