@@ -189,6 +189,7 @@ def test_a_logged_conversation_becomes_an_eval_case(world: Any, watched: Any) ->
                 "new": "新建应用",
                 "tab": "密钥与聊天",
                 "bad": "管理员令牌无效",
+                "kb": "知识库",
             },
         ),
         (
@@ -201,6 +202,7 @@ def test_a_logged_conversation_becomes_an_eval_case(world: Any, watched: Any) ->
                 "new": "新しいアプリ",
                 "tab": "キーとチャット",
                 "bad": "管理者トークンが無効です",
+                "kb": "ナレッジベース",
             },
         ),
     ],
@@ -226,3 +228,6 @@ def test_the_console_speaks_the_browsers_language(
     page.get_by_role("link", name=words["tab"]).click()
     assert serious_violations(page) == []
     page.screenshot(path=str(screenshot_path(f"console-{locale}")))
+    page.get_by_role("navigation").get_by_role("link", name=words["kb"][:2]).click()
+    page.get_by_role("heading", level=1, name=words["kb"]).wait_for()
+    assert serious_violations(page) == []

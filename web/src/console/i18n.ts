@@ -95,6 +95,18 @@ const EN = {
   copy_url: "Copy the {name} URL",
   example: "Example",
   copy_example: "Copy the {name} example",
+  kb_title: "Knowledge bases",
+  kb_new: "New knowledge base",
+  kb_description: "Description",
+  kb_search: "Search",
+  kb_keywords: "keywords only (no embeddings)",
+  kb_vectors: "keywords and vectors (MiniLM, on this machine)",
+  kb_create: "Create",
+  kb_documents: "Documents",
+  kb_words: "Words",
+  kb_key_help: "A key for the Knowledge API (/v1/datasets)",
+  kb_new_key: "New Knowledge API key",
+  kb_key_once: "shown this once:",
 };
 
 export type Key = keyof typeof EN;
@@ -191,6 +203,18 @@ const ZH: Record<Key, string> = {
   copy_url: "复制 {name} 的 URL",
   example: "示例",
   copy_example: "复制 {name} 的示例",
+  kb_title: "知识库",
+  kb_new: "新建知识库",
+  kb_description: "描述",
+  kb_search: "检索",
+  kb_keywords: "仅关键词（无向量）",
+  kb_vectors: "关键词和向量（MiniLM，在本机运行）",
+  kb_create: "创建",
+  kb_documents: "文档",
+  kb_words: "字数",
+  kb_key_help: "知识库 API（/v1/datasets）的密钥",
+  kb_new_key: "新建知识库 API 密钥",
+  kb_key_once: "仅显示这一次：",
 };
 
 const JA: Record<Key, string> = {
@@ -285,6 +309,18 @@ const JA: Record<Key, string> = {
   copy_url: "{name} の URL をコピー",
   example: "例",
   copy_example: "{name} の例をコピー",
+  kb_title: "ナレッジベース",
+  kb_new: "新しいナレッジベース",
+  kb_description: "説明",
+  kb_search: "検索",
+  kb_keywords: "キーワードのみ（埋め込みなし）",
+  kb_vectors: "キーワードとベクトル（MiniLM、このマシン上）",
+  kb_create: "作成",
+  kb_documents: "ドキュメント",
+  kb_words: "単語数",
+  kb_key_help: "ナレッジ API（/v1/datasets）用のキー",
+  kb_new_key: "新しいナレッジ API キー",
+  kb_key_once: "表示は今回限り：",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };
