@@ -190,6 +190,8 @@ def test_a_logged_conversation_becomes_an_eval_case(world: Any, watched: Any) ->
                 "tab": "密钥与聊天",
                 "bad": "管理员令牌无效",
                 "kb": "知识库",
+                "logs": "日志",
+                "usage": "用量（最近 30 天）",
             },
         ),
         (
@@ -203,6 +205,8 @@ def test_a_logged_conversation_becomes_an_eval_case(world: Any, watched: Any) ->
                 "tab": "キーとチャット",
                 "bad": "管理者トークンが無効です",
                 "kb": "ナレッジベース",
+                "logs": "ログ",
+                "usage": "使用量（過去 30 日）",
             },
         ),
     ],
@@ -225,6 +229,8 @@ def test_the_console_speaks_the_browsers_language(
     page.get_by_role("link", name=words["new"]).wait_for()
     assert page.get_by_role("heading", level=1).inner_text() == words["apps"]
     page.get_by_role("link", name="keeper").click()
+    page.get_by_role("link", name=words["logs"]).click()
+    page.get_by_role("heading", level=2, name=words["usage"]).wait_for()
     page.get_by_role("link", name=words["tab"]).click()
     assert serious_violations(page) == []
     page.screenshot(path=str(screenshot_path(f"console-{locale}")))

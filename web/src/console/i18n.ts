@@ -107,6 +107,29 @@ const EN = {
   kb_key_help: "A key for the Knowledge API (/v1/datasets)",
   kb_new_key: "New Knowledge API key",
   kb_key_once: "shown this once:",
+  logs_usage_title: "Usage, last 30 days",
+  logs_usage: "Usage",
+  refresh: "Refresh",
+  message_one: "{n} message",
+  message_many: "{n} messages",
+  token_one: "{n} token",
+  token_many: "{n} tokens",
+  error_one: "{n} error",
+  error_many: "{n} errors",
+  col_day: "Day",
+  col_messages: "Messages",
+  col_conversations: "Conversations",
+  col_users: "Users",
+  col_user: "User",
+  col_tokens: "Tokens",
+  col_price: "Price",
+  col_errors: "Errors",
+  col_latency: "Mean latency",
+  col_updated: "Updated",
+  no_conversations: "No conversations yet.",
+  deleted: "deleted",
+  newer: "Newer",
+  older: "Older",
 };
 
 export type Key = keyof typeof EN;
@@ -215,6 +238,29 @@ const ZH: Record<Key, string> = {
   kb_key_help: "知识库 API（/v1/datasets）的密钥",
   kb_new_key: "新建知识库 API 密钥",
   kb_key_once: "仅显示这一次：",
+  logs_usage_title: "用量（最近 30 天）",
+  logs_usage: "用量",
+  refresh: "刷新",
+  message_one: "{n} 条消息",
+  message_many: "{n} 条消息",
+  token_one: "{n} 个 token",
+  token_many: "{n} 个 token",
+  error_one: "{n} 个错误",
+  error_many: "{n} 个错误",
+  col_day: "日期",
+  col_messages: "消息",
+  col_conversations: "对话",
+  col_users: "用户数",
+  col_user: "用户",
+  col_tokens: "Token",
+  col_price: "费用",
+  col_errors: "错误",
+  col_latency: "平均延迟",
+  col_updated: "更新时间",
+  no_conversations: "还没有对话。",
+  deleted: "已删除",
+  newer: "较新",
+  older: "较早",
 };
 
 const JA: Record<Key, string> = {
@@ -321,6 +367,29 @@ const JA: Record<Key, string> = {
   kb_key_help: "ナレッジ API（/v1/datasets）用のキー",
   kb_new_key: "新しいナレッジ API キー",
   kb_key_once: "表示は今回限り：",
+  logs_usage_title: "使用量（過去 30 日）",
+  logs_usage: "使用量",
+  refresh: "更新",
+  message_one: "メッセージ {n} 件",
+  message_many: "メッセージ {n} 件",
+  token_one: "{n} トークン",
+  token_many: "{n} トークン",
+  error_one: "エラー {n} 件",
+  error_many: "エラー {n} 件",
+  col_day: "日付",
+  col_messages: "メッセージ",
+  col_conversations: "会話",
+  col_users: "ユーザー数",
+  col_user: "ユーザー",
+  col_tokens: "トークン",
+  col_price: "料金",
+  col_errors: "エラー",
+  col_latency: "平均レイテンシ",
+  col_updated: "更新日時",
+  no_conversations: "会話はまだありません。",
+  deleted: "削除済み",
+  newer: "より新しい",
+  older: "より古い",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };
@@ -329,6 +398,6 @@ export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja
 export const t = translator(CATALOGUE);
 
 /** A count: the _one form for 1, else the _many form. */
-export function count(n: number, base: "tool" | "key"): string {
+export function count(n: number, base: "tool" | "key" | "message" | "token" | "error"): string {
   return t(n === 1 ? `${base}_one` : `${base}_many`, { n: n.toLocaleString() });
 }
