@@ -9,6 +9,8 @@ import { defineConfig } from "vitest/config";
 const pages = {
   chat: resolve(__dirname, "chat/index.html"),
   console: resolve(__dirname, "console/index.html"),
+  // the chat page's hidden frame that draws Mermaid diagrams (src/renderer/main.ts)
+  renderer: resolve(__dirname, "renderer/index.html"),
 };
 
 export default defineConfig({

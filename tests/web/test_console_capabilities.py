@@ -174,3 +174,66 @@ def test_a_logged_conversation_becomes_an_eval_case(world: Any, watched: Any) ->
     saved = download.value.path().read_text(encoding="utf-8")
     assert saved.endswith("# checked by hand\n") and "teal" in saved
     assert serious_violations(page) == []
+
+
+@pytest.mark.parametrize(
+    ("locale", "words"),
+    [
+        (
+            "zh-CN",
+            {
+                "lang": "zh-Hans",
+                "token": "管理员令牌",
+                "open": "打开控制台",
+                "apps": "应用",
+                "new": "新建应用",
+                "tab": "密钥与聊天",
+                "bad": "管理员令牌无效",
+                "kb": "知识库",
+                "logs": "日志",
+                "usage": "用量（最近 30 天）",
+            },
+        ),
+        (
+            "ja-JP",
+            {
+                "lang": "ja",
+                "token": "管理者トークン",
+                "open": "コンソールを開く",
+                "apps": "アプリ",
+                "new": "新しいアプリ",
+                "tab": "キーとチャット",
+                "bad": "管理者トークンが無効です",
+                "kb": "ナレッジベース",
+                "logs": "ログ",
+                "usage": "使用量（過去 30 日）",
+            },
+        ),
+    ],
+)
+def test_the_console_speaks_the_browsers_language(
+    world: Any, watched: Any, locale: str, words: dict[str, str]
+) -> None:
+    server, app, _ = world
+    watch = watched(viewport=DESKTOP, locale=locale)
+    watch.allow(r"status of 401")  # the wrong token, on purpose: the server refuses it
+    page = watch.page()
+    page.goto(f"{server.url}/console")
+    assert page.evaluate("document.documentElement.lang") == words["lang"]
+    # a wrong token: the refusal in the page's language
+    page.get_by_label(words["token"]).fill("not-the-token")
+    page.get_by_role("button", name=words["open"]).click()
+    assert words["bad"] in page.get_by_role("alert").inner_text()
+    page.get_by_label(words["token"]).fill(TOKEN)
+    page.get_by_role("button", name=words["open"]).click()
+    page.get_by_role("link", name=words["new"]).wait_for()
+    assert page.get_by_role("heading", level=1).inner_text() == words["apps"]
+    page.get_by_role("link", name="keeper").click()
+    page.get_by_role("link", name=words["logs"]).click()
+    page.get_by_role("heading", level=2, name=words["usage"]).wait_for()
+    page.get_by_role("link", name=words["tab"]).click()
+    assert serious_violations(page) == []
+    page.screenshot(path=str(screenshot_path(f"console-{locale}")))
+    page.get_by_role("navigation").get_by_role("link", name=words["kb"][:2]).click()
+    page.get_by_role("heading", level=1, name=words["kb"]).wait_for()
+    assert serious_violations(page) == []

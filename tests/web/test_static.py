@@ -68,6 +68,26 @@ async def test_the_chat_page_is_served_with_a_csp_without_inline_script(db: Data
         assert (await client.get("/static/assets/no-such-file.js")).status_code == 404
 
 
+async def test_the_diagram_renderer_alone_allows_inline_styles_and_only_this_origin_frames_it(
+    db: Database,
+) -> None:
+    async with serving(create_app(db)) as url, httpx.AsyncClient(base_url=url) as client:
+        chat = (await client.get("/chat/3f2c9a4e-0000-4000-8000-000000000001")).headers
+        assert "frame-src 'self'" in chat["content-security-policy"]
+        assert "frame-ancestors 'none'" in chat["content-security-policy"]
+        frame = await client.get("/chat-renderer")
+        assert frame.status_code == 200 and frame.headers["content-type"].startswith("text/html")
+        policy = dict(
+            part.strip().split(" ", 1) for part in frame.headers["content-security-policy"].split(";")
+        )
+        assert policy["script-src"] == "'self'"  # no inline script, no eval, no handler in a label
+        assert policy["style-src"] == "'self' 'unsafe-inline'"  # Mermaid's inline styles, here only
+        assert policy["frame-ancestors"] == "'self'"
+        assert policy["default-src"] == "'none'" and "connect-src" not in policy  # fetches nothing
+        assert "<script>" not in frame.text
+        assert re.findall(r'src="(/static/assets/renderer-[^"]+\.js)"', frame.text)
+
+
 async def test_without_a_build_the_page_says_how_to_build_it(db: Database, tmp_path: Path) -> None:
     app = create_app(db)
     bare = type(app)()

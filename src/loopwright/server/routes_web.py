@@ -22,7 +22,8 @@ from loopwright.server.errors import not_found
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 # Images may come from tools (signed /files/tools URLs on this origin), uploads (blob: previews) and
-# data: URLs; everything the page fetches goes to this origin's /v1 API.
+# data: URLs (drawn diagrams and charts among them); everything the page fetches goes to this origin's
+# /v1 API. The only frame is the diagram renderer, on this origin.
 CONTENT_SECURITY_POLICY = "; ".join(
     [
         "default-src 'none'",
@@ -32,9 +33,25 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "media-src 'self' blob:",
         "connect-src 'self'",
         "font-src 'self'",
+        "frame-src 'self'",
         "base-uri 'none'",
         "form-action 'none'",
         "frame-ancestors 'none'",
+    ]
+)
+# The diagram renderer (/chat-renderer, hidden in the chat page; web/src/renderer/main.ts): Mermaid
+# styles its SVG inline, so this page alone allows inline styles. It still runs only this origin's
+# scripts, fetches nothing, and only a page of this origin may frame it.
+RENDERER_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'self'",
     ]
 )
 PAGE_HEADERS = {
@@ -56,7 +73,9 @@ class _Assets(StaticFiles):
         return response
 
 
-def page_response(name: str, static_dir: Path = STATIC_DIR) -> Callable[[], Response]:
+def page_response(
+    name: str, static_dir: Path = STATIC_DIR, headers: dict[str, str] = PAGE_HEADERS
+) -> Callable[[], Response]:
     """A maker of responses for the built page ``name`` (``static/{name}/index.html``) with the
     security headers. The file is looked at once, here, so serving it only reads it (off the loop)."""
     path = static_dir / name / "index.html"
@@ -67,13 +86,22 @@ def page_response(name: str, static_dir: Path = STATIC_DIR) -> Callable[[], Resp
         )
     stat = path.stat()
     return lambda: FileResponse(
-        path, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS, stat_result=stat
+        path, media_type="text/html; charset=utf-8", headers=headers, stat_result=stat
     )
 
 
 def install(app: FastAPI, static_dir: Path = STATIC_DIR) -> None:
     """Serve the web UI's pages and ``/static/assets/`` on ``app``."""
     chat_page = page_response("chat", static_dir)
+    renderer_page = page_response(
+        "renderer",
+        static_dir,
+        {**PAGE_HEADERS, "Content-Security-Policy": RENDERER_SECURITY_POLICY},
+    )
+
+    @app.get("/chat-renderer", include_in_schema=False)
+    async def diagram_renderer() -> Response:
+        return renderer_page()
 
     @app.get("/chat", include_in_schema=False)
     async def chat_without_app() -> Response:  # the page says that a share link is needed

@@ -6,6 +6,8 @@ import { Menu } from "../shared/icons";
 import { AgentLogDialog } from "./AgentLog";
 import { Reader } from "./audio";
 import { Composer } from "./Composer";
+import { handoffNames } from "./handoff";
+import { HandoffNamesContext } from "./Handoffs";
 import { formFields, formProblem, initialValues } from "./form";
 import { InputForm } from "./InputForm";
 import { Markdown } from "./Markdown";
@@ -53,6 +55,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
   const uploadTypes = fileUpload.enabled ? (fileUpload.allowed_file_types ?? []) : null;
   const conversation = chat.conversations.find((c) => c.id === chat.currentId);
   const isNew = chat.currentId === null && chat.messages.length === 0;
+  const handoffs = useMemo(() => ({ names: handoffNames(chat.messages), ownApp: appId }), [chat.messages, appId]);
   // A new conversation keeps the opening statement while its first answer streams (it is listed with
   // it from its first event on).
   const openingStatement = String(p.opening_statement ?? "");
@@ -175,9 +178,11 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
               {t("earlier")}
             </button>
           )}
-          {chat.messages.map((m, i) => (
-            <Message key={m.localId} m={m} actions={actions(m, i)} />
-          ))}
+          <HandoffNamesContext.Provider value={handoffs}>
+            {chat.messages.map((m, i) => (
+              <Message key={m.localId} m={m} actions={actions(m, i)} />
+            ))}
+          </HandoffNamesContext.Provider>
           {chat.suggested.length > 0 && !chat.running && (
             <div class="suggestions follow-ups">
               {chat.suggested.map((q) => (

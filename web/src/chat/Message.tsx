@@ -6,6 +6,8 @@ import { Download, Speaker, ThumbDown, ThumbUp } from "../shared/icons";
 import { duration, when } from "../shared/format";
 import { Markdown } from "./Markdown";
 import { QuestionEditor, VersionSwitcher, type VersionSwitch } from "./Versions";
+import { AnsweredBy, HandoffLine } from "./Handoffs";
+import { handoffOf } from "./handoff";
 import { finalAnswer, isRunning, planOf, steps, type Citation, type PlanView, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
 
 const FOLD_AT = 1200; // characters of a tool output shown before "Show all"
@@ -54,6 +56,7 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
             ))}
           </details>
         )}
+        {answer !== "" && <AnsweredBy m={m} />}
         {answer !== "" && <Markdown text={answer} class="answer" />}
         {running && answer === "" && <div class="typing" aria-label={t("assistant_working")}>…</div>}
         {m.files.length > 0 && <Files files={m.files} />}
@@ -70,6 +73,8 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
 }
 
 function Round({ round, running }: { round: RoundView; running: boolean }) {
+  const handoff = handoffOf(round);
+  if (handoff !== null) return <HandoffLine handoff={handoff} />;
   const plan = planOf(round.text);
   return (
     <section class="round">

@@ -3,6 +3,7 @@
 // view is built from a message of the history (GET /v1/messages), so a reload shows what streaming did.
 import type { DifyEvent } from "../shared/sse";
 import { plainError } from "../shared/errors";
+import { markHandoffs } from "./handoff";
 
 export interface ToolCallView {
   key: string; // the call's key in the round's tool_input / observation objects ("a", "a_1", …)
@@ -22,6 +23,7 @@ export interface RoundView {
   text: string;
   tools: ToolCallView[];
   fileIds: string[];
+  answeredBy?: string; // a handoff's row (chat/handoff.ts): the app answering from here on
 }
 
 export interface FileView {
@@ -62,6 +64,7 @@ export interface MessageView {
   totalTokens: number | null;
   latency: number | null;
   createdAt: number | null;
+  answeredBy: string | null; // the app that answered, after a handoff (the stored `answered_by`)
 }
 
 let counter = 0;
@@ -89,6 +92,7 @@ export function newMessage(query: string, userFiles: FileView[] = []): MessageVi
     totalTokens: null,
     latency: null,
     createdAt: null,
+    answeredBy: null,
   };
 }
 
@@ -139,7 +143,7 @@ function withText(m: MessageView, text: string): MessageView {
   if (text === "") return m;
   const rounds = [...m.rounds];
   const last = rounds[rounds.length - 1];
-  if (last !== undefined && last.tools.length === 0) {
+  if (last !== undefined && last.tools.length === 0 && last.answeredBy === undefined) {
     rounds[rounds.length - 1] = { ...last, text: last.text + text };
   } else {
     const position = last === undefined ? 1 : last.position + 1;
@@ -154,7 +158,7 @@ function withThought(m: MessageView, e: DifyEvent, now: number): MessageView {
   let index = rounds.findIndex((r) => r.id === id);
   if (index === -1) {
     const last = rounds[rounds.length - 1];
-    if (last !== undefined && last.id === null && last.tools.length === 0) {
+    if (last !== undefined && last.id === null && last.tools.length === 0 && last.answeredBy === undefined) {
       index = rounds.length - 1; // the round whose text streamed before its row arrived
     } else {
       rounds.push({ id, position: num(e.position) ?? rounds.length + 1, text: "", tools: [], fileIds: [] });
@@ -169,8 +173,9 @@ function withThought(m: MessageView, e: DifyEvent, now: number): MessageView {
     text: thought !== "" ? thought : before.text,
     tools: toolCalls(e, before.tools, now),
     fileIds: Array.isArray(e.message_files) ? e.message_files.filter((f) => typeof f === "string") : before.fileIds,
+    ...(str(e.answered_by) !== "" ? { answeredBy: str(e.answered_by) } : {}),
   };
-  return { ...m, rounds };
+  return { ...m, rounds, answeredBy: str(e.answered_by) || m.answeredBy };
 }
 
 /** The calls of a round from its `tool` ("a;b"), `tool_input` and `observation` (JSON objects keyed
@@ -349,17 +354,20 @@ function fileNameOf(url: string): string {
 
 // ---- what the page shows of a message ----
 
+// A round that can be the answer: no tool calls, not a handoff's line.
+const answerRound = (r: RoundView | undefined): boolean => r !== undefined && r.tools.length === 0 && r.answeredBy === undefined;
+
 /** The answer to show: the last round's text when that round called no tool, else the whole answer. */
 export function finalAnswer(m: MessageView): string {
   const last = m.rounds[m.rounds.length - 1];
   if (m.replaced || last === undefined) return m.answer;
-  return last.tools.length === 0 ? last.text : "";
+  return answerRound(last) ? last.text : "";
 }
 
 /** The rounds shown as the agent's steps: all but a last round without tools (that one is the answer). */
 export function steps(m: MessageView): RoundView[] {
   const last = m.rounds[m.rounds.length - 1];
-  if (last !== undefined && last.tools.length === 0) return m.rounds.slice(0, -1);
+  if (answerRound(last)) return m.rounds.slice(0, -1);
   return m.rounds;
 }
 
@@ -408,19 +416,21 @@ export function messageFromHistory(item: Record<string, unknown>, stopped: Reado
   const thoughts = (Array.isArray(item.agent_thoughts) ? item.agent_thoughts : [])
     .filter((t): t is Record<string, unknown> => typeof t === "object" && t !== null)
     .sort((a, b) => (num(a.position) ?? 0) - (num(b.position) ?? 0));
-  const rounds: RoundView[] = thoughts.map((t, i) => ({
-    id: str(t.id),
-    position: num(t.position) ?? i + 1,
-    text: str(t.thought),
-    tools: toolCalls(t, [], null),
-    fileIds: Array.isArray(t.files) ? t.files.filter((f): f is string => typeof f === "string") : [],
-  }));
+  const rounds: RoundView[] = markHandoffs(
+    thoughts.map((t, i) => ({
+      id: str(t.id),
+      position: num(t.position) ?? i + 1,
+      text: str(t.thought),
+      tools: toolCalls(t, [], null),
+      fileIds: Array.isArray(t.files) ? t.files.filter((f): f is string => typeof f === "string") : [],
+    })),
+  );
   const answer = str(item.answer);
   const last = rounds[rounds.length - 1];
-  if (answer !== "" && last !== undefined && last.tools.length === 0 && last.text === "") {
+  if (answer !== "" && last !== undefined && answerRound(last) && last.text === "") {
     // A round cut off by a stop, saved without its text (by an older server): the answer is its text.
     rounds[rounds.length - 1] = { ...last, text: answer };
-  } else if (answer !== "" && (last === undefined || last.tools.length > 0)) {
+  } else if (answer !== "" && !answerRound(last)) {
     // A ReAct final answer (or a run without rounds) has no row of its own.
     rounds.push({ id: null, position: (last?.position ?? 0) + 1, text: answer, tools: [], fileIds: [] });
   }
@@ -451,6 +461,7 @@ export function messageFromHistory(item: Record<string, unknown>, stopped: Reado
     error: failed ? plainError("", str(item.error), 0) : null,
     feedback: feedback === "like" || feedback === "dislike" ? feedback : null,
     createdAt: num(item.created_at),
+    answeredBy: str(item.answered_by) || null,
   };
 }
 

@@ -6,17 +6,17 @@ import { Logs } from "./Logs";
 import { Spending } from "./Memory";
 import { Wires } from "./Wires";
 import { APP_TABS, chatLink, draftOf, href, type AppTab } from "./logic";
-import { plural } from "../shared/format";
+import { count, t } from "./i18n";
 import { Action, ErrorLine, Section, download, useLoad } from "./ui";
 
-const TAB_NAMES: Record<AppTab, string> = { settings: "Settings", keys: "Keys and chat", versions: "Versions", logs: "Logs", usage: "Usage and memory" };
+const TAB_NAMES = { settings: "tab_settings", keys: "tab_keys", versions: "tab_versions", logs: "tab_logs", usage: "tab_usage" } as const satisfies Record<AppTab, string>;
 
 export function AppPage({ client, appId, tab }: { client: AdminClient; appId: string; tab: AppTab }) {
   const app = useLoad(() => client.app(appId), [client, appId]);
   const [exportWarnings, setExportWarnings] = useState<string[] | null>(null);
   const [savedAs, setSavedAs] = useState<number | null>(null); // the version the last save made
   if (app.error) return <ErrorLine error={app.error} />;
-  if (!app.data) return <p class="muted">Loading…</p>;
+  if (!app.data) return <p class="muted">{t("loading")}</p>;
   const detail = app.data;
   return (
     <>
@@ -24,10 +24,10 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
         <div>
           <h1>{detail.name}</h1>
           <p class="muted">
-            {detail.description || "No description."} · version {detail.version} · {plural(detail.keys, "key")} · <code>{detail.id}</code>
+            {detail.description || t("no_description")} · {t("version_n", { n: detail.version })} · {count(detail.keys, "key")} · <code>{detail.id}</code>
           </p>
           {exportWarnings && exportWarnings.length > 0 && (
-            <ul class="warnings" aria-label="Export warnings">
+            <ul class="warnings" aria-label={t("export_warnings")}>
               {exportWarnings.map((w) => (
                 <li key={w}>{w}</li>
               ))}
@@ -35,8 +35,8 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
           )}
         </div>
         <div class="row">
-          <Action action={async () => download(`${detail.name}.yml`, (await client.exportApp(appId, "loopwright")).text)} title="The app as loopwright YAML (lossless)">
-            Export YAML
+          <Action action={async () => download(`${detail.name}.yml`, (await client.exportApp(appId, "loopwright")).text)} title={t("export_yaml_help")}>
+            {t("export_yaml")}
           </Action>
           <Action
             action={async () => {
@@ -44,26 +44,26 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
               setExportWarnings(exported.warnings);
               download(`${detail.name}.dify.yml`, exported.text);
             }}
-            title="The app as a Dify DSL file Dify can import"
+            title={t("export_dify_help")}
           >
-            Export for Dify
+            {t("export_dify")}
           </Action>
           <Action
             kind="danger"
-            confirm={`Delete the app "${detail.name}" with its keys, conversations and logs?`}
+            confirm={t("delete_app_confirm", { name: detail.name })}
             action={async () => {
               await client.deleteApp(appId);
               window.location.hash = href({ page: "apps" });
             }}
           >
-            Delete
+            {t("delete")}
           </Action>
         </div>
       </div>
-      <nav class="tabs" aria-label="App sections">
-        {APP_TABS.map((t) => (
-          <a key={t} href={href({ page: "app", id: appId, tab: t })} class={t === tab ? "active" : ""} aria-current={t === tab ? "page" : undefined}>
-            {TAB_NAMES[t]}
+      <nav class="tabs" aria-label={t("app_sections")}>
+        {APP_TABS.map((name) => (
+          <a key={name} href={href({ page: "app", id: appId, tab: name })} class={name === tab ? "active" : ""} aria-current={name === tab ? "page" : undefined}>
+            {t(TAB_NAMES[name])}
           </a>
         ))}
       </nav>
@@ -74,8 +74,8 @@ export function AppPage({ client, appId, tab }: { client: AdminClient; appId: st
           client={client}
           appId={appId}
           initial={draftOf(detail.name, detail.description, detail.config)}
-          saveLabel="Save as a new version"
-          savedNote={savedAs === detail.version ? `Saved as version ${detail.version}.` : null}
+          saveLabel={t("save_version")}
+          savedNote={savedAs === detail.version ? t("saved_as", { n: detail.version }) : null}
           onSave={async (name, description, config) => {
             const saved = await client.updateApp(appId, { name, description, config: config as AppConfig });
             setSavedAs(saved.version);
@@ -103,7 +103,7 @@ function Keys({ client, appId, onChanged }: { client: AdminClient; appId: string
   const [made, setMade] = useState<NewKey | null>(null);
   return (
     <Section
-      title="API keys"
+      title={t("api_keys")}
       aside={
         <Action
           kind="primary"
@@ -113,36 +113,34 @@ function Keys({ client, appId, onChanged }: { client: AdminClient; appId: string
             onChanged();
           }}
         >
-          New key
+          {t("new_key")}
         </Action>
       }
     >
       {made && (
-        <div class="new-key" aria-label="New key">
+        <div class="new-key" aria-label={t("new_key_label")}>
           <p>
-            The new key, shown this once: <code class="secret">{made.token}</code>
+            {t("new_key_once")} <code class="secret">{made.token}</code>
           </p>
           <p class="row">
             <a class="button primary" href={chatLink(appId, made.token)} target="_blank" rel="noopener noreferrer">
-              Open the chat page
+              {t("open_chat")}
             </a>
             <button type="button" onClick={() => navigator.clipboard?.writeText(made.token)}>
-              Copy the key
+              {t("copy_key")}
             </button>
           </p>
-          <p class="muted">
-            The chat link carries the key in its fragment (<code>#key=…</code>), which browsers never send to the server.
-          </p>
+          <p class="muted">{t("key_fragment", { fragment: "#key=…" })}</p>
         </div>
       )}
       <ErrorLine error={keys.error} />
-      {keys.data && keys.data.length === 0 && <p class="muted">No keys yet: make one to chat with the app or call its API.</p>}
+      {keys.data && keys.data.length === 0 && <p class="muted">{t("no_keys")}</p>}
       {keys.data && keys.data.length > 0 && (
-        <table class="list" aria-label="Keys">
+        <table class="list" aria-label={t("keys")}>
           <thead>
             <tr>
-              <th>Key</th>
-              <th>Created</th>
+              <th>{t("col_key")}</th>
+              <th>{t("col_created")}</th>
               <th />
             </tr>
           </thead>
@@ -156,7 +154,7 @@ function Keys({ client, appId, onChanged }: { client: AdminClient; appId: string
                 <td>
                   <Action
                     kind="danger small"
-                    confirm="Revoke this key? Requests with it are refused at once."
+                    confirm={t("revoke_confirm")}
                     action={async () => {
                       await client.revokeKey(k.id);
                       if (made?.id === k.id) setMade(null);
@@ -164,7 +162,7 @@ function Keys({ client, appId, onChanged }: { client: AdminClient; appId: string
                       onChanged();
                     }}
                   >
-                    Revoke
+                    {t("revoke")}
                   </Action>
                 </td>
               </tr>
@@ -180,16 +178,16 @@ function Versions({ client, appId, current, onRestored }: { client: AdminClient;
   const versions = useLoad(() => client.versions(appId), [client, appId, current]);
   const [shown, setShown] = useState<{ version: number; config: AppConfig } | null>(null);
   return (
-    <Section title="Configuration versions">
-      <p class="muted">Each save is a new version; conversations stay on the version they started with.</p>
+    <Section title={t("versions_title")}>
+      <p class="muted">{t("versions_note")}</p>
       <ErrorLine error={versions.error} />
-      <table class="list" aria-label="Versions">
+      <table class="list" aria-label={t("versions")}>
         <thead>
           <tr>
-            <th>Version</th>
-            <th>Model</th>
-            <th>Strategy</th>
-            <th>Saved</th>
+            <th>{t("col_version")}</th>
+            <th>{t("col_model")}</th>
+            <th>{t("col_strategy")}</th>
+            <th>{t("col_saved")}</th>
             <th />
           </tr>
         </thead>
@@ -198,7 +196,7 @@ function Versions({ client, appId, current, onRestored }: { client: AdminClient;
             <tr key={v.id}>
               <td>
                 {v.version}
-                {v.version === current && <span class="chip">current</span>}
+                {v.version === current && <span class="chip">{t("current")}</span>}
               </td>
               <td>
                 <code>{v.model}</code>
@@ -206,17 +204,17 @@ function Versions({ client, appId, current, onRestored }: { client: AdminClient;
               <td>{v.strategy}</td>
               <td class="muted">{v.created_at.replace("T", " ")}</td>
               <td class="row">
-                <Action action={async () => setShown(await client.version(appId, v.version))}>Show</Action>
+                <Action action={async () => setShown(await client.version(appId, v.version))}>{t("show")}</Action>
                 {v.version !== current && (
                   <Action
-                    confirm={`Make version ${v.version}'s settings the newest version?`}
+                    confirm={t("restore_confirm", { n: v.version })}
                     action={async () => {
                       const old = await client.version(appId, v.version);
                       await client.updateApp(appId, { config: old.config });
                       onRestored();
                     }}
                   >
-                    Restore
+                    {t("restore")}
                   </Action>
                 )}
               </td>
@@ -226,7 +224,7 @@ function Versions({ client, appId, current, onRestored }: { client: AdminClient;
       </table>
       {shown && (
         <div>
-          <h3>Version {shown.version}</h3>
+          <h3>{t("version_title", { n: shown.version })}</h3>
           <pre class="code-block">{JSON.stringify(shown.config, null, 2)}</pre>
         </div>
       )}

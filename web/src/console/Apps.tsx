@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import type { AdminClient, ImportResult } from "./api";
 import { AppEditor } from "./Editor";
 import { DEFAULT_CONFIG, draftOf, href } from "./logic";
+import { count, t } from "./i18n";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
 export function AppList({ client }: { client: AdminClient }) {
@@ -11,22 +12,22 @@ export function AppList({ client }: { client: AdminClient }) {
   return (
     <>
       <div class="page-head">
-        <h1>Apps</h1>
+        <h1>{t("apps")}</h1>
         <a class="button primary" href={href({ page: "new-app" })}>
-          New app
+          {t("new_app")}
         </a>
       </div>
       <ErrorLine error={apps.error} />
-      {apps.data && apps.data.length === 0 && <p class="muted">No apps yet: make one, or import a Dify DSL file.</p>}
+      {apps.data && apps.data.length === 0 && <p class="muted">{t("no_apps")}</p>}
       {apps.data && apps.data.length > 0 && (
-        <table class="list" aria-label="Apps">
+        <table class="list" aria-label={t("apps")}>
           <thead>
             <tr>
-              <th>Name</th>
-              <th>Model</th>
-              <th>Strategy</th>
-              <th>Tools</th>
-              <th>Created</th>
+              <th>{t("col_name")}</th>
+              <th>{t("col_model")}</th>
+              <th>{t("col_strategy")}</th>
+              <th>{t("col_tools")}</th>
+              <th>{t("col_created")}</th>
             </tr>
           </thead>
           <tbody>
@@ -55,13 +56,13 @@ export function NewApp({ client }: { client: AdminClient }) {
   return (
     <>
       <div class="page-head">
-        <h1>New app</h1>
+        <h1>{t("new_app")}</h1>
         <div class="segmented" role="tablist">
           <button role="tab" aria-selected={mode === "form"} class={mode === "form" ? "on" : ""} onClick={() => setMode("form")}>
-            Set up
+            {t("set_up")}
           </button>
           <button role="tab" aria-selected={mode === "import"} class={mode === "import" ? "on" : ""} onClick={() => setMode("import")}>
-            Import a file
+            {t("import_file")}
           </button>
         </div>
       </div>
@@ -69,7 +70,7 @@ export function NewApp({ client }: { client: AdminClient }) {
         <AppEditor
           client={client}
           initial={draftOf("", "", DEFAULT_CONFIG)}
-          saveLabel="Create app"
+          saveLabel={t("create_app")}
           onSave={async (name, description, config) => {
             const made = await client.createApp(name, description, config);
             window.location.hash = href({ page: "app", id: made.id, tab: "keys" });
@@ -106,10 +107,10 @@ function ImportApp({ client }: { client: AdminClient }) {
   };
 
   return (
-    <Section title="Import a Dify DSL export or a loopwright app YAML">
+    <Section title={t("import_title")}>
       <div class="stack">
         <label>
-          File
+          {t("file")}
           <input
             type="file"
             name="dsl"
@@ -124,33 +125,33 @@ function ImportApp({ client }: { client: AdminClient }) {
           />
         </label>
         <label>
-          …or paste it
+          {t("or_paste")}
           <textarea rows={8} name="dsl-text" value={text} onInput={(e) => { setText(e.currentTarget.value); setPreview(null); }} />
         </label>
         <label>
-          Name (optional: the file's)
+          {t("import_name")}
           <input type="text" name="import-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </label>
         <div class="row">
           <button type="button" disabled={busy || !text.trim()} onClick={() => read(true)}>
-            Read {fileName || "it"}
+            {fileName ? t("read_file", { name: fileName }) : t("read_it")}
           </button>
           <button type="button" class="primary" disabled={busy || preview === null} onClick={() => read(false)}>
-            Import as a new app
+            {t("import_as_new")}
           </button>
         </div>
         <ErrorLine error={error} />
         {preview && (
-          <div class="import-preview" aria-label="Import preview">
+          <div class="import-preview" aria-label={t("import_preview")}>
             <p>
-              <strong>{preview.name}</strong> · model <code>{preview.config.model}</code> · {preview.config.strategy} ·{" "}
-              {preview.config.tools.length} tool(s)
+              <strong>{preview.name}</strong> · {t("model")} <code>{preview.config.model}</code> · {preview.config.strategy} ·{" "}
+              {count(preview.config.tools.length, "tool")}
             </p>
             {preview.warnings.length === 0 ? (
-              <p class="ok-text">Everything in the file was imported.</p>
+              <p class="ok-text">{t("imported_all")}</p>
             ) : (
               <>
-                <p>Not everything could be imported:</p>
+                <p>{t("imported_some")}</p>
                 <ul class="warnings">
                   {preview.warnings.map((w) => (
                     <li key={w}>{w}</li>

@@ -4,6 +4,7 @@ import { AdminClient, ConsoleError } from "./api";
 import { AppPage } from "./AppPage";
 import { AppList, NewApp } from "./Apps";
 import { DatasetPage, KnowledgeList } from "./Knowledge";
+import { t } from "./i18n";
 import { forgetToken, parseRoute, readToken, saveToken, type Route } from "./logic";
 
 function useRoute(): Route {
@@ -45,17 +46,17 @@ export function ConsoleApp() {
   };
 
   if (client === null || !checked) {
-    return <TokenGate error={error} busy={client !== null && error === null} onToken={(t) => { setError(null); saveToken(sessionStorage, t); setToken(t.trim()); }} />;
+    return <TokenGate error={error} busy={client !== null && error === null} onToken={(value) => { setError(null); saveToken(sessionStorage, value); setToken(value.trim()); }} />;
   }
   return (
     <div class="console">
       <header class="topbar">
-        <a class="brand" href="#/apps">loopwright console</a>
+        <a class="brand" href="#/apps">{t("console")}</a>
         <nav>
-          <a href="#/apps" class={route.page === "apps" || route.page === "app" || route.page === "new-app" ? "active" : ""}>Apps</a>
-          <a href="#/knowledge" class={route.page === "knowledge" || route.page === "dataset" ? "active" : ""}>Knowledge</a>
+          <a href="#/apps" class={route.page === "apps" || route.page === "app" || route.page === "new-app" ? "active" : ""}>{t("nav_apps")}</a>
+          <a href="#/knowledge" class={route.page === "knowledge" || route.page === "dataset" ? "active" : ""}>{t("nav_knowledge")}</a>
         </nav>
-        <button class="icon" onClick={signOut} title="Forget the admin token in this tab">Sign out</button>
+        <button class="icon" onClick={signOut} title={t("sign_out_help")}>{t("sign_out")}</button>
       </header>
       <main class="page">
         <Page client={client} route={route} />
@@ -83,11 +84,8 @@ function TokenGate({ error, busy, onToken }: { error: string | null; busy: boole
   const [value, setValue] = useState("");
   return (
     <main class="centered">
-      <h1>loopwright console</h1>
-      <p class="muted">
-        Type the server's admin token (<code>LOOPWRIGHT_ADMIN_TOKEN</code>). It is kept in this tab only and sent to
-        this server's admin API, never to a chat page.
-      </p>
+      <h1>{t("console")}</h1>
+      <p class="muted">{t("gate_intro", { env: "LOOPWRIGHT_ADMIN_TOKEN" })}</p>
       <form
         class="stack"
         onSubmit={(e) => {
@@ -96,11 +94,11 @@ function TokenGate({ error, busy, onToken }: { error: string | null; busy: boole
         }}
       >
         <label>
-          Admin token
+          {t("admin_token")}
           <input type="password" name="token" autoComplete="off" autoFocus value={value} onInput={(e) => setValue(e.currentTarget.value)} />
         </label>
         <button type="submit" class="primary" disabled={busy || !value.trim()}>
-          {busy ? "Checking…" : "Open the console"}
+          {busy ? t("checking") : t("open_console")}
         </button>
       </form>
       {error && (

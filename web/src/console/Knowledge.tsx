@@ -1,5 +1,6 @@
 // Knowledge bases: the list and a new one; a knowledge base's documents with their indexing status
 // (polled while any is waiting or being indexed), uploads with progress, and a query to try.
+import { t } from "./i18n";
 import { useEffect, useState } from "preact/hooks";
 import type { AdminClient, Hit } from "./api";
 import { href, when } from "./logic";
@@ -15,27 +16,27 @@ export function KnowledgeList({ client }: { client: AdminClient }) {
   return (
     <>
       <div class="page-head">
-        <h1>Knowledge bases</h1>
+        <h1>{t("kb_title")}</h1>
       </div>
-      <Section title="New knowledge base">
+      <Section title={t("kb_new")}>
         <form
           class="grid3"
           onSubmit={(e) => e.preventDefault()}
-          aria-label="New knowledge base"
+          aria-label={t("kb_new")}
         >
           <label>
-            Name
+            {t("col_name")}
             <input type="text" name="dataset-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
           </label>
           <label>
-            Description
+            {t("kb_description")}
             <input type="text" name="dataset-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
           </label>
           <label>
-            Search
+            {t("kb_search")}
             <select name="embedding" value={embedding} onChange={(e) => setEmbedding(e.currentTarget.value)}>
-              <option value="none">keywords only (no embeddings)</option>
-              <option value="minilm">keywords and vectors (MiniLM, on this machine)</option>
+              <option value="none">{t("kb_keywords")}</option>
+              <option value="minilm">{t("kb_vectors")}</option>
             </select>
           </label>
           <span>
@@ -46,7 +47,7 @@ export function KnowledgeList({ client }: { client: AdminClient }) {
                 window.location.hash = href({ page: "dataset", id: made.id });
               }}
             >
-              Create
+              {t("kb_create")}
             </Action>
           </span>
         </form>
@@ -54,9 +55,9 @@ export function KnowledgeList({ client }: { client: AdminClient }) {
       <ErrorLine error={datasets.error} />
       <DatasetKey client={client} />
       {datasets.data && datasets.data.length > 0 && (
-        <table class="list" aria-label="Knowledge bases">
+        <table class="list" aria-label={t("kb_title")}>
           <thead>
-            <tr><th>Name</th><th>Documents</th><th>Words</th><th>Search</th></tr>
+            <tr><th>{t("col_name")}</th><th>{t("kb_documents")}</th><th>{t("kb_words")}</th><th>{t("kb_search")}</th></tr>
           </thead>
           <tbody>
             {datasets.data.map((d) => (
@@ -79,12 +80,12 @@ function DatasetKey({ client }: { client: AdminClient }) {
   const [token, setToken] = useState<string | null>(null);
   return (
     <p class="row">
-      <Action action={async () => setToken(await client.createDatasetKey())} title="A key for the Knowledge API (/v1/datasets)">
-        New Knowledge API key
+      <Action action={async () => setToken(await client.createDatasetKey())} title={t("kb_key_help")}>
+        {t("kb_new_key")}
       </Action>
       {token && (
         <span>
-          shown this once: <code class="secret">{token}</code>
+          {t("kb_key_once")} <code class="secret">{token}</code>
         </span>
       )}
     </p>

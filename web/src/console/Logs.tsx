@@ -1,5 +1,6 @@
 // An app's logs: usage per day, its conversations (every end user's), and a conversation's messages
 // with their agent logs (rounds, tool calls, times, tokens), feedback and the prompts the model received.
+import { count, t } from "./i18n";
 import { useState } from "preact/hooks";
 import type { AdminClient, MessageLog, ModelCallView } from "./api";
 import { duration, plural, strategyName } from "../shared/format";
@@ -14,21 +15,21 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
   const conversations = useLoad(() => client.conversations(appId, page), [client, appId, page]);
   return (
     <>
-      <Section title="Usage, last 30 days" aside={<button type="button" onClick={() => { usage.reload(); conversations.reload(); }}>Refresh</button>}>
+      <Section title={t("logs_usage_title")} aside={<button type="button" onClick={() => { usage.reload(); conversations.reload(); }}>{t("refresh")}</button>}>
         <ErrorLine error={usage.error} />
         {usage.data && (
-          <p class="stats" aria-label="Usage">
-            <span>{plural(usage.data.messages, "message")}</span>
-            <span>{plural(usage.data.message_tokens + usage.data.answer_tokens, "token")}</span>
+          <p class="stats" aria-label={t("logs_usage")}>
+            <span>{count(usage.data.messages, "message")}</span>
+            <span>{count(usage.data.message_tokens + usage.data.answer_tokens, "token")}</span>
             <span>{usage.data.total_price} USD</span>
-            <span>{plural(usage.data.errors, "error")}</span>
+            <span>{count(usage.data.errors, "error")}</span>
           </p>
         )}
         {usage.data && usage.data.days.length > 0 && (
           <table class="list compact">
             <thead>
               <tr>
-                <th>Day</th><th>Messages</th><th>Conversations</th><th>Users</th><th>Tokens</th><th>Price</th><th>Errors</th><th>Mean latency</th>
+                <th>{t("col_day")}</th><th>{t("col_messages")}</th><th>{t("col_conversations")}</th><th>{t("col_users")}</th><th>{t("col_tokens")}</th><th>{t("col_price")}</th><th>{t("col_errors")}</th><th>{t("col_latency")}</th>
               </tr>
             </thead>
             <tbody>
@@ -42,13 +43,13 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
           </table>
         )}
       </Section>
-      <Section title="Conversations">
+      <Section title={t("col_conversations")}>
         <ErrorLine error={conversations.error} />
-        {conversations.data && conversations.data.total === 0 && <p class="muted">No conversations yet.</p>}
+        {conversations.data && conversations.data.total === 0 && <p class="muted">{t("no_conversations")}</p>}
         {conversations.data && conversations.data.data.length > 0 && (
-          <table class="list" aria-label="Conversations">
+          <table class="list" aria-label={t("col_conversations")}>
             <thead>
-              <tr><th>Name</th><th>User</th><th>Messages</th><th>Updated</th></tr>
+              <tr><th>{t("col_name")}</th><th>{t("col_user")}</th><th>{t("col_messages")}</th><th>{t("col_updated")}</th></tr>
             </thead>
             <tbody>
               {conversations.data.data.map((c) => (
@@ -57,7 +58,7 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
                     <button type="button" class="link" onClick={() => setOpen(open === c.id ? null : c.id)}>
                       {c.name}
                     </button>
-                    {c.deleted && <span class="chip">deleted</span>}
+                    {c.deleted && <span class="chip">{t("deleted")}</span>}
                   </td>
                   <td><code>{c.user}</code></td>
                   <td>{c.messages}</td>
@@ -69,8 +70,8 @@ export function Logs({ client, appId }: { client: AdminClient; appId: string }) 
         )}
         {conversations.data && (page > 1 || conversations.data.has_more) && (
           <p class="row">
-            <button type="button" disabled={page === 1} onClick={() => setPage(page - 1)}>Newer</button>
-            <button type="button" disabled={!conversations.data.has_more} onClick={() => setPage(page + 1)}>Older</button>
+            <button type="button" disabled={page === 1} onClick={() => setPage(page - 1)}>{t("newer")}</button>
+            <button type="button" disabled={!conversations.data.has_more} onClick={() => setPage(page + 1)}>{t("older")}</button>
           </p>
         )}
       </Section>

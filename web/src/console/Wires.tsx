@@ -1,5 +1,6 @@
 // The app's other wires: where each one listens, with a copy button and a short example (the key of
 // the Keys section goes where the examples say app-…). Paths as docs/protocols.md gives them.
+import { t } from "./i18n";
 import { Copy, Section } from "./ui";
 
 export interface Wire {
@@ -54,21 +55,21 @@ export function wiresOf(origin: string, appId: string): Wire[] {
 
 export function Wires({ appId }: { appId: string }) {
   return (
-    <Section title="Other wires">
-      <p class="muted">Every wire takes the same key; each one speaks its own protocol to the same app.</p>
-      <ul class="wires" aria-label="Wires">
+    <Section title={t("wires_title")}>
+      <p class="muted">{t("wires_note")}</p>
+      <ul class="wires" aria-label={t("wires")}>
         {wiresOf(window.location.origin, appId).map((w) => (
           <li key={w.name} class="wire">
             <h3>{w.name}</h3>
             <p class="row">
               <code class="wire-url">{w.url}</code>
-              <Copy text={w.url} label={`Copy the ${w.name} URL`} />
+              <Copy text={w.url} label={t("copy_url", { name: w.name })} />
             </p>
             <p class="muted small">{w.what}</p>
             <details>
-              <summary>Example</summary>
+              <summary>{t("example")}</summary>
               <pre class="code-block">{w.example}</pre>
-              <Copy text={w.example} label={`Copy the ${w.name} example`} />
+              <Copy text={w.example} label={t("copy_example", { name: w.name })} />
             </details>
           </li>
         ))}

@@ -1,5 +1,6 @@
 // The admin API (/console/api) as the console uses it: every call with the admin token as a bearer
 // token; errors become ConsoleError with a plain sentence. See docs/admin-api.md for the routes.
+import { t, type Key } from "./i18n";
 
 export interface AppSummary {
   id: string;
@@ -223,13 +224,14 @@ export interface ModelCallView {
   react_tools: string[] | null;
 }
 
-const PLAIN: Record<string, string> = {
-  unauthorized: "The admin token is not valid. Type the server's LOOPWRIGHT_ADMIN_TOKEN.",
-  network: "Could not reach the server. Check the connection and try again.",
-  internal_server_error: "Something went wrong on the server (see its log).",
-  file_too_large: "The file is too large (at most 15 MB).",
-  unsupported_file_type: "This kind of file cannot be indexed (text, Markdown, HTML, PDF or CSV).",
-  dataset_name_duplicate: "A knowledge base with this name exists already.",
+// codes whose plain sentence is the console's own (in the page's language, console/i18n.ts)
+const PLAIN: Record<string, Key> = {
+  unauthorized: "err_unauthorized",
+  network: "err_network",
+  internal_server_error: "err_internal_server_error",
+  file_too_large: "err_file_too_large",
+  unsupported_file_type: "err_unsupported_file_type",
+  dataset_name_duplicate: "err_dataset_name_duplicate",
 };
 
 export class ConsoleError extends Error {
@@ -238,7 +240,7 @@ export class ConsoleError extends Error {
     readonly code: string,
     serverMessage: string,
   ) {
-    super(PLAIN[code] ?? (serverMessage || `The request failed (${status}).`));
+    super(code in PLAIN ? t(PLAIN[code]) : serverMessage || t("err_failed", { status }));
   }
 }
 

@@ -2,6 +2,7 @@
 // button that reports its action's error.
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
+import { t } from "./i18n";
 
 export interface Loaded<T> {
   data: T | null;
@@ -132,13 +133,13 @@ export function Copy({ text, label }: { text: string; label: string }) {
         onClick={async () => {
           try {
             await navigator.clipboard.writeText(text);
-            setSaid("Copied.");
+            setSaid(t("copied"));
           } catch {
-            setSaid("The browser refused the clipboard: select the text and copy it.");
+            setSaid(t("copy_refused"));
           }
         }}
       >
-        Copy
+        {t("copy")}
       </button>
       <span class="muted small" role="status">
         {said}

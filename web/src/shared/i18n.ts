@@ -1,8 +1,10 @@
-// The chat page's words in one catalogue: English, Chinese (simplified) and Japanese — the languages
-// Dify's web app ships first — picked from the browser's languages (English when none of them fits).
-// A text with {name} takes that value; a count has a _one and a _many form (the same in zh and ja).
+// The chat page's words in one catalogue, in English, Chinese (simplified) and Japanese (the language
+// and `translator` are shared/lang.ts, which the console's catalogue, console/i18n.ts, uses too). A text
+// with {name} takes that value; a count has a _one and a _many form (the same in zh and ja).
 
-export type Lang = "en" | "zh" | "ja";
+import { translator, type Lang } from "./lang";
+
+export { language, pickLanguage, setLanguage, type Lang } from "./lang";
 
 const EN = {
   log_status: "Status",
@@ -95,6 +97,29 @@ const EN = {
   loading: "Loading…",
   dismiss: "Dismiss",
   theme: "Theme",
+  diagram: "Diagram",
+  chart: "Chart",
+  diagram_failed: "This could not be drawn: {error}",
+  handoff: "{name} answers from here on",
+  answered_by: "Answered by {name}",
+  err_unauthorized: "This chat link's key is not valid (any more). Ask whoever shared it for a new link.",
+  err_too_many_requests: "The assistant is busy right now. Please try again in a moment.",
+  err_app_unavailable: "This assistant is not set up yet.",
+  err_not_found: "That conversation or message no longer exists.",
+  err_file_too_large: "The file is too large.",
+  err_unsupported_file_type: "This kind of file cannot be sent here.",
+  err_too_many_files: "Only one file can be uploaded at a time.",
+  err_no_file_uploaded: "Please choose a file.",
+  err_internal_server_error: "Something went wrong on the server. Please try again.",
+  err_network: "Could not reach the server. Check the connection and try again.",
+  err_provider_not_initialize: "The assistant's model is not available",
+  err_completion_request_error: "The assistant's model could not answer",
+  err_model_currently_not_support: "The assistant's model cannot do this",
+  err_budget_daily: "The assistant has used up today's budget. Please try again tomorrow.",
+  err_budget_conversation: "This conversation has used up its budget. Please start a new chat.",
+  err_budget_run: "This answer reached the assistant's spending limit and was stopped.",
+  err_invalid: "The request was not valid.",
+  err_other: "Something went wrong. Please try again.",
 };
 
 export type Key = keyof typeof EN;
@@ -190,6 +215,29 @@ const ZH: Record<Key, string> = {
   loading: "加载中…",
   dismiss: "关闭",
   theme: "主题",
+  diagram: "图表",
+  chart: "统计图",
+  diagram_failed: "无法绘制：{error}",
+  handoff: "接下来由 {name} 回答",
+  answered_by: "由 {name} 回答",
+  err_unauthorized: "此聊天链接的密钥无效（或已失效）。请向分享者索取新链接。",
+  err_too_many_requests: "助手现在很忙，请稍后再试。",
+  err_app_unavailable: "此助手尚未设置好。",
+  err_not_found: "该对话或消息已不存在。",
+  err_file_too_large: "文件太大。",
+  err_unsupported_file_type: "此处不能发送这种文件。",
+  err_too_many_files: "一次只能上传一个文件。",
+  err_no_file_uploaded: "请选择一个文件。",
+  err_internal_server_error: "服务器出错了，请重试。",
+  err_network: "无法连接服务器。请检查网络后重试。",
+  err_provider_not_initialize: "助手的模型不可用",
+  err_completion_request_error: "助手的模型无法回答",
+  err_model_currently_not_support: "助手的模型不支持此操作",
+  err_budget_daily: "助手今天的额度已用完，请明天再试。",
+  err_budget_conversation: "此对话的额度已用完，请开始新对话。",
+  err_budget_run: "此回答达到了助手的花费上限，已停止。",
+  err_invalid: "请求无效。",
+  err_other: "出错了，请重试。",
 };
 
 const JA: Record<Key, string> = {
@@ -283,33 +331,35 @@ const JA: Record<Key, string> = {
   loading: "読み込み中…",
   dismiss: "閉じる",
   theme: "テーマ",
+  diagram: "図",
+  chart: "グラフ",
+  diagram_failed: "描画できませんでした：{error}",
+  handoff: "ここからは {name} が回答します",
+  answered_by: "{name} が回答",
+  err_unauthorized: "このチャットリンクのキーは無効です（期限切れの可能性があります）。共有した人に新しいリンクを依頼してください。",
+  err_too_many_requests: "アシスタントは現在混み合っています。しばらくしてからもう一度お試しください。",
+  err_app_unavailable: "このアシスタントはまだ設定されていません。",
+  err_not_found: "その会話またはメッセージはもう存在しません。",
+  err_file_too_large: "ファイルが大きすぎます。",
+  err_unsupported_file_type: "この種類のファイルはここでは送信できません。",
+  err_too_many_files: "一度にアップロードできるファイルは 1 つだけです。",
+  err_no_file_uploaded: "ファイルを選択してください。",
+  err_internal_server_error: "サーバーでエラーが発生しました。もう一度お試しください。",
+  err_network: "サーバーに接続できませんでした。接続を確認してもう一度お試しください。",
+  err_provider_not_initialize: "アシスタントのモデルが利用できません",
+  err_completion_request_error: "アシスタントのモデルが回答できませんでした",
+  err_model_currently_not_support: "アシスタントのモデルはこれに対応していません",
+  err_budget_daily: "アシスタントは今日の予算を使い切りました。明日もう一度お試しください。",
+  err_budget_conversation: "この会話は予算を使い切りました。新しいチャットを始めてください。",
+  err_budget_run: "この回答はアシスタントの利用上限に達したため停止しました。",
+  err_invalid: "リクエストが正しくありません。",
+  err_other: "エラーが発生しました。もう一度お試しください。",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };
 
-/** The first of the browser's languages the catalogue has (zh-*, ja-*, en-*), else English. */
-export function pickLanguage(languages: readonly string[]): Lang {
-  for (const tag of languages) {
-    const base = tag.toLowerCase().split("-")[0];
-    if (base === "zh" || base === "ja" || base === "en") return base;
-  }
-  return "en";
-}
-
-let lang: Lang = typeof navigator === "undefined" ? "en" : pickLanguage(navigator.languages ?? [navigator.language]);
-
-export function language(): Lang {
-  return lang;
-}
-
-export function setLanguage(next: Lang): void {
-  lang = next;
-}
-
-/** The text of `key` in the page's language, with its {placeholders} filled in. */
-export function t(key: Key, vars: Record<string, string | number> = {}): string {
-  return CATALOGUE[lang][key].replace(/\{(\w+)\}/g, (all, name: string) => (name in vars ? String(vars[name]) : all));
-}
+/** The text of `key` in the chat page's catalogue. */
+export const t = translator(CATALOGUE);
 
 /** A count: the _one form for 1, else the _many form. */
 export function count(n: number, base: "round" | "tool_call" | "token"): string {
