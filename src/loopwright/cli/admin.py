@@ -42,6 +42,10 @@ def create_app(
     tool: Annotated[list[str] | None, typer.Option(help="A built-in tool to offer (repeatable).")] = None,
     instruction: Annotated[str, typer.Option(help="The app's instruction ({{var}} from inputs).")] = "",
     strategy: Annotated[str, typer.Option(help="auto, function-calling, react or plan.")] = "auto",
+    mode: Annotated[
+        str | None,
+        typer.Option(help="agent-chat (default: an agent with tools), chat or completion (no tools)."),
+    ] = None,
     from_yaml: Annotated[
         Path | None, typer.Option("--from-yaml", help="A loopwright app YAML or a Dify DSL export.")
     ] = None,
@@ -84,11 +88,17 @@ def create_app(
             if report.tools and interactive():
                 report = _ask_for_mcp_servers(text, report, options)
             report = admin.with_overrides(report, name=name, model=model)
+            if mode is not None and mode != report.config.mode:
+                raise ConfigImportError(f"the file is a {report.config.mode} app, not {mode}")
         elif not name:
             raise ConfigImportError("give the app a name (or --from-yaml FILE)")
         else:
             config = admin.app_config_from_options(
-                model=model, tools=tool or [], instruction=instruction, strategy=strategy
+                model=model,
+                tools=tool or [],
+                instruction=instruction,
+                strategy=strategy,
+                mode=mode or "agent-chat",
             )
             report = ImportReport(name, config)
         for t in report.tools:

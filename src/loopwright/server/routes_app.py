@@ -116,7 +116,7 @@ async def info(app: Annotated[AuthedApp, Depends(current_app)]) -> dict[str, Any
         "name": app.name,
         "description": app.description,
         "tags": [],
-        "mode": "agent-chat",
+        "mode": app.mode,  # agent-chat, chat or completion (the app's kind, fixed at creation)
         "author_name": None,
     }
 

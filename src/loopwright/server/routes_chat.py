@@ -71,10 +71,12 @@ async def chat_messages(
     runtime: Annotated[AppRuntime, Depends(get_state)],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> EventStream | JSONResponse:
+    if app.mode == "completion":
+        raise not_chat_app()  # a text generator answers on /v1/completion-messages (as Dify)
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
-    if not streaming and runtime.settings.dify_strict:
+    if not streaming and runtime.settings.dify_strict and app.mode == "agent-chat":
         raise invalid_param("Agent Chat App does not support blocking mode")  # Dify's answer
     user = require_user(payload.user)
     message = MessageRequest(
@@ -86,8 +88,17 @@ async def chat_messages(
         files=payload.files or (),
         response_mode="streaming" if streaming else "blocking",
         auto_generate_name=payload.auto_generate_name,
-        task_id=_task_id(app.id, user, idempotency_key),
+        task_id=task_id_for(app.id, user, idempotency_key),
     )
+    return await respond(request, runtime, message, app.mode)
+
+
+async def respond(
+    request: Request, runtime: AppRuntime, message: MessageRequest, mode: str
+) -> EventStream | JSONResponse:
+    """Start ``message`` and answer as Dify does: its stream of events, or the blocking body of an app
+    of ``mode`` once the run has ended (a retried request gets the first one's stream back)."""
+    streaming = message.response_mode == "streaming"
     ids = streaming and wants_event_ids(request, runtime.settings)
     try:
         run = await runtime.start(message)
@@ -95,14 +106,22 @@ async def chat_messages(
         if not streaming or not runtime.journal.enabled:  # no stream to give back: say so
             raise ApiError(409, "conflict", str(exists)) from None
         # a retried request: the stream of the run the first one started, from its first event
-        head, events = await runtime.follow(exists.task_id, app.id, user)
+        head, events = await runtime.follow(exists.task_id, message.app_id, message.user)
         return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)
     if streaming:
         return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
-    return JSONResponse(blocking_body(run.task_id, await run.outcome()))
+    return JSONResponse(blocking_body(run.task_id, await run.outcome(), mode))
 
 
-def _task_id(app_id: str, user: str, key: str | None) -> str | None:
+NOT_CHAT_APP = "Please check if your app mode matches the right API route."
+
+
+def not_chat_app() -> ApiError:
+    """Dify's answer to a chat route called with a text generator's key."""
+    return ApiError(400, "not_chat_app", NOT_CHAT_APP)
+
+
+def task_id_for(app_id: str, user: str, key: str | None) -> str | None:
     """The task id of a request sent with an ``Idempotency-Key`` (ours: a retry starts no second
     run), else none (a new one)."""
     if key is None:
@@ -113,27 +132,31 @@ def _task_id(app_id: str, user: str, key: str | None) -> str | None:
     return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{app_id}\n{user}\n{key}"))
 
 
-def blocking_body(task_id: str, outcome: RunOutcome) -> dict[str, Any]:
-    """Dify's blocking body for a run that has ended (an error ends it as Dify's error response)."""
+def blocking_body(task_id: str, outcome: RunOutcome, mode: str = "agent-chat") -> dict[str, Any]:
+    """Dify's blocking body for a run of an app of ``mode`` that has ended (an error ends it as Dify's
+    error response). A completion app's has no ``conversation_id``, as Dify's."""
     if outcome.error is not None:
         code, status, message = error_fields(outcome.error)
         raise ApiError(status, code, message)
     if outcome.approval is not None:  # paused: what it waits for (POST …/approvals resumes it)
-        return {**outcome.approval.payload(), "mode": "agent-chat", "answer": ""}
+        return {**outcome.approval.payload(), "mode": mode, "answer": ""}
     end = outcome.end
     if end is None:
         raise ApiError(500, "internal_server_error", "the run ended without an answer")
-    return {
+    body = {
         "event": "message",
         "task_id": task_id,
         "id": end.head.message_id,
         "message_id": end.head.message_id,
         "conversation_id": end.head.conversation_id,
-        "mode": "agent-chat",
+        "mode": mode,
         "answer": outcome.answer,
         "metadata": blocking_metadata(end.metadata),
         "created_at": end.head.created_at,
     }
+    if mode == "completion":
+        del body["conversation_id"]
+    return body
 
 
 PRICE_KEYS = (
@@ -175,5 +198,7 @@ async def stop_chat_message(
     runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     """Stop a running message of this app and user; success even for an unknown task (as Dify)."""
+    if app.mode == "completion":
+        raise not_chat_app()
     runtime.stop(task_id, app.id, require_user(payload.user))
     return {"result": "success"}

@@ -92,7 +92,9 @@ def message_file_body(f: MessageFileView) -> dict[str, Any]:
     }
 
 
-def message_body(m: MessageView) -> dict[str, Any]:
+def message_body(m: MessageView, *, thoughts: bool = True) -> dict[str, Any]:
+    """A message as Dify lists it; ``thoughts`` off for a chat app's (Dify's have none: its one round
+    is kept for the agent log, not shown as a thought)."""
     # ours, beside Dify's fields: only for a message of an app with handoffs
     answered_by = {"answered_by": m.answered_by} if m.answered_by is not None else {}
     return {
@@ -106,7 +108,7 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "feedback": {"rating": m.rating} if m.rating is not None else None,
         "retriever_resources": m.retriever_resources,
         "created_at": m.created_at,
-        "agent_thoughts": [thought_body(t) for t in m.thoughts],
+        "agent_thoughts": [thought_body(t) for t in m.thoughts] if thoughts else [],
         "status": DIFY_STATUS.get(m.status, m.status),
         "error": m.error,
         **answered_by,
@@ -286,7 +288,9 @@ async def list_messages(
         limit=limit,
         first_id=first_id or None,
     )
-    return {"limit": page.limit, "has_more": page.has_more, "data": [message_body(m) for m in page.items]}
+    thoughts = app.mode == "agent-chat"
+    data = [message_body(m, thoughts=thoughts) for m in page.items]
+    return {"limit": page.limit, "has_more": page.has_more, "data": data}
 
 
 @router.post("/v1/messages/{message_id}/feedbacks")

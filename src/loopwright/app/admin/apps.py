@@ -76,10 +76,15 @@ def with_overrides(report: ImportReport, *, name: str = "", model: str | None = 
 
 
 def app_config_from_options(
-    *, model: str | None, tools: Sequence[str], instruction: str, strategy: str
+    *,
+    model: str | None,
+    tools: Sequence[str],
+    instruction: str,
+    strategy: str,
+    mode: str = "agent-chat",
 ) -> AppConfig:
-    """The configuration of an app given by its parts; an unknown built-in tool or a bad value raises
-    :class:`ConfigImportError`."""
+    """The configuration of an app given by its parts (``mode``: agent-chat, chat or completion); an
+    unknown built-in tool or a bad value raises :class:`ConfigImportError`."""
     from loopwright.tools.builtin import builtin_tools
 
     known = {t.name for t in builtin_tools()}
@@ -89,6 +94,7 @@ def app_config_from_options(
     try:
         return AppConfig.model_validate(
             {
+                "mode": mode,
                 "model": model or "local",
                 "instruction": instruction,
                 "strategy": strategy,
@@ -114,8 +120,21 @@ async def create_app(
     _check_name(name)
     check_config(config, _allow_list(allow))
     async with _session(database_url, db) as session:
-        app, _ = await repo.create_app(session, name.strip(), config.model_dump(), description=description)
+        dumped = config.model_dump()
+        app, _ = await repo.create_app(
+            session, name.strip(), dumped, description=description, mode=config.mode
+        )
         return app.id
+
+
+def _check_mode_kept(app: App, config: AppConfig) -> None:
+    """An app's mode is what it was made as (Dify's too): a chat app's clients read ``message`` events,
+    an agent's ``agent_message``, a text generator's call another route."""
+    if config.mode != app.mode:
+        raise UserInputError(
+            f"app {app.name!r} is a {app.mode} app; its mode cannot change to {config.mode} "
+            "(create a new app with that mode)"
+        )
 
 
 async def app_readiness(app_id: str, *, database_url: str | None = None) -> list[Readiness]:
@@ -305,6 +324,7 @@ async def update_app(
         if description is not None:
             app.description = description
         if config is not None:
+            _check_mode_kept(app, config)
             return (await repo.add_config_version(session, app_id, config.model_dump())).version
         latest = await repo.latest_config(session, app_id)
         return latest.version if latest is not None else 0

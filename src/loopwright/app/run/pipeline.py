@@ -38,6 +38,7 @@ from loopwright.app.dify.events import (
     AgentMessage,
     MessageEnd,
     MessageReplace,
+    TextMessage,
     ToolApprovalRequired,
     TtsMessage,
     TtsMessageEnd,
@@ -51,7 +52,7 @@ from loopwright.app.run.approvals import pending_values
 from loopwright.app.run.compaction import Compacted
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
-from loopwright.app.run.plan import RunPlan, fit_history, stream_extras, tool_labels_of
+from loopwright.app.run.plan import RunPlan, completion_prompt, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
 from loopwright.model.entities import Usage, UserMessage
 from loopwright.store import memory as memory_store
@@ -137,7 +138,7 @@ class MessageRun:
         async with contextlib.aclosing(source):
             async for event in source:
                 for wire in feed(event):
-                    if type(wire) is not AgentMessage:
+                    if type(wire) is not AgentMessage and type(wire) is not TextMessage:
                         await self._on_wire(wire)
                     elif output is not None:
                         output.feed(wire.answer)
@@ -195,8 +196,11 @@ class MessageRun:
         if plan.team is not None:  # handoffs: the message may move to other apps (app.run.handoffs)
             stream.app_names = plan.team.names
             stream.answered_by = plan.team.start
+        query = prelude.query
+        if plan.config.mode == "completion":  # Dify's text generator: the prompt is the message
+            query = completion_prompt(plan.config.instruction, prelude.inputs, query)
         return (plan.team or plan.agent).stream(
-            prelude.query,
+            query,
             history=history,
             inputs=prelude.inputs,
             files=plan.files.parts or None,
