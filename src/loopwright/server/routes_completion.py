@@ -37,16 +37,22 @@ class CompletionPayload(BaseModel):
     files: list[dict[str, Any]] | None = None
 
 
+async def completion_app(app: Annotated[AuthedApp, Depends(current_app)]) -> AuthedApp:
+    """The key's app, when it is a completion app; Dify's ``app_unavailable`` for another kind, before
+    the body is read (as Dify checks)."""
+    if app.mode != "completion":
+        raise app_unavailable()
+    return app
+
+
 @router.post("/v1/completion-messages", response_model=None)
 async def completion_messages(
     request: Request,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(completion_app)],
     payload: Annotated[CompletionPayload, Depends(json_body(CompletionPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> EventStream | JSONResponse:
-    if app.mode != "completion":
-        raise app_unavailable()  # Dify's answer for a chat or agent app's key
     user = require_user(payload.user)
     message = MessageRequest(
         app_id=app.id,
@@ -63,12 +69,10 @@ async def completion_messages(
 @router.post("/v1/completion-messages/{task_id}/stop")
 async def stop_completion_message(
     task_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(completion_app)],
     payload: Annotated[StopPayload, Depends(json_body(StopPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     """Stop a running completion of this app and user; success even for an unknown task (as Dify)."""
-    if app.mode != "completion":
-        raise app_unavailable()
     runtime.stop(task_id, app.id, require_user(payload.user))
     return {"result": "success"}
