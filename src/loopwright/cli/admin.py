@@ -332,14 +332,15 @@ async def _ask(request: MessageRequest) -> int:
 def list_apps(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
-    """List the apps: id, name, model, strategy, number of tools, created, status, Service API on."""
+    """List the apps: id, name, kind (mode), model, strategy, number of tools, created, status, Service API
+    on."""
     from loopwright.app.admin.apps import list_apps as app_summaries
 
     rows = asyncio.run(app_summaries())
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
         return
-    headers = ["id", "name", "model", "strategy", "tools", "created", "status", "api"]
+    headers = ["id", "name", "mode", "model", "strategy", "tools", "created", "status", "api"]
     _table(headers, [list(asdict(r).values()) for r in rows])
 
 

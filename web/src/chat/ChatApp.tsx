@@ -23,6 +23,7 @@ export interface AppSettings {
   icon: string; // an emoji, "" for none
   iconBackground: string; // a CSS colour (checked by the server)
   footer: string; // a line under the message box
+  mode: string; // agent-chat, chat (no tools: no agent log) or completion (CompletionApp's page)
   parameters: Record<string, unknown>;
 }
 
@@ -97,7 +98,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onCopy: (x) => void copy(finalAnswer(x) || x.answer),
     onRegenerate: m === last && !chat.running ? (x) => sendText(x.query) : null,
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
-    onAgentLog: (x) => x.id !== null && setLogFor(x.id),
+    onAgentLog: settings.mode === "chat" ? null : (x) => x.id !== null && setLogFor(x.id),
     onOpenSteps: (x) => void chat.loadTimes(x),
     reading: reading === m.localId,
     onReadAloud: voiceOn
@@ -224,7 +225,7 @@ async function copy(text: string): Promise<void> {
 }
 
 /** The app's emoji on its colour, else the first letter of its name. */
-function AppBadge({ settings }: { settings: AppSettings }) {
+export function AppBadge({ settings }: { settings: AppSettings }) {
   const badge = useRef<HTMLSpanElement>(null);
   useEffect(() => {
     // set through the CSSOM: the page's CSP allows no inline style attribute

@@ -23,6 +23,7 @@ export function AppList({ client }: { client: AdminClient }) {
           <thead>
             <tr>
               <th>Name</th>
+              <th>Kind</th>
               <th>Model</th>
               <th>Strategy</th>
               <th>Tools</th>
@@ -35,10 +36,11 @@ export function AppList({ client }: { client: AdminClient }) {
                 <td>
                   <a href={href({ page: "app", id: a.id, tab: "settings" })}>{a.name}</a>
                 </td>
+                <td>{a.mode}</td>
                 <td>
                   <code>{a.model}</code>
                 </td>
-                <td>{a.strategy}</td>
+                <td>{a.mode === "agent-chat" ? a.strategy : "—"}</td>
                 <td>{a.tools}</td>
                 <td class="muted">{a.created_at.replace("T", " ")}</td>
               </tr>
@@ -143,8 +145,14 @@ function ImportApp({ client }: { client: AdminClient }) {
         {preview && (
           <div class="import-preview" aria-label="Import preview">
             <p>
-              <strong>{preview.name}</strong> · model <code>{preview.config.model}</code> · {preview.config.strategy} ·{" "}
-              {preview.config.tools.length} tool(s)
+              <strong>{preview.name}</strong> · {preview.config.mode ?? "agent-chat"} app · model{" "}
+              <code>{preview.config.model}</code>
+              {(preview.config.mode ?? "agent-chat") === "agent-chat" && (
+                <>
+                  {" "}
+                  · {preview.config.strategy} · {preview.config.tools.length} tool(s)
+                </>
+              )}
             </p>
             {preview.warnings.length === 0 ? (
               <p class="ok-text">Everything in the file was imported.</p>

@@ -4,6 +4,7 @@
 export interface AppSummary {
   id: string;
   name: string;
+  mode: string; // agent-chat, chat or completion
   model: string;
   strategy: string;
   tools: number;
@@ -21,6 +22,7 @@ export interface InputField {
 }
 
 export interface AppConfig {
+  mode?: string; // agent-chat (default), chat or completion
   model: string;
   model_params: Record<string, unknown>;
   strategy: string;

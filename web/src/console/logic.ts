@@ -143,7 +143,24 @@ export function draftOf(name: string, description: string, config: Partial<AppCo
 }
 
 /** The configuration a draft stands for; throws an Error naming the field when it cannot be one. */
+/** The draft's kind of app (Dify's mode): agent-chat, or chat / completion (a model and an
+ * instruction, no tools). It is set when the app is made and kept with the configuration after. */
+export function modeOf(draft: Draft): string {
+  const mode = draft.rest.mode;
+  return typeof mode === "string" ? mode : "agent-chat";
+}
+
+export const PLAIN_MODES = ["chat", "completion"];
+
 export function configOf(draft: Draft): Partial<AppConfig> {
+  if (PLAIN_MODES.includes(modeOf(draft))) {
+    // a chat or completion app runs no tools: what the agent sections held is not sent
+    return { ...agentConfigOf({ ...draft, tools: [], knowledge: [], appTools: [], otherToolsets: "" }) };
+  }
+  return agentConfigOf(draft);
+}
+
+function agentConfigOf(draft: Draft): Partial<AppConfig> {
   let others: Record<string, unknown>[] = [];
   if (draft.otherToolsets.trim()) {
     try {

@@ -87,6 +87,10 @@ const EN = {
   loading: "Loading…",
   dismiss: "Dismiss",
   theme: "Theme",
+  generate: "Generate",
+  generate_help: "Answer the form (Ctrl+Enter)",
+  result: "Result",
+  no_result: "The answer will appear here.",
 };
 
 export type Key = keyof typeof EN;
@@ -174,6 +178,10 @@ const ZH: Record<Key, string> = {
   loading: "加载中…",
   dismiss: "关闭",
   theme: "主题",
+  generate: "生成",
+  generate_help: "根据表单生成回答（Ctrl+Enter）",
+  result: "结果",
+  no_result: "回答将显示在这里。",
 };
 
 const JA: Record<Key, string> = {
@@ -259,6 +267,10 @@ const JA: Record<Key, string> = {
   loading: "読み込み中…",
   dismiss: "閉じる",
   theme: "テーマ",
+  generate: "生成",
+  generate_help: "フォームに答える（Ctrl+Enter）",
+  result: "結果",
+  no_result: "ここに回答が表示されます。",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };

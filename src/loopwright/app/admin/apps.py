@@ -212,6 +212,7 @@ async def add_toolset(
 class AppSummary:
     id: str
     name: str
+    mode: str  # agent-chat, chat or completion (fixed at creation)
     model: str
     strategy: str
     tools: int
@@ -244,6 +245,7 @@ async def list_apps(*, database_url: str | None = None, db: Database | None = No
                 AppSummary(
                     app.id,
                     app.name,
+                    app.mode,
                     str(config.get("model", "")),
                     str(config.get("strategy", "auto")),
                     len(config.get("tools") or []) + len(config.get("toolsets") or []),
