@@ -6,11 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import openai
+from ag_ui.core import EventType
 
 from loopwright.config import Settings
 from loopwright.server.app import create_app
 from loopwright.store.db import Database
+from tests.live_server import serving
 from tests.server.conftest import NewApp, parse_sse
+from tests.server.test_ag_ui_wire import ag_ui, run_input
 
 
 def events(response: httpx.Response) -> list[dict[str, Any]]:
@@ -149,3 +153,17 @@ async def test_the_openai_wire_runs_a_chat_app(client: httpx.AsyncClient, new_ap
     )
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["content"] == "Plain answer."
+
+
+async def test_the_responses_and_ag_ui_wires_run_a_chat_app(server_app: Any, new_app: NewApp) -> None:
+    app = await new_app(["Via responses.", "Via AG-UI."], mode="chat")
+    async with serving(server_app) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=app.key, max_retries=0)
+        response = await client.responses.create(model="chat", input="hi", user="alice")
+        await client.close()
+        status, ag_events = await ag_ui(url, app.key, run_input("thread-chat", "hi"))
+    assert response.status == "completed" and response.output_text == "Via responses."
+    assert status == 200
+    text = "".join(e.delta for e in ag_events if e.type == EventType.TEXT_MESSAGE_CONTENT)
+    assert text == "Via AG-UI." and ag_events[-1].type == EventType.RUN_FINISHED
+    assert not any(e.type == EventType.TOOL_CALL_START for e in ag_events)

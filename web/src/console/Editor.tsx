@@ -113,7 +113,7 @@ type Setter = (changes: Partial<Draft>) => void;
 
 const KINDS: [string, string][] = [
   ["agent-chat", "Agent: a model with tools, in rounds"],
-  ["chat", "Chat: a model with an instruction, no tools"],
+  ["chat", "Chat: a conversation with the model, no tools"],
   ["completion", "Text generator: a form in, one answer out"],
 ];
 
