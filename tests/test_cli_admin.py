@@ -304,8 +304,16 @@ def test_app_create_makes_chat_and_completion_apps(db_path: Path) -> None:
     runner = CliRunner()
     chat = runner.invoke(app, ["app", "create", "helper", "--mode", "chat", "--instruction", "Be brief."])
     assert chat.exit_code == 0, chat.output
-    completion = runner.invoke(app, ["app", "create", "summer", "--mode", "completion"])
+    completion = runner.invoke(
+        app, ["app", "create", "summer", "--mode", "completion", "--instruction", "Sum up:"]
+    )
     assert completion.exit_code == 0, completion.output
+    shown = json.loads(runner.invoke(app, ["app", "show", completion.stdout.strip(), "--json"]).stdout)
+    # Dify's new text generator: a required `query` paragraph, which the instruction shows
+    assert [(f["variable"], f["type"], f["required"]) for f in shown["config"]["user_input_form"]] == [
+        ("query", "paragraph", True)
+    ]
+    assert shown["config"]["instruction"] == "Sum up:\n\n{{query}}"
     listed = runner.invoke(app, ["app", "show", chat.stdout.strip()])
     assert "mode: chat" in listed.stdout
     with_tools = runner.invoke(app, ["app", "create", "bad", "--mode", "chat", "--tool", "calculator"])

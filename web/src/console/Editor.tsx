@@ -3,7 +3,17 @@
 // statement and suggested questions. Saving an existing app makes a new configuration version.
 import { useState } from "preact/hooks";
 import type { AdminClient, AppConfig, InputField, ModelCheck } from "./api";
-import { PLAIN_MODES, configOf, missingFields, modeOf, newField, variablesOf, withAppTool, type Draft } from "./logic";
+import {
+  PLAIN_MODES,
+  configOf,
+  missingFields,
+  modeOf,
+  newField,
+  variablesOf,
+  withAppTool,
+  withMode,
+  type Draft,
+} from "./logic";
 import { toolTitle } from "../shared/format";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
@@ -130,7 +140,7 @@ function KindSection({ draft, set }: { draft: Draft; set: Setter }) {
               name="mode"
               value={value}
               checked={mode === value}
-              onChange={() => set({ rest: { ...draft.rest, mode: value } })}
+              onChange={() => set(withMode(draft, value))}
             />{" "}
             {label}
           </label>

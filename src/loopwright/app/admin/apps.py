@@ -91,18 +91,34 @@ def app_config_from_options(
     unknown = [t for t in tools if t not in known]
     if unknown:
         raise ConfigImportError(f"unknown tool {unknown[0]!r}; built-in tools: {', '.join(sorted(known))}")
+    config: dict[str, Any] = {
+        "mode": mode,
+        "model": model or "local",
+        "instruction": instruction,
+        "strategy": strategy,
+        "tools": [{"name": t} for t in tools],
+    }
+    if mode == "completion":
+        config.update(completion_defaults(instruction))
     try:
-        return AppConfig.model_validate(
-            {
-                "mode": mode,
-                "model": model or "local",
-                "instruction": instruction,
-                "strategy": strategy,
-                "tools": [{"name": t} for t in tools],
-            }
-        )
+        return AppConfig.model_validate(config)
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+
+
+# Dify's new text generator: one required paragraph, ``query``, which its clients send as
+# ``inputs.query`` and the prompt shows as ``{{query}}``.
+COMPLETION_QUERY_FIELD = {"variable": "query", "label": "Query", "type": "paragraph", "required": True}
+
+
+def completion_defaults(instruction: str) -> dict[str, Any]:
+    """A new completion app's form and instruction, as Dify makes them: the ``query`` field, and the
+    instruction ending in ``{{query}}`` (the instruction alone when it names it already)."""
+    if "{{query}}" in instruction:
+        prompt = instruction
+    else:
+        prompt = f"{instruction.rstrip()}\n\n{{{{query}}}}" if instruction.strip() else "{{query}}"
+    return {"user_input_form": [dict(COMPLETION_QUERY_FIELD)], "instruction": prompt}
 
 
 async def create_app(
