@@ -3,6 +3,7 @@ bodies checked against Dify's shapes; Dify's own clients are in tests/e2e."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -126,6 +127,18 @@ async def test_each_route_refuses_the_other_kind_of_app(client: httpx.AsyncClien
     assert refused.status_code == 400 and refused.json()["code"] == "app_unavailable"
     refused = await client.post("/v1/chat-messages", json=body, headers=completion.headers)
     assert refused.status_code == 400 and refused.json()["code"] == "not_chat_app"
+    # Dify's chat-only routes, before the body or the query is read
+    for method, path in (
+        ("POST", "/v1/chat-messages"),
+        ("POST", "/v1/chat-messages/t/stop"),
+        ("GET", "/v1/conversations"),
+        ("GET", "/v1/messages"),
+        ("POST", f"/v1/conversations/{uuid.uuid4()}/name"),
+    ):
+        r = await client.request(method, path, headers=completion.headers)
+        assert (r.status_code, r.json()["code"]) == (400, "not_chat_app"), (method, path)
+    listed = await client.get("/v1/conversations", params={"user": "alice"}, headers=chat.headers)
+    assert listed.status_code == 200
     stop = await client.post(
         "/v1/completion-messages/t/stop", json={"user": "alice"}, headers=completion.headers
     )

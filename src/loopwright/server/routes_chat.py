@@ -66,13 +66,12 @@ def _conversation_id(value: str | None) -> str | None:
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
     request: Request,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    # a text generator answers on /v1/completion-messages: its key gets not_chat_app here (as Dify)
+    app: Annotated[AuthedApp, Depends(chat_app)],
     payload: Annotated[ChatPayload, Depends(json_body(ChatPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> EventStream | JSONResponse:
-    if app.mode == "completion":
-        raise not_chat_app()  # a text generator answers on /v1/completion-messages (as Dify)
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
@@ -119,6 +118,14 @@ NOT_CHAT_APP = "Please check if your app mode matches the right API route."
 def not_chat_app() -> ApiError:
     """Dify's answer to a chat route called with a text generator's key."""
     return ApiError(400, "not_chat_app", NOT_CHAT_APP)
+
+
+async def chat_app(app: Annotated[AuthedApp, Depends(current_app)]) -> AuthedApp:
+    """The key's app, for the routes of conversations (Dify's chat-only routes): a completion app's
+    key gets ``not_chat_app`` before the body is read, as Dify answers."""
+    if app.mode == "completion":
+        raise not_chat_app()
+    return app
 
 
 def task_id_for(app_id: str, user: str, key: str | None) -> str | None:
@@ -193,12 +200,10 @@ def _number(text: str) -> int | float | str:
 @router.post("/v1/chat-messages/{task_id}/stop")
 async def stop_chat_message(
     task_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     payload: Annotated[StopPayload, Depends(json_body(StopPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:
     """Stop a running message of this app and user; success even for an unknown task (as Dify)."""
-    if app.mode == "completion":
-        raise not_chat_app()
     runtime.stop(task_id, app.id, require_user(payload.user))
     return {"result": "success"}

@@ -18,6 +18,7 @@ from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import DifyUser, json_body, optional_json_body
 from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.routes_chat import chat_app
 from loopwright.server.state import get_state, require_user, user_or_default
 
 router = APIRouter()
@@ -125,7 +126,7 @@ def uuid_param(name: str, value: str) -> str:
 
 @router.get("/v1/conversations")
 async def list_conversations(
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
     last_id: str | None = None,
@@ -154,7 +155,7 @@ async def list_conversations(
 @router.delete("/v1/conversations/{conversation_id}", status_code=204, response_class=Response)
 async def delete_conversation(
     conversation_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     payload: Annotated[UserPayload | None, Depends(optional_json_body(UserPayload))],
     user: str | None = None,
@@ -168,7 +169,7 @@ async def delete_conversation(
 @router.get("/v1/conversations/{conversation_id}/variables")
 async def conversation_variables(
     conversation_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
     limit: Limit = 20,
@@ -182,7 +183,7 @@ async def conversation_variables(
 
 @router.put("/v1/conversations/{conversation_id}/variables/{variable_id}")
 async def update_conversation_variable(
-    conversation_id: str, variable_id: str, app: Annotated[AuthedApp, Depends(current_app)]
+    conversation_id: str, variable_id: str, app: Annotated[AuthedApp, Depends(chat_app)]
 ) -> None:
     raise not_found("Conversation Variable Not Exists.")
 
@@ -220,7 +221,7 @@ async def app_feedbacks(
 @router.get("/v1/messages/{message_id}/suggested")
 async def suggested_questions(
     message_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
 ) -> dict[str, Any]:
@@ -240,7 +241,7 @@ async def suggested_questions(
 @router.post("/v1/conversations/{conversation_id}/name")
 async def rename_conversation(
     conversation_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     payload: Annotated[RenamePayload, Depends(json_body(RenamePayload))],
     state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
@@ -264,7 +265,7 @@ async def rename_conversation(
 
 @router.get("/v1/messages")
 async def list_messages(
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     conversation_id: str | None = None,
     user: str | None = None,
