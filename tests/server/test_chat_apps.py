@@ -180,3 +180,13 @@ async def test_the_responses_and_ag_ui_wires_run_a_chat_app(server_app: Any, new
     text = "".join(e.delta for e in ag_events if e.type == EventType.TEXT_MESSAGE_CONTENT)
     assert text == "Via AG-UI." and ag_events[-1].type == EventType.RUN_FINISHED
     assert not any(e.type == EventType.TOOL_CALL_START for e in ag_events)
+
+
+async def test_a_completion_with_nothing_to_complete_is_refused_plainly(
+    client: httpx.AsyncClient, new_app: NewApp
+) -> None:
+    app = await new_app(["never"], mode="completion")
+    response = await client.post(
+        "/v1/completion-messages", json={"inputs": {}, "user": "alice"}, headers=app.headers
+    )
+    assert response.status_code == 400 and "nothing to complete" in response.json()["message"]

@@ -54,6 +54,7 @@ from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.plan import RunPlan, completion_prompt, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
+from loopwright.errors import UserInputError
 from loopwright.model.entities import Usage, UserMessage
 from loopwright.store import memory as memory_store
 from loopwright.store.models import ConversationSummary, utcnow
@@ -61,6 +62,9 @@ from loopwright.store.writer import Insert
 
 log = logging.getLogger("loopwright.app")
 
+EMPTY_COMPLETION = (
+    "nothing to complete: the app's instruction and the inputs are empty, and no query was given"
+)
 RESUMED = "resumed"  # the reason of the message_replace a run taken up after a cut model call sends
 
 Speaker = Callable[[str], Awaitable[AsyncGenerator[bytes, None]]]  # text → its speech, as it comes
@@ -199,6 +203,8 @@ class MessageRun:
         query = prelude.query
         if plan.config.mode == "completion":  # Dify's text generator: the prompt is the message
             query = completion_prompt(plan.config.instruction, prelude.inputs, query)
+            if not query:
+                raise UserInputError(EMPTY_COMPLETION)
         return (plan.team or plan.agent).stream(
             query,
             history=history,
