@@ -20,7 +20,7 @@ from loopwright.app.errors import RunExistsError
 from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.run.runtime import AppRuntime
-from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.auth import AuthedApp, app_with_mode
 from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.event_stream import EventStream
@@ -120,7 +120,7 @@ def not_chat_app() -> ApiError:
     return ApiError(400, "not_chat_app", NOT_CHAT_APP)
 
 
-async def chat_app(app: Annotated[AuthedApp, Depends(current_app)]) -> AuthedApp:
+async def chat_app(app: Annotated[AuthedApp, Depends(app_with_mode)]) -> AuthedApp:
     """The key's app, for the routes of conversations (Dify's chat-only routes): a completion app's
     key gets ``not_chat_app`` before the body is read, as Dify answers."""
     if app.mode == "completion":

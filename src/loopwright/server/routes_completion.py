@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from loopwright.app.run.plan import MessageRequest
 from loopwright.app.run.runtime import AppRuntime
-from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.auth import AuthedApp, app_with_mode
 from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.event_stream import EventStream
 from loopwright.server.routes_chat import StopPayload, respond, task_id_for
@@ -37,7 +37,7 @@ class CompletionPayload(BaseModel):
     files: list[dict[str, Any]] | None = None
 
 
-async def completion_app(app: Annotated[AuthedApp, Depends(current_app)]) -> AuthedApp:
+async def completion_app(app: Annotated[AuthedApp, Depends(app_with_mode)]) -> AuthedApp:
     """The key's app, when it is a completion app; Dify's ``app_unavailable`` for another kind, before
     the body is read (as Dify checks)."""
     if app.mode != "completion":

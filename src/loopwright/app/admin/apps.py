@@ -143,12 +143,15 @@ async def create_app(
         return app.id
 
 
-def _check_mode_kept(app: App, config: AppConfig) -> None:
+async def _check_mode_kept(session: AsyncSession, app: App, config: AppConfig) -> None:
     """An app's mode is what it was made as (Dify's too): a chat app's clients read ``message`` events,
-    an agent's ``agent_message``, a text generator's call another route."""
-    if config.mode != app.mode:
+    an agent's ``agent_message``, a text generator's call another route. The current configuration's
+    mode is the app's."""
+    latest = await repo.latest_config(session, app.id)
+    mode = str((latest.config if latest is not None else {}).get("mode") or "agent-chat")
+    if config.mode != mode:
         raise UserInputError(
-            f"app {app.name!r} is a {app.mode} app; its mode cannot change to {config.mode} "
+            f"app {app.name!r} is a {mode} app; its mode cannot change to {config.mode} "
             "(create a new app with that mode)"
         )
 
@@ -342,7 +345,7 @@ async def update_app(
         if description is not None:
             app.description = description
         if config is not None:
-            _check_mode_kept(app, config)
+            await _check_mode_kept(session, app, config)
             return (await repo.add_config_version(session, app_id, config.model_dump())).version
         latest = await repo.latest_config(session, app_id)
         return latest.version if latest is not None else 0
