@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from loopwright.app.admin import conversations, suggestions
 from loopwright.app.admin.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.app.availability import current_config
+from loopwright.app.config import PLAIN_MODES
 from loopwright.app.run import naming
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
@@ -289,7 +290,7 @@ async def list_messages(
         limit=limit,
         first_id=first_id or None,
     )
-    thoughts = app.mode == "agent-chat"
+    thoughts = app.mode not in PLAIN_MODES  # a chat app's messages have none, as Dify's
     data = [message_body(m, thoughts=thoughts) for m in page.items]
     return {"limit": page.limit, "has_more": page.has_more, "data": data}
 

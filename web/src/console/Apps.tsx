@@ -3,7 +3,7 @@
 import { useState } from "preact/hooks";
 import type { AdminClient, ImportResult } from "./api";
 import { AppEditor } from "./Editor";
-import { DEFAULT_CONFIG, draftOf, href } from "./logic";
+import { DEFAULT_CONFIG, PLAIN_MODES, draftOf, href } from "./logic";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
 export function AppList({ client }: { client: AdminClient }) {
@@ -40,7 +40,7 @@ export function AppList({ client }: { client: AdminClient }) {
                 <td>
                   <code>{a.model}</code>
                 </td>
-                <td>{a.mode === "agent-chat" ? a.strategy : "—"}</td>
+                <td>{PLAIN_MODES.includes(a.mode) ? "—" : a.strategy}</td>
                 <td>{a.tools}</td>
                 <td class="muted">{a.created_at.replace("T", " ")}</td>
               </tr>
@@ -147,7 +147,7 @@ function ImportApp({ client }: { client: AdminClient }) {
             <p>
               <strong>{preview.name}</strong> · {preview.config.mode ?? "agent-chat"} app · model{" "}
               <code>{preview.config.model}</code>
-              {(preview.config.mode ?? "agent-chat") === "agent-chat" && (
+              {!PLAIN_MODES.includes(preview.config.mode ?? "agent-chat") && (
                 <>
                   {" "}
                   · {preview.config.strategy} · {preview.config.tools.length} tool(s)
