@@ -298,3 +298,40 @@ def test_the_example_exports_import_on_the_embedded_model(db_path: Path, export:
     made = CliRunner().invoke(app, ["app", "create", "--from-yaml", str(export), "--model", "local"])
     assert made.exit_code == 0, made.output
     assert "replaced by local" in made.stderr
+
+
+def test_app_create_makes_chat_and_completion_apps(db_path: Path) -> None:
+    runner = CliRunner()
+    chat = runner.invoke(app, ["app", "create", "helper", "--mode", "chat", "--instruction", "Be brief."])
+    assert chat.exit_code == 0, chat.output
+    completion = runner.invoke(
+        app, ["app", "create", "summer", "--mode", "completion", "--instruction", "Sum up:"]
+    )
+    assert completion.exit_code == 0, completion.output
+    shown = json.loads(runner.invoke(app, ["app", "show", completion.stdout.strip(), "--json"]).stdout)
+    # Dify's new text generator: a required `query` paragraph, which the instruction shows
+    assert [(f["variable"], f["type"], f["required"]) for f in shown["config"]["user_input_form"]] == [
+        ("query", "paragraph", True)
+    ]
+    assert shown["config"]["instruction"] == "Sum up:\n\n{{query}}"
+    listed = runner.invoke(app, ["app", "show", chat.stdout.strip()])
+    assert "mode: chat" in listed.stdout
+    with_tools = runner.invoke(app, ["app", "create", "bad", "--mode", "chat", "--tool", "calculator"])
+    assert with_tools.exit_code == 1 and "a chat app has no tools" in with_tools.stderr
+    unknown = runner.invoke(app, ["app", "create", "bad", "--mode", "workflow"])
+    assert unknown.exit_code == 1 and "'agent-chat', 'chat' or 'completion'" in unknown.stderr
+
+
+def test_an_apps_mode_stays_what_it_was_made_as(db_path: Path) -> None:
+    runner = CliRunner()
+    made = runner.invoke(app, ["app", "create", "helper", "--mode", "chat"])
+    changed = runner.invoke(app, ["app", "set", made.stdout.strip(), "--set", "mode=agent-chat"])
+    assert changed.exit_code == 1 and "its mode cannot change" in changed.stderr
+
+
+def test_from_yaml_with_another_mode_is_refused(db_path: Path) -> None:
+    export = Path(__file__).parent.parent / "examples" / "dify" / "sql-creator.yml"
+    made = CliRunner().invoke(
+        app, ["app", "create", "--from-yaml", str(export), "--model", "local", "--mode", "chat"]
+    )
+    assert made.exit_code == 1 and "the file is a completion app, not chat" in made.stderr

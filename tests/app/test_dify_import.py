@@ -174,11 +174,13 @@ def test_router_strategies(strategy: str, expected: str) -> None:
     assert import_dify_dsl(text).config.strategy == expected
 
 
-def test_a_chat_app_without_agent_mode_is_refused() -> None:
+def test_a_chat_app_without_agent_mode_is_a_chat_app_and_its_tools_are_reported() -> None:
     data = yaml.safe_load(fixture("early-assistant.yml"))
     data["model_config"]["agent_mode"]["enabled"] = False
-    with pytest.raises(ValueError, match="Dify chat app export .*turn agent mode on"):
-        translate_export(data)
+    translation = translate_export(data)
+    assert translation.config["mode"] == "chat"
+    assert translation.config["tools"] == [] and translation.config["toolsets"] == []
+    assert any("agent mode is off" in w and "tool(s) were left out" in w for w in translation.warnings)
 
 
 @pytest.mark.parametrize(
@@ -299,3 +301,49 @@ def test_an_imported_app_goes_back_to_dify_and_imports_the_same() -> None:
     second = import_dify_dsl(exported.text).config
     assert second.tools == first.tools
     assert plugin_entries(second) == plugin_entries(first)
+
+
+# --- chat and completion apps ---------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).parent.parent.parent / "examples" / "dify"
+
+
+def test_a_published_chat_app_imports_as_a_chat_app() -> None:
+    report = import_dify_dsl((EXAMPLES / "website-generator.yml").read_text(encoding="utf-8"))
+    config = report.config
+    assert report.name == "Website Generator" and config.mode == "chat"
+    assert config.tools == [] and config.toolsets == []
+    assert config.instruction.startswith("Your task is to create a one-page website")
+    assert config.model == "openai:gpt-3.5-turbo-0125" and config.model_params["temperature"] == 0
+    assert report.warnings == []
+
+
+def test_a_published_completion_app_imports_with_its_form() -> None:
+    report = import_dify_dsl((EXAMPLES / "sql-creator.yml").read_text(encoding="utf-8"))
+    config = report.config
+    assert report.name == "SQL Creator" and config.mode == "completion"
+    assert [(f.variable, f.type, f.required) for f in config.user_input_form] == [
+        ("A", "select", True),
+        ("default_input", "paragraph", True),
+    ]
+    assert config.user_input_form[0].options[:2] == ["MySQL", "SQL Server"]
+    assert "{{A}}" in config.instruction and "{{default_input}}" in config.instruction
+
+
+def test_a_completion_export_with_features_loopwright_lacks_says_so() -> None:
+    data = yaml.safe_load((EXAMPLES / "sql-creator.yml").read_text(encoding="utf-8"))
+    data["model_config"]["more_like_this"] = {"enabled": True}
+    data["model_config"]["agent_mode"]["tools"] = [{"enabled": True, "provider_id": "time", "tool_name": "x"}]
+    translation = translate_export(data)
+    assert translation.config["mode"] == "completion"
+    assert any("more like this" in w for w in translation.warnings)
+    assert any("1 tool(s) were left out" in w for w in translation.warnings)
+
+
+def test_an_exported_chat_app_imports_back_as_one() -> None:
+    from loopwright.app.dify.dsl_export import export_dify_dsl
+
+    config = AppConfig(mode="chat", instruction="Be brief.")
+    exported = export_dify_dsl("Brief", config)
+    again = import_dify_dsl(exported.text)
+    assert again.config.mode == "chat" and again.config.instruction == "Be brief."

@@ -69,9 +69,11 @@ def new_app(db: Database, tmp_path: Path) -> NewApp:
         if delay:
             data["delay"] = delay
         script.write_text(json.dumps(data), encoding="utf-8")
-        full = {"model": f"scripted:{script}", "tools": [{"name": "calculator"}], **config}
+        mode = config.get("mode", "agent-chat")
+        tools = [{"name": "calculator"}] if mode == "agent-chat" else []  # a chat app has none
+        full = {"model": f"scripted:{script}", "tools": tools, **config}
         async with db.transaction() as s:
-            app, _ = await repo.create_app(s, name, full, description=f"{name} app")
+            app, _ = await repo.create_app(s, name, full, description=f"{name} app", mode=mode)
             key = await repo.create_api_key(s, app.id)
             return ServiceApp(app.id, key.token)
 

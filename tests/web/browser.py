@@ -194,8 +194,13 @@ async def create_apps(db_url: str, apps: dict[str, dict[str, Any]], folder: Path
             script = folder / f"{name}.json"
             script.write_text(json.dumps(config.pop("script")), encoding="utf-8")
             async with db.transaction() as s:
+                mode = config.get("mode", "agent-chat")  # a chat or completion app's kind, as the app's
                 app, _ = await repo.create_app(
-                    s, name, {"model": f"scripted:{script}", **config}, description=f"The {name} app"
+                    s,
+                    name,
+                    {"model": f"scripted:{script}", **config},
+                    description=f"The {name} app",
+                    mode=mode,
                 )
                 key = await repo.create_api_key(s, app.id)
                 made[name] = ChatApp(app.id, key.token)

@@ -14,6 +14,8 @@ import {
   TOKEN_SLOT,
   variablesOf,
   withAppTool,
+  modeOf,
+  withMode,
 } from "../src/console/logic";
 
 class MemoryStorage implements Storage {
@@ -147,5 +149,27 @@ describe("apps as tools", () => {
 describe("the chat link", () => {
   it("carries the key in the fragment, which never reaches the server", () => {
     expect(chatLink("app 1", "app-k/y")).toBe("/chat/app%201#key=app-k%2Fy");
+  });
+});
+
+describe("the kind of app", () => {
+  it("a new text generator gets Dify's query field and an instruction that shows it", () => {
+    const draft = withMode(draftOf("sum", "", { model: "local", instruction: "Sum up:" }), "completion");
+    expect(modeOf(draft)).toBe("completion");
+    expect(draft.form.map((f) => [f.variable, f.type, f.required])).toEqual([["query", "paragraph", true]]);
+    expect(draft.instruction).toBe("Sum up:\n\n{{query}}");
+    expect(configOf(draft).mode).toBe("completion");
+  });
+
+  it("a chat app sends no tools, whatever the draft held", () => {
+    const draft = withMode(
+      draftOf("c", "", { model: "local", tools: [{ name: "calculator", form_values: {} }], toolsets: [{ type: "knowledge", datasets: ["d"] }] }),
+      "chat",
+    );
+    const config = configOf(draft);
+    expect(config.mode).toBe("chat");
+    expect(config.tools).toEqual([]);
+    expect(config.toolsets).toEqual([]);
+    expect(draft.form).toEqual([]); // only a text generator gets the query field
   });
 });

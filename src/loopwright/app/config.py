@@ -216,14 +216,21 @@ class MemorySettings(pydantic.BaseModel):
         return "off" if value is False else value
 
 
+AppMode = Literal["agent-chat", "agent", "chat", "completion"]
+PLAIN_MODES = ("chat", "completion")  # a model with an instruction, no tools (Dify's chat and text generator)
+
+
 class AppConfig(pydantic.BaseModel):
-    """Everything that defines how an agent-chat app answers."""
+    """Everything that defines how an app answers. ``mode`` is Dify's kind of app: ``agent-chat`` (an
+    agent with tools, the default), ``chat`` (a model with an instruction, no tools: a conversation)
+    or ``completion`` (Dify's text generator: a form in, one answer out)."""
 
     model_config = pydantic.ConfigDict(extra="forbid")
 
-    # The Dify app mode the Service API answers as: ``agent`` is Dify 1.15+'s agent app (streaming
-    # only; the answer also comes whole as a ``message`` event before ``message_end``).
-    mode: Literal["agent-chat", "agent"] = "agent-chat"
+    # The Dify app mode the Service API answers as (fixed when the app is made): ``agent-chat``;
+    # ``agent``, Dify 1.15+'s agent app (streaming only; the answer also comes whole as a ``message``
+    # event before ``message_end``); ``chat`` and ``completion``, a model with an instruction, no tools.
+    mode: AppMode = "agent-chat"
     model: str = "local"
     model_params: dict[str, Any] = {}
     strategy: Literal["auto", "function-calling", "react", "plan"] = "auto"
@@ -281,6 +288,22 @@ class AppConfig(pydantic.BaseModel):
     @classmethod
     def _check_toolsets(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [check_source(entry) for entry in value]
+
+    @pydantic.model_validator(mode="after")
+    def _plain_apps_have_no_tools(self) -> AppConfig:
+        """A chat or completion app is a model and an instruction: what only an agent uses is refused,
+        not silently left out."""
+        if self.mode in PLAIN_MODES:
+            used = [name for name in _AGENT_ONLY if getattr(self, name)]
+            if used:
+                raise ValueError(
+                    f"a {self.mode} app has no tools: remove {', '.join(used)} (or use mode agent-chat)"
+                )
+        return self
+
+
+# What only an agent-chat app has: its tools and what runs them.
+_AGENT_ONLY = ("tools", "toolsets", "skills", "handoffs", "output_schema")
 
 
 class ConfigImportError(UserInputError):
@@ -394,7 +417,9 @@ def _yaml(text: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "PLAIN_MODES",
     "AppConfig",
+    "AppMode",
     "BudgetSettings",
     "ConfigImportError",
     "FieldType",

@@ -42,6 +42,10 @@ def create_app(
     tool: Annotated[list[str] | None, typer.Option(help="A built-in tool to offer (repeatable).")] = None,
     instruction: Annotated[str, typer.Option(help="The app's instruction ({{var}} from inputs).")] = "",
     strategy: Annotated[str, typer.Option(help="auto, function-calling, react or plan.")] = "auto",
+    mode: Annotated[
+        str | None,
+        typer.Option(help="agent-chat (default: an agent with tools), chat or completion (no tools)."),
+    ] = None,
     from_yaml: Annotated[
         Path | None, typer.Option("--from-yaml", help="A loopwright app YAML or a Dify DSL export.")
     ] = None,
@@ -88,11 +92,17 @@ def create_app(
             if report.tools and interactive():
                 report = _ask_for_mcp_servers(text, report, options)
             report = admin.with_overrides(report, name=name, model=model)
+            if mode is not None and mode != report.config.mode:
+                raise ConfigImportError(f"the file is a {report.config.mode} app, not {mode}")
         elif not name:
             raise ConfigImportError("give the app a name (or --from-yaml FILE)")
         else:
             config = admin.app_config_from_options(
-                model=model, tools=tool or [], instruction=instruction, strategy=strategy
+                model=model,
+                tools=tool or [],
+                instruction=instruction,
+                strategy=strategy,
+                mode=mode or "agent-chat",
             )
             report = ImportReport(name, config)
         for t in report.tools:
@@ -335,14 +345,15 @@ async def _ask(request: MessageRequest) -> int:
 def list_apps(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
-    """List the apps: id, name, model, strategy, number of tools, created, status, Service API on."""
+    """List the apps: id, name, kind (mode), model, strategy, number of tools, created, status, Service API
+    on."""
     from loopwright.app.admin.apps import list_apps as app_summaries
 
     rows = asyncio.run(app_summaries())
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False))
         return
-    headers = ["id", "name", "model", "strategy", "tools", "created", "status", "api"]
+    headers = ["id", "name", "mode", "model", "strategy", "tools", "created", "status", "api"]
     _table(headers, [list(asdict(r).values()) for r in rows])
 
 

@@ -31,6 +31,7 @@ from loopwright.server import (
     routes_approvals,
     routes_audio,
     routes_chat,
+    routes_completion,
     routes_conversations,
     routes_dataset_edits,
     routes_dataset_tags,
@@ -109,6 +110,7 @@ def create_app(
     runtime.journal.enabled = runtime.settings.resumable_streams  # off: no re-attach, no journal cost
     errors.install(app)
     app.include_router(routes_chat.router)
+    app.include_router(routes_completion.router)
     app.include_router(routes_openai.router)
     app.include_router(routes_a2a.router)
     app.include_router(routes_ag_ui.router)

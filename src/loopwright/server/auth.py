@@ -3,12 +3,13 @@ key (``dataset-…``) → access to the Knowledge API. Anything else is a 401 wi
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from loopwright.app.admin import datasets
-from loopwright.app.availability import check_access
+from loopwright.app.availability import check_access, current_config
 from loopwright.app.lookup import KeyedApp
 from loopwright.app.run.rate_limits import CALLER_KEY, key_digest
 from loopwright.app.run.runtime import AppRuntime
@@ -44,6 +45,15 @@ async def current_app(request: Request, state: Annotated[AppRuntime, Depends(get
     if state.limiter.on:
         await count_request(state, token)
     return app
+
+
+async def app_with_mode(
+    app: Annotated[AuthedApp, Depends(current_app)], state: Annotated[AppRuntime, Depends(get_state)]
+) -> AuthedApp:
+    """FastAPI dependency: :func:`current_app` with the app's kind (``mode``) as its current
+    configuration says — what the routes that differ by kind (chat, completion) read."""
+    config = await current_config(state.lookup, app.id)
+    return app if app.mode == config.mode else dataclasses.replace(app, mode=config.mode)
 
 
 async def count_request(state: AppRuntime, token: str) -> None:

@@ -11,7 +11,7 @@ from loopwright import __version__
 from loopwright.app.availability import current_config
 from loopwright.app.config import AppConfig, FileUpload, InputField, TextToSpeech
 from loopwright.app.run.runtime import AppRuntime
-from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.auth import AuthedApp, app_with_mode, current_app
 from loopwright.server.state import get_state
 
 router = APIRouter()
@@ -108,19 +108,15 @@ async def parameters(
 
 
 @router.get("/v1/info")
-async def info(
-    app: Annotated[AuthedApp, Depends(current_app)],
-    state: Annotated[AppRuntime, Depends(get_state)],
-) -> dict[str, Any]:
+async def info(app: Annotated[AuthedApp, Depends(app_with_mode)]) -> dict[str, Any]:
     # Dify's author is the account that made the app; loopwright apps have no accounts (null). The id
     # is ours, beside Dify's keys: the chat page checks that its link's key is the app it names.
-    config = await current_config(state.lookup, app.id)
     return {
         "id": app.id,
         "name": app.name,
         "description": app.description,
         "tags": [],
-        "mode": config.mode,
+        "mode": app.mode,  # the app's kind, as its configuration says (fixed at creation)
         "author_name": None,
     }
 

@@ -15,13 +15,12 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from loopwright.app.availability import current_config
 from loopwright.app.dify.errors import error_fields
 from loopwright.app.errors import RunExistsError
 from loopwright.app.run.plan import UUID_NIL, MessageRequest
 from loopwright.app.run.runs import RunOutcome
 from loopwright.app.run.runtime import AppRuntime
-from loopwright.server.auth import AuthedApp, current_app
+from loopwright.server.auth import AuthedApp, app_with_mode
 from loopwright.server.bodies import DifyUser, json_body
 from loopwright.server.errors import ApiError, invalid_param
 from loopwright.server.event_stream import EventStream
@@ -91,7 +90,8 @@ def _parent_message_id(payload: ChatPayload, conversation_id: str | None) -> str
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
     request: Request,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    # a text generator answers on /v1/completion-messages: its key gets not_chat_app here (as Dify)
+    app: Annotated[AuthedApp, Depends(chat_app)],
     payload: Annotated[ChatPayload, Depends(json_body(ChatPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
@@ -99,9 +99,8 @@ async def chat_messages(
     if not payload.query:
         raise invalid_param("query is required")  # Dify's check: empty, not blank
     streaming = payload.response_mode == "streaming"
-    mode = "agent-chat" if streaming else (await current_config(runtime.lookup, app.id)).mode
-    if not streaming and runtime.settings.dify_strict:
-        raise invalid_param(BLOCKING_REFUSALS[mode])  # Dify's answer
+    if not streaming and runtime.settings.dify_strict and app.mode in BLOCKING_REFUSALS:
+        raise invalid_param(BLOCKING_REFUSALS[app.mode])  # Dify's answer
     user = require_user(payload.user)
     conversation_id = _conversation_id(payload.conversation_id)
     message = MessageRequest(
@@ -114,8 +113,17 @@ async def chat_messages(
         files=payload.files or (),
         response_mode="streaming" if streaming else "blocking",
         auto_generate_name=payload.auto_generate_name,
-        task_id=_task_id(app.id, user, idempotency_key),
+        task_id=task_id_for(app.id, user, idempotency_key),
     )
+    return await respond(request, runtime, message, app.mode)
+
+
+async def respond(
+    request: Request, runtime: AppRuntime, message: MessageRequest, mode: str
+) -> EventStream | JSONResponse:
+    """Start ``message`` and answer as Dify does: its stream of events, or the blocking body of an app
+    of ``mode`` once the run has ended (a retried request gets the first one's stream back)."""
+    streaming = message.response_mode == "streaming"
     ids = streaming and wants_event_ids(request, runtime.settings)
     try:
         run = await runtime.start(message)
@@ -123,14 +131,30 @@ async def chat_messages(
         if not streaming or not runtime.journal.enabled:  # no stream to give back: say so
             raise ApiError(409, "conflict", str(exists)) from None
         # a retried request: the stream of the run the first one started, from its first event
-        head, events = await runtime.follow(exists.task_id, app.id, user)
+        head, events = await runtime.follow(exists.task_id, message.app_id, message.user)
         return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)
     if streaming:
         return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
     return JSONResponse(blocking_body(run.task_id, await run.outcome(), mode))
 
 
-def _task_id(app_id: str, user: str, key: str | None) -> str | None:
+NOT_CHAT_APP = "Please check if your app mode matches the right API route."
+
+
+def not_chat_app() -> ApiError:
+    """Dify's answer to a chat route called with a text generator's key."""
+    return ApiError(400, "not_chat_app", NOT_CHAT_APP)
+
+
+async def chat_app(app: Annotated[AuthedApp, Depends(app_with_mode)]) -> AuthedApp:
+    """The key's app, for the routes of conversations (Dify's chat-only routes): a completion app's
+    key gets ``not_chat_app`` before the body is read, as Dify answers."""
+    if app.mode == "completion":
+        raise not_chat_app()
+    return app
+
+
+def task_id_for(app_id: str, user: str, key: str | None) -> str | None:
     """The task id of a request sent with an ``Idempotency-Key`` (ours: a retry starts no second
     run), else none (a new one)."""
     if key is None:
@@ -141,7 +165,8 @@ def _task_id(app_id: str, user: str, key: str | None) -> str | None:
     return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{app_id}\n{user}\n{key}"))
 
 
-# What Dify answers a blocking request with, by app mode (loopwright answers one unless in strict mode)
+# What Dify answers a blocking request with, by app mode (loopwright answers one unless in strict mode;
+# Dify's chat and completion apps answer blocking requests)
 BLOCKING_REFUSALS = {
     "agent-chat": "Agent Chat App does not support blocking mode",
     "agent": "Agent App only supports streaming mode",
@@ -149,7 +174,8 @@ BLOCKING_REFUSALS = {
 
 
 def blocking_body(task_id: str, outcome: RunOutcome, mode: str = "agent-chat") -> dict[str, Any]:
-    """Dify's blocking body for a run that has ended (an error ends it as Dify's error response)."""
+    """Dify's blocking body for a run of an app of ``mode`` that has ended (an error ends it as Dify's
+    error response). A completion app's has no ``conversation_id``, as Dify's."""
     if outcome.error is not None:
         code, status, message = error_fields(outcome.error)
         raise ApiError(status, code, message)
@@ -158,7 +184,7 @@ def blocking_body(task_id: str, outcome: RunOutcome, mode: str = "agent-chat") -
     end = outcome.end
     if end is None:
         raise ApiError(500, "internal_server_error", "the run ended without an answer")
-    return {
+    body = {
         "event": "message",
         "task_id": task_id,
         "id": end.head.message_id,
@@ -169,6 +195,9 @@ def blocking_body(task_id: str, outcome: RunOutcome, mode: str = "agent-chat") -
         "metadata": blocking_metadata(end.metadata),
         "created_at": end.head.created_at,
     }
+    if mode == "completion":
+        del body["conversation_id"]
+    return body
 
 
 PRICE_KEYS = (
@@ -205,7 +234,7 @@ def _number(text: str) -> int | float | str:
 @router.post("/v1/chat-messages/{task_id}/stop")
 async def stop_chat_message(
     task_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     payload: Annotated[StopPayload, Depends(json_body(StopPayload))],
     runtime: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, str]:

@@ -13,11 +13,13 @@ from pydantic import BaseModel, ConfigDict
 from loopwright.app.admin import conversations, suggestions
 from loopwright.app.admin.conversations import ConversationView, MessageFileView, MessageView, ThoughtView
 from loopwright.app.availability import current_config
+from loopwright.app.config import PLAIN_MODES
 from loopwright.app.run import naming
 from loopwright.app.run.runtime import AppRuntime
 from loopwright.server.auth import AuthedApp, current_app
 from loopwright.server.bodies import DifyUser, json_body, optional_json_body
 from loopwright.server.errors import ApiError, invalid_param, not_found
+from loopwright.server.routes_chat import chat_app
 from loopwright.server.state import get_state, require_user, user_or_default
 
 router = APIRouter()
@@ -92,7 +94,9 @@ def message_file_body(f: MessageFileView) -> dict[str, Any]:
     }
 
 
-def message_body(m: MessageView) -> dict[str, Any]:
+def message_body(m: MessageView, *, thoughts: bool = True) -> dict[str, Any]:
+    """A message as Dify lists it; ``thoughts`` off for a chat app's (Dify's have none: its one round
+    is kept for the agent log, not shown as a thought)."""
     # ours, beside Dify's fields: only for a message of an app with handoffs
     answered_by = {"answered_by": m.answered_by} if m.answered_by is not None else {}
     # ours, beside Dify's fields: the message's versions (Regenerate, edited questions), in the history
@@ -108,7 +112,7 @@ def message_body(m: MessageView) -> dict[str, Any]:
         "feedback": {"rating": m.rating} if m.rating is not None else None,
         "retriever_resources": m.retriever_resources,
         "created_at": m.created_at,
-        "agent_thoughts": [thought_body(t) for t in m.thoughts],
+        "agent_thoughts": [thought_body(t) for t in m.thoughts] if thoughts else [],
         "status": DIFY_STATUS.get(m.status, m.status),
         "error": m.error,
         **answered_by,
@@ -126,7 +130,7 @@ def uuid_param(name: str, value: str) -> str:
 
 @router.get("/v1/conversations")
 async def list_conversations(
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
     last_id: str | None = None,
@@ -155,7 +159,7 @@ async def list_conversations(
 @router.delete("/v1/conversations/{conversation_id}", status_code=204, response_class=Response)
 async def delete_conversation(
     conversation_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     payload: Annotated[UserPayload | None, Depends(optional_json_body(UserPayload))],
     user: str | None = None,
@@ -169,7 +173,7 @@ async def delete_conversation(
 @router.get("/v1/conversations/{conversation_id}/variables")
 async def conversation_variables(
     conversation_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
     limit: Limit = 20,
@@ -183,7 +187,7 @@ async def conversation_variables(
 
 @router.put("/v1/conversations/{conversation_id}/variables/{variable_id}")
 async def update_conversation_variable(
-    conversation_id: str, variable_id: str, app: Annotated[AuthedApp, Depends(current_app)]
+    conversation_id: str, variable_id: str, app: Annotated[AuthedApp, Depends(chat_app)]
 ) -> None:
     raise not_found("Conversation Variable Not Exists.")
 
@@ -221,7 +225,7 @@ async def app_feedbacks(
 @router.get("/v1/messages/{message_id}/suggested")
 async def suggested_questions(
     message_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     user: str | None = None,
 ) -> dict[str, Any]:
@@ -241,7 +245,7 @@ async def suggested_questions(
 @router.post("/v1/conversations/{conversation_id}/name")
 async def rename_conversation(
     conversation_id: str,
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     payload: Annotated[RenamePayload, Depends(json_body(RenamePayload))],
     state: Annotated[AppRuntime, Depends(get_state)],
 ) -> dict[str, Any]:
@@ -265,7 +269,7 @@ async def rename_conversation(
 
 @router.get("/v1/messages")
 async def list_messages(
-    app: Annotated[AuthedApp, Depends(current_app)],
+    app: Annotated[AuthedApp, Depends(chat_app)],
     state: Annotated[AppRuntime, Depends(get_state)],
     conversation_id: str | None = None,
     user: str | None = None,
@@ -295,7 +299,9 @@ async def list_messages(
         first_id=first_id or None,
         message_id=message_id,
     )
-    return {"limit": page.limit, "has_more": page.has_more, "data": [message_body(m) for m in page.items]}
+    thoughts = app.mode not in PLAIN_MODES  # a chat app's messages have none, as Dify's
+    data = [message_body(m, thoughts=thoughts) for m in page.items]
+    return {"limit": page.limit, "has_more": page.has_more, "data": data}
 
 
 @router.post("/v1/messages/{message_id}/feedbacks")

@@ -1,6 +1,6 @@
-"""Dify's answers for Service API routes an agent-chat app does not serve, so a client that probes
-them gets what Dify would send (not a 404): the completion and workflow routes (400 ``app_unavailable``
-/ ``not_workflow_app``). The Knowledge API's child-chunk and pipeline routes, features loopwright's
+"""Dify's answers for Service API routes no loopwright app serves, so a client that probes them gets
+what Dify would send (not a 404): the workflow routes (400 ``not_workflow_app``; the completion routes
+are ``routes_completion``'s). The Knowledge API's child-chunk and pipeline routes, features loopwright's
 datasets do not have, answer 400 ``not_supported`` saying so. The key is checked first, as everywhere.
 """
 
@@ -25,12 +25,6 @@ def app_unavailable() -> ApiError:
 
 def not_workflow_app() -> ApiError:
     return ApiError(400, "not_workflow_app", NOT_WORKFLOW_APP)
-
-
-@router.post("/v1/completion-messages")
-@router.post("/v1/completion-messages/{task_id}/stop")
-async def completion(app: Annotated[AuthedApp, Depends(current_app)]) -> None:
-    raise app_unavailable()
 
 
 @router.post("/v1/workflows/run")

@@ -27,6 +27,7 @@ export interface AppSettings {
   icon: string; // an emoji, "" for none
   iconBackground: string; // a CSS colour (checked by the server)
   footer: string; // a line under the message box
+  mode: string; // agent-chat, chat (no tools: no agent log) or completion (CompletionApp's page)
   parameters: Record<string, unknown>;
 }
 
@@ -106,7 +107,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onEdit: !chat.running && m.id !== null && !isRunning(m) ? (_, query) => newVersion(index, query) : null,
     versions: versionSwitch(chat.versions, m.id, chat.running, (id) => void chat.showVersion(id)),
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
-    onAgentLog: (x) => x.id !== null && setLogFor(x.id),
+    onAgentLog: settings.mode === "chat" ? null : (x) => x.id !== null && setLogFor(x.id),
     onOpenSteps: (x) => void chat.loadTimes(x),
     reading: reading === m.localId,
     onReadAloud: voiceOn
@@ -242,7 +243,7 @@ async function copy(text: string): Promise<void> {
 }
 
 /** The app's emoji on its colour, else the first letter of its name. */
-function AppBadge({ settings }: { settings: AppSettings }) {
+export function AppBadge({ settings }: { settings: AppSettings }) {
   const badge = useRef<HTMLSpanElement>(null);
   useEffect(() => {
     // set through the CSSOM: the page's CSP allows no inline style attribute

@@ -10,9 +10,10 @@ export interface InputFormProps {
   client: ServiceClient;
   onError: (message: string) => void;
   readOnly: boolean;
+  legend?: string; // default: a chat's ("Before you start", or its inputs once it has started)
 }
 
-export function InputForm({ fields, values, onChange, client, onError, readOnly }: InputFormProps) {
+export function InputForm({ fields, values, onChange, client, onError, readOnly, legend }: InputFormProps) {
   const set = (variable: string, value: unknown) => onChange({ ...values, [variable]: value });
   const upload = async (f: FormField, files: FileList | null) => {
     if (!files || files.length === 0) return;
@@ -29,7 +30,7 @@ export function InputForm({ fields, values, onChange, client, onError, readOnly 
   };
   return (
     <fieldset class="input-form" disabled={readOnly}>
-      <legend>{readOnly ? "This conversation's inputs" : "Before you start"}</legend>
+      <legend>{legend ?? (readOnly ? "This conversation's inputs" : "Before you start")}</legend>
       {fields.map((f) => {
         const id = `input-${f.variable}`;
         const value = values[f.variable];

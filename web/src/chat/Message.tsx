@@ -16,7 +16,7 @@ export interface MessageActions {
   onCopy: (m: MessageView) => void;
   onRegenerate: ((m: MessageView) => void) | null;
   onFeedback: (m: MessageView, rating: "like" | "dislike" | null, content?: string) => void;
-  onAgentLog: (m: MessageView) => void;
+  onAgentLog: ((m: MessageView) => void) | null; // null: a chat app (no agent, no log)
   onOpenSteps: (m: MessageView) => void; // the steps were unfolded: their times can be looked up
   onReadAloud: ((m: MessageView) => void) | null; // null: the app has no voice
   reading: boolean; // this message is being read aloud
@@ -278,9 +278,11 @@ function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
           <Speaker />
         </button>
       )}
-      <button type="button" class="icon" title={t("agent_log_help")} disabled={m.id === null} onClick={() => actions.onAgentLog(m)}>
-        {t("agent_log")}
-      </button>
+      {actions.onAgentLog !== null && (
+        <button type="button" class="icon" title={t("agent_log_help")} disabled={m.id === null} onClick={() => actions.onAgentLog?.(m)}>
+          {t("agent_log")}
+        </button>
+      )}
       {m.totalTokens !== null && m.totalTokens > 0 && <span class="muted usage">{count(m.totalTokens, "token")}</span>}
       {commenting !== null && (
         <form

@@ -5,6 +5,7 @@ import "./chat.css";
 import { ServiceClient } from "../shared/api";
 import { language } from "../shared/i18n";
 import { ChatApp, type AppSettings } from "./ChatApp";
+import { CompletionApp } from "./CompletionApp";
 import { readCredentials, forgetKey } from "./credentials";
 import { applyStoredTheme } from "./theme";
 
@@ -38,6 +39,7 @@ function Boot() {
           icon: shown.icon ?? "",
           iconBackground: shown.icon_background ?? "",
           footer: shown.custom_disclaimer ?? "",
+          mode: info.mode ?? "agent-chat",
           parameters,
         });
       },
@@ -72,6 +74,7 @@ function Boot() {
     );
   }
   if (settings === null) return <main class="centered muted">Loading…</main>;
+  if (settings.mode === "completion") return <CompletionApp client={client} settings={settings} />;
   return <ChatApp client={client} appId={credentials.appId} settings={settings} />;
 }
 

@@ -3,7 +3,7 @@
 import { useState } from "preact/hooks";
 import type { AdminClient, ImportResult } from "./api";
 import { AppEditor } from "./Editor";
-import { DEFAULT_CONFIG, draftOf, href } from "./logic";
+import { DEFAULT_CONFIG, PLAIN_MODES, draftOf, href } from "./logic";
 import { count, t } from "./i18n";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
@@ -24,6 +24,7 @@ export function AppList({ client }: { client: AdminClient }) {
           <thead>
             <tr>
               <th>{t("col_name")}</th>
+              <th>{t("col_kind")}</th>
               <th>{t("col_model")}</th>
               <th>{t("col_strategy")}</th>
               <th>{t("col_tools")}</th>
@@ -36,10 +37,11 @@ export function AppList({ client }: { client: AdminClient }) {
                 <td>
                   <a href={href({ page: "app", id: a.id, tab: "settings" })}>{a.name}</a>
                 </td>
+                <td>{a.mode}</td>
                 <td>
                   <code>{a.model}</code>
                 </td>
-                <td>{a.strategy}</td>
+                <td>{PLAIN_MODES.includes(a.mode) ? "—" : a.strategy}</td>
                 <td>{a.tools}</td>
                 <td class="muted">{a.created_at.replace("T", " ")}</td>
               </tr>
@@ -144,8 +146,14 @@ function ImportApp({ client }: { client: AdminClient }) {
         {preview && (
           <div class="import-preview" aria-label={t("import_preview")}>
             <p>
-              <strong>{preview.name}</strong> · {t("model")} <code>{preview.config.model}</code> · {preview.config.strategy} ·{" "}
-              {count(preview.config.tools.length, "tool")}
+              <strong>{preview.name}</strong> · {preview.config.mode ?? "agent-chat"} · {t("model")}{" "}
+              <code>{preview.config.model}</code>
+              {!PLAIN_MODES.includes(preview.config.mode ?? "agent-chat") && (
+                <>
+                  {" "}
+                  · {preview.config.strategy} · {count(preview.config.tools.length, "tool")}
+                </>
+              )}
             </p>
             {preview.warnings.length === 0 ? (
               <p class="ok-text">{t("imported_all")}</p>

@@ -3,7 +3,17 @@
 // statement and suggested questions. Saving an existing app makes a new configuration version.
 import { useState } from "preact/hooks";
 import type { AdminClient, AppConfig, InputField, ModelCheck } from "./api";
-import { configOf, missingFields, newField, variablesOf, withAppTool, type Draft } from "./logic";
+import {
+  PLAIN_MODES,
+  configOf,
+  missingFields,
+  modeOf,
+  newField,
+  variablesOf,
+  withAppTool,
+  withMode,
+  type Draft,
+} from "./logic";
 import { toolTitle } from "../shared/format";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
@@ -25,6 +35,7 @@ export function AppEditor({
   onSave: (name: string, description: string, config: Partial<AppConfig>) => Promise<void>;
 }) {
   const [draft, setDraft] = useState<Draft>(initial);
+  const plain = PLAIN_MODES.includes(modeOf(draft)); // a chat or completion app: no tools, no strategy
   const [error, setError] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
   const [saved, setSaved] = useState(savedNote !== null);
@@ -65,9 +76,10 @@ export function AppEditor({
           </label>
         </div>
       </Section>
+      {appId === undefined && <KindSection draft={draft} set={set} />}
       <ModelSection client={client} draft={draft} set={set} />
       <InstructionSection draft={draft} set={set} />
-      <ToolsSection client={client} appId={appId} draft={draft} set={set} />
+      {!plain && <ToolsSection client={client} appId={appId} draft={draft} set={set} />}
       <Section title="Limits">
         <div class="grid3">
           <label>
@@ -109,6 +121,36 @@ export function AppEditor({
 
 type Setter = (changes: Partial<Draft>) => void;
 
+const KINDS: [string, string][] = [
+  ["agent-chat", "Agent: a model with tools, in rounds"],
+  ["chat", "Chat: a conversation with the model, no tools"],
+  ["completion", "Text generator: a form in, one answer out"],
+];
+
+/** A new app's kind (Dify's mode), fixed once the app is made. */
+function KindSection({ draft, set }: { draft: Draft; set: Setter }) {
+  const mode = modeOf(draft);
+  return (
+    <Section title="Kind of app">
+      <div class="stack" role="radiogroup" aria-label="Kind of app">
+        {KINDS.map(([value, label]) => (
+          <label key={value} class="check">
+            <input
+              type="radio"
+              name="mode"
+              value={value}
+              checked={mode === value}
+              onChange={() => set(withMode(draft, value))}
+            />{" "}
+            {label}
+          </label>
+        ))}
+        <p class="muted">The kind cannot change once the app is made.</p>
+      </div>
+    </Section>
+  );
+}
+
 function ModelSection({ client, draft, set }: { client: AdminClient; draft: Draft; set: Setter }) {
   const [check, setCheck] = useState<ModelCheck | null>(null);
   const [testing, setTesting] = useState(false);
@@ -146,7 +188,7 @@ function ModelSection({ client, draft, set }: { client: AdminClient; draft: Draf
             </button>
           </span>
         </label>
-        <label>
+        <label hidden={PLAIN_MODES.includes(modeOf(draft))}>
           Strategy
           <select name="strategy" value={draft.strategy} onChange={(e) => set({ strategy: e.currentTarget.value })}>
             <option value="auto">auto (function calling when the model can)</option>

@@ -5,6 +5,7 @@ import { t, type Key } from "./i18n";
 export interface AppSummary {
   id: string;
   name: string;
+  mode: string; // agent-chat, chat or completion
   model: string;
   strategy: string;
   tools: number;
@@ -22,6 +23,7 @@ export interface InputField {
 }
 
 export interface AppConfig {
+  mode?: string; // agent-chat (default), chat or completion
   model: string;
   model_params: Record<string, unknown>;
   strategy: string;

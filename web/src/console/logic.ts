@@ -143,7 +143,38 @@ export function draftOf(name: string, description: string, config: Partial<AppCo
 }
 
 /** The configuration a draft stands for; throws an Error naming the field when it cannot be one. */
+/** The draft's kind of app (Dify's mode): agent-chat, or chat / completion (a model and an
+ * instruction, no tools). It is set when the app is made and kept with the configuration after. */
+export function modeOf(draft: Draft): string {
+  const mode = draft.rest.mode;
+  return typeof mode === "string" ? mode : "agent-chat";
+}
+
+export const PLAIN_MODES = ["chat", "completion"];
+
+/** A draft made a kind of app: a new text generator gets Dify's `query` paragraph when it has no form
+ * yet, and its instruction ends with `{{query}}` (what Dify's clients send as `inputs.query`). */
+export function withMode(draft: Draft, mode: string): Draft {
+  const next = { ...draft, rest: { ...draft.rest, mode } };
+  if (mode !== "completion" || draft.form.length > 0) return next;
+  const query: InputField = { variable: "query", label: "Query", type: "paragraph", required: true, options: [] };
+  const instruction = draft.instruction.includes("{{query}}")
+    ? draft.instruction
+    : draft.instruction.trim()
+      ? `${draft.instruction.trimEnd()}\n\n{{query}}`
+      : "{{query}}";
+  return { ...next, form: [query], instruction };
+}
+
 export function configOf(draft: Draft): Partial<AppConfig> {
+  if (PLAIN_MODES.includes(modeOf(draft))) {
+    // a chat or completion app runs no tools: what the agent sections held is not sent
+    return { ...agentConfigOf({ ...draft, tools: [], knowledge: [], appTools: [], otherToolsets: "" }) };
+  }
+  return agentConfigOf(draft);
+}
+
+function agentConfigOf(draft: Draft): Partial<AppConfig> {
   let others: Record<string, unknown>[] = [];
   if (draft.otherToolsets.trim()) {
     try {

@@ -70,7 +70,7 @@ export class ServiceClient {
   }
 
   /** The app's name and description (and its id, which the page checks against its address). */
-  info(): Promise<{ id?: string; name: string; description: string }> {
+  info(): Promise<{ id?: string; name: string; description: string; mode?: string }> {
     return this.json("GET", "/info");
   }
 
@@ -124,6 +124,20 @@ export class ServiceClient {
       if (e instanceof ApiError && (e.status === 404 || e.status === 405)) return null;
       throw e;
     }
+  }
+
+  /** Starts a completion app's answer to the form's `inputs` (Dify's POST /v1/completion-messages);
+   * the response's body is the event stream. */
+  complete(inputs: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
+    return this.fetch("POST", "/completion-messages", {
+      json: { inputs, user: this.user, response_mode: "streaming" },
+      signal,
+      headers: { Accept: "text/event-stream" },
+    });
+  }
+
+  stopCompletion(taskId: string): Promise<unknown> {
+    return this.json("POST", `/completion-messages/${encodeURIComponent(taskId)}/stop`, { json: { user: this.user } });
   }
 
   stop(taskId: string): Promise<unknown> {

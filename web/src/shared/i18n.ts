@@ -120,6 +120,10 @@ const EN = {
   err_budget_run: "This answer reached the assistant's spending limit and was stopped.",
   err_invalid: "The request was not valid.",
   err_other: "Something went wrong. Please try again.",
+  generate: "Generate",
+  generate_help: "Answer the form (Ctrl+Enter)",
+  result: "Result",
+  no_result: "The answer will appear here.",
 };
 
 export type Key = keyof typeof EN;
@@ -238,6 +242,10 @@ const ZH: Record<Key, string> = {
   err_budget_run: "此回答达到了助手的花费上限，已停止。",
   err_invalid: "请求无效。",
   err_other: "出错了，请重试。",
+  generate: "生成",
+  generate_help: "根据表单生成回答（Ctrl+Enter）",
+  result: "结果",
+  no_result: "回答将显示在这里。",
 };
 
 const JA: Record<Key, string> = {
@@ -354,6 +362,10 @@ const JA: Record<Key, string> = {
   err_budget_run: "この回答はアシスタントの利用上限に達したため停止しました。",
   err_invalid: "リクエストが正しくありません。",
   err_other: "エラーが発生しました。もう一度お試しください。",
+  generate: "生成",
+  generate_help: "フォームに答える（Ctrl+Enter）",
+  result: "結果",
+  no_result: "ここに回答が表示されます。",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };

@@ -77,27 +77,49 @@ def with_overrides(report: ImportReport, *, name: str = "", model: str | None = 
 
 
 def app_config_from_options(
-    *, model: str | None, tools: Sequence[str], instruction: str, strategy: str
+    *,
+    model: str | None,
+    tools: Sequence[str],
+    instruction: str,
+    strategy: str,
+    mode: str = "agent-chat",
 ) -> AppConfig:
-    """The configuration of an app given by its parts; an unknown built-in tool or a bad value raises
-    :class:`ConfigImportError`."""
+    """The configuration of an app given by its parts (``mode``: agent-chat, chat or completion); an
+    unknown built-in tool or a bad value raises :class:`ConfigImportError`."""
     from loopwright.tools.builtin import builtin_tools
 
     known = {t.name for t in builtin_tools()}
     unknown = [t for t in tools if t not in known]
     if unknown:
         raise ConfigImportError(f"unknown tool {unknown[0]!r}; built-in tools: {', '.join(sorted(known))}")
+    config: dict[str, Any] = {
+        "mode": mode,
+        "model": model or "local",
+        "instruction": instruction,
+        "strategy": strategy,
+        "tools": [{"name": t} for t in tools],
+    }
+    if mode == "completion":
+        config.update(completion_defaults(instruction))
     try:
-        return AppConfig.model_validate(
-            {
-                "model": model or "local",
-                "instruction": instruction,
-                "strategy": strategy,
-                "tools": [{"name": t} for t in tools],
-            }
-        )
+        return AppConfig.model_validate(config)
     except pydantic.ValidationError as e:
         raise ConfigImportError(f"invalid app config: {first_error(e)}") from None
+
+
+# Dify's new text generator: one required paragraph, ``query``, which its clients send as
+# ``inputs.query`` and the prompt shows as ``{{query}}``.
+COMPLETION_QUERY_FIELD = {"variable": "query", "label": "Query", "type": "paragraph", "required": True}
+
+
+def completion_defaults(instruction: str) -> dict[str, Any]:
+    """A new completion app's form and instruction, as Dify makes them: the ``query`` field, and the
+    instruction ending in ``{{query}}`` (the instruction alone when it names it already)."""
+    if "{{query}}" in instruction:
+        prompt = instruction
+    else:
+        prompt = f"{instruction.rstrip()}\n\n{{{{query}}}}" if instruction.strip() else "{{query}}"
+    return {"user_input_form": [dict(COMPLETION_QUERY_FIELD)], "instruction": prompt}
 
 
 async def create_app(
@@ -115,10 +137,24 @@ async def create_app(
     _check_name(name)
     check_config(config, _allow_list(allow))
     async with _session(database_url, db) as session:
+        dumped = config.model_dump()
         app, _ = await repo.create_app(
-            session, name.strip(), config.model_dump(), description=description, mode=config.mode
+            session, name.strip(), dumped, description=description, mode=config.mode
         )
         return app.id
+
+
+async def _check_mode_kept(session: AsyncSession, app: App, config: AppConfig) -> None:
+    """An app's mode is what it was made as (Dify's too): a chat app's clients read ``message`` events,
+    an agent's ``agent_message``, a text generator's call another route. The current configuration's
+    mode is the app's."""
+    latest = await repo.latest_config(session, app.id)
+    mode = str((latest.config if latest is not None else {}).get("mode") or "agent-chat")
+    if config.mode != mode:
+        raise UserInputError(
+            f"app {app.name!r} is a {mode} app; its mode cannot change to {config.mode} "
+            "(create a new app with that mode)"
+        )
 
 
 async def app_readiness(app_id: str, *, database_url: str | None = None) -> list[Readiness]:
@@ -196,6 +232,7 @@ async def add_toolset(
 class AppSummary:
     id: str
     name: str
+    mode: str  # agent-chat, chat or completion (fixed at creation)
     model: str
     strategy: str
     tools: int
@@ -228,6 +265,7 @@ async def list_apps(*, database_url: str | None = None, db: Database | None = No
                 AppSummary(
                     app.id,
                     app.name,
+                    app.mode,
                     str(config.get("model", "")),
                     str(config.get("strategy", "auto")),
                     len(config.get("tools") or []) + len(config.get("toolsets") or []),
@@ -308,6 +346,7 @@ async def update_app(
         if description is not None:
             app.description = description
         if config is not None:
+            await _check_mode_kept(session, app, config)
             return (await repo.add_config_version(session, app_id, config.model_dump())).version
         latest = await repo.latest_config(session, app_id)
         return latest.version if latest is not None else 0

@@ -55,7 +55,7 @@ class DifyExportResult:
 
 
 def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> DifyExportResult:
-    """``config`` as the YAML of a Dify agent-chat app export."""
+    """``config`` as the YAML of a Dify app export of its mode (agent-chat, chat or completion)."""
     warnings: list[str] = []
     tools = [t for t in (_tool(tool, warnings) for tool in config.tools) if t]
     tools += [
@@ -67,14 +67,14 @@ def export_dify_dsl(name: str, config: AppConfig, *, description: str = "") -> D
             "description": description,
             "icon": config.site.icon or "🤖",
             "icon_background": config.site.icon_background or "#FFEAD5",
-            "mode": "agent-chat",
+            "mode": config.mode,
             "name": name,
             "use_icon_as_answer_icon": False,
         },
         "kind": "app",
         "model_config": {
             "agent_mode": {
-                "enabled": True,
+                "enabled": config.mode == "agent-chat",
                 "max_iteration": max(1, min(config.max_iterations, 99)),
                 "strategy": _STRATEGIES[config.strategy],
                 "tools": tools,

@@ -1,4 +1,5 @@
-"""The import of a Dify agent-chat app export (DSL YAML): Dify's shapes in, loopwright's configuration out.
+"""The import of a Dify app export (DSL YAML) — agent-chat, chat or completion: Dify's shapes in,
+loopwright's configuration out.
 
 :func:`translate_export` reads the parsed export and returns the app's configuration as plain data (the
 fields of ``AppConfig``, which :func:`loopwright.app.config.import_dify_dsl` validates), with a warning
@@ -188,17 +189,19 @@ _FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox", "file"
 
 
 def translate_export(data: Mapping[str, Any], options: ImportOptions | None = None) -> DifyTranslation:
-    """The app a parsed Dify agent-chat export describes, as configuration data, with what each tool
-    became and a warning for each part that could not be mapped; :class:`DifyImportError` when it is not
-    an agent app's export (``agent-chat``, or an early ``chat`` app with its agent mode on)."""
+    """The app a parsed Dify export describes, as configuration data, with what each tool became and a
+    warning for each part that could not be mapped; :class:`DifyImportError` when it is not an
+    ``agent-chat``, ``chat`` or ``completion`` app's export (an ``agent`` export is
+    :mod:`~loopwright.app.dify.dsl_agent`'s)."""
     warnings = checked_version(data)
     try:
         export = DifyExport.model_validate(dict(data))
     except pydantic.ValidationError as e:
         raise DifyImportError(f"not a usable Dify export: {first_error(e)}") from None
     mc, agent = export.config, export.config.agent_mode
-    if export.app.mode != "agent-chat" and not (export.app.mode == "chat" and agent.enabled):
-        raise DifyImportError(_not_an_agent_app(export.app.mode))
+    mode = _import_mode(export.app.mode, agent.enabled)
+    if mode != "agent-chat":
+        agent = _without_agent(mode, agent, warnings)
     tools = map_tools(_tool_entries(agent.tools, warnings), options or ImportOptions())
     warnings += [
         f"tool {t.tool!r} ({t.provider_type} {t.provider!r}) was {t.became}"
@@ -207,6 +210,7 @@ def translate_export(data: Mapping[str, Any], options: ImportOptions | None = No
     ]
     model, params = _model(mc.model, warnings)
     config: dict[str, Any] = {
+        "mode": mode,
         "model": model,
         "model_params": params,
         "strategy": _STRATEGIES.get(agent.strategy, "auto"),
@@ -339,16 +343,31 @@ def _file_upload(spec: DifyFileUpload) -> dict[str, Any]:
     }
 
 
+def _import_mode(mode: str | None, agent_enabled: bool) -> str:
+    """The kind of app an export becomes: ``agent-chat`` (also an early ``chat`` app with its agent mode
+    on, Dify's first agent assistants), ``chat`` or ``completion``; :class:`DifyImportError` for a
+    kind loopwright does not run."""
+    if mode == "agent-chat" or (mode == "chat" and agent_enabled):
+        return "agent-chat"
+    if mode in ("chat", "completion"):
+        return mode
+    raise DifyImportError(_not_an_agent_app(mode))
+
+
+def _without_agent(mode: str, agent: AgentMode, warnings: list[str]) -> AgentMode:
+    """A chat or completion export's agent settings: none (the app is a model and an instruction).
+    Tools an export keeps from when its agent mode was on are reported, not imported."""
+    kept = [t for t in agent.tools if not (isinstance(t, dict) and t.get("enabled") is False)]
+    if kept:
+        warnings.append(
+            f"this {mode} app's agent mode is off: its {len(kept)} tool(s) were left out "
+            "(a chat or completion app runs no tools)"
+        )
+    return AgentMode()
+
+
 def _not_an_agent_app(mode: str | None) -> str:
     """Why an export of another kind of Dify app does not import, in its own words."""
-    if mode == "chat":
-        return (
-            "this is a Dify chat app export (a model and an instruction, agent mode off): loopwright "
-            "imports agent apps — turn agent mode on in Dify (or create the app with "
-            "loopwright app create NAME --instruction …) and import again"
-        )
-    if mode == "completion":
-        return "this is a Dify text generator (completion) app export: loopwright imports agent apps only"
     if mode in ("workflow", "advanced-chat"):
         return f"this is a Dify {mode} app export: a graph of nodes, which loopwright does not run"
     return f"not an agent-chat app export (mode: {mode!r})"

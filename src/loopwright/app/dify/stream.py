@@ -173,7 +173,8 @@ class DifyStream:
     def feed(self, event: AgentEvent | HandoffStarted) -> list[WireEvent]:
         """The wire events for one agent event (none for an event Dify does not show)."""
         hook = _HOOKS.get(type(event))
-        return hook(self, event) if hook is not None else []
+        wires = hook(self, event) if hook is not None else []
+        return _as_plain(wires) if self.extras.plain and wires else wires
 
     def on_text_delta(self, event: TextDelta) -> list[WireEvent]:
         if self.first_token_at is None:
@@ -491,6 +492,18 @@ class StreamExtras:
     # Dify's ``agent`` app mode: after the streamed ``agent_message`` pieces, the whole answer comes
     # again as one ``message`` event before ``message_end`` (its runner publishes the final output so)
     whole_answer_message: bool = False
+    # a chat or completion app (no tools): Dify's ``message`` events carry the text, no thoughts are shown
+    plain: bool = False
+
+
+def _as_plain(wires: list[WireEvent]) -> list[WireEvent]:
+    """A chat app's stream, as Dify's chat and completion apps send it: the text as ``message``
+    events, and no ``agent_thought`` (its one round is kept as a row, not shown)."""
+    return [
+        TextMessage(w.head, w.answer) if type(w) is AgentMessage else w
+        for w in wires
+        if type(w) is not AgentThought
+    ]
 
 
 def _usage_data(usage: Usage | None) -> dict[str, Any] | None:

@@ -38,6 +38,7 @@ from loopwright.app.dify.events import (
     AgentMessage,
     MessageEnd,
     MessageReplace,
+    TextMessage,
     ToolApprovalRequired,
     TtsMessage,
     TtsMessageEnd,
@@ -51,8 +52,9 @@ from loopwright.app.run.approvals import pending_values
 from loopwright.app.run.compaction import Compacted
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
-from loopwright.app.run.plan import RunPlan, fit_history, stream_extras, tool_labels_of
+from loopwright.app.run.plan import RunPlan, completion_prompt, fit_history, stream_extras, tool_labels_of
 from loopwright.app.run.runs import Run, RunOutcome
+from loopwright.errors import UserInputError
 from loopwright.model.entities import Usage, UserMessage
 from loopwright.store import memory as memory_store
 from loopwright.store.models import ConversationSummary, utcnow
@@ -60,6 +62,9 @@ from loopwright.store.writer import Insert
 
 log = logging.getLogger("loopwright.app")
 
+EMPTY_COMPLETION = (
+    "nothing to complete: the app's instruction and the inputs are empty, and no query was given"
+)
 RESUMED = "resumed"  # the reason of the message_replace a run taken up after a cut model call sends
 
 Speaker = Callable[[str], Awaitable[AsyncGenerator[bytes, None]]]  # text → its speech, as it comes
@@ -137,7 +142,7 @@ class MessageRun:
         async with contextlib.aclosing(source):
             async for event in source:
                 for wire in feed(event):
-                    if type(wire) is not AgentMessage:
+                    if type(wire) is not AgentMessage and type(wire) is not TextMessage:
                         await self._on_wire(wire)
                     elif output is not None:
                         output.feed(wire.answer)
@@ -195,8 +200,13 @@ class MessageRun:
         if plan.team is not None:  # handoffs: the message may move to other apps (app.run.handoffs)
             stream.app_names = plan.team.names
             stream.answered_by = plan.team.start
+        query = prelude.query
+        if plan.config.mode == "completion":  # Dify's text generator: the prompt is the message
+            query = completion_prompt(plan.config.instruction, prelude.inputs, query)
+            if not query:
+                raise UserInputError(EMPTY_COMPLETION)
         return (plan.team or plan.agent).stream(
-            prelude.query,
+            query,
             history=history,
             inputs=prelude.inputs,
             files=plan.files.parts or None,

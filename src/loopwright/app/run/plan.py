@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright.agent import Agent, Budget
-from loopwright.app.config import AppConfig
+from loopwright.agent.prompts import fill_inputs
+from loopwright.app.config import PLAIN_MODES, AppConfig
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import EventHead
 from loopwright.app.dify.stream import EvidencePolicy, StreamExtras
@@ -347,6 +348,15 @@ def tool_labels_of(agent: Agent) -> dict[str, dict[str, str]]:
     }
 
 
+def completion_prompt(instruction: str, inputs: Mapping[str, Any], query: str) -> str:
+    """A completion app's message to the model, as Dify's text generator makes it: the instruction with
+    the form's ``{{variables}}`` filled in, then the request's ``query`` when one is given (Dify's
+    clients put the text in ``inputs.query``, which the instruction names)."""
+    prompt = fill_inputs(instruction, inputs).strip()
+    query = query.strip()
+    return f"{prompt}\n\n{query}" if prompt and query else prompt or query
+
+
 def stream_extras(config: AppConfig) -> StreamExtras:
     """What the app adds to Dify's stream (approvals, structured output, evidence)."""
     evidence = config.evidence
@@ -358,4 +368,5 @@ def stream_extras(config: AppConfig) -> StreamExtras:
         if evidence.required and knowledge
         else None,
         whole_answer_message=config.mode == "agent",
+        plain=config.mode in PLAIN_MODES,
     )

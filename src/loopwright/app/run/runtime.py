@@ -702,7 +702,8 @@ def build_agent(
         model=model,
         tools=[*chosen, *toolsets, *(handoff_tool(h.app, h.description) for h in config.handoffs)],
         files=files,
-        instruction=_with_evidence_note(config),
+        # a completion app's instruction is its message to the model (app.run.plan.completion_prompt)
+        instruction="" if config.mode == "completion" else _with_evidence_note(config),
         strategy=config.strategy,
         max_iterations=config.max_iterations,
         model_params=config.model_params,

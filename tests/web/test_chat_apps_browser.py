@@ -1,0 +1,103 @@
+"""The chat page of a chat app and of a completion app (Dify's chat and text generator) in a real
+browser (Debian's Chromium through Playwright) against a real ``loopwright serve`` on 127.0.0.1, the
+apps on scripted models: a chat app answers with no agent rounds and no agent log; a completion app is
+a form and one streamed answer, not a chat thread."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.web.browser import (
+    DESKTOP,
+    ChatApp,
+    Server,
+    chromium,
+    create_apps,
+    need_browser,
+    screenshot_path,
+    serious_violations,
+    start_server,
+    stop_server,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+FORM = [
+    {
+        "variable": "A",
+        "label": "Database Type",
+        "type": "select",
+        "required": True,
+        "options": ["MySQL", "PostgreSQL"],
+    },
+    {"variable": "default_input", "label": "Input", "type": "paragraph", "required": True},
+]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict[str, ChatApp]]]:
+    need_browser()
+    folder = tmp_path_factory.mktemp("chat-apps")
+    db_path = folder / "web.db"
+    specs: dict[str, dict[str, Any]] = {
+        "helper": {"mode": "chat", "instruction": "Be kind.", "script": {"replies": ["Hello **there**."]}},
+        "sql": {
+            "mode": "completion",
+            "instruction": "Write SQL for {{A}}: {{default_input}}",
+            "user_input_form": FORM,
+            "script": {"replies": ["```sql\nSELECT * FROM users;\n```", "SELECT 1;"]},
+        },
+    }
+    apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", specs, folder))
+    server = start_server(folder, db_path)
+    try:
+        yield server, apps
+    finally:
+        stop_server(server)
+
+
+@pytest.fixture(scope="module")
+def browser(world: Any) -> Iterator[Any]:
+    yield from chromium()
+
+
+def test_a_chat_app_answers_without_agent_rounds(world: Any, watched: Any) -> None:
+    server, apps = world
+    view = watched(viewport=DESKTOP, color_scheme="light").page()
+    view.goto(apps["helper"].link(server.url))
+    box = view.get_by_label("Message")
+    box.fill("Hi")
+    box.press("Enter")
+    view.locator(".exchange.status-done").wait_for()
+    assert view.locator(".exchange .answer strong").inner_text() == "there"
+    assert view.locator(".exchange details.steps").count() == 0  # no "Worked · rounds" for a chat app
+    assert view.get_by_role("button", name="Agent log").count() == 0
+    view.screenshot(path=str(screenshot_path("chat-app-answer")))
+
+
+def test_a_completion_app_is_a_form_and_one_answer(world: Any, watched: Any) -> None:
+    server, apps = world
+    view = watched(viewport=DESKTOP, color_scheme="light").page()
+    view.goto(apps["sql"].link(server.url))
+    view.get_by_role("button", name="Generate").wait_for()
+    assert view.get_by_label("Message").count() == 0  # no chat thread, no composer
+    assert view.locator(".conversation-list").count() == 0
+    # the form is checked before anything is sent
+    view.get_by_role("button", name="Generate").click()
+    view.get_by_role("alert").filter(has_text="Database Type").wait_for()
+    view.get_by_label("Database Type").select_option("PostgreSQL")
+    view.get_by_label("Input").fill("all users")
+    view.get_by_role("button", name="Generate").click()
+    result = view.locator(".completion-result.status-done")
+    result.wait_for()
+    assert "SELECT * FROM users;" in result.locator("pre code").inner_text()
+    assert serious_violations(view) == []
+    view.screenshot(path=str(screenshot_path("completion-app-answer")))
+    # a second run replaces the answer: one answer, not a thread
+    view.get_by_role("button", name="Generate").click()
+    view.locator(".completion-result.status-done .answer", has_text="SELECT 1;").wait_for()
+    assert view.locator(".completion-result .answer").count() == 1
