@@ -83,6 +83,15 @@ const TWO_TOOLS: DifyEvent[] = [
 ];
 
 describe("applyEvent", () => {
+  it("shows a chat app's message events as its answer, and an agent app's closing message once", () => {
+    const chat = run([{ event: "message", ...head, answer: "Hel" }, { event: "message", ...head, answer: "lo." }]);
+    expect(chat.answer).toBe("Hello.");
+    expect(chat.rounds.map((r) => r.text)).toEqual(["Hello."]);
+    const whole: DifyEvent = { event: "message", ...head, answer: "Hello." };
+    const agent = run([text("Hel"), text("lo."), whole]);
+    expect(agent.answer).toBe("Hello.");
+    expect(agent.rounds.map((r) => r.text)).toEqual(["Hello."]);
+  });
   it("builds one round per thought id, with the tool calls as they start and finish", () => {
     const whileRunning = run(TWO_TOOLS.slice(0, 5));
     expect(whileRunning.status).toBe("streaming");

@@ -65,6 +65,9 @@ export interface MessageView {
   latency: number | null;
   createdAt: number | null;
   answeredBy: string | null; // the app that answered, after a handoff (the stored `answered_by`)
+  // its text came as `agent_message` pieces: a `message` event after them is the whole answer again
+  // (Dify's `agent` apps), not more text
+  agentStreamed?: boolean;
 }
 
 let counter = 0;
@@ -104,7 +107,9 @@ const num = (v: unknown): number | null => (typeof v === "number" && Number.isFi
 export function applyEvent(m: MessageView, e: DifyEvent, now: number): MessageView {
   switch (e.event) {
     case "agent_message":
+      return { ...withText(withIds(m, e), str(e.answer)), agentStreamed: true };
     case "message":
+      if (m.agentStreamed) return { ...withIds(m, e), answer: str(e.answer) || m.answer };
       return withText(withIds(m, e), str(e.answer));
     case "agent_thought":
       return withThought(withIds(m, e), e, now);
