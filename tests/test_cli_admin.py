@@ -319,7 +319,7 @@ def test_app_create_makes_chat_and_completion_apps(db_path: Path) -> None:
     with_tools = runner.invoke(app, ["app", "create", "bad", "--mode", "chat", "--tool", "calculator"])
     assert with_tools.exit_code == 1 and "a chat app has no tools" in with_tools.stderr
     unknown = runner.invoke(app, ["app", "create", "bad", "--mode", "workflow"])
-    assert unknown.exit_code == 1 and "'agent-chat', 'chat' or 'completion'" in unknown.stderr
+    assert unknown.exit_code == 1 and "'agent-chat', 'agent', 'chat' or 'completion'" in unknown.stderr
 
 
 def test_an_apps_mode_stays_what_it_was_made_as(db_path: Path) -> None:

@@ -127,6 +127,7 @@ POST /v1/apps/annotation-reply/{action} app
 GET /v1/apps/annotation-reply/{action}/status/{job_id} app
 POST /v1/chat-messages/{task_id}/approvals app
 GET /chat public
+GET /chat-renderer public
 GET /chat/{app_id} public
 POST /v1/audio-to-text app
 POST /v1/text-to-audio app

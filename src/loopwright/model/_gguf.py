@@ -16,6 +16,8 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
+from loopwright.errors import UserInputError
+
 _STRING = 8
 _ARRAY = 9
 # value type -> size in bytes of the fixed-size types (uint8 … float64, bool)
@@ -23,8 +25,8 @@ _FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _MAX_STRING = 64 * 2**20  # a metadata string longer than this is a damaged file, not a template
 
 
-class GGUFError(ValueError):
-    """The file is not a GGUF file this reader understands."""
+class GGUFError(UserInputError):
+    """The file is not a GGUF file this reader understands (a model path the user gave)."""
 
 
 def read_string(path: str | Path, key: str) -> str | None:
