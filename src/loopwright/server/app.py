@@ -29,6 +29,7 @@ from loopwright.server import (
     routes_annotations,
     routes_app,
     routes_approvals,
+    routes_human_input,
     routes_audio,
     routes_chat,
     routes_conversations,
@@ -129,6 +130,7 @@ def create_app(
     app.include_router(routes_end_users.router)
     app.include_router(routes_annotations.router)
     app.include_router(routes_approvals.router)
+    app.include_router(routes_human_input.router)
     routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
     app.include_router(routes_audio.router)
     app.include_router(routes_dataset_edits.router)

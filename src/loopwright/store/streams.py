@@ -42,6 +42,7 @@ __all__ = [
     "notifies",
     "parse_notification",
     "purge_streams",
+    "reopen_stream",
     "request_follow",
     "request_stop",
     "seen_by_client",
@@ -175,6 +176,22 @@ def write_chunks(
 
 async def get_stream(session: AsyncSession, task_id: str) -> RunStream | None:
     return await session.get(RunStream, task_id)
+
+
+async def reopen_stream(session: AsyncSession, task_id: str) -> int | None:
+    """Make the stream of a message that paused go on: its end is taken back (an empty last chunk
+    deleted, the last one's ``final`` cleared, the row not ended); the number of its last event, or
+    None when it has no stream (the journal was off, or it was purged). Commits."""
+    if await session.get(RunStream, task_id) is None:
+        return None
+    await session.execute(
+        delete(RunEvent).where(RunEvent.task_id == task_id, RunEvent.last_seq < RunEvent.first_seq)
+    )
+    await session.execute(update(RunEvent).where(RunEvent.task_id == task_id).values(final=False))
+    await session.execute(update(RunStream).where(RunStream.task_id == task_id).values(ended_at=None))
+    last = await session.scalar(select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id))
+    await session.commit()
+    return int(last or 0)
 
 
 async def chunks_after(session: AsyncSession, task_id: str, after: int) -> list[RunEvent]:
