@@ -16,6 +16,7 @@ decided another way: 412 (Dify's answers).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Annotated
@@ -82,20 +83,23 @@ async def _followed(
     head, seen = await runtime.stored_events(task_id, app_id, user)
     last = seen[-1].seq if seen else 0
     pauses = _pause_seqs(seen)
-    if snapshot or not pauses:
-        first = seen
-    else:  # from the last pause on (nothing yet when the run still waits there)
-        first = [e for e in seen if e.seq > pauses[-1]]
+    paused_now = bool(pauses) and pauses[-1] == last
+    before = [p for p in pauses if p < last] if paused_now else pauses
+    # without the snapshot: what the last decision started (up to the pause waiting now, if any)
+    first = seen if snapshot or not before else [e for e in seen if e.seq > before[-1]]
 
     async def events() -> AsyncIterator[list[Replayed]]:
         if first:
             yield first
-        after = last
-        paused = bool(seen) and seen[-1].seq in pauses
+        after, paused = last, paused_now
         while True:
-            if paused and not across_pauses and first:
-                return
+            if paused:
+                if not across_pauses:
+                    return
+                async for ping in _decided(runtime, task_id, app_id, user, after):
+                    yield ping
             _, live = await runtime.follow(task_id, app_id, user, after)
+            paused = False
             async for batch in live:
                 if batch:
                     after = batch[-1].seq
@@ -105,6 +109,22 @@ async def _followed(
                 return
 
     return head, events()
+
+
+async def _decided(
+    runtime: AppRuntime, task_id: str, app_id: str, user: str, after: int
+) -> AsyncIterator[list[Replayed]]:
+    """Wait until a paused stream goes on (a decision resumed it), a ping (empty batch) now and then."""
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
+    while True:
+        _, stored = await runtime.stored_events(task_id, app_id, user)
+        if stored and stored[-1].seq > after:
+            return
+        await asyncio.sleep(runtime.journal.poll_interval)
+        if loop.time() - quiet_since >= runtime.ping_interval:
+            quiet_since = loop.time()
+            yield []
 
 
 @router.get("/v1/workflow/{task_id}/events", response_model=None)

@@ -416,10 +416,15 @@ class AppRuntime:
         resume = resumption(row, request.decisions, self.clock())  # bad decisions: the form stays open
         await human_input.use(self.db, opened, action)
         try:
-            run = await self._resume(row, resume, True)
+            return await self._resume_detached(row, resume)
         except ApprovalsClosedError:
             raise human_input.FormClosedError("The run is no longer waiting on this form") from None
-        drain = asyncio.ensure_future(_drain(run))  # nobody reads it here: the journal keeps it
+
+    async def _resume_detached(self, row: PendingApproval, resume: Resumption) -> Run:
+        """Resume a paused message that no client reads: its events go to the journal only, for
+        ``follow`` (``GET /v1/workflow/{task_id}/events``)."""
+        run = await self._resume(row, resume, True)
+        drain = asyncio.ensure_future(_drain(run))
         self._background.add(drain)
         drain.add_done_callback(self._background.discard)
         return run
@@ -432,7 +437,7 @@ class AppRuntime:
         count = 0
         for row in rows:
             try:
-                await self._resume(row, resumption(row, (), now), False)
+                await self._resume_detached(row, resumption(row, (), now))
                 count += 1
             except ApprovalsClosedError:
                 continue  # decided meanwhile
