@@ -59,7 +59,9 @@ def test_a_form_decides_a_run_paused_before_a_restart(server_env: dict[str, str]
         )
         assert submitted.status_code == 200 and submitted.json() == {}
         params = {"user": "alice"}
-        rest = _events(httpx.get(f"{base}/v1/workflow/{task_id}/events", params=params, headers=headers, timeout=60).text)
+        rest = _events(
+            httpx.get(f"{base}/v1/workflow/{task_id}/events", params=params, headers=headers, timeout=60).text
+        )
         again = httpx.post(
             f"{base}/v1/form/human_input/{token}",
             json={"inputs": {}, "action": "approve", "user": "alice"},

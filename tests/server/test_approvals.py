@@ -169,7 +169,7 @@ async def test_a_react_app_pauses_too(client: httpx.AsyncClient, new_app: NewApp
     replies = [action("calculator", {"expression": "2+3"}), action("Final Answer", "5")]
     app = await new_app(replies, features=[], **APPROVAL)
     events = await pause(client, app)
-    waiting = events[-1]
+    waiting = events[-3]  # before Dify 1.13's human_input_required and workflow_paused
     assert waiting["event"] == "tool_approval_required"
     call_id = waiting["tool_calls"][0]["id"]
     decided = await decide(client, app, waiting["task_id"], {"call_id": call_id, "action": "approve"})
@@ -213,7 +213,7 @@ async def test_a_message_may_pause_twice(client: httpx.AsyncClient, new_app: New
     second = parse_sse(
         (await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text, pings=False
     )
-    waiting = second[-1]
+    waiting = second[-3]
     assert waiting["event"] == "tool_approval_required" and waiting["task_id"] == task_id
     assert waiting["tool_calls"][0]["id"] == "call_b"
     positions = {e["id"]: e["position"] for e in second if e["event"] == "agent_thought"}

@@ -141,7 +141,9 @@ async def test_the_token_is_bound_to_its_app_and_user_and_used_once(
     assert (await client.get(f"/v1/form/human_input/{token}", headers=other.headers)).status_code == 404
     assert (await submit(client, other, token, "approve")).status_code == 404
     assert (await submit(client, app, token, "approve", user="mallory")).status_code == 404
-    wrong_user = await client.get(f"/v1/form/human_input/{token}", params={"user": "mallory"}, headers=app.headers)
+    wrong_user = await client.get(
+        f"/v1/form/human_input/{token}", params={"user": "mallory"}, headers=app.headers
+    )
     assert wrong_user.status_code == 404
     assert (await submit(client, app, token, "maybe")).status_code == 400
     assert (await submit(client, app, token, "approve", nope="x")).status_code == 400
@@ -175,7 +177,10 @@ async def test_an_expired_form_is_refused_and_the_timeout_is_announced(
     await runtime.runs.wait_idle()
     rest = await follow(client, app, form_task(events))
     assert rest[0]["event"] == "human_input_form_timeout"
-    assert rest[0]["data"]["expiration_time"] == by_name(events, "human_input_required")["data"]["expiration_time"]
+    assert (
+        rest[0]["data"]["expiration_time"]
+        == by_name(events, "human_input_required")["data"]["expiration_time"]
+    )
     assert rest[-1]["event"] == "message_end"
 
 

@@ -141,4 +141,3 @@ async def workflow_events(
     )
     ids = runtime.settings.sse_event_ids == "always"
     return EventStream(partial(replay_to, head, events, ids=ids), headers=SSE_HEADERS)
-

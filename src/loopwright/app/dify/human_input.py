@@ -84,7 +84,12 @@ class ApprovalForm:
             lines.append(f"- **{call['tool']}** with `{_arguments_text(call['arguments'])}`")
         lines.append("")
         if self.editable:
-            lines += ["Arguments (edit them before approving, if you like):", "", f"{{{{#$output.{ARGUMENTS}#}}}}", ""]
+            lines += [
+                "Arguments (edit them before approving, if you like):",
+                "",
+                f"{{{{#$output.{ARGUMENTS}#}}}}",
+                "",
+            ]
         lines += ["Reason (told to the assistant if you reject):", "", f"{{{{#$output.{REASON}#}}}}"]
         return "\n".join(lines)
 

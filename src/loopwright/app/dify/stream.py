@@ -302,7 +302,9 @@ class DifyStream:
             WorkflowPaused(self.head, [reason], elapsed, self.usage.total_tokens, len(self.thoughts)),
         ]
 
-    def resumed(self, form: ApprovalForm, decisions: Sequence[ApprovalDecision], timed_out: bool) -> WireEvent:
+    def resumed(
+        self, form: ApprovalForm, decisions: Sequence[ApprovalDecision], timed_out: bool
+    ) -> WireEvent:
         """The first event of a resumed message, as Dify's after a Human Input node: the form filled
         (approved if any call was, else rejected) or timed out."""
         if timed_out:

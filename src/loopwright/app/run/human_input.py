@@ -132,9 +132,7 @@ def _edited(form: ApprovalForm, inputs: Mapping[str, Any]) -> dict[str, Any] | N
     return value
 
 
-def submission(
-    opened: OpenForm, action: str, inputs: Mapping[str, Any], user: str
-) -> ApprovalsRequest:
+def submission(opened: OpenForm, action: str, inputs: Mapping[str, Any], user: str) -> ApprovalsRequest:
     """The decisions a submitted form stands for (its action on every call waiting)."""
     form, row = opened.form, opened.row
     if action not in (APPROVE, REJECT):

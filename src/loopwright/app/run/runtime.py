@@ -34,6 +34,7 @@ from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField, names_conversations
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import AgentThought, EventHead
+from loopwright.app.dify.human_input import ApprovalForm
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.files.speech import Speech
 from loopwright.app.files.uploads import UploadLimits, upload_limits
@@ -41,7 +42,7 @@ from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import budgets, handoffs, memory, naming
+from loopwright.app.run import budgets, handoffs, human_input, memory, naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -51,8 +52,6 @@ from loopwright.app.run.approvals import (
     check_owner,
     resumption,
 )
-from loopwright.app.dify.human_input import ApprovalForm
-from loopwright.app.run import human_input
 from loopwright.app.run.compaction import summarize_with
 from loopwright.app.run.executors import Executor, InProcessExecutor, check_executor
 from loopwright.app.run.journal import EventJournal, Replayed, RunRecord, stream_row
