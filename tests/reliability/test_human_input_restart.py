@@ -68,7 +68,8 @@ def test_a_form_decides_a_run_paused_before_a_restart(server_env: dict[str, str]
             headers=headers,
             timeout=30,
         )
-    assert rest[0]["event"] == "human_input_form_filled" and rest[-1]["event"] == "message_end"
+    assert rest[0]["event"] == "human_input_form_filled", [(e["event"], e.get("message")) for e in rest]
+    assert rest[-1]["event"] == "message_end"
     observed = [e for e in rest if e["event"] == "agent_thought" and e["observation"]]
     assert json.loads(observed[0]["observation"]) == {"calculator": "42"}
     assert again.status_code == 412  # a form is used once

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from loopwright.store.models import RunEvent, RunStream, Worker
+from loopwright.store.models import PendingApproval, RunEvent, RunStream, Worker
 from loopwright.store.writer import WriteFn, insert_unless_present
 
 __all__ = [
@@ -318,10 +318,17 @@ async def interrupt_streams(
         .group_by(RunEvent.task_id)
     )
     last = {task_id: seq for task_id, seq in (await session.execute(latest)).all()}
+    # a message paused for approvals was not interrupted: its stream just ends (a decision reopens it)
+    waiting = set(
+        await session.scalars(select(PendingApproval.task_id).where(PendingApproval.task_id.in_(ids)))
+    )
     chunks = []
     for stream in orphans:
         seq = int(last.get(stream.task_id) or 0) + 1
-        chunks.append(Chunk(stream.task_id, seq, seq, [dict(final_item(stream))], True))
+        if stream.task_id in waiting:
+            chunks.append(Chunk(stream.task_id, seq, seq - 1, [], True))
+        else:
+            chunks.append(Chunk(stream.task_id, seq, seq, [dict(final_item(stream))], True))
     await write_chunks(chunks, now, origin="sweep")(session)
     return ids
 
