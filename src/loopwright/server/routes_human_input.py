@@ -80,10 +80,10 @@ async def _followed(
 ) -> tuple[EventHead, AsyncIterator[list[Replayed]]]:
     """The events a client asked for: the stored ones it wants, then the live ones (see the module's
     docstring)."""
-    head, seen = await runtime.stored_events(task_id, app_id, user)
+    head, seen, ended = await _settled(runtime, task_id, app_id, user)
     last = seen[-1].seq if seen else 0
     pauses = _pause_seqs(seen)
-    paused_now = bool(pauses) and pauses[-1] == last
+    paused_now = ended and bool(pauses) and pauses[-1] == last  # still waiting at its last pause
     before = [p for p in pauses if p < last] if paused_now else pauses
     # without the snapshot: what the last decision started (up to the pause waiting now, if any)
     first = seen if snapshot or not before else [e for e in seen if e.seq > before[-1]]
@@ -111,6 +111,23 @@ async def _followed(
     return head, events()
 
 
+async def _settled(
+    runtime: AppRuntime, task_id: str, app_id: str, user: str
+) -> tuple[EventHead, list[Replayed], bool]:
+    """The stored events and whether the stream ended, once a pause just announced is settled: a
+    stream whose last event is ``workflow_paused`` and that has not ended is either ending there (its
+    end is being written) or resumed (a decision reopened it, its next event is coming) — whichever
+    it is shows within moments."""
+    while True:
+        head, seen, ended = await runtime.stored_events(task_id, app_id, user)
+        if ended or not seen or not _pause_seqs(seen[-1:]):
+            return head, seen, ended
+        await asyncio.sleep(runtime.journal.poll_interval / 4)
+        _, again, ended = await runtime.stored_events(task_id, app_id, user)
+        if ended or (again and again[-1].seq > seen[-1].seq):
+            return head, again, ended
+
+
 async def _decided(
     runtime: AppRuntime, task_id: str, app_id: str, user: str, after: int
 ) -> AsyncIterator[list[Replayed]]:
@@ -118,8 +135,8 @@ async def _decided(
     loop = asyncio.get_running_loop()
     quiet_since = loop.time()
     while True:
-        _, stored = await runtime.stored_events(task_id, app_id, user)
-        if stored and stored[-1].seq > after:
+        _, stored, ended = await runtime.stored_events(task_id, app_id, user)
+        if not ended or (stored and stored[-1].seq > after):
             return
         await asyncio.sleep(runtime.journal.poll_interval)
         if loop.time() - quiet_since >= runtime.ping_interval:

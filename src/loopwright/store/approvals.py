@@ -48,3 +48,13 @@ async def use_form(session: AsyncSession, token_hash: str, action: str, now: dat
     )
     await session.commit()
     return bool(getattr(result, "rowcount", 0))
+
+
+async def reopen_form(session: AsyncSession, token_hash: str) -> None:
+    """Take back a form's use (the run it decides could not be resumed: it still waits). Commits."""
+    await session.execute(
+        update(HumanInputForm)
+        .where(HumanInputForm.token_hash == token_hash)
+        .values(submitted_at=None, action=None)
+    )
+    await session.commit()

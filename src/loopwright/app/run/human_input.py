@@ -156,3 +156,9 @@ async def use(db: Database, opened: OpenForm, action: str) -> None:
     async with db.sessionmaker() as session:
         if not await store.use_form(session, opened.row.token_hash, action, utcnow()):
             raise FormClosedError("The form has already been submitted")
+
+
+async def unuse(db: Database, opened: OpenForm) -> None:
+    """Open the form again: the run it decided could not be resumed (it still waits)."""
+    async with db.sessionmaker() as session:
+        await store.reopen_form(session, opened.row.token_hash)

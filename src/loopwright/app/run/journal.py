@@ -413,13 +413,13 @@ class EventJournal:
                 if not followers:
                     del self._followers[task_id]
 
-    async def stored(self, task_id: str) -> list[Replayed]:
-        """The stream's events stored now (its writes waiting are made first)."""
+    async def stored(self, task_id: str) -> tuple[list[Replayed], bool]:
+        """The stream's events stored now (its writes waiting are made first), and whether it ended."""
         fut = self.flush()
         if fut is not None:
             await fut
-        events, _, _ = await self._read(task_id, 0)
-        return events
+        events, _, final = await self._read(task_id, 0)
+        return events, final
 
     def _ask_to_follow(self, task_id: str) -> None:
         """Make the run write this stream with the short interval: here, or by a notification to the

@@ -347,13 +347,17 @@ class AppRuntime:
         head = await self.journal.head_of(task_id, app_id, user)
         return head, self.journal.follow(task_id, after, self.ping_interval)
 
-    async def stored_events(self, task_id: str, app_id: str, user: str) -> tuple[EventHead, list[Replayed]]:
+    async def stored_events(
+        self, task_id: str, app_id: str, user: str
+    ) -> tuple[EventHead, list[Replayed], bool]:
         """The leading fields and the stored events of a message of this app and user (as ``follow``
-        finds them, without waiting for more); ``NotFoundError`` as ``follow``'s."""
+        finds them, without waiting for more), and whether its stream has ended (a pause ends it until
+        a decision resumes it); ``NotFoundError`` as ``follow``'s."""
         if self.runs.get(task_id) is not None:
             await self.db.writer.flush()
         head = await self.journal.head_of(task_id, app_id, user)
-        return head, await self.journal.stored(task_id)
+        events, ended = await self.journal.stored(task_id)
+        return head, events, ended
 
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user, whichever process runs it; whether this
@@ -418,6 +422,17 @@ class AppRuntime:
             return await self._resume_detached(row, resume)
         except ApprovalsClosedError:
             raise human_input.FormClosedError("The run is no longer waiting on this form") from None
+        except BaseException:  # refused before it resumed (e.g. the app's max_active_requests)
+            await human_input.unuse(self.db, opened)
+            raise
+
+    async def _paused_stream_written(self, task_id: str) -> None:
+        """Wait until the stream of a message that paused in this process is stored to its end, so
+        that the resumed run numbers its events on from the last one (``streams.reopen_stream``)."""
+        local = self.runs.get(task_id)
+        if local is not None and local.ended_as() == "waiting" and local.task is not None:
+            await asyncio.wait({local.task})
+        await self.journal.settled()
 
     async def _resume_detached(self, row: PendingApproval, resume: Resumption) -> Run:
         """Resume a paused message that no client reads: its events go to the journal only, for
@@ -466,6 +481,7 @@ class AppRuntime:
             catching_up.add_done_callback(self._background.discard)
         # Counted as a running message of the app (max_active_requests) before the row is taken, so
         # a refusal leaves the run waiting.
+        await self._paused_stream_written(row.task_id)
         with self.active.counted(row.app_id, version.config.max_active_requests) as count:
             async with self.db.sessionmaker() as session:
                 taken = await pending.take_pending(session, row.task_id)
