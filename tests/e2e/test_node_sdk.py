@@ -52,11 +52,11 @@ async def base_url(server_app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> Asyn
         yield f"{url}/v1"
 
 
-async def run_scenario(base_url: str, key: str) -> dict[str, Any]:
+async def run_scenario(base_url: str, key: str, scenario: str = "scenario.mjs") -> dict[str, Any]:
     env = {**os.environ, "DIFY_BASE_URL": base_url, "DIFY_API_KEY": key, "NO_PROXY": "127.0.0.1"}
     proc = await asyncio.create_subprocess_exec(
         node(),
-        str(SDK_DIR / "scenario.mjs"),
+        str(SDK_DIR / scenario),
         cwd=SDK_DIR,
         env=env,
         stdout=asyncio.subprocess.PIPE,
@@ -92,3 +92,17 @@ async def test_the_node_sdk_chats_lists_renames_and_deletes(base_url: str, new_a
         "status": 401,
         "body": {"code": "unauthorized", "message": "Access token is invalid", "status": 401},
     }
+
+
+async def test_the_node_sdk_approves_a_tool_through_dify_human_input(base_url: str, new_app: NewApp) -> None:
+    call = {"text": "Let me compute.", "tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
+    app = await new_app([call, "It is 5."], approval={"tools": ["calculator"], "timeout": 600})
+    r = await run_scenario(base_url, app.key, "human_input.mjs")
+    assert r["paused"][-2:] == ["human_input_required", "workflow_paused"]
+    assert r["form"]["status"] == 200 and "calculator" in r["form"]["body"]["form_content"]
+    assert r["submit"] == {"status": 200, "body": {}}
+    resumed = r["resumed"]
+    assert resumed[0]["event"] == "human_input_form_filled" and resumed[0]["data"]["action_id"] == "approve"
+    assert resumed[-1]["event"] == "message_end"
+    assert "It is 5." in "".join(e["answer"] for e in resumed if e["event"] == "agent_message")
+    assert r["again"]["status"] == 412

@@ -58,12 +58,14 @@ async def test_the_stream_pauses_and_an_approval_resumes_it(
     app = await new_app([CALC, "It is 5."], **APPROVAL)
     events = await pause(client, app)
     names = [e["event"] for e in events]
-    assert names[-1] == "tool_approval_required" and "message_end" not in names
-    waiting = events[-1]
+    # Dify 1.13's announcement of the pause follows loopwright's own (app.run.human_input)
+    assert names[-3:] == ["tool_approval_required", "human_input_required", "workflow_paused"]
+    assert "message_end" not in names
+    waiting = events[-3]
     assert waiting["tool_calls"] == [
         {"id": "call_a", "tool": "calculator", "arguments": {"expression": "2+3"}}
     ]
-    thought = events[-2]
+    thought = events[-4]
     assert thought["event"] == "agent_thought" and thought["tool"] == "calculator"
     assert thought["observation"] == "" and thought["id"] == waiting["thought_id"]
     task_id, message_id = waiting["task_id"], waiting["message_id"]
@@ -167,7 +169,7 @@ async def test_a_react_app_pauses_too(client: httpx.AsyncClient, new_app: NewApp
     replies = [action("calculator", {"expression": "2+3"}), action("Final Answer", "5")]
     app = await new_app(replies, features=[], **APPROVAL)
     events = await pause(client, app)
-    waiting = events[-1]
+    waiting = events[-3]  # before Dify 1.13's human_input_required and workflow_paused
     assert waiting["event"] == "tool_approval_required"
     call_id = waiting["tool_calls"][0]["id"]
     decided = await decide(client, app, waiting["task_id"], {"call_id": call_id, "action": "approve"})
@@ -211,7 +213,7 @@ async def test_a_message_may_pause_twice(client: httpx.AsyncClient, new_app: New
     second = parse_sse(
         (await decide(client, app, task_id, {"call_id": "call_a", "action": "approve"})).text, pings=False
     )
-    waiting = second[-1]
+    waiting = second[-3]
     assert waiting["event"] == "tool_approval_required" and waiting["task_id"] == task_id
     assert waiting["tool_calls"][0]["id"] == "call_b"
     positions = {e["id"]: e["position"] for e in second if e["event"] == "agent_thought"}

@@ -126,6 +126,9 @@ DELETE /v1/apps/annotations/{annotation_id} app
 POST /v1/apps/annotation-reply/{action} app
 GET /v1/apps/annotation-reply/{action}/status/{job_id} app
 POST /v1/chat-messages/{task_id}/approvals app
+GET /v1/form/human_input/{form_token} app
+POST /v1/form/human_input/{form_token} app
+GET /v1/workflow/{task_id}/events app
 GET /chat public
 GET /chat-renderer public
 GET /chat/{app_id} public

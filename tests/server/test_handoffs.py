@@ -282,7 +282,7 @@ async def test_a_message_paused_for_approval_after_a_handoff_goes_on_in_the_app_
     call = {"tool_calls": [["calculator", {"expression": "2+3"}, "call_a"]]}
     script(server_app, maths_config, [call, "It is 5."])
     events = await chat(client, desk, "What is 2 + 3?")
-    waiting = events[-1]
+    waiting = events[-3]  # then Dify 1.13's human_input_required and workflow_paused
     assert waiting["event"] == "tool_approval_required", waiting
 
     r = await decide(client, desk, waiting["task_id"], {"call_id": "call_a", "action": "approve"})

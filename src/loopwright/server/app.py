@@ -40,6 +40,7 @@ from loopwright.server import (
     routes_file_previews,
     routes_files,
     routes_health,
+    routes_human_input,
     routes_mcp,
     routes_openai,
     routes_plugin_icons,
@@ -131,6 +132,7 @@ def create_app(
     app.include_router(routes_end_users.router)
     app.include_router(routes_annotations.router)
     app.include_router(routes_approvals.router)
+    app.include_router(routes_human_input.router)
     routes_web.install(app)  # the web UI: /chat/{app_id} and /static/assets
     app.include_router(routes_audio.router)
     app.include_router(routes_dataset_edits.router)

@@ -126,6 +126,7 @@ STREAMING = {
     ("post", "/ag-ui"),
     ("get", "/v1/chat-messages/{task_id}/events"),
     ("post", "/v1/chat-messages/{task_id}/approvals"),
+    ("get", "/v1/workflow/{task_id}/events"),
 }
 EVENT_STREAM: dict[str, Any] = {"schema": {"type": "string", "description": "Server-Sent Events"}}
 

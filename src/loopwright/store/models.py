@@ -452,6 +452,32 @@ class PendingApproval(Base):
     __table_args__ = (Index("ix_pending_approvals_expires_at", "expires_at"),)
 
 
+class HumanInputForm(Base):
+    """A paused run's Dify Human Input form (``app.run.human_input``): its token's SHA-256 (the token
+    itself is never stored), the app and user it belongs to, the calls it decides on (to tell its
+    pause from a later one of the same message), its deadline, and once submitted, when and how. The
+    row outlives the pause, so that a second submission is told the form was used."""
+
+    __tablename__ = "human_input_forms"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    form_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    task_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    app_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    user: Mapped[str] = mapped_column(String(255), nullable=False)
+    node_id: Mapped[str] = mapped_column(String(36), nullable=False)  # the paused round's thought id
+    calls: Mapped[str] = mapped_column(Text, nullable=False)  # JSON: the calls waiting
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    action: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+    __table_args__ = (
+        Index("ix_human_input_forms_task_id", "task_id"),
+        Index("ix_human_input_forms_expires_at", "expires_at"),
+    )
+
+
 class UsageCounter(Base):
     """What one scope spent, for the app's budgets (``app.run.budgets``): ``scope`` is ``app``,
     ``end_user`` or ``conversation``, ``scope_id`` its id, ``day`` the UTC day (``YYYY-MM-DD``) of a

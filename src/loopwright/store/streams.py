@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from loopwright.store.models import RunEvent, RunStream, Worker
+from loopwright.store.models import PendingApproval, RunEvent, RunStream, Worker
 from loopwright.store.writer import WriteFn, insert_unless_present
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "notifies",
     "parse_notification",
     "purge_streams",
+    "reopen_stream",
     "request_follow",
     "request_stop",
     "seen_by_client",
@@ -177,6 +178,22 @@ async def get_stream(session: AsyncSession, task_id: str) -> RunStream | None:
     return await session.get(RunStream, task_id)
 
 
+async def reopen_stream(session: AsyncSession, task_id: str) -> int | None:
+    """Make the stream of a message that paused go on: its end is taken back (an empty last chunk
+    deleted, the last one's ``final`` cleared, the row not ended); the number of its last event, or
+    None when it has no stream (the journal was off, or it was purged). Commits."""
+    if await session.get(RunStream, task_id) is None:
+        return None
+    await session.execute(
+        delete(RunEvent).where(RunEvent.task_id == task_id, RunEvent.last_seq < RunEvent.first_seq)
+    )
+    await session.execute(update(RunEvent).where(RunEvent.task_id == task_id).values(final=False))
+    await session.execute(update(RunStream).where(RunStream.task_id == task_id).values(ended_at=None))
+    last = await session.scalar(select(func.max(RunEvent.last_seq)).where(RunEvent.task_id == task_id))
+    await session.commit()
+    return int(last or 0)
+
+
 async def chunks_after(session: AsyncSession, task_id: str, after: int) -> list[RunEvent]:
     """The chunks of a stream holding events numbered above ``after``, and its final chunk (which may
     hold none, or only events at or below ``after``: a client that saw events never stored before its
@@ -301,10 +318,17 @@ async def interrupt_streams(
         .group_by(RunEvent.task_id)
     )
     last = {task_id: seq for task_id, seq in (await session.execute(latest)).all()}
+    # a message paused for approvals was not interrupted: its stream just ends (a decision reopens it)
+    waiting = set(
+        await session.scalars(select(PendingApproval.task_id).where(PendingApproval.task_id.in_(ids)))
+    )
     chunks = []
     for stream in orphans:
         seq = int(last.get(stream.task_id) or 0) + 1
-        chunks.append(Chunk(stream.task_id, seq, seq, [dict(final_item(stream))], True))
+        if stream.task_id in waiting:
+            chunks.append(Chunk(stream.task_id, seq, seq - 1, [], True))
+        else:
+            chunks.append(Chunk(stream.task_id, seq, seq, [dict(final_item(stream))], True))
     await write_chunks(chunks, now, origin="sweep")(session)
     return ids
 

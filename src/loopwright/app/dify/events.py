@@ -21,6 +21,9 @@ __all__ = [
     "AgentThought",
     "ErrorEvent",
     "EventHead",
+    "HumanInputFormFilled",
+    "HumanInputFormTimeout",
+    "HumanInputRequired",
     "MessageEnd",
     "MessageFile",
     "MessageReplace",
@@ -29,6 +32,7 @@ __all__ = [
     "TtsMessage",
     "TtsMessageEnd",
     "WireEvent",
+    "WorkflowPaused",
 ]
 
 
@@ -196,6 +200,99 @@ class ToolApprovalRequired:
 
 
 @dataclass(frozen=True, slots=True)
+class HumanInputRequired:
+    """Dify 1.13's announcement of a run paused for a person (its Human Input node), sent after
+    ``tool_approval_required``: ``form`` is the form's data (``app.dify.human_input``), its
+    ``form_token`` the key to ``GET``/``POST /v1/form/human_input/{form_token}``. Dify's
+    ``workflow_run_id`` is the task id here (a loopwright message is its own run)."""
+
+    head: EventHead
+    form: dict[str, Any]
+    event: Literal["human_input_required"] = field(default="human_input_required", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.head.fields(self.event), "workflow_run_id": self.head.task_id, "data": self.form}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowPaused:
+    """Dify 1.13's last event of a paused run's stream: the forms waiting, as ``reasons``."""
+
+    head: EventHead
+    reasons: list[dict[str, Any]]  # each {"type": "human_input_required", **form}
+    elapsed_time: float
+    total_tokens: int
+    total_steps: int
+    event: Literal["workflow_paused"] = field(default="workflow_paused", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "workflow_run_id": self.head.task_id,
+            "data": {
+                "workflow_run_id": self.head.task_id,
+                "paused_nodes": [r["node_id"] for r in self.reasons],
+                "outputs": {},
+                "reasons": self.reasons,
+                "status": "paused",
+                "created_at": self.head.created_at,
+                "elapsed_time": self.elapsed_time,
+                "total_tokens": self.total_tokens,
+                "total_steps": self.total_steps,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HumanInputFormFilled:
+    """Dify 1.13's first event of a run resumed by a decision (the form's action, or loopwright's
+    approvals endpoint): which action, and the form's content as rendered."""
+
+    head: EventHead
+    node_id: str
+    node_title: str
+    rendered_content: str
+    action_id: str
+    action_text: str
+    event: Literal["human_input_form_filled"] = field(default="human_input_form_filled", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "workflow_run_id": self.head.task_id,
+            "data": {
+                "node_id": self.node_id,
+                "node_title": self.node_title,
+                "rendered_content": self.rendered_content,
+                "action_id": self.action_id,
+                "action_text": self.action_text,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HumanInputFormTimeout:
+    """Dify 1.13's first event of a run resumed because nobody decided in time."""
+
+    head: EventHead
+    node_id: str
+    node_title: str
+    expiration_time: int
+    event: Literal["human_input_form_timeout"] = field(default="human_input_form_timeout", init=False)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.head.fields(self.event),
+            "workflow_run_id": self.head.task_id,
+            "data": {
+                "node_id": self.node_id,
+                "node_title": self.node_title,
+                "expiration_time": self.expiration_time,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run ended with ``error``; its Dify ``code``, ``status`` and ``message`` are the exception's
     (``app.dify.errors``). Dify's error event has no ``task_id``."""
@@ -247,6 +344,10 @@ WireEvent = (
     | MessageReplace
     | TextMessage
     | ToolApprovalRequired
+    | HumanInputRequired
+    | WorkflowPaused
+    | HumanInputFormFilled
+    | HumanInputFormTimeout
     | ErrorEvent
     | TtsMessage
     | TtsMessageEnd

@@ -18,15 +18,16 @@ ReAct — the same, except that the final round emits no ``agent_thought``: its 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from loopwright.agent._snapshot import dump_usage, load_usage
-from loopwright.agent.approvals import Interruption
+from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.events import (
     AgentEvent,
     ApprovalRequired,
@@ -51,12 +52,26 @@ from loopwright.app.dify.events import (
     AgentThought,
     ErrorEvent,
     EventHead,
+    HumanInputFormFilled,
+    HumanInputFormTimeout,
+    HumanInputRequired,
     MessageEnd,
     MessageFile,
     MessageReplace,
     TextMessage,
     ToolApprovalRequired,
     WireEvent,
+    WorkflowPaused,
+)
+from loopwright.app.dify.human_input import (
+    ACTION_TEXT,
+    APPROVE,
+    ARGUMENTS,
+    NODE_TITLE,
+    REASON,
+    REJECT,
+    ApprovalForm,
+    new_token,
 )
 from loopwright.model.entities import Usage
 from loopwright.store.codec import (
@@ -136,6 +151,8 @@ class DifyStream:
         self.extras = extras or StreamExtras()
         self.interruption: Interruption | None = None  # set when the run paused for approvals
         self.paused_until: datetime | None = None  # when the calls waiting count as denied
+        self.form: ApprovalForm | None = None  # the pause as Dify's Human Input form, and its token
+        self.form_token = ""
         self.output: dict[str, Any] | None = None  # structured output's outcome, for message_end
         self.labels = labels or {}  # tool name → Dify's label (``{"en_US", "zh_Hans"}``); else the name
         self.react = strategy == "react"
@@ -273,10 +290,37 @@ class DifyStream:
             row.call_ids.append(call.id)
         self.paused_until = utcnow() + timedelta(seconds=self.extras.approval_timeout)
         calls = [c.to_dict() for c in event.pending]
+        expires_at = unix_seconds(self.paused_until)
+        # the same pause as Dify 1.13 announces a Human Input node's (app.dify.human_input)
+        self.form = ApprovalForm(str(uuid.uuid4()), row.id, calls, expires_at)
+        self.form_token = new_token()
+        form = self.form.data(self.form_token)
+        elapsed = time.perf_counter() - self.started
+        reason = {"type": "human_input_required", **form}
         return [
             self._thought(row),
-            ToolApprovalRequired(self.head, row.id, calls, unix_seconds(self.paused_until)),
+            ToolApprovalRequired(self.head, row.id, calls, expires_at),
+            HumanInputRequired(self.head, form),
+            WorkflowPaused(self.head, [reason], elapsed, self.usage.total_tokens, len(self.thoughts)),
         ]
+
+    def resumed(
+        self, form: ApprovalForm, decisions: Sequence[ApprovalDecision], timed_out: bool
+    ) -> WireEvent:
+        """The first event of a resumed message, as Dify's after a Human Input node: the form filled
+        (approved if any call was, else rejected) or timed out."""
+        if timed_out:
+            return HumanInputFormTimeout(self.head, form.node_id, NODE_TITLE, form.expires_at)
+        action = APPROVE if any(d.approved for d in decisions) else REJECT
+        reason = next((d.reason for d in decisions if not d.approved and d.reason), "")
+        edited = next((d.arguments for d in decisions if d.arguments is not None), None)
+        inputs: dict[str, Any] = {REASON: reason}
+        if form.editable:
+            inputs[ARGUMENTS] = json.dumps(edited, ensure_ascii=False, sort_keys=True) if edited else ""
+            inputs[ARGUMENTS] = inputs[ARGUMENTS] or form.default_values()[ARGUMENTS]
+        return HumanInputFormFilled(
+            self.head, form.node_id, NODE_TITLE, form.rendered(inputs), action, ACTION_TEXT[action]
+        )
 
     def on_plan_created(self, event: PlanCreated) -> list[WireEvent]:
         """The plan, as its round's thought: a checklist, re-sent (same ``id``) as its steps end."""

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.errors import NotFoundError, UserInputError
-from loopwright.store.models import PendingApproval
+from loopwright.store.models import PendingApproval, unix_seconds
 
 log = logging.getLogger("loopwright.app")
 
@@ -62,6 +62,8 @@ class Resumption:
     interruption: Interruption
     decisions: list[ApprovalDecision]
     stream_state: dict[str, Any]
+    expires_at: int = 0  # unix seconds: the pause's deadline
+    timed_out: bool = False  # no decision came in time: every call is denied
 
 
 class ApprovalsClosedError(NotFoundError):
@@ -126,9 +128,11 @@ def resumption(row: PendingApproval, decisions: Sequence[Decision], now: datetim
             checked.append(ApprovalDecision.approve(d.call_id, args))
         else:
             checked.append(ApprovalDecision.deny(d.call_id, d.reason))
-    if now >= row.expires_at:
+    timed_out = now >= row.expires_at
+    if timed_out:
         checked = [ApprovalDecision.deny(c, TIMEOUT_REASON) for c in sorted(waiting)]
-    return Resumption(interruption, checked, json.loads(row.stream_state))
+    state = json.loads(row.stream_state)
+    return Resumption(interruption, checked, state, unix_seconds(row.expires_at), timed_out)
 
 
 class ApprovalTimer:

@@ -106,7 +106,7 @@ class InProcessExecutor:
             assert isinstance(plan.end_user, str)  # a message that goes on has its end user already
             thoughts = () if plan.taken_up else [t["id"] for t in plan.resume.stream_state["thoughts"]]
             writes.resumed(thoughts, plan.end_user, self.lease.id)
-        if record is None and plan.taken_up:
+        if record is None and (plan.taken_up or plan.continues_stream):
             record = self.journal.record(head.task_id, plan.first_seq)
         elif record is None:
             record = self.journal.open(head, request.app_id, request.user, self.lease.id)

@@ -197,6 +197,8 @@ class EventJournal:
             return None
         record = RunRecord(self, task_id)
         record.seq = seq
+        record.followed = record.followed or task_id in self._followers
+        self._records[task_id] = record  # a follower here makes it written at once
         return record
 
     def open(self, head: EventHead, app_id: str, user: str, worker_id: str | None) -> RunRecord | None:
@@ -410,6 +412,14 @@ class EventJournal:
                 followers.discard(follower)
                 if not followers:
                     del self._followers[task_id]
+
+    async def stored(self, task_id: str) -> tuple[list[Replayed], bool]:
+        """The stream's events stored now (its writes waiting are made first), and whether it ended."""
+        fut = self.flush()
+        if fut is not None:
+            await fut
+        events, _, final = await self._read(task_id, 0)
+        return events, final
 
     def _ask_to_follow(self, task_id: str) -> None:
         """Make the run write this stream with the short interval: here, or by a notification to the

@@ -50,6 +50,7 @@ from loopwright.app.guards.steps import OUTPUT_MODERATION, Guards, OutputFlagged
 from loopwright.app.run import budgets, memory
 from loopwright.app.run.approvals import pending_values
 from loopwright.app.run.compaction import Compacted
+from loopwright.app.run.human_input import form_row, resumed_event
 from loopwright.app.run.journal import RunRecord
 from loopwright.app.run.message_writes import MessageWrites
 from loopwright.app.run.plan import RunPlan, completion_prompt, fit_history, stream_extras, tool_labels_of
@@ -57,7 +58,7 @@ from loopwright.app.run.runs import Run, RunOutcome
 from loopwright.errors import UserInputError
 from loopwright.model.entities import Usage, UserMessage
 from loopwright.store import memory as memory_store
-from loopwright.store.models import ConversationSummary, utcnow
+from loopwright.store.models import ConversationSummary, HumanInputForm, utcnow
 from loopwright.store.writer import Insert
 
 log = logging.getLogger("loopwright.app")
@@ -176,6 +177,8 @@ class MessageRun:
         plan, stream = self.plan, self.stream
         if plan.resume is not None:
             stream.restore(plan.resume.stream_state)
+            if plan.replaced is None and stream.thoughts:  # a decision, not a takeover: as Dify's
+                await self.run.emit(resumed_event(stream, plan.resume))
             if plan.replaced is not None:  # taken up after a cut model call, which runs again
                 await self.run.emit(MessageReplace(plan.head, plan.replaced, RESUMED))
             resume = plan.resume
@@ -266,6 +269,9 @@ class MessageRun:
         error_text = str(outcome.error) if outcome.error is not None else None
         if outcome.status == "waiting":
             writes.pause(await self._pending())
+            if stream.form is not None and stream.paused_until is not None:  # app.run.human_input
+                row = form_row(self.plan, stream.form, stream.form_token, stream.paused_until)
+                writes.submit(Insert(HumanInputForm, row))
         saving = asyncio.ensure_future(writes.finish(stream, outcome.status, error_text, elapsed))
         try:
             await asyncio.shield(saving)

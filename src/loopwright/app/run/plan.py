@@ -97,6 +97,7 @@ class RunPlan:
     end_user: str | asyncio.Task[str]  # the id, or the task finding it (a new user, new conversation)
     resume: Resumption | None = None  # a message that goes on (approvals, or taken up after a crash)
     taken_up: bool = False  # taken up by the durable executor: its rows and stream exist
+    continues_stream: bool = False  # resumed after a pause: its stream exists and goes on
     replaced: str | None = None  # taken up after a cut model call: the answer its client should show
     first_seq: int = 0  # the number of the last event its stream already holds
     # the run's caps, narrowed by what the app's wider caps leave (app.run.budgets); None: the agent's
@@ -275,6 +276,7 @@ def resumed_plan(
     replaced: str | None = None,
     first_seq: int = 0,
     encoder: Callable[[int], DifyEncoder] | None = None,
+    continues_stream: bool = False,
 ) -> RunPlan:
     """The plan of a message that goes on from its stored state: resumed after approvals, or taken up
     by the durable executor (``taken_up``) from its last checkpoint. ``encoder``: the wire the rest
@@ -302,6 +304,7 @@ def resumed_plan(
         taken_up=taken_up,
         replaced=replaced,
         first_seq=first_seq,
+        continues_stream=continues_stream,
     )
 
 

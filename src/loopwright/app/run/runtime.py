@@ -34,6 +34,7 @@ from loopwright.app.callbacks import load_callbacks
 from loopwright.app.config import AppConfig, InputField, names_conversations
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.app.dify.events import AgentThought, EventHead
+from loopwright.app.dify.human_input import ApprovalForm
 from loopwright.app.errors import ProviderNotInitializedError, RunExistsError
 from loopwright.app.files.speech import Speech
 from loopwright.app.files.uploads import UploadLimits, upload_limits
@@ -41,7 +42,7 @@ from loopwright.app.guards.annotations import Annotations
 from loopwright.app.guards.steps import Guards
 from loopwright.app.guards.tool_allowlist import check_config
 from loopwright.app.lookup import AppLookup, ConfigVersion
-from loopwright.app.run import budgets, handoffs, memory, naming
+from loopwright.app.run import budgets, handoffs, human_input, memory, naming
 from loopwright.app.run.approvals import (
     NOT_WAITING,
     ApprovalsClosedError,
@@ -68,6 +69,7 @@ from loopwright.config import ConfigError, Settings, build_model, load_settings,
 from loopwright.errors import LoopwrightError, UserInputError
 from loopwright.model.base import Model
 from loopwright.store import approvals as pending
+from loopwright.store import streams
 from loopwright.store.db import Database as Database  # the handle the runtime runs on, for its callers
 from loopwright.store.models import App, PendingApproval, RunStream, unix_seconds, utcnow
 from loopwright.tools.app_tool import AppAnswer
@@ -345,6 +347,18 @@ class AppRuntime:
         head = await self.journal.head_of(task_id, app_id, user)
         return head, self.journal.follow(task_id, after, self.ping_interval)
 
+    async def stored_events(
+        self, task_id: str, app_id: str, user: str
+    ) -> tuple[EventHead, list[Replayed], bool]:
+        """The leading fields and the stored events of a message of this app and user (as ``follow``
+        finds them, without waiting for more), and whether its stream has ended (a pause ends it until
+        a decision resumes it); ``NotFoundError`` as ``follow``'s."""
+        if self.runs.get(task_id) is not None:
+            await self.db.writer.flush()
+        head = await self.journal.head_of(task_id, app_id, user)
+        events, ended = await self.journal.stored(task_id)
+        return head, events, ended
+
     def stop(self, task_id: str, app_id: str, user: str) -> bool:
         """Stop a running message of this app and user, whichever process runs it; whether this
         process had it. A message paused for approvals is ended as stopped (in the background: see
@@ -388,6 +402,47 @@ class AppRuntime:
         resume = resumption(row, request.decisions, self.clock())
         return await self._resume(row, resume, request.response_mode == "streaming", request.encoder)
 
+    async def human_input_form(self, token: str, app_id: str, user: str | None = None) -> ApprovalForm:
+        """The open Dify Human Input form of ``token`` (app.run.human_input), if it is this app's
+        (and, given, this user's); else ``NotFoundError`` or a 412 error."""
+        return (await human_input.form_of(self.db, token, app_id, self.clock(), user)).form
+
+    async def submit_human_input(
+        self, token: str, app_id: str, user: str, action: str, inputs: Mapping[str, Any]
+    ) -> Run:
+        """Decide a paused message with its Human Input form: the form is used (once) and the message
+        resumes in the background, its events kept for ``follow``."""
+        opened = await human_input.form_of(self.db, token, app_id, self.clock(), user)
+        request = human_input.submission(opened, action, inputs, user)
+        async with self.db.sessionmaker() as session:
+            row = check_owner(await pending.get_pending(session, request.task_id), app_id, user)
+        resume = resumption(row, request.decisions, self.clock())  # bad decisions: the form stays open
+        await human_input.use(self.db, opened, action)
+        try:
+            return await self._resume_detached(row, resume)
+        except ApprovalsClosedError:
+            raise human_input.FormClosedError("The run is no longer waiting on this form") from None
+        except BaseException:  # refused before it resumed (e.g. the app's max_active_requests)
+            await human_input.unuse(self.db, opened)
+            raise
+
+    async def _paused_stream_written(self, task_id: str) -> None:
+        """Wait until the stream of a message that paused in this process is stored to its end, so
+        that the resumed run numbers its events on from the last one (``streams.reopen_stream``)."""
+        local = self.runs.get(task_id)
+        if local is not None and local.ended_as() == "waiting" and local.task is not None:
+            await asyncio.wait({local.task})
+        await self.journal.settled()
+
+    async def _resume_detached(self, row: PendingApproval, resume: Resumption) -> Run:
+        """Resume a paused message that no client reads: its events go to the journal only, for
+        ``follow`` (``GET /v1/workflow/{task_id}/events``)."""
+        run = await self._resume(row, resume, True)
+        drain = asyncio.ensure_future(_drain(run))
+        self._background.add(drain)
+        drain.add_done_callback(self._background.discard)
+        return run
+
     async def expire_approvals(self) -> int:
         """Resume the paused runs whose approval time is up, their calls denied; how many."""
         now = self.clock()
@@ -396,7 +451,7 @@ class AppRuntime:
         count = 0
         for row in rows:
             try:
-                await self._resume(row, resumption(row, (), now), False)
+                await self._resume_detached(row, resumption(row, (), now))
                 count += 1
             except ApprovalsClosedError:
                 continue  # decided meanwhile
@@ -426,9 +481,12 @@ class AppRuntime:
             catching_up.add_done_callback(self._background.discard)
         # Counted as a running message of the app (max_active_requests) before the row is taken, so
         # a refusal leaves the run waiting.
+        await self._paused_stream_written(row.task_id)
         with self.active.counted(row.app_id, version.config.max_active_requests) as count:
             async with self.db.sessionmaker() as session:
                 taken = await pending.take_pending(session, row.task_id)
+                # its stream goes on, numbered on (a re-attach follows the whole message)
+                first_seq = await streams.reopen_stream(session, row.task_id) if taken else None
             if not taken:
                 raise ApprovalsClosedError(NOT_WAITING)
             head = EventHead(
@@ -446,6 +504,8 @@ class AppRuntime:
                 resume=resume,
                 streaming=streaming,
                 encoder=encoder,
+                first_seq=first_seq or 0,
+                continues_stream=first_seq is not None,
             )
             run = self.executor.resume(plan)
             count.until(run)
@@ -678,6 +738,12 @@ class AppRuntime:
         if app is None:
             return None
         return app.name, app.description, version.config.user_input_form
+
+
+async def _drain(run: Run) -> None:
+    """Read a run's events that no client reads (they go to the journal as they are made)."""
+    async for _ in run.events():
+        pass
 
 
 def build_agent(

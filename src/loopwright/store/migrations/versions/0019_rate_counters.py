@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0019_rate_counters"
-down_revision = "0016_message_parents"
+down_revision = "0018_human_input_forms"
 branch_labels = None
 depends_on = None
 
