@@ -38,9 +38,10 @@ def _summary(plugin: InstalledPlugin) -> str:
     return f"{plugin.plugin_id} {plugin.manifest.version} ({tools} tools, Python {plugin.python})"
 
 
-def install_plugins(paths: list[Path]) -> list[InstalledPlugin]:
+def install_plugins(paths: list[Path], *, sdk_fallback: bool = True) -> list[InstalledPlugin]:
     """Install each path (a ``.difypkg``, a plugin folder, or a folder of ``.difypkg`` files), saying
-    what was installed on stderr; exits with the reason on the first failure."""
+    what was installed on stderr (and, for a plugin run on an older ``dify_plugin`` than it asks for,
+    what was checked); exits with the reason on the first failure."""
     from loopwright.errors import UserInputError
 
     store = _open().store
@@ -56,10 +57,12 @@ def install_plugins(paths: list[Path]) -> list[InstalledPlugin]:
         for package in packages:
             typer.secho(f"installing {package.name} …", err=True)
             try:
-                plugin = store.install(package)
+                plugin = store.install(package, sdk_fallback=sdk_fallback)
             except (UserInputError, OSError) as exc:
                 _fail(f"{package}: {exc}")
             typer.secho(f"installed {_summary(plugin)}", fg="green", err=True)
+            if plugin.sdk_fallback is not None:
+                typer.secho(f"  {plugin.sdk_fallback.line}", fg="yellow", err=True)
             done.append(plugin)
     return done
 
@@ -69,9 +72,16 @@ def install(
     paths: Annotated[
         list[Path], typer.Argument(help="A .difypkg file, a plugin's folder, or a folder of .difypkg files.")
     ],
+    sdk_fallback: Annotated[
+        bool,
+        typer.Option(
+            help="A plugin asking for a dify_plugin this Python cannot run (0.8+ needs 3.12) runs on the "
+            "newest one it can, when its code is checked to allow it; --no-sdk-fallback refuses it."
+        ),
+    ] = True,
 ) -> None:
     """Install plugins (each into its own environment; plugins with the same requirements share one)."""
-    for plugin in install_plugins(paths):
+    for plugin in install_plugins(paths, sdk_fallback=sdk_fallback):
         typer.echo(plugin.plugin_id)
 
 

@@ -148,19 +148,26 @@ def newer_interpreter(uv: str | None) -> Interpreter | None:
         return None
 
 
-def choose_interpreter(requirements: list[str], plugin_id: str, uv: str | None) -> Interpreter:
-    """The interpreter for a plugin with these requirements; a clear error when it needs a newer
-    Python than any found."""
+def choose_interpreter(
+    requirements: list[str], plugin_id: str, uv: str | None, *, sdk_fallback: bool = False
+) -> tuple[Interpreter, bool]:
+    """The interpreter for a plugin with these requirements, and whether it runs on an older SDK
+    than it asks for: a newer Python found on the machine is preferred; without one, ``sdk_fallback``
+    allows the newest SDK that runs on this one (``sdk_fallback.py`` checks the plugin allows it);
+    else a clear error."""
     python = host_interpreter()
     if not needs_newer_python(requirements, python):
-        return python
+        return python, False
     newer = newer_interpreter(uv)
     if newer is not None:
-        return newer
+        return newer, False
+    if sdk_fallback:
+        return python, True
     raise PluginInstallError(
         f"plugin {plugin_id} needs Python {SDK_NEEDS[0]}.{SDK_NEEDS[1]} or newer (its dify_plugin "
         f"requirement allows only SDK 0.8 or later), but the Python found is {python.label} "
-        f"({python.path}); install Python {SDK_NEEDS[0]}.{SDK_NEEDS[1]} and set {PYTHON_ENV} to it"
+        f"({python.path}); install Python {SDK_NEEDS[0]}.{SDK_NEEDS[1]} and set {PYTHON_ENV} to it, "
+        "or allow the SDK fallback (loopwright plugins install --sdk-fallback)"
     )
 
 
@@ -183,17 +190,28 @@ def env_python(env: Path) -> Path:
     return env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure_environment(requirements: list[str], python: Interpreter, envs_dir: Path) -> Path:
-    """The environment for these requirements under ``envs_dir``, built when missing. Blocking: call
-    it in a thread from async code."""
-    env = envs_dir / environment_key(requirements, python)
+def ensure_environment(
+    requirements: list[str], python: Interpreter, envs_dir: Path, *, sdk_fallback: bool = False
+) -> Path:
+    """The environment for these requirements under ``envs_dir``, built when missing; with
+    ``sdk_fallback``, on the newest ``dify_plugin`` that runs on ``python`` (``sdk_fallback.py``).
+    Blocking: call it in a thread from async code."""
+    key_lines = (
+        [*requirements, "# on the newest dify_plugin this Python runs"] if sdk_fallback else requirements
+    )
+    env = envs_dir / environment_key(key_lines, python)
     if env_python(env).exists() and (env / ".complete").exists():
         speed_up_stdin_reader(env)  # environments built before the patch existed
         return env
     envs_dir.mkdir(parents=True, exist_ok=True)
     temp = envs_dir / f".build-{uuid.uuid4().hex}"
     try:
-        _build(temp, requirements, python)
+        if sdk_fallback:
+            from loopwright.tools.dify_plugins.sdk_fallback import build_on_older_sdk
+
+            build_on_older_sdk(temp, requirements, python, find_uv(), _run)
+        else:
+            _build(temp, requirements, python)
         speed_up_stdin_reader(temp)
         (temp / ".complete").write_text("\n".join(requirements) + "\n", encoding="utf-8")
         try:
