@@ -104,6 +104,8 @@ def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON 
                     "tools": [t.name for t in provider.tools],
                     "credentials": state,
                     "python": plugin.python,
+                    # the older dify_plugin it runs on (docs/plugins.md#python-versions), else null
+                    "sdk_fallback": plugin.sdk_fallback.sdk if plugin.sdk_fallback is not None else None,
                 }
             )
     if as_json:
@@ -112,8 +114,10 @@ def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON 
     if not rows:
         typer.echo("no plugins installed (loopwright plugins install PATH)")
     for row in rows:
+        fallback = f"  on dify_plugin {row['sdk_fallback']} (SDK fallback)" if row["sdk_fallback"] else ""
         typer.echo(
-            f"{row['plugin']}  {row['version']}  provider {row['provider']}  credentials {row['credentials']}"
+            f"{row['plugin']}  {row['version']}  provider {row['provider']}  "
+            f"credentials {row['credentials']}{fallback}"
         )
         typer.echo(f"    tools: {', '.join(row['tools'])}")
 

@@ -99,6 +99,11 @@ def test_plugins_install_says_what_it_checked_and_no_sdk_fallback_refuses(
     assert done.stdout.split() == ["langgenius/regex"]
     assert "runs on dify_plugin 0." in done.stderr and "not the dify_plugin>=0.9.0 it asks for" in done.stderr
     assert "Python files compile" in done.stderr and "imports from dify_plugin resolve" in done.stderr
+    listed = json.loads(runner.invoke(app, ["plugins", "list", "--json"]).stdout)
+    assert [(row["plugin"], row["sdk_fallback"] is not None) for row in listed] == [
+        ("langgenius/regex", True)
+    ]
+    assert "(SDK fallback)" in runner.invoke(app, ["plugins", "list"]).stdout
 
 
 def broken_copy(tmp_path: Path, module: str, text: str) -> Path:

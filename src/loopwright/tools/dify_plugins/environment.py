@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tomllib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,14 +192,18 @@ def env_python(env: Path) -> Path:
 
 
 def ensure_environment(
-    requirements: list[str], python: Interpreter, envs_dir: Path, *, sdk_fallback: bool = False
+    requirements: list[str],
+    python: Interpreter,
+    envs_dir: Path,
+    *,
+    variant: str = "",
+    build: Callable[[Path], None] | None = None,
 ) -> Path:
-    """The environment for these requirements under ``envs_dir``, built when missing; with
-    ``sdk_fallback``, on the newest ``dify_plugin`` that runs on ``python`` (``sdk_fallback.py``).
-    Blocking: call it in a thread from async code."""
-    key_lines = (
-        [*requirements, "# on the newest dify_plugin this Python runs"] if sdk_fallback else requirements
-    )
+    """The environment for these requirements under ``envs_dir``, built when missing: by ``build``
+    (given the folder to build in) when given, which ``variant`` names in the environment's key
+    (``sdk_fallback.py`` builds on an older SDK), else with the requirements as they are. Blocking:
+    call it in a thread from async code."""
+    key_lines = [*requirements, f"# {variant}"] if variant else requirements
     env = envs_dir / environment_key(key_lines, python)
     if env_python(env).exists() and (env / ".complete").exists():
         speed_up_stdin_reader(env)  # environments built before the patch existed
@@ -206,10 +211,8 @@ def ensure_environment(
     envs_dir.mkdir(parents=True, exist_ok=True)
     temp = envs_dir / f".build-{uuid.uuid4().hex}"
     try:
-        if sdk_fallback:
-            from loopwright.tools.dify_plugins.sdk_fallback import build_on_older_sdk
-
-            build_on_older_sdk(temp, requirements, python, find_uv(), _run)
+        if build is not None:
+            build(temp)
         else:
             _build(temp, requirements, python)
         speed_up_stdin_reader(temp)
@@ -230,19 +233,21 @@ def _build(target: Path, requirements: list[str], python: Interpreter) -> None:
     reqs.write_text("\n".join(requirements) + "\n", encoding="utf-8")
     try:
         if uv is not None:
-            _run([uv, "venv", "--quiet", "--python", python.path, str(target)], "create the environment")
+            run_step([uv, "venv", "--quiet", "--python", python.path, str(target)], "create the environment")
             env = {**os.environ, "VIRTUAL_ENV": str(target)}
-            _run([uv, "pip", "install", "--quiet", "-r", str(reqs)], "install the requirements", env)
+            run_step([uv, "pip", "install", "--quiet", "-r", str(reqs)], "install the requirements", env)
         else:
             log.warning("uv is not installed: building the plugin environment with pip (much slower)")
-            _run([python.path, "-m", "venv", str(target)], "create the environment")
+            run_step([python.path, "-m", "venv", str(target)], "create the environment")
             pip = [str(env_python(target)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-            _run([*pip, "-r", str(reqs)], "install the requirements")
+            run_step([*pip, "-r", str(reqs)], "install the requirements")
     finally:
         reqs.unlink(missing_ok=True)
 
 
-def _run(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+def run_step(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    """Run one step of building an environment; a :class:`PluginInstallError` with its output when
+    it fails."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env)
     except subprocess.TimeoutExpired:

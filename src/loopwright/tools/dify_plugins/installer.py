@@ -36,7 +36,7 @@ from loopwright.tools.dify_plugins.environment import (
     read_requirements,
 )
 from loopwright.tools.dify_plugins.manifest import MANIFEST_FILE, PluginManifest, read_manifest
-from loopwright.tools.dify_plugins.sdk_fallback import SdkFallback, check_plugin
+from loopwright.tools.dify_plugins.sdk_fallback import VARIANT, SdkFallback, build_on_older_sdk, check_plugin
 
 RECORD_FILE = "plugin.json"
 CODE_DIR = "code"
@@ -103,11 +103,21 @@ class PluginStore:
             manifest = read_manifest(staging)
             _check_name(manifest)
             requirements = read_requirements(staging)
+            uv = find_uv()
             python, fallback = choose_interpreter(
-                requirements, manifest.plugin_id, find_uv(), sdk_fallback=sdk_fallback
+                requirements, manifest.plugin_id, uv, sdk_fallback=sdk_fallback
             )
-            env = ensure_environment(requirements, python, self.envs_dir, sdk_fallback=fallback)
-            checked = check_plugin(manifest, staging, env, python) if fallback else None
+            if not fallback:
+                env = ensure_environment(requirements, python, self.envs_dir)
+                return self._place(manifest, staging, env, python.label, None)
+            env = ensure_environment(
+                requirements,
+                python,
+                self.envs_dir,
+                variant=VARIANT,
+                build=lambda target: build_on_older_sdk(target, requirements, python, uv),
+            )
+            checked = check_plugin(manifest, staging, env, python)
             return self._place(manifest, staging, env, python.label, checked)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -36,12 +36,14 @@ from loopwright.tools.dify_plugins.environment import (
     Interpreter,
     PluginInstallError,
     env_python,
+    run_step,
 )
 from loopwright.tools.dify_plugins.manifest import PluginManifest
 from loopwright.tools.dify_plugins.process import plugin_environment
 
 SDK = "dify_plugin"
 FALLBACK_RECORD = ".sdk-fallback.json"  # in the environment: the SDK chosen and the pins lifted
+VARIANT = "on the newest dify_plugin this Python runs"  # in the environment's key
 START_TIMEOUT = 120.0  # seconds for a plugin to start (heavy ones import numpy, transformers, …)
 PROBE = Path(__file__).with_name("sdk_probe.py")
 _INSTALLED_TOOL = re.compile(r"Installed tool: (.+)")
@@ -132,12 +134,10 @@ def lifted_pins(requirements: list[str], sdk_requires: list[str]) -> list[tuple[
     return out
 
 
-def build_on_older_sdk(
-    target: Path, requirements: list[str], python: Interpreter, uv: str | None, run: Any
-) -> None:
+def build_on_older_sdk(target: Path, requirements: list[str], python: Interpreter, uv: str | None) -> None:
     """Build the environment at ``target`` with the newest SDK that runs on ``python`` in place of
-    the one the plugin asks for; its choice and the lifted pins go to ``FALLBACK_RECORD`` in it.
-    ``run(argv, what, env)`` runs one step (the environment module's)."""
+    the one the plugin asks for; its choice and the lifted pins go to ``FALLBACK_RECORD`` in it."""
+    run = run_step
     if uv is None:
         raise PluginInstallError("running a plugin on an older dify_plugin needs uv (pip install uv)")
     requested = sdk_requirement(requirements)
