@@ -53,6 +53,7 @@ from loopwright.tools.dify_plugins import (
 )
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.manifest import ParameterSpec, ToolSpec
+from loopwright.tools.dify_plugins.sdk_fallback import resolver_reason
 
 DEFAULT_IGNORE = (
     ".venv/",
@@ -258,11 +259,11 @@ def one(git_dir: Path, commit: str, name: str, store: PluginStore, work: Path) -
 
 
 def _reason(lines: list[str]) -> str:
-    """One line of an install error: its first line, with the resolver's key line when there is one."""
+    """One line of an install error: the installer's own (the SDK fallback's refusals are one line;
+    an environment that did not build says its resolver's cause)."""
     if not lines:
         return "(no message)"
-    key = next((s.strip() for s in lines[1:] if "because" in s or "requires" in s or "No solution" in s), "")
-    return (lines[0] + (" — " + key if key else ""))[:300]
+    return (lines[0] if len(lines) == 1 else f"{lines[0]} {resolver_reason(chr(10).join(lines))}")[:400]
 
 
 # --- the run ------------------------------------------------------------------------------------

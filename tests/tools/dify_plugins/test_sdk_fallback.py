@@ -25,7 +25,7 @@ from loopwright.tools.dify_plugins import (
 )
 from loopwright.tools.dify_plugins.credentials import CredentialStore
 from loopwright.tools.dify_plugins.environment import env_python
-from loopwright.tools.dify_plugins.sdk_fallback import lifted_pins
+from loopwright.tools.dify_plugins.sdk_fallback import lifted_pins, resolver_reason
 from tests.tools.dify_plugins.conftest import ENVS_CACHE, FIXTURES, SECRET
 
 CURRENT_REGEX = FIXTURES / "current" / "regex"
@@ -166,3 +166,18 @@ def test_the_plugins_requirement_lifts_only_the_old_sdks_pins_it_conflicts_with(
         ("requests>=2.34.2", "requests~=2.32.3"),
         ("flask>=3.1.3", "Flask~=3.0.3"),
     ]
+
+
+def test_an_install_failure_is_told_in_one_line_with_the_resolvers_cause() -> None:
+    uv_said = (
+        "could not install the requirements on dify_plugin 0.7.4:\n"
+        "error: No solution found when resolving dependencies\n"
+        "  cause: Because the current Python version (3.11.7) does not satisfy Python>=3.12 and "
+        "dify-easy==0.1.0 depends on Python>=3.12, we can conclude that dify-easy==0.1.0 cannot be used.\n"
+        "         And because you require dify-easy==0.1.0, we can conclude that your requirements are "
+        "unsatisfiable.\n"
+    )
+    reason = resolver_reason(uv_said)
+    assert "\n" not in reason
+    assert reason.startswith("No solution found when resolving dependencies: Because the current Python")
+    assert "dify-easy==0.1.0 depends on Python>=3.12" in reason

@@ -155,13 +155,28 @@ def build_on_older_sdk(target: Path, requirements: list[str], python: Interprete
     argv = [uv, "pip", "install", "--quiet", "-r", str(reqs)]
     if lifts:
         argv += ["--override", str(overrides)]
-    run(argv, f"install the requirements on dify_plugin {sdk}", env)
+    try:
+        run(argv, f"install the requirements on dify_plugin {sdk}", env)
+    except PluginInstallError as exc:
+        raise PluginInstallError(
+            f"could not install its requirements on dify_plugin {sdk}: {resolver_reason(str(exc))}"
+        ) from None
     record = {
         "requested": requested,
         "sdk": sdk,
         "lifted": [f"{plugin} (the SDK pins {pin})" for plugin, pin in lifts],
     }
     (target / FALLBACK_RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
+def resolver_reason(output: str) -> str:
+    """One line of an installer's failure: its ``error:`` line and the first ``cause:`` under it
+    (uv's resolver says there which requirement cannot be met and why)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    error = next((line.removeprefix("error:").strip() for line in lines if line.startswith("error:")), "")
+    cause = next((line.removeprefix("cause:").strip() for line in lines if line.startswith("cause:")), "")
+    text = ": ".join(part for part in (error, cause) if part) or (lines[-1] if lines else "no output")
+    return text[:400]
 
 
 def _sdk_metadata(env: Path) -> tuple[str, list[str]]:
