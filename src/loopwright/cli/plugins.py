@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -89,7 +89,7 @@ def install(
 def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False) -> None:
     """The installed plugins: their providers, tools and whether their credentials are set."""
     handle = _open()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for plugin in handle.store.list():
         stored = handle.credentials.read(plugin.folder)
         for provider in plugin.manifest.providers:
