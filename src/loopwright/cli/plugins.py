@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -39,9 +39,10 @@ def _summary(plugin: InstalledPlugin) -> str:
     return f"{plugin.plugin_id} {plugin.manifest.version} ({tools} tools, Python {plugin.python})"
 
 
-def install_plugins(paths: list[Path]) -> list[InstalledPlugin]:
+def install_plugins(paths: list[Path], *, sdk_fallback: bool = True) -> list[InstalledPlugin]:
     """Install each path (a ``.difypkg``, a plugin folder, or a folder of ``.difypkg`` files), saying
-    what was installed on stderr; exits with the reason on the first failure."""
+    what was installed on stderr (and, for a plugin run on an older ``dify_plugin`` than it asks for,
+    what was checked); exits with the reason on the first failure."""
     from loopwright.errors import UserInputError
 
     store = open_plugins().store
@@ -57,10 +58,12 @@ def install_plugins(paths: list[Path]) -> list[InstalledPlugin]:
         for package in packages:
             typer.secho(f"installing {package.name} …", err=True)
             try:
-                plugin = store.install(package)
+                plugin = store.install(package, sdk_fallback=sdk_fallback)
             except (UserInputError, OSError) as exc:
                 _fail(f"{package}: {exc}")
             typer.secho(f"installed {_summary(plugin)}", fg="green", err=True)
+            if plugin.sdk_fallback is not None:
+                typer.secho(f"  {plugin.sdk_fallback.line}", fg="yellow", err=True)
             done.append(plugin)
     return done
 
@@ -70,9 +73,16 @@ def install(
     paths: Annotated[
         list[Path], typer.Argument(help="A .difypkg file, a plugin's folder, or a folder of .difypkg files.")
     ],
+    sdk_fallback: Annotated[
+        bool,
+        typer.Option(
+            help="A plugin asking for a dify_plugin this Python cannot run (0.8+ needs 3.12) runs on the "
+            "newest one it can, when its code is checked to allow it; --no-sdk-fallback refuses it."
+        ),
+    ] = True,
 ) -> None:
     """Install plugins (each into its own environment; plugins with the same requirements share one)."""
-    for plugin in install_plugins(paths):
+    for plugin in install_plugins(paths, sdk_fallback=sdk_fallback):
         typer.echo(plugin.plugin_id)
 
 
@@ -80,7 +90,7 @@ def install(
 def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False) -> None:
     """The installed plugins: their providers, tools and whether their credentials are set."""
     handle = open_plugins()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for plugin in handle.store.list():
         stored = handle.credentials.read(plugin.folder)
         for provider in plugin.manifest.providers:
@@ -95,6 +105,8 @@ def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON 
                     "tools": [t.name for t in provider.tools],
                     "credentials": state,
                     "python": plugin.python,
+                    # the older dify_plugin it runs on (docs/plugins.md#python-versions), else null
+                    "sdk_fallback": plugin.sdk_fallback.sdk if plugin.sdk_fallback is not None else None,
                 }
             )
     if as_json:
@@ -103,8 +115,10 @@ def list_plugins(as_json: Annotated[bool, typer.Option("--json", help="One JSON 
     if not rows:
         typer.echo("no plugins installed (loopwright plugins install PATH)")
     for row in rows:
+        fallback = f"  on dify_plugin {row['sdk_fallback']} (SDK fallback)" if row["sdk_fallback"] else ""
         typer.echo(
-            f"{row['plugin']}  {row['version']}  provider {row['provider']}  credentials {row['credentials']}"
+            f"{row['plugin']}  {row['version']}  provider {row['provider']}  "
+            f"credentials {row['credentials']}{fallback}"
         )
         typer.echo(f"    tools: {', '.join(row['tools'])}")
 

@@ -89,7 +89,7 @@ def test_a_plugin_that_needs_python_312_is_refused_with_what_to_do(
     monkeypatch.setattr("loopwright.tools.dify_plugins.environment.newer_interpreter", lambda uv: None)
     source = write_plugin(tmp_path / "src", "dify_plugin>=0.8.0,<0.9\n")
     with pytest.raises(PluginInstallError, match=r"needs Python 3\.12 or newer.*LOOPWRIGHT_PLUGIN_PYTHON"):
-        PluginStore(tmp_path / "plugins", ENVS_CACHE).install(source)
+        PluginStore(tmp_path / "plugins", ENVS_CACHE).install(source, sdk_fallback=False)
 
 
 def test_which_sdk_pins_need_a_newer_python() -> None:

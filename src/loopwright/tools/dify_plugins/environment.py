@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tomllib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,19 +149,26 @@ def newer_interpreter(uv: str | None) -> Interpreter | None:
         return None
 
 
-def choose_interpreter(requirements: list[str], plugin_id: str, uv: str | None) -> Interpreter:
-    """The interpreter for a plugin with these requirements; a clear error when it needs a newer
-    Python than any found."""
+def choose_interpreter(
+    requirements: list[str], plugin_id: str, uv: str | None, *, sdk_fallback: bool = False
+) -> tuple[Interpreter, bool]:
+    """The interpreter for a plugin with these requirements, and whether it runs on an older SDK
+    than it asks for: a newer Python found on the machine is preferred; without one, ``sdk_fallback``
+    allows the newest SDK that runs on this one (``sdk_fallback.py`` checks the plugin allows it);
+    else a clear error."""
     python = host_interpreter()
     if not needs_newer_python(requirements, python):
-        return python
+        return python, False
     newer = newer_interpreter(uv)
     if newer is not None:
-        return newer
+        return newer, False
+    if sdk_fallback:
+        return python, True
     raise PluginInstallError(
         f"plugin {plugin_id} needs Python {SDK_NEEDS[0]}.{SDK_NEEDS[1]} or newer (its dify_plugin "
         f"requirement allows only SDK 0.8 or later), but the Python found is {python.label} "
-        f"({python.path}); install Python {SDK_NEEDS[0]}.{SDK_NEEDS[1]} and set {PYTHON_ENV} to it"
+        f"({python.path}); install Python {SDK_NEEDS[0]}.{SDK_NEEDS[1]} and set {PYTHON_ENV} to it, "
+        "or allow the SDK fallback (loopwright plugins install --sdk-fallback)"
     )
 
 
@@ -183,17 +191,30 @@ def env_python(env: Path) -> Path:
     return env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure_environment(requirements: list[str], python: Interpreter, envs_dir: Path) -> Path:
-    """The environment for these requirements under ``envs_dir``, built when missing. Blocking: call
-    it in a thread from async code."""
-    env = envs_dir / environment_key(requirements, python)
+def ensure_environment(
+    requirements: list[str],
+    python: Interpreter,
+    envs_dir: Path,
+    *,
+    variant: str = "",
+    build: Callable[[Path], None] | None = None,
+) -> Path:
+    """The environment for these requirements under ``envs_dir``, built when missing: by ``build``
+    (given the folder to build in) when given, which ``variant`` names in the environment's key
+    (``sdk_fallback.py`` builds on an older SDK), else with the requirements as they are. Blocking:
+    call it in a thread from async code."""
+    key_lines = [*requirements, f"# {variant}"] if variant else requirements
+    env = envs_dir / environment_key(key_lines, python)
     if env_python(env).exists() and (env / ".complete").exists():
         speed_up_stdin_reader(env)  # environments built before the patch existed
         return env
     envs_dir.mkdir(parents=True, exist_ok=True)
     temp = envs_dir / f".build-{uuid.uuid4().hex}"
     try:
-        _build(temp, requirements, python)
+        if build is not None:
+            build(temp)
+        else:
+            _build(temp, requirements, python)
         speed_up_stdin_reader(temp)
         (temp / ".complete").write_text("\n".join(requirements) + "\n", encoding="utf-8")
         try:
@@ -212,21 +233,23 @@ def _build(target: Path, requirements: list[str], python: Interpreter) -> None:
     reqs.write_text("\n".join(requirements) + "\n", encoding="utf-8")
     try:
         if uv is not None:
-            _run([uv, "venv", "--quiet", "--python", python.path, str(target)], "create the environment")
+            run_step([uv, "venv", "--quiet", "--python", python.path, str(target)], "create the environment")
             env = {**os.environ, "VIRTUAL_ENV": str(target)}
-            _run([uv, "pip", "install", "--quiet", "-r", str(reqs)], "install the requirements", env)
+            run_step([uv, "pip", "install", "--quiet", "-r", str(reqs)], "install the requirements", env)
         else:
             log.warning("uv is not installed: building the plugin environment with pip (much slower)")
             # --upgrade-deps: the interpreter's bundled pip may be one with known vulnerabilities
             # (PYSEC-2023-228), and a plugin's requirements are other people's text.
-            _run([python.path, "-m", "venv", "--upgrade-deps", str(target)], "create the environment")
+            run_step([python.path, "-m", "venv", "--upgrade-deps", str(target)], "create the environment")
             pip = [str(env_python(target)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-            _run([*pip, "-r", str(reqs)], "install the requirements")
+            run_step([*pip, "-r", str(reqs)], "install the requirements")
     finally:
         reqs.unlink(missing_ok=True)
 
 
-def _run(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+def run_step(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    """Run one step of building an environment; a :class:`PluginInstallError` with its output when
+    it fails."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env)
     except subprocess.TimeoutExpired:

@@ -3,7 +3,8 @@
 Layout under the plugins directory::
 
     <author>/<name>/code/          the plugin's files, as packaged (a ``.env`` is dropped: see below)
-    <author>/<name>/plugin.json    which environment it runs in, on which Python
+    <author>/<name>/plugin.json    which environment it runs in, on which Python (and, for a plugin
+                                   run on an older SDK than it asks for, what was checked)
     <author>/<name>/storage/       its key-value store (backwards ``storage`` calls)
     <author>/<name>/credentials    its provider credentials, encrypted
     envs/<hash>/                   virtual environments, shared by plugins with the same requirements
@@ -35,6 +36,7 @@ from loopwright.tools.dify_plugins.environment import (
     read_requirements,
 )
 from loopwright.tools.dify_plugins.manifest import MANIFEST_FILE, PluginManifest, read_manifest
+from loopwright.tools.dify_plugins.sdk_fallback import VARIANT, SdkFallback, build_on_older_sdk, check_plugin
 
 RECORD_FILE = "plugin.json"
 CODE_DIR = "code"
@@ -54,6 +56,7 @@ class InstalledPlugin:
     folder: Path  # <plugins>/<author>/<name>
     env: Path
     python: str  # "3.11"
+    sdk_fallback: SdkFallback | None = None  # set when it runs on an older dify_plugin than it asks for
 
     @property
     def plugin_id(self) -> str:
@@ -76,10 +79,12 @@ class PluginStore:
         self.root = Path(root).absolute()
         self.envs_dir = Path(envs_dir).absolute() if envs_dir is not None else self.root / ENVS_DIR
 
-    def install(self, source: Path) -> InstalledPlugin:
+    def install(self, source: Path, *, sdk_fallback: bool = True) -> InstalledPlugin:
         """Install (or replace) the plugin in ``source``: a ``.difypkg`` file or a folder with a
         ``manifest.yaml``. Its environment is built before the old version is replaced, so a failed
-        install leaves the installed one working."""
+        install leaves the installed one working. ``sdk_fallback``: a plugin asking for a
+        ``dify_plugin`` this Python cannot run may run on the newest one it can, when its code is
+        checked to allow it (``sdk_fallback.py``); False refuses it."""
         source = Path(source)
         self.root.mkdir(parents=True, exist_ok=True)
         staging = self.root / f".staging-{uuid.uuid4().hex}"
@@ -98,13 +103,28 @@ class PluginStore:
             manifest = read_manifest(staging)
             _check_name(manifest)
             requirements = read_requirements(staging)
-            python = choose_interpreter(requirements, manifest.plugin_id, find_uv())
-            env = ensure_environment(requirements, python, self.envs_dir)
-            return self._place(manifest, staging, env, python.label)
+            uv = find_uv()
+            python, fallback = choose_interpreter(
+                requirements, manifest.plugin_id, uv, sdk_fallback=sdk_fallback
+            )
+            if not fallback:
+                env = ensure_environment(requirements, python, self.envs_dir)
+                return self._place(manifest, staging, env, python.label, None)
+            env = ensure_environment(
+                requirements,
+                python,
+                self.envs_dir,
+                variant=VARIANT,
+                build=lambda target: build_on_older_sdk(target, requirements, python, uv),
+            )
+            checked = check_plugin(manifest, staging, env, python)
+            return self._place(manifest, staging, env, python.label, checked)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _place(self, manifest: PluginManifest, staging: Path, env: Path, python: str) -> InstalledPlugin:
+    def _place(
+        self, manifest: PluginManifest, staging: Path, env: Path, python: str, checked: SdkFallback | None
+    ) -> InstalledPlugin:
         folder = self.root / manifest.author / manifest.name
         folder.mkdir(parents=True, exist_ok=True)
         code = folder / CODE_DIR
@@ -113,14 +133,16 @@ class PluginStore:
             code.rename(old)
         staging.rename(code)
         shutil.rmtree(old, ignore_errors=True)
-        record = {
+        record: dict[str, object] = {
             "env": str(env),
             "python": python,
             "version": manifest.version,
             "installed_at": int(time.time()),
         }
+        if checked is not None:
+            record["sdk_fallback"] = checked.to_json()
         _write_json(folder / RECORD_FILE, record)
-        return InstalledPlugin(read_manifest(code), folder, env, python)
+        return InstalledPlugin(read_manifest(code), folder, env, python, checked)
 
     def get(self, plugin_id: str) -> InstalledPlugin | None:
         """The installed plugin ``author/name`` (or ``author/name/provider``, or a bare unique
@@ -189,7 +211,13 @@ class PluginStore:
             manifest = read_manifest(folder / CODE_DIR)
         except (OSError, ValueError):
             return None
-        return InstalledPlugin(manifest, folder, Path(record["env"]), str(record.get("python", "")))
+        return InstalledPlugin(
+            manifest,
+            folder,
+            Path(record["env"]),
+            str(record.get("python", "")),
+            SdkFallback.from_json(record.get("sdk_fallback")),
+        )
 
 
 def _check_name(manifest: PluginManifest) -> None:
