@@ -87,6 +87,22 @@ def _parent_message_id(payload: ChatPayload, conversation_id: str | None) -> str
         raise invalid_param("parent_message_id is not a valid UUID") from None
 
 
+NOT_CHAT_APP = "Please check if your app mode matches the right API route."
+
+
+def not_chat_app() -> ApiError:
+    """Dify's answer to a chat route called with a text generator's key."""
+    return ApiError(400, "not_chat_app", NOT_CHAT_APP)
+
+
+async def chat_app(app: Annotated[AuthedApp, Depends(app_with_mode)]) -> AuthedApp:
+    """The key's app, for the routes of conversations (Dify's chat-only routes): a completion app's
+    key gets ``not_chat_app`` before the body is read, as Dify answers."""
+    if app.mode == "completion":
+        raise not_chat_app()
+    return app
+
+
 @router.post("/v1/chat-messages", response_model=None)
 async def chat_messages(
     request: Request,
@@ -136,22 +152,6 @@ async def respond(
     if streaming:
         return EventStream(partial(stream_to, run, ids=ids), headers=SSE_HEADERS)
     return JSONResponse(blocking_body(run.task_id, await run.outcome(), mode))
-
-
-NOT_CHAT_APP = "Please check if your app mode matches the right API route."
-
-
-def not_chat_app() -> ApiError:
-    """Dify's answer to a chat route called with a text generator's key."""
-    return ApiError(400, "not_chat_app", NOT_CHAT_APP)
-
-
-async def chat_app(app: Annotated[AuthedApp, Depends(app_with_mode)]) -> AuthedApp:
-    """The key's app, for the routes of conversations (Dify's chat-only routes): a completion app's
-    key gets ``not_chat_app`` before the body is read, as Dify answers."""
-    if app.mode == "completion":
-        raise not_chat_app()
-    return app
 
 
 def task_id_for(app_id: str, user: str, key: str | None) -> str | None:
