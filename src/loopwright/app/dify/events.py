@@ -57,6 +57,11 @@ class EventHead:
             head["task_id"] = self.task_id
         return head
 
+    def workflow(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        """A Dify 1.13 workflow event's payload (the human-input pause and resume): the leading
+        fields, the run's id (the task id: a loopwright message is its own run) and ``data``."""
+        return {**self.fields(event), "workflow_run_id": self.task_id, "data": data}
+
 
 @dataclass(frozen=True, slots=True)
 class AgentMessage:
@@ -211,7 +216,7 @@ class HumanInputRequired:
     event: Literal["human_input_required"] = field(default="human_input_required", init=False)
 
     def payload(self) -> dict[str, Any]:
-        return {**self.head.fields(self.event), "workflow_run_id": self.head.task_id, "data": self.form}
+        return self.head.workflow(self.event, self.form)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,21 +231,18 @@ class WorkflowPaused:
     event: Literal["workflow_paused"] = field(default="workflow_paused", init=False)
 
     def payload(self) -> dict[str, Any]:
-        return {
-            **self.head.fields(self.event),
+        data = {
             "workflow_run_id": self.head.task_id,
-            "data": {
-                "workflow_run_id": self.head.task_id,
-                "paused_nodes": [r["node_id"] for r in self.reasons],
-                "outputs": {},
-                "reasons": self.reasons,
-                "status": "paused",
-                "created_at": self.head.created_at,
-                "elapsed_time": self.elapsed_time,
-                "total_tokens": self.total_tokens,
-                "total_steps": self.total_steps,
-            },
+            "paused_nodes": [r["node_id"] for r in self.reasons],
+            "outputs": {},
+            "reasons": self.reasons,
+            "status": "paused",
+            "created_at": self.head.created_at,
+            "elapsed_time": self.elapsed_time,
+            "total_tokens": self.total_tokens,
+            "total_steps": self.total_steps,
         }
+        return self.head.workflow(self.event, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,17 +259,8 @@ class HumanInputFormFilled:
     event: Literal["human_input_form_filled"] = field(default="human_input_form_filled", init=False)
 
     def payload(self) -> dict[str, Any]:
-        return {
-            **self.head.fields(self.event),
-            "workflow_run_id": self.head.task_id,
-            "data": {
-                "node_id": self.node_id,
-                "node_title": self.node_title,
-                "rendered_content": self.rendered_content,
-                "action_id": self.action_id,
-                "action_text": self.action_text,
-            },
-        }
+        fields = ("node_id", "node_title", "rendered_content", "action_id", "action_text")
+        return self.head.workflow(self.event, {name: getattr(self, name) for name in fields})
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,15 +274,8 @@ class HumanInputFormTimeout:
     event: Literal["human_input_form_timeout"] = field(default="human_input_form_timeout", init=False)
 
     def payload(self) -> dict[str, Any]:
-        return {
-            **self.head.fields(self.event),
-            "workflow_run_id": self.head.task_id,
-            "data": {
-                "node_id": self.node_id,
-                "node_title": self.node_title,
-                "expiration_time": self.expiration_time,
-            },
-        }
+        fields = ("node_id", "node_title", "expiration_time")
+        return self.head.workflow(self.event, {name: getattr(self, name) for name in fields})
 
 
 @dataclass(frozen=True, slots=True)
