@@ -30,6 +30,7 @@ from loopwright.app.dify.dsl_import import (
     DifyModel,
     DifyTextToSpeech,
     DifyTranslation,
+    DslPart,
     _file_upload,
     _form_field,
     _model,
@@ -40,60 +41,47 @@ from loopwright.app.dify.tools import ImportOptions, map_tools
 from loopwright.app.dify.trust_import import trust_fields
 
 
-class _Part(pydantic.BaseModel):
-    """A part of an agent package: unknown keys kept, ``null`` for a field's default."""
-
-    model_config = pydantic.ConfigDict(extra="allow")
-
-    @pydantic.field_validator("*", mode="before")
-    @classmethod
-    def _null_is_default(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
-        if value is None and info.field_name is not None:
-            return cls.model_fields[info.field_name].get_default(call_default_factory=True)
-        return value
-
-
-class SoulModel(_Part):
+class SoulModel(DslPart):
     plugin_id: str = ""
     model_provider: str = ""
     model: str = ""
     model_settings: dict[str, Any] = {}
 
 
-class SoulTools(_Part):
+class SoulTools(DslPart):
     dify_tools: list[dict[str, Any]] = []
     cli_tools: list[dict[str, Any]] = []
 
 
-class SoulFiles(_Part):
+class SoulFiles(DslPart):
     skills: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
 
 
-class SoulKnowledge(_Part):
+class SoulKnowledge(DslPart):
     sets: list[dict[str, Any]] = []
     datasets: list[dict[str, Any]] = []  # the first agent packages' flat shape
 
 
-class SoulHuman(_Part):
+class SoulHuman(DslPart):
     contacts: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
 
 
-class SoulEnv(_Part):
+class SoulEnv(DslPart):
     variables: list[dict[str, Any]] = []
     secret_refs: list[dict[str, Any]] = []
 
 
-class SoulSandbox(_Part):
+class SoulSandbox(DslPart):
     provider: str | None = None
 
 
-class SoulPrompt(_Part):
+class SoulPrompt(DslPart):
     system_prompt: str = ""
 
 
-class AgentSoul(_Part):
+class AgentSoul(DslPart):
     prompt: SoulPrompt = SoulPrompt()
     model: SoulModel | None = None
     tools: SoulTools = SoulTools()
@@ -109,12 +97,12 @@ class AgentSoul(_Part):
     app_variables: list[dict[str, Any]] = []
 
 
-class PackageMetadata(_Part):
+class PackageMetadata(DslPart):
     name: str = ""
     description: str = ""
 
 
-class AgentPackage(_Part):
+class AgentPackage(DslPart):
     schema_version: int = 1
     metadata: PackageMetadata = PackageMetadata()
     soul: AgentSoul = AgentSoul()

@@ -37,7 +37,7 @@ class DifyTranslation:
     tools: list[ToolImport] = field(default_factory=list)
 
 
-class _DslPart(pydantic.BaseModel):
+class DslPart(pydantic.BaseModel):
     """A part of a Dify export: unknown keys are kept (Dify adds some in every release), a ``null``
     value means the field's default, and numbers stand for strings where a string is expected."""
 
@@ -51,18 +51,18 @@ class _DslPart(pydantic.BaseModel):
         return value
 
 
-class DifyApp(_DslPart):
+class DifyApp(DslPart):
     name: str = ""
     mode: str | None = None
 
 
-class DifyModel(_DslPart):
+class DifyModel(DslPart):
     provider: str = ""
     name: str = ""
     completion_params: dict[str, Any] = {}
 
 
-class DifyTool(_DslPart):
+class DifyTool(DslPart):
     enabled: bool | None = None
     provider_id: str = ""
     provider_name: str = ""
@@ -72,14 +72,14 @@ class DifyTool(_DslPart):
     tool_parameters: dict[str, Any] = {}
 
 
-class AgentMode(_DslPart):
+class AgentMode(DslPart):
     enabled: bool = False
     strategy: str = ""
     max_iteration: int = 10
     tools: list[dict[str, Any]] = []
 
 
-class DifyFormField(_DslPart):
+class DifyFormField(DslPart):
     variable: str = ""
     label: str = ""
     required: bool = False
@@ -91,13 +91,13 @@ class DifyFormField(_DslPart):
     allowed_file_upload_methods: list[str] = []
 
 
-class DifyImageUpload(_DslPart):
+class DifyImageUpload(DslPart):
     enabled: bool = False
     number_limits: int | None = None
     transfer_methods: list[str] = []
 
 
-class DifyFileUpload(_DslPart):
+class DifyFileUpload(DslPart):
     enabled: bool = False
     image: DifyImageUpload = DifyImageUpload()
     allowed_file_types: list[str] = []
@@ -106,18 +106,18 @@ class DifyFileUpload(_DslPart):
     allowed_file_upload_methods: list[str] = []
 
 
-class DifyFeature(_DslPart):
+class DifyFeature(DslPart):
     enabled: bool = False
 
 
-class DifyTextToSpeech(_DslPart):
+class DifyTextToSpeech(DslPart):
     enabled: bool = False
     voice: str | None = None
     language: str | None = None
     autoPlay: str | None = None  # noqa: N815 (Dify's name)
 
 
-class DifyModeration(_DslPart):
+class DifyModeration(DslPart):
     """``sensitive_word_avoidance``: ``{enabled, type, config}``, or the older ``{enabled, type,
     configs: []}`` (early exports), or a bare boolean."""
 
@@ -130,15 +130,15 @@ class DifyModeration(_DslPart):
         return {"enabled": value} if isinstance(value, bool) else value
 
 
-class DifyDatasetList(_DslPart):
+class DifyDatasetList(DslPart):
     datasets: list[Any] = []
 
 
-class DifyDatasetConfigs(_DslPart):
+class DifyDatasetConfigs(DslPart):
     datasets: DifyDatasetList = DifyDatasetList()
 
 
-class DifyModelConfig(_DslPart):
+class DifyModelConfig(DslPart):
     model: DifyModel = DifyModel()
     agent_mode: AgentMode = AgentMode()
     pre_prompt: str = ""
@@ -154,7 +154,7 @@ class DifyModelConfig(_DslPart):
     more_like_this: DifyFeature = DifyFeature()
 
 
-class DifyExport(_DslPart):
+class DifyExport(DslPart):
     """A Dify app export (DSL YAML): the parts an agent-chat app import reads."""
 
     app: DifyApp = DifyApp()
