@@ -191,6 +191,20 @@ def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
     assert '"\\"12% of 250\\""' not in react_grammar([share.schema], "share", question="What is 12% of 250?")
 
 
+def test_a_place_named_in_the_question_is_its_time_zone() -> None:
+    pytest.importorskip("llama_cpp")  # the grammar uses llama.cpp's schema converter
+    from loopwright.model._local_grammar import react_grammar
+
+    clock = current_time_tool().schema
+    assert clock.from_question == {"timezone": "place"}
+    berlin = react_grammar([clock], "current_time", question="Give me the current time in Berlin.")
+    # The zone is the only choice: neither the default (UTC) nor the question's words around the city.
+    assert '"\\"Europe/Berlin\\""' in berlin
+    assert '"\\"UTC\\""' not in berlin and "current time in Berlin" not in berlin
+    two = react_grammar([clock], "current_time", question="Is it later in Tokyo or in Los Angeles?")
+    assert '"\\"Asia/Tokyo\\""' in two and '"\\"America/Los_Angeles\\""' in two
+
+
 def test_after_a_short_observation_the_answer_must_state_it() -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     from loopwright.model._local_grammar import react_grammar

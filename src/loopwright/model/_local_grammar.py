@@ -18,6 +18,7 @@ from typing import Any
 
 from loopwright.model._local_words import is_number, is_word_problem, written_expression_pattern
 from loopwright.model.entities import ToolSchema
+from loopwright.zones import zones_named_in
 
 THOUGHT_MAX_CHARS = 160
 ANSWER_MAX_CHARS = 300
@@ -221,7 +222,12 @@ def _copying(schema: dict[str, Any], kinds: Mapping[str, str], question: str) ->
             if pattern is not None:  # the model writes the calculation over the question's numbers
                 properties[name] = {"type": "string", "pattern": pattern}
                 continue
-        spans = question_spans(question, "clause" if kind == "expression" else kind)
+        if kind == "place" and props.get(name, {}).get("type") == "string":
+            zones = zones_named_in(question)
+            if zones:  # "the time in Berlin": Europe/Berlin, not UTC nor "Berlin" copied with its neighbours
+                properties[name] = {"type": "string", "enum": zones}
+                continue
+        spans = question_spans(question, {"expression": "clause", "place": "phrase"}.get(kind, kind))
         if props.get(name, {}).get("type") != "string" or not spans:
             continue
         # A parameter with a default keeps it as a choice ("UTC" when the question names no place).

@@ -453,9 +453,11 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         if request.question and request.question_contexts:
             offered = {key for key, _ in options}
             contexts = [(key, text) for key, text in request.question_contexts if key in offered]
+            started = time.perf_counter()
             choice = choose_by_question(
                 llama, contexts, request.question, in_time=lambda: request.clock() < request.run_deadline
             )
+            log.debug("chose %s by the question in %.2f s", choice, time.perf_counter() - started)
         else:
             choice = choose(llama, request.prompt, options, request.neutral_prompt)
     request.chosen = choice
