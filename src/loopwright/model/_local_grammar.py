@@ -204,6 +204,36 @@ def question_spans(question: str, kind: str = "phrase") -> list[str]:
     return list(spans)
 
 
+def answer_sentences(
+    tools: Sequence[ToolSchema],
+    tool_choice: str = "auto",
+    *,
+    prefix: str = "Thought: ",
+    observation: str | None = None,
+    answer_schema: dict[str, Any] | None = None,
+    subjects: Sequence[str] = (),
+    units: Sequence[str] = (),
+) -> list[str] | None:
+    """Every reply ``react_grammar`` allows for the same arguments when it allows nothing but the
+    answer sentence after a numeric result (the fixed thought, then "<subject> is <number>[ <unit>].")
+    — a few replies that differ only in subject and unit — or None when it allows more."""
+    if _allowed(tools, tool_choice):
+        return None  # a tool may still be called
+    if answer_schema is not None or not subjects or not observation_fits(observation):
+        return None
+    assert observation is not None
+    if not is_number(observation):
+        return None
+    thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+    head = f"{prefix}{thought}{json.dumps('Final Answer')}{_INPUT_KEY}"
+    number = observation.strip()
+    return [
+        head + json.dumps(f"{subject} is {number}{unit}.") + "}"
+        for subject in subjects
+        for unit in ["", *(" " + u for u in units)]
+    ]
+
+
 def _sentence_rule(observation: str, subjects: Sequence[str], units: Sequence[str]) -> str:
     """``answer-sentence``: "<subject> is <number>[ <unit>]." as a JSON string."""
     subject = " | ".join(_literal(json.dumps(s)[1:-1]) for s in subjects)

@@ -43,8 +43,8 @@ from typing import Any
 
 from loopwright.model._gguf import GGUFError, read_string
 from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
-from loopwright.model._local_choice import choose, choose_by_question
-from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
+from loopwright.model._local_choice import choose, choose_by_question, follow
+from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, answer_sentences, react_grammar
 from loopwright.model._local_prompt import (
     SMALL_MODEL_CONTINUE,
     SMALL_MODEL_REACT_TEMPLATE,
@@ -523,6 +523,10 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             fixed = llama.tokenize(fixed_prompt.encode(), add_bos=False, special=True)
             source = cache.prime(llama, model_id, tokens[: common_prefix(tokens, fixed)])
             log.debug("prompt cache: prefix %s (%.2f s)", source, time.perf_counter() - started)
+        replies = _fixed_replies(request)
+        if replies is not None:
+            _follow(loaded, request, replies, put, started)
+            return
         grammar = _react_grammar(llama, request)
         log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
         prompt_tokens = len(tokens)
@@ -589,6 +593,52 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             latency=time.perf_counter() - started,
         )
         put("usage", (usage, finish))
+
+
+def _fixed_replies(request: _Request) -> list[str] | None:
+    """The few replies the round's grammar allows, when it allows nothing but the answer sentence
+    after a numeric result (model._local_grammar.answer_sentences), and decoding is greedy (at a
+    temperature above 0 the sampler, not the likeliest token, decides); otherwise None."""
+    if request.react_tools is None or request.sampling.get("temperature", 0.0) != 0.0:
+        return None
+    return answer_sentences(
+        request.react_tools,
+        request.tool_choice,
+        prefix=request.prefix,
+        observation=request.observation,
+        answer_schema=request.output_schema,
+        subjects=request.subjects,
+        units=request.units,
+    )
+
+
+def _follow(loaded: _Loaded, request: _Request, replies: list[str], put: Any, started: float) -> None:
+    """A round whose reply is fixed but for a few choices (which subject, which unit): the model
+    makes each choice (model._local_choice.follow: greedy decoding among the replies, as under the
+    grammar) and the fixed stretches between them are evaluated at once instead of generated one
+    token at a time. The tool's number is in every reply, as the grammar has it."""
+    llama = loaded.llama
+    penalty = float(request.sampling.get("repeat_penalty", 1.0))
+    reply = replies[follow(llama, request.prompt, replies, penalty)]
+    request.chosen = "none"
+    shown = _Shown(hide_thought=True)
+    if shown.feed(reply):
+        put("text", shown.take())
+    completion_tokens = len(llama.tokenize(reply.encode(), add_bos=False, special=True))
+    log.debug(
+        "answer sentence chosen among %d in %.2f s (%d tokens, not generated one by one)",
+        len(replies),
+        time.perf_counter() - started,
+        completion_tokens,
+    )
+    prompt_tokens = len(llama.tokenize(request.prompt.encode(), add_bos=False, special=True))
+    usage = Usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        total_tokens=prompt_tokens + completion_tokens,
+        latency=time.perf_counter() - started,
+    )
+    put("usage", (usage, "stop"))
 
 
 async def _native_calls(
