@@ -239,10 +239,10 @@ def _shared_run(options: Sequence[list[int]], alive: Sequence[int], at: int) -> 
     """The tokens from ``at`` on that every reply in ``alive`` has, up to the first where they part."""
     run: list[int] = []
     while True:
-        tokens = {options[i][at + len(run)] if at + len(run) < len(options[i]) else None for i in alive}
-        if len(tokens) != 1 or None in tokens:
+        at_end = any(at + len(run) >= len(options[i]) for i in alive)
+        if at_end or len({options[i][at + len(run)] for i in alive}) != 1:
             return run
-        run.append(tokens.pop())
+        run.append(options[alive[0]][at + len(run)])
 
 
 def _penalized(llama: Any, logits: Any, penalty: float) -> Any:
