@@ -216,6 +216,8 @@ def follow(llama: Any, prompt: str, replies: Sequence[str], repeat_penalty: floa
         for r in replies
     ]
     alive = list(range(len(options)))
+    if len(alive) == 1:  # nothing to choose: nothing to evaluate
+        return 0
     _eval_prompt(llama, prompt_tokens)
     at = 0
     while len(alive) > 1:

@@ -234,6 +234,35 @@ def answer_sentences(
     ]
 
 
+ACTION_REPLIES_MAX = 32
+
+
+def action_replies(tool: ToolSchema, question: str) -> list[str] | None:
+    """What may follow the thought of a reply that calls ``tool`` on the round that asks
+    ``question``, when ``react_grammar`` leaves nothing to write but a choice among copies of the
+    question — every parameter a string taken from a list (``from_question``: a clause, a time
+    zone): the action, once per combination of values, in the form the prompt's examples show. None
+    when a parameter is written freely (a word problem's expression, a number) or the combinations
+    are too many to list."""
+    schema = _copying(_input_schema(tool.parameters), tool.from_question, question)
+    properties = schema.get("properties") or {}
+    if not properties or schema.get("type") != "object":
+        return None
+    choices: list[tuple[str, list[str]]] = []
+    for name, prop in properties.items():
+        values = prop.get("enum") if isinstance(prop, dict) else None
+        if prop.get("type") != "string" or not values or not all(isinstance(v, str) for v in values):
+            return None
+        choices.append((name, list(values)))
+    combinations: list[dict[str, str]] = [{}]
+    for name, values in choices:
+        combinations = [{**c, name: v} for c in combinations for v in values]
+        if len(combinations) > ACTION_REPLIES_MAX:
+            return None
+    head = _TO_ACTION + json.dumps(tool.name) + _INPUT_KEY
+    return [head + json.dumps(arguments) + "}" for arguments in combinations]
+
+
 def _sentence_rule(observation: str, subjects: Sequence[str], units: Sequence[str]) -> str:
     """``answer-sentence``: "<subject> is <number>[ <unit>]." as a JSON string."""
     subject = " | ".join(_literal(json.dumps(s)[1:-1]) for s in subjects)

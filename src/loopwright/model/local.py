@@ -44,7 +44,13 @@ from typing import Any
 from loopwright.model._gguf import GGUFError, read_string
 from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
 from loopwright.model._local_choice import choose, choose_by_question, follow
-from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, answer_sentences, react_grammar
+from loopwright.model._local_grammar import (
+    DECISION_PREFIX,
+    FINAL_DECISION,
+    action_replies,
+    answer_sentences,
+    react_grammar,
+)
 from loopwright.model._local_prompt import (
     SMALL_MODEL_CONTINUE,
     SMALL_MODEL_REACT_TEMPLATE,
@@ -529,6 +535,10 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             return
         grammar = _react_grammar(llama, request)
         log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
+        action = _fixed_action(loaded, request)
+        if action is not None:
+            _put_reply(loaded, request, action, put, started)
+            return
         prompt_tokens = len(tokens)
         generated: list[str] = []
         shown = _Shown(hide_thought=request.chosen == "none")
@@ -617,17 +627,38 @@ def _follow(loaded: _Loaded, request: _Request, replies: list[str], put: Any, st
     makes each choice (model._local_choice.follow: greedy decoding among the replies, as under the
     grammar) and the fixed stretches between them are evaluated at once instead of generated one
     token at a time. The tool's number is in every reply, as the grammar has it."""
-    llama = loaded.llama
     penalty = float(request.sampling.get("repeat_penalty", 1.0))
-    reply = replies[follow(llama, request.prompt, replies, penalty)]
+    reply = replies[follow(loaded.llama, request.prompt, replies, penalty)]
     request.chosen = "none"
-    shown = _Shown(hide_thought=True)
+    _put_reply(loaded, request, reply, put, started)
+
+
+def _fixed_action(loaded: _Loaded, request: _Request) -> str | None:
+    """The reply of a round that calls the tool just chosen when its arguments leave no choice: each
+    one a copy of the question that has one form only (model._local_grammar.action_replies: the
+    main job's one clause "compute 17 * 23", the one place "Berlin" names). The action is then
+    fixed by the choice of the tool, and the one free part of the grammar's reply — a thought after
+    "Tool needed: <tool>." — could change nothing that the agent does: it is left out rather than
+    generated one token at a time. None (generate as usual) when the model has a choice to make."""
+    chosen = request.chosen
+    if request.react_tools is None or chosen in (None, "none") or not request.question:
+        return None
+    tool = next((t for t in request.react_tools if t.name == chosen), None)
+    replies = action_replies(tool, request.question) if tool is not None else None
+    if replies is None or len(replies) != 1:
+        return None
+    return f"{request.prefix}{DECISION_PREFIX} {chosen}.{replies[0]}"
+
+
+def _put_reply(loaded: _Loaded, request: _Request, reply: str, put: Any, started: float) -> None:
+    """Pass on a reply made without token-by-token generation, with its usage."""
+    llama = loaded.llama
+    shown = _Shown(hide_thought=request.chosen == "none")
     if shown.feed(reply):
         put("text", shown.take())
     completion_tokens = len(llama.tokenize(reply.encode(), add_bos=False, special=True))
     log.debug(
-        "answer sentence chosen among %d in %.2f s (%d tokens, not generated one by one)",
-        len(replies),
+        "reply chosen in %.2f s (%d tokens, not generated one by one)",
         time.perf_counter() - started,
         completion_tokens,
     )
