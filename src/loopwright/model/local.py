@@ -102,17 +102,33 @@ _cache_lock = threading.Lock()
 def default_threads() -> int:
     """llama.cpp's thread count, chosen once per process: every idle core, up to 8 (a quiet 2-core
     machine runs the main job at about twice the speed of llama.cpp's half-the-cores default), but
-    only the cores the load average leaves idle, at least one. llama.cpp's threads spin while they
+    only the cores other processes leave idle now, at least one. llama.cpp's threads spin while they
     wait for each other at every step (ggml's thread pool polls; llama-cpp-python does not expose
     its setting): beside a CPU-heavy process, two spinning threads on two cores were 5–15× slower,
     while one thread has no one to wait for and slows only in proportion to its share of the CPU."""
     cores = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # not on this platform
-        busy = 0.0
-    idle = int(cores - busy + 0.5)
+    idle = int(cores - _busy_cores() + 0.5)
     return max(1, min(8, cores, idle))
+
+
+_PROC_LOADAVG = Path("/proc/loadavg")
+
+
+def _busy_cores() -> float:
+    """How many cores other processes keep busy now: the tasks running or ready to run other than
+    this process (the fourth field of Linux's /proc/loadavg, "running/total"; the lowest of three
+    readings). The 1-minute load average, the fall-back elsewhere, lags: it still counts the work
+    of the processes that ran just before — a benchmark's earlier runs, or a CLI run just ended —
+    and made the next run pick one thread on an idle machine."""
+    try:
+        readings = [int(_PROC_LOADAVG.read_text().split()[3].partition("/")[0]) for _ in range(3)]
+        return float(max(0, min(readings) - 1))  # this process is one of them
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not on this platform
+        return 0.0
 
 
 def _close_all() -> None:
