@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import time
 
 import pytest
@@ -250,3 +251,56 @@ async def test_an_option_scored_in_one_decode_scores_as_token_by_token(model: Lo
         llama.eval([token])
         assert local_choice._last_logits(llama).argmax() == row.argmax()
     assert abs(batched - total) < 0.15 * (len(tokens) - start)
+
+
+@pytest.mark.parametrize(
+    ("question", "expression", "observation", "subjects", "units"),
+    [
+        (
+            "Use the calculator to compute 17 * 23.",
+            "17 * 23",
+            "391",
+            ["Use the calculator to compute 17 * 23", "17 * 23"],
+            [],
+        ),
+        (
+            "I have 3 boxes of 48 eggs. How many eggs is that?",
+            "48 * 3",
+            "144",
+            ["3 boxes of 48 eggs", "48 * 3"],
+            ["eggs"],
+        ),
+    ],
+)
+async def test_a_fixed_answer_sentence_is_the_one_grammar_decoding_writes(
+    model: LocalModel, question: str, expression: str, observation: str, subjects: list[str], units: list[str]
+) -> None:
+    """After a numeric result the grammar allows a few sentences only; choosing among them with the
+    model (``follow``, the fixed stretches evaluated at once) gives the sentence that generating
+    under the grammar, token by token, writes."""
+    import llama_cpp
+
+    from loopwright.model._local_choice import follow
+    from loopwright.model._local_grammar import answer_sentences, react_grammar
+    from loopwright.model.local import _cache
+
+    loaded = next(iter(_cache.values()))
+    action = json.dumps({"action": "calculator", "action_input": {"expression": expression}})
+    prompt, _ = loaded.format_prompt(
+        [
+            {"role": "system", "content": model.react_template or ""},
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": f"Thought: Tool needed: calculator.\n\nAction: {action}"},
+            {"role": "user", "content": f"Observation: {observation}\n\nGive the Final Answer with it."},
+        ]
+    )
+    fixed = dict(observation=observation, subjects=subjects, units=units)
+    replies = answer_sentences(CALC, "none", **fixed)  # type: ignore[arg-type]
+    assert replies is not None and len(replies) == len(subjects) * (1 + len(units))
+    grammar = llama_cpp.LlamaGrammar.from_string(react_grammar(CALC, "none", **fixed), verbose=False)  # type: ignore[arg-type]
+    llama = loaded.llama
+    written = llama.create_completion(
+        prompt, grammar=grammar, temperature=0.0, repeat_penalty=1.1, max_tokens=160
+    )["choices"][0]["text"]
+    assert written in replies  # the grammar allows these and no others
+    assert replies[follow(llama, prompt, replies, repeat_penalty=1.1)] == written

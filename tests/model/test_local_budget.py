@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from loopwright.model import local
@@ -33,10 +35,30 @@ def test_the_speed_follows_the_rounds() -> None:
 
 @pytest.mark.parametrize(("cores", "load", "threads"), [(2, 0.1, 2), (2, 1.2, 1), (2, 6.0, 1), (16, 0.0, 8)])
 def test_threads_are_the_idle_cores(
-    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, threads: int
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cores: int, load: float, threads: int
 ) -> None:
     monkeypatch.setattr(local.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(local, "_PROC_LOADAVG", tmp_path / "none")  # no /proc: the load average
     monkeypatch.setattr(local.os, "getloadavg", lambda: (load, load, load))
+    local.default_threads.cache_clear()
+    try:
+        assert local.default_threads() == threads
+    finally:
+        local.default_threads.cache_clear()
+
+
+@pytest.mark.parametrize(("running", "threads"), [(1, 2), (2, 1), (3, 1)])
+def test_threads_are_the_cores_no_other_process_runs_on_now(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, running: int, threads: int
+) -> None:
+    """The tasks running now (this process is one) count, not the minute's average: the load average
+    of 1.5 left behind by the run just ended does not make an idle machine's next run take one
+    thread."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"1.50 1.20 0.90 {running}/300 4242\n")
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(local, "_PROC_LOADAVG", loadavg)
+    monkeypatch.setattr(local.os, "getloadavg", lambda: (1.5, 1.2, 0.9))
     local.default_threads.cache_clear()
     try:
         assert local.default_threads() == threads

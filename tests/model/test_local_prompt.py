@@ -191,6 +191,20 @@ def test_from_question_parameters_are_copied_on_the_first_call_only() -> None:
     assert '"\\"12% of 250\\""' not in react_grammar([share.schema], "share", question="What is 12% of 250?")
 
 
+def test_a_place_named_in_the_question_is_its_time_zone() -> None:
+    pytest.importorskip("llama_cpp")  # the grammar uses llama.cpp's schema converter
+    from loopwright.model._local_grammar import react_grammar
+
+    clock = current_time_tool().schema
+    assert clock.from_question == {"timezone": "place"}
+    berlin = react_grammar([clock], "current_time", question="Give me the current time in Berlin.")
+    # The zone is the only choice: neither the default (UTC) nor the question's words around the city.
+    assert '"\\"Europe/Berlin\\""' in berlin
+    assert '"\\"UTC\\""' not in berlin and "current time in Berlin" not in berlin
+    two = react_grammar([clock], "current_time", question="Is it later in Tokyo or in Los Angeles?")
+    assert '"\\"Asia/Tokyo\\""' in two and '"\\"America/Los_Angeles\\""' in two
+
+
 def test_after_a_short_observation_the_answer_must_state_it() -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     from loopwright.model._local_grammar import react_grammar
@@ -200,3 +214,40 @@ def test_after_a_short_observation_the_answer_must_state_it() -> None:
     llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp reads it
     # A long observation (or none) leaves the answer free.
     assert "answer-stating" not in react_grammar([calculator_tool().schema], "auto", observation="x" * 80)
+
+
+def test_an_action_whose_arguments_leave_no_choice_is_listed_whole() -> None:
+    pytest.importorskip("llama_cpp")  # the grammar uses llama.cpp's schema converter
+    from loopwright.model._local_grammar import action_replies
+
+    calculator, clock = calculator_tool().schema, current_time_tool().schema
+    (one,) = action_replies(calculator, "Use the calculator to compute 17 * 23.") or []
+    assert one.startswith("\n\nAction: ")
+    assert json.loads(one.partition("Action: ")[2]) == {
+        "action": "calculator",
+        "action_input": {"expression": "Use the calculator to compute 17 * 23"},
+    }
+    assert action_replies(clock, "Give me the current time in Berlin.") == [
+        '\n\nAction: {"action": "current_time", "action_input": {"timezone": "Europe/Berlin"}}'
+    ]
+    # A choice left to the model: UTC or the question's words, when it names no place.
+    assert len(action_replies(clock, "What is today's date?") or []) > 1
+    # An expression the model writes (a word problem), or a parameter not taken from the question.
+    assert action_replies(calculator, "I have 3 boxes of 48 eggs. How many eggs is that?") is None
+    assert action_replies(share.schema, "What is 12% of 250?") is None
+
+
+def test_an_answer_sentence_after_a_number_is_listed_with_its_subjects_and_units() -> None:
+    pytest.importorskip("llama_cpp")
+    from loopwright.model._local_grammar import answer_sentences
+
+    calculator = calculator_tool().schema
+    fixed = {"observation": "144", "subjects": ["3 boxes of 48 eggs"], "units": ["eggs"]}
+    replies = answer_sentences([calculator], "none", **fixed)  # type: ignore[arg-type]
+    assert replies is not None
+    assert [json.loads(r.partition("Action: ")[2])["action_input"] for r in replies] == [
+        "3 boxes of 48 eggs is 144.",
+        "3 boxes of 48 eggs is 144 eggs.",
+    ]
+    assert answer_sentences([calculator], "auto", **fixed) is None  # a tool may still be called
+    assert answer_sentences([calculator], "none", observation="Friday", subjects=["it"]) is None

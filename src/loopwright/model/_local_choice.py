@@ -199,3 +199,58 @@ def _last_logits(llama: Any) -> Any:
 def _log_softmax(logits: Any) -> Any:
     shifted = logits - logits.max()
     return shifted - np.log(np.exp(shifted).sum())
+
+
+def follow(llama: Any, prompt: str, replies: Sequence[str], repeat_penalty: float = 1.0) -> int:
+    """The index of the reply greedy decoding picks when only ``replies`` may follow ``prompt`` —
+    the model decides at every token where two replies part, as under a grammar that allows exactly
+    these replies. What they share is evaluated in one llama.cpp decode, not token by token, and
+    nothing is evaluated once one reply is left: a reply whose every stretch but a few choices is
+    fixed (a grammar's answer sentence) costs a decode per choice, not one per token.
+
+    ``repeat_penalty`` is llama.cpp's, over the last ``llama.last_n_tokens_size`` tokens, as its
+    sampler applies it."""
+    prompt_tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
+    options = [
+        llama.tokenize((prompt + r).encode(), add_bos=False, special=True)[len(prompt_tokens) :]
+        for r in replies
+    ]
+    alive = list(range(len(options)))
+    if len(alive) == 1:  # nothing to choose: nothing to evaluate
+        return 0
+    _eval_prompt(llama, prompt_tokens)
+    at = 0
+    while len(alive) > 1:
+        shared = _shared_run(options, alive, at)
+        if shared:  # fixed for every reply left: evaluated at once
+            llama.eval(shared)
+            at += len(shared)
+            continue
+        ending = [i for i in alive if len(options[i]) == at]
+        if ending:  # one reply ends where others go on: the shortest is what a grammar's end allows
+            return ending[0]
+        logits = _penalized(llama, _last_logits(llama), repeat_penalty)
+        best = max({options[i][at] for i in alive}, key=lambda token: logits[token])
+        alive = [i for i in alive if options[i][at] == best]
+        llama.eval([best])
+        at += 1
+    return alive[0]
+
+
+def _shared_run(options: Sequence[list[int]], alive: Sequence[int], at: int) -> list[int]:
+    """The tokens from ``at`` on that every reply in ``alive`` has, up to the first where they part."""
+    run: list[int] = []
+    while True:
+        at_end = any(at + len(run) >= len(options[i]) for i in alive)
+        if at_end or len({options[i][at + len(run)] for i in alive}) != 1:
+            return run
+        run.append(options[alive[0]][at + len(run)])
+
+
+def _penalized(llama: Any, logits: Any, penalty: float) -> Any:
+    if penalty == 1.0:
+        return logits
+    recent = set(llama.input_ids[max(0, llama.n_tokens - llama.last_n_tokens_size) : llama.n_tokens].tolist())
+    for token in recent:
+        logits[token] = logits[token] / penalty if logits[token] > 0 else logits[token] * penalty
+    return logits

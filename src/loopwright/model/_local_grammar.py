@@ -18,6 +18,7 @@ from typing import Any
 
 from loopwright.model._local_words import is_number, is_word_problem, written_expression_pattern
 from loopwright.model.entities import ToolSchema
+from loopwright.zones import zones_named_in
 
 THOUGHT_MAX_CHARS = 160
 ANSWER_MAX_CHARS = 300
@@ -203,6 +204,65 @@ def question_spans(question: str, kind: str = "phrase") -> list[str]:
     return list(spans)
 
 
+def answer_sentences(
+    tools: Sequence[ToolSchema],
+    tool_choice: str = "auto",
+    *,
+    prefix: str = "Thought: ",
+    observation: str | None = None,
+    answer_schema: dict[str, Any] | None = None,
+    subjects: Sequence[str] = (),
+    units: Sequence[str] = (),
+) -> list[str] | None:
+    """Every reply ``react_grammar`` allows for the same arguments when it allows nothing but the
+    answer sentence after a numeric result (the fixed thought, then "<subject> is <number>[ <unit>].")
+    — a few replies that differ only in subject and unit — or None when it allows more."""
+    if _allowed(tools, tool_choice):
+        return None  # a tool may still be called
+    if answer_schema is not None or not subjects or not observation_fits(observation):
+        return None
+    assert observation is not None
+    if not is_number(observation):
+        return None
+    thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+    head = f"{prefix}{thought}{json.dumps('Final Answer')}{_INPUT_KEY}"
+    number = observation.strip()
+    return [
+        head + json.dumps(f"{subject} is {number}{unit}.") + "}"
+        for subject in subjects
+        for unit in ["", *(" " + u for u in units)]
+    ]
+
+
+ACTION_REPLIES_MAX = 32
+
+
+def action_replies(tool: ToolSchema, question: str) -> list[str] | None:
+    """What may follow the thought of a reply that calls ``tool`` on the round that asks
+    ``question``, when ``react_grammar`` leaves nothing to write but a choice among copies of the
+    question — every parameter a string taken from a list (``from_question``: a clause, a time
+    zone): the action, once per combination of values, in the form the prompt's examples show. None
+    when a parameter is written freely (a word problem's expression, a number) or the combinations
+    are too many to list."""
+    schema = _copying(_input_schema(tool.parameters), tool.from_question, question)
+    properties = schema.get("properties") or {}
+    if not properties or schema.get("type") != "object":
+        return None
+    choices: list[tuple[str, list[str]]] = []
+    for name, prop in properties.items():
+        values = prop.get("enum") if isinstance(prop, dict) else None
+        if prop.get("type") != "string" or not values or not all(isinstance(v, str) for v in values):
+            return None
+        choices.append((name, list(values)))
+    combinations: list[dict[str, str]] = [{}]
+    for name, values in choices:
+        combinations = [{**c, name: v} for c in combinations for v in values]
+        if len(combinations) > ACTION_REPLIES_MAX:
+            return None
+    head = _TO_ACTION + json.dumps(tool.name) + _INPUT_KEY
+    return [head + json.dumps(arguments) + "}" for arguments in combinations]
+
+
 def _sentence_rule(observation: str, subjects: Sequence[str], units: Sequence[str]) -> str:
     """``answer-sentence``: "<subject> is <number>[ <unit>]." as a JSON string."""
     subject = " | ".join(_literal(json.dumps(s)[1:-1]) for s in subjects)
@@ -221,7 +281,12 @@ def _copying(schema: dict[str, Any], kinds: Mapping[str, str], question: str) ->
             if pattern is not None:  # the model writes the calculation over the question's numbers
                 properties[name] = {"type": "string", "pattern": pattern}
                 continue
-        spans = question_spans(question, "clause" if kind == "expression" else kind)
+        if kind == "place" and props.get(name, {}).get("type") == "string":
+            zones = zones_named_in(question)
+            if zones:  # "the time in Berlin": Europe/Berlin, not UTC nor "Berlin" copied with its neighbours
+                properties[name] = {"type": "string", "enum": zones}
+                continue
+        spans = question_spans(question, {"expression": "clause", "place": "phrase"}.get(kind, kind))
         if props.get(name, {}).get("type") != "string" or not spans:
             continue
         # A parameter with a default keeps it as a choice ("UTC" when the question names no place).

@@ -126,7 +126,7 @@ def content_text(content: str | list[ContentPart]) -> str:
 # --- tools as the model sees them -----------------------------------------------------------------
 
 # How a parameter is taken from the user's words (ToolSchema.from_question)
-QuestionCopy = Literal["clause", "phrase", "expression"]
+QuestionCopy = Literal["clause", "phrase", "expression", "place"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -155,7 +155,8 @@ class ToolSchema:
     # of the question into them on their first try — "clause": a whole clause (a calculation as
     # stated), "phrase": the last words of one (a place), "expression": a clause that states a
     # calculation, or for a word problem ("3 boxes of 48 eggs") an expression the model writes over
-    # the question's numbers.
+    # the question's numbers; "place": the time zone a place named in the question is in (its IANA
+    # name, loopwright.zones), or the last words of a clause when it names none.
     from_question: dict[str, QuestionCopy] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,8 +43,14 @@ from typing import Any
 
 from loopwright.model._gguf import GGUFError, read_string
 from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
-from loopwright.model._local_choice import choose, choose_by_question
-from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION, react_grammar
+from loopwright.model._local_choice import choose, choose_by_question, follow
+from loopwright.model._local_grammar import (
+    DECISION_PREFIX,
+    FINAL_DECISION,
+    action_replies,
+    answer_sentences,
+    react_grammar,
+)
 from loopwright.model._local_prompt import (
     SMALL_MODEL_CONTINUE,
     SMALL_MODEL_REACT_TEMPLATE,
@@ -96,17 +102,33 @@ _cache_lock = threading.Lock()
 def default_threads() -> int:
     """llama.cpp's thread count, chosen once per process: every idle core, up to 8 (a quiet 2-core
     machine runs the main job at about twice the speed of llama.cpp's half-the-cores default), but
-    only the cores the load average leaves idle, at least one. llama.cpp's threads spin while they
+    only the cores other processes leave idle now, at least one. llama.cpp's threads spin while they
     wait for each other at every step (ggml's thread pool polls; llama-cpp-python does not expose
     its setting): beside a CPU-heavy process, two spinning threads on two cores were 5–15× slower,
     while one thread has no one to wait for and slows only in proportion to its share of the CPU."""
     cores = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # not on this platform
-        busy = 0.0
-    idle = int(cores - busy + 0.5)
+    idle = int(cores - _busy_cores() + 0.5)
     return max(1, min(8, cores, idle))
+
+
+_PROC_LOADAVG = Path("/proc/loadavg")
+
+
+def _busy_cores() -> float:
+    """How many cores other processes keep busy now: the tasks running or ready to run other than
+    this process (the fourth field of Linux's /proc/loadavg, "running/total"; the lowest of three
+    readings). The 1-minute load average, the fall-back elsewhere, lags: it still counts the work
+    of the processes that ran just before — a benchmark's earlier runs, or a CLI run just ended —
+    and made the next run pick one thread on an idle machine."""
+    try:
+        readings = [int(_PROC_LOADAVG.read_text().split()[3].partition("/")[0]) for _ in range(3)]
+        return float(max(0, min(readings) - 1))  # this process is one of them
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not on this platform
+        return 0.0
 
 
 def _close_all() -> None:
@@ -453,9 +475,11 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
         if request.question and request.question_contexts:
             offered = {key for key, _ in options}
             contexts = [(key, text) for key, text in request.question_contexts if key in offered]
+            started = time.perf_counter()
             choice = choose_by_question(
                 llama, contexts, request.question, in_time=lambda: request.clock() < request.run_deadline
             )
+            log.debug("chose %s by the question in %.2f s", choice, time.perf_counter() - started)
         else:
             choice = choose(llama, request.prompt, options, request.neutral_prompt)
     request.chosen = choice
@@ -521,8 +545,16 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             fixed = llama.tokenize(fixed_prompt.encode(), add_bos=False, special=True)
             source = cache.prime(llama, model_id, tokens[: common_prefix(tokens, fixed)])
             log.debug("prompt cache: prefix %s (%.2f s)", source, time.perf_counter() - started)
+        replies = _fixed_replies(request)
+        if replies is not None:
+            _follow(loaded, request, replies, put, started)
+            return
         grammar = _react_grammar(llama, request)
         log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
+        action = _fixed_action(loaded, request)
+        if action is not None:
+            _put_reply(loaded, request, action, put, started)
+            return
         prompt_tokens = len(tokens)
         generated: list[str] = []
         shown = _Shown(hide_thought=request.chosen == "none")
@@ -587,6 +619,73 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             latency=time.perf_counter() - started,
         )
         put("usage", (usage, finish))
+
+
+def _fixed_replies(request: _Request) -> list[str] | None:
+    """The few replies the round's grammar allows, when it allows nothing but the answer sentence
+    after a numeric result (model._local_grammar.answer_sentences), and decoding is greedy (at a
+    temperature above 0 the sampler, not the likeliest token, decides); otherwise None."""
+    if request.react_tools is None or request.sampling.get("temperature", 0.0) != 0.0:
+        return None
+    return answer_sentences(
+        request.react_tools,
+        request.tool_choice,
+        prefix=request.prefix,
+        observation=request.observation,
+        answer_schema=request.output_schema,
+        subjects=request.subjects,
+        units=request.units,
+    )
+
+
+def _follow(loaded: _Loaded, request: _Request, replies: list[str], put: Any, started: float) -> None:
+    """A round whose reply is fixed but for a few choices (which subject, which unit): the model
+    makes each choice (model._local_choice.follow: greedy decoding among the replies, as under the
+    grammar) and the fixed stretches between them are evaluated at once instead of generated one
+    token at a time. The tool's number is in every reply, as the grammar has it."""
+    penalty = float(request.sampling.get("repeat_penalty", 1.0))
+    reply = replies[follow(loaded.llama, request.prompt, replies, penalty)]
+    request.chosen = "none"
+    _put_reply(loaded, request, reply, put, started)
+
+
+def _fixed_action(loaded: _Loaded, request: _Request) -> str | None:
+    """The reply of a round that calls the tool just chosen when its arguments leave no choice: each
+    one a copy of the question that has one form only (model._local_grammar.action_replies: the
+    main job's one clause "compute 17 * 23", the one place "Berlin" names). The action is then
+    fixed by the choice of the tool, and the one free part of the grammar's reply — a thought after
+    "Tool needed: <tool>." — could change nothing that the agent does: it is left out rather than
+    generated one token at a time. None (generate as usual) when the model has a choice to make."""
+    chosen = request.chosen
+    if request.react_tools is None or chosen in (None, "none") or not request.question:
+        return None
+    tool = next((t for t in request.react_tools if t.name == chosen), None)
+    replies = action_replies(tool, request.question) if tool is not None else None
+    if replies is None or len(replies) != 1:
+        return None
+    return f"{request.prefix}{DECISION_PREFIX} {chosen}.{replies[0]}"
+
+
+def _put_reply(loaded: _Loaded, request: _Request, reply: str, put: Any, started: float) -> None:
+    """Pass on a reply made without token-by-token generation, with its usage."""
+    llama = loaded.llama
+    shown = _Shown(hide_thought=request.chosen == "none")
+    if shown.feed(reply):
+        put("text", shown.take())
+    completion_tokens = len(llama.tokenize(reply.encode(), add_bos=False, special=True))
+    log.debug(
+        "reply chosen in %.2f s (%d tokens, not generated one by one)",
+        time.perf_counter() - started,
+        completion_tokens,
+    )
+    prompt_tokens = len(llama.tokenize(request.prompt.encode(), add_bos=False, special=True))
+    usage = Usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        total_tokens=prompt_tokens + completion_tokens,
+        latency=time.perf_counter() - started,
+    )
+    put("usage", (usage, "stop"))
 
 
 async def _native_calls(
