@@ -178,7 +178,8 @@ def test_unknown_tool_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> Non
     path = script(tmp_path, CALCULATOR_SCRIPT, features=FC)
     result = runner.invoke(app, ["run", "hi", "--tool", "calculator,telepathy"], env=scripted(path))
     assert result.exit_code == 2
-    assert "error: unknown tool 'telepathy'; available: asr, calculator, current_time" in result.stderr
+    expected = "error: unknown tool 'telepathy'; available: ask_user, asr, calculator, current_time"
+    assert expected in result.stderr
     assert load_scripted_model(path).requests == []
 
 
@@ -465,3 +466,28 @@ def test_the_help_lists_every_built_in_tool(runner: CliRunner) -> None:
     assert set(BUILTIN_TOOL_NAMES) == {t.name for t in builtin_tools()}
     shown = " ".join(runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output.split())
     assert all(name in shown for name in BUILTIN_TOOL_NAMES)
+
+
+# --- ask_user ------------------------------------------------------------------------------------------
+
+
+def test_ask_user_without_a_terminal_fails_the_call_clearly(tmp_path: Path) -> None:
+    ask = {"tool_calls": [["ask_user", {"question": "Which city?"}, "call_q"]]}
+    path = script(tmp_path, [ask, "I could not ask; I will assume Paris."], features=FC)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopwright", "run", "--json", "--tool", "ask_user", "Plan my trip."],
+        cwd=tmp_path,
+        env=subprocess_env(**scripted(path)),
+        input="Lyon\n",  # a pipe, not a TTY: nothing may be read from it
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    finished_call = next(e for e in events if e["type"] == "tool_call_finished")
+    assert finished_call["name"] == "ask_user"
+    assert "no terminal to ask on (stdin is not a TTY)" in finished_call["observation"]
+    assert "Lyon" not in proc.stdout and "Which city?" not in proc.stderr
+    assert events[-1]["result"]["text"] == "I could not ask; I will assume Paris."

@@ -169,3 +169,25 @@ async def test_a_resumed_run_may_pause_again_and_keeps_its_structured_output() -
     assert sent == [{"to": "ann", "amount": 1}]
     assert final.output == {"paid": ["ann"]} and final.rounds == 3
     assert final.metrics is not None and final.metrics.tool_calls == 2
+
+
+async def test_an_answered_call_does_not_run_and_its_answer_is_the_observation() -> None:
+    from loopwright.tools.builtin import ask_user_tool
+
+    question = {"question": "How much?"}
+    model = ScriptedModel([fc_call("ask_user", question), "I will send 7."], features=FC)
+    agent = Agent(model=model, tools=[ask_user_tool(), send_money])
+    result = await agent.run("pay ann")
+    assert result.finish_reason == "approval_required" and result.interruption is not None
+    (pending,) = result.interruption.calls
+    assert pending.tool == "ask_user"
+    restored = Interruption.from_json(result.interruption.to_json())
+    events = [
+        e async for e in agent.resume_stream(restored, [ApprovalDecision.answered(pending.id, "7 euros")])
+    ]
+    (finished,) = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished.observation == "7 euros"
+    final = events[-1]
+    assert isinstance(final, Finished) and final.result.text == "I will send 7."
+    seen = json.dumps([str(getattr(m, "content", "")) for m in model.requests[1].messages])
+    assert "7 euros" in seen

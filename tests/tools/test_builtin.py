@@ -47,6 +47,7 @@ def test_builtin_tools_names() -> None:
         "tts",
         "asr",
         "simple_code",
+        "ask_user",
     ]
     assert all(isinstance(t, Tool) and t.description for t in tools)
     assert builtin_tools()[0] is not tools[0]  # fresh instances

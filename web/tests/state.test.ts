@@ -265,3 +265,36 @@ describe("plans and progress", () => {
     expect(done.rounds[0].tools[0].seconds).toBe(9); // first seen at 0 ms
   });
 });
+
+describe("a question the agent asks (ask_user)", () => {
+  const form = (over: Record<string, unknown> = {}) => ({
+    form_token: "tok",
+    form_content: "Which city?\n\n{{#$output.answer#}}",
+    inputs: [{ type: "paragraph", output_variable_name: "answer", default: null }],
+    actions: [{ id: "submit", title: "Submit", button_style: "primary" }],
+    ...over,
+  });
+  const required = (data: unknown): DifyEvent => ({ event: "human_input_required", task_id: "k1", data });
+
+  it("pauses the message with the question, and the filled form resumes it", () => {
+    const paused = applyEvent(newMessage("Plan"), required(form()), 0);
+    expect(paused.status).toBe("paused");
+    expect(paused.question).toEqual({ token: "tok", text: "Which city?", options: [] });
+    const resumed = applyEvent(paused, { event: "human_input_form_filled", task_id: "k1", data: {} }, 1);
+    expect(resumed.status).toBe("streaming");
+    expect(resumed.question).toBeNull();
+  });
+
+  it("takes a select's options, and leaves a tool approval's form alone", () => {
+    const select = { type: "select", output_variable_name: "answer", options: ["metric", 3, "imperial"] };
+    const m = applyEvent(newMessage("Convert"), required(form({ inputs: [select] })), 0);
+    expect(m.question?.options).toEqual(["metric", "imperial"]);
+    const approval = form({
+      inputs: [{ type: "paragraph", output_variable_name: "reason" }],
+      actions: [{ id: "approve" }, { id: "reject" }],
+    });
+    const start = newMessage("Compute");
+    expect(applyEvent(start, required(approval), 0)).toBe(start);
+    expect(applyEvent(start, required("nonsense"), 0)).toBe(start);
+  });
+});

@@ -416,6 +416,9 @@ async def _resume_round(run: _Run, strategy: Strategy, state: RunState) -> Async
         if not decision.approved:
             call.observation = denial_observation(decision.reason)
             call.meta = ToolInvokeMeta(0.0, "denied", {})
+        elif decision.answer is not None:  # a question the user answered: the answer is the result
+            call.observation = decision.answer
+            call.meta = ToolInvokeMeta(0.0, None, {})
         elif decision.arguments is not None:
             call.arguments, call.raw_arguments = dict(decision.arguments), None
     pending.awaiting = set()  # decided: a durable snapshot from here on runs the calls as they are

@@ -32,13 +32,15 @@ class PendingCall:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalDecision:
-    """The decision on one call: approve (optionally with edited ``arguments``) or deny with a
-    ``reason`` the model is told."""
+    """The decision on one call: approve (optionally with edited ``arguments``), deny with a
+    ``reason`` the model is told, or answer it: the call does not run and ``answer`` is its
+    observation (a question the model asked the user, ``tools.builtin.ask_user``)."""
 
     call_id: str
     approved: bool
     reason: str = ""
     arguments: dict[str, Any] | None = None
+    answer: str | None = None
 
     @classmethod
     def approve(cls, call_id: str, arguments: dict[str, Any] | None = None) -> ApprovalDecision:
@@ -47,6 +49,10 @@ class ApprovalDecision:
     @classmethod
     def deny(cls, call_id: str, reason: str = "") -> ApprovalDecision:
         return cls(call_id, False, reason)
+
+    @classmethod
+    def answered(cls, call_id: str, answer: str) -> ApprovalDecision:
+        return cls(call_id, True, answer=answer)
 
 
 @dataclass(frozen=True, slots=True)

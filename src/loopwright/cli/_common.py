@@ -37,6 +37,7 @@ BUILTIN_TOOL_NAMES = (
     "tts",
     "asr",
     "simple_code",
+    "ask_user",
 )
 
 

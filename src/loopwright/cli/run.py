@@ -60,11 +60,12 @@ def select_tools(names: list[str] | None, settings: Settings | None = None) -> T
     installed Dify plugin, :mod:`loopwright.cli.plugin_tools`); an unknown name is a usage error.
     ``settings`` give ``web_fetch`` its network allow-list."""
     from loopwright.cli.plugin_tools import choose_tools
-    from loopwright.tools.builtin import builtin_tools
+    from loopwright.tools.builtin import builtin_tools, terminal_asker
     from loopwright.tools.net import DEFAULT_POLICY, network_policy
 
     tools = builtin_tools(
-        network_policy(settings.tool_allow_hosts) if settings is not None else DEFAULT_POLICY
+        network_policy(settings.tool_allow_hosts) if settings is not None else DEFAULT_POLICY,
+        ask=terminal_asker(),  # ask_user asks on the terminal (fails clearly without one)
     )
     wanted = [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
     return choose_tools(list(dict.fromkeys(wanted)), tools, DEFAULT_TOOLS)

@@ -1,8 +1,9 @@
 """``POST /v1/chat-messages/{task_id}/approvals``: decisions on the tool calls a paused run waits for.
 
 loopwright's own route (Dify has none). The body: ``user`` (the one the message belongs to),
-``decisions`` — ``{"call_id", "action": "approve" | "deny", "reason"?, "arguments"?}`` per call;
-``arguments`` approves with edited arguments — and ``response_mode``. The answer is the rest of the
+``decisions`` — ``{"call_id", "action": "approve" | "deny" | "answer", "reason"?, "arguments"?,
+"answer"?}`` per call; ``arguments`` approves with edited arguments, ``answer`` answers an ``ask_user``
+call (its observation) — and ``response_mode``. The answer is the rest of the
 message, as ``POST /v1/chat-messages`` gives it: a stream of SSE frames (same task and message ids)
 or the blocking body.
 """
@@ -33,9 +34,10 @@ class DecisionPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     call_id: str = Field(min_length=1)
-    action: Literal["approve", "deny"]
+    action: Literal["approve", "deny", "answer"]
     reason: str = Field("", max_length=2000)
     arguments: dict[str, Any] | None = None
+    answer: str = Field("", max_length=10_000)
 
 
 class ApprovalsPayload(BaseModel):
@@ -59,7 +61,7 @@ async def approve_tool_calls(
         task_id=task_id,
         app_id=app.id,
         user=require_user(payload.user),
-        decisions=[Decision(d.call_id, d.action, d.reason, d.arguments) for d in payload.decisions],
+        decisions=[Decision(d.call_id, d.action, d.reason, d.arguments, d.answer) for d in payload.decisions],
         response_mode="streaming" if streaming else "blocking",
     )
     run = await runtime.resume(request)

@@ -109,6 +109,7 @@ export function ChatApp({ client, appId, settings }: { client: ServiceClient; ap
     onFeedback: (x, rating, content) => void chat.setFeedback(x, rating, content ?? ""),
     onAgentLog: settings.mode === "chat" ? null : (x) => x.id !== null && setLogFor(x.id),
     onOpenSteps: (x) => void chat.loadTimes(x),
+    onAnswer: (x, answer) => void chat.answer(x, answer),
     reading: reading === m.localId,
     onReadAloud: voiceOn
       ? (x) => {

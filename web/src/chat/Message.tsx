@@ -8,7 +8,7 @@ import { Markdown } from "./Markdown";
 import { QuestionEditor, VersionSwitcher, type VersionSwitch } from "./Versions";
 import { AnsweredBy, HandoffLine } from "./Handoffs";
 import { handoffOf } from "./handoff";
-import { finalAnswer, isRunning, planOf, steps, type Citation, type PlanView, type FileView, type MessageView, type RoundView, type ToolCallView } from "./state";
+import { finalAnswer, isRunning, planOf, steps, type Citation, type PlanView, type FileView, type MessageView, type QuestionView, type RoundView, type ToolCallView } from "./state";
 
 const FOLD_AT = 1200; // characters of a tool output shown before "Show all"
 
@@ -22,6 +22,7 @@ export interface MessageActions {
   reading: boolean; // this message is being read aloud
   onEdit: ((m: MessageView, query: string) => void) | null; // a new version with an edited question
   versions: VersionSwitch | null; // null: the message has one version
+  onAnswer: (m: MessageView, answer: string) => void; // the answer to the question the agent asked
 }
 
 export function Message({ m, actions }: { m: MessageView; actions: MessageActions }) {
@@ -66,9 +67,55 @@ export function Message({ m, actions }: { m: MessageView; actions: MessageAction
         {m.status === "interrupted" && (
           <p class="muted">{t("interrupted")}</p>
         )}
-        {!running && m.status !== "interrupted" && <Toolbar m={m} actions={actions} />}
+        {m.status === "paused" && m.question && <Question m={m} question={m.question} onAnswer={actions.onAnswer} />}
+        {!running && m.status !== "interrupted" && m.status !== "paused" && <Toolbar m={m} actions={actions} />}
       </div>
     </article>
+  );
+}
+
+/** The question the agent asked (the ask_user tool): its options as buttons, or an answer box. */
+function Question({ m, question, onAnswer }: { m: MessageView; question: QuestionView; onAnswer: (m: MessageView, answer: string) => void }) {
+  const [text, setText] = useState("");
+  const [sent, setSent] = useState(false);
+  const send = (answer: string) => {
+    if (answer.trim() === "" || sent) return;
+    setSent(true);
+    onAnswer(m, answer.trim());
+  };
+  return (
+    <form
+      class="question"
+      aria-label={t("question_label")}
+      onSubmit={(e) => {
+        e.preventDefault();
+        send(text);
+      }}
+    >
+      <p class="question-text">{question.text}</p>
+      {question.options.length > 0 ? (
+        <div class="question-options">
+          {question.options.map((o) => (
+            <button type="button" key={o} class="chip" disabled={sent} onClick={() => send(o)}>
+              {o}
+            </button>
+          ))}
+        </div>
+      ) : (
+        <div class="question-answer">
+          <textarea
+            aria-label={t("question_answer")}
+            rows={2}
+            value={text}
+            disabled={sent}
+            onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
+          />
+          <button type="submit" class="send" disabled={sent || text.trim() === ""}>
+            {t("question_send")}
+          </button>
+        </div>
+      )}
+    </form>
   );
 }
 

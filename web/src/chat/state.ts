@@ -43,7 +43,16 @@ export interface Citation {
   content: string;
 }
 
-export type MessageStatus = "waiting" | "streaming" | "done" | "stopped" | "error" | "interrupted";
+// "paused": the agent asked the user a question (the ask_user tool) and waits for the answer
+export type MessageStatus = "waiting" | "streaming" | "paused" | "done" | "stopped" | "error" | "interrupted";
+
+/** A question the agent asked (Dify's human_input_required with loopwright's question form: the
+ * input `answer`, the action `submit`), answered at POST /v1/form/human_input/{token}. */
+export interface QuestionView {
+  token: string;
+  text: string;
+  options: string[]; // none: any text
+}
 
 export interface MessageView {
   localId: string;
@@ -68,6 +77,7 @@ export interface MessageView {
   // its text came as `agent_message` pieces: a `message` event after them is the whole answer again
   // (Dify's `agent` apps), not more text
   agentStreamed?: boolean;
+  question?: QuestionView | null; // set while the run waits for the user's answer
 }
 
 let counter = 0;
@@ -119,6 +129,13 @@ export function applyEvent(m: MessageView, e: DifyEvent, now: number): MessageVi
       return ended(withIds(m, e), e);
     case "message_replace":
       return { ...withIds(m, e), answer: str(e.answer), replaced: true };
+    case "human_input_required": {
+      const question = questionOf(e.data);
+      return question === null ? m : { ...withIds(m, e), question, status: "paused" };
+    }
+    case "human_input_form_filled":
+    case "human_input_form_timeout":
+      return { ...withIds(m, e), question: null, status: "streaming" };
     case "error":
       return {
         ...withIds(m, e),
@@ -128,6 +145,20 @@ export function applyEvent(m: MessageView, e: DifyEvent, now: number): MessageVi
     default:
       return m; // ping, tts_message, …
   }
+}
+
+/** The question of a human-input form that asks one (its one input `answer`, its one action
+ * `submit`); null for any other form (a tool approval's). */
+export function questionOf(data: unknown): QuestionView | null {
+  if (typeof data !== "object" || data === null) return null;
+  const d = data as Record<string, unknown>;
+  const inputs = Array.isArray(d.inputs) ? (d.inputs as Record<string, unknown>[]) : [];
+  const actions = Array.isArray(d.actions) ? (d.actions as Record<string, unknown>[]) : [];
+  if (inputs.length !== 1 || inputs[0]?.output_variable_name !== "answer") return null;
+  if (actions.length !== 1 || actions[0]?.id !== "submit" || !str(d.form_token)) return null;
+  const options = Array.isArray(inputs[0].options) ? inputs[0].options.filter((o): o is string => typeof o === "string") : [];
+  const text = str(d.form_content).replace(/\{\{#\$output\.answer#\}\}/g, "").trim();
+  return { token: str(d.form_token), text, options };
 }
 
 function withIds(m: MessageView, e: DifyEvent): MessageView {

@@ -327,7 +327,9 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
         // the list is read again a little later to show the name it made.
         for (const ms of NAME_CHECKS_MS) setTimeout(() => void refreshConversations(), ms);
       }
-      if (isRunning(m) || m.status === "interrupted") {
+      if (m.status === "paused") {
+        // the agent asked a question: the page shows it and waits for the answer (`answer`)
+      } else if (isRunning(m) || m.status === "interrupted") {
         put({ ...m, status: "interrupted" });
         await recover(m, progress.lastEventId); // the stream ended without message_end: the connection dropped
       } else {
@@ -339,6 +341,41 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
       void refreshConversations();
     },
     [appId, client, fetchSuggestions, follow, loadTimes, put, recover, refreshConversations, refreshVersions],
+  );
+
+  /** Answers the question a paused message asks (the ask_user tool) through its human-input form,
+   * then follows the rest of the run; a refused answer (the form closed or expired) is a notice. */
+  const answer = useCallback(
+    async (from: MessageView, text: string) => {
+      const question = from.question;
+      if (!question || from.taskId === null) return;
+      setNotice(null);
+      try {
+        await client.submitForm(question.token, { answer: text }, "submit");
+      } catch (e) {
+        setNotice(errorText(e)); // the question stays, to answer again
+        return;
+      }
+      const progress: Progress = { m: { ...from, question: null, status: "streaming" }, lastEventId: null };
+      put(progress.m);
+      try {
+        const response = await client.workflowEvents(from.taskId);
+        if (response.body) await follow(response.body, progress);
+      } catch {
+        // as far as it got: the history has the rest (below)
+      }
+      const m = progress.m;
+      if (m.status === "paused") return; // another question
+      if (isRunning(m)) {
+        put({ ...m, status: "interrupted" });
+        await recover(m, progress.lastEventId);
+        return;
+      }
+      clearPending(sessionStorage, appId);
+      void fetchSuggestions(m);
+      void loadTimes(m);
+    },
+    [appId, client, fetchSuggestions, follow, loadTimes, put, recover],
   );
 
   /** Show another version of a message: the thread through it, to the newest message of its branch. */
@@ -474,6 +511,7 @@ export function useChat(client: ServiceClient, appId: string, suggestionsOn: boo
     running: messages.some(isRunning),
     setNotice,
     send,
+    answer,
     stop,
     open,
     rename,

@@ -111,6 +111,21 @@ export class ServiceClient {
     });
   }
 
+  /** Submits a human-input form (Dify 1.13's POST /v1/form/human_input/{token}): the run resumes
+   * on the server; its events are read with `workflowEvents`. */
+  async submitForm(token: string, inputs: Record<string, string>, action: string): Promise<void> {
+    await this.json("POST", `/form/human_input/${encodeURIComponent(token)}`, { json: { inputs, action, user: this.user } });
+  }
+
+  /** The events of a run resumed by a form (GET /v1/workflow/{task_id}/events), to its end or next pause. */
+  workflowEvents(taskId: string, signal?: AbortSignal): Promise<Response> {
+    return this.fetch("GET", `/workflow/${encodeURIComponent(taskId)}/events`, {
+      query: { user: this.user },
+      signal,
+      headers: { Accept: "text/event-stream" },
+    });
+  }
+
   /** Re-attaches to a running answer's events after `lastEventId`, where the server offers it
    * (GET /v1/chat-messages/{task_id}/events); null where it does not (404/405). */
   async reattach(taskId: string, lastEventId: string | null, signal?: AbortSignal): Promise<Response | null> {

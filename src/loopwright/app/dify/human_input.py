@@ -8,6 +8,10 @@ when the calls are rejected) and, when one call waits, ``arguments`` (its argume
 before approving). The form's content is Markdown with Dify's ``{{#$output.NAME#}}`` markers where
 the inputs go.
 
+A pause for one ``ask_user`` call (the model asking the user a question, ``tools.builtin.ask_user``) is
+a question form instead: its content is the question, its one input ``answer`` (a paragraph, or a
+``select`` of the call's ``options``), its one action ``submit``.
+
 The token is 256 random bits (``secrets``), sent once in the stream and stored only as its SHA-256
 (``human_input_forms``), so a database dump holds no usable token.
 """
@@ -21,13 +25,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loopwright.tools.builtin.ask_user import ASK_USER
+
 __all__ = [
     "ACTION_TEXT",
+    "ANSWER",
     "APPROVE",
     "ARGUMENTS",
     "NODE_TITLE",
+    "QUESTION_TITLE",
     "REASON",
     "REJECT",
+    "SUBMIT",
     "ApprovalForm",
     "new_token",
     "token_digest",
@@ -42,7 +51,11 @@ ACTIONS = (
     {"id": APPROVE, "title": "Approve", "button_style": "primary"},
     {"id": REJECT, "title": "Reject", "button_style": "default"},
 )
-ACTION_TEXT = {a["id"]: a["title"] for a in ACTIONS}
+SUBMIT = "submit"  # the question form's one action
+ANSWER = "answer"  # the question form's one input: the answer, the call's observation
+QUESTION_TITLE = "Question"
+QUESTION_ACTIONS = ({"id": SUBMIT, "title": "Submit", "button_style": "primary"},)
+ACTION_TEXT = {a["id"]: a["title"] for a in (*ACTIONS, *QUESTION_ACTIONS)}
 
 
 def new_token() -> str:
@@ -73,10 +86,36 @@ class ApprovalForm:
 
     @property
     def editable(self) -> bool:
-        """Whether the form offers the ``arguments`` input (one call waits)."""
-        return len(self.calls) == 1
+        """Whether the form offers the ``arguments`` input (one call waits, not a question)."""
+        return len(self.calls) == 1 and self.question is None
+
+    @property
+    def question(self) -> Mapping[str, Any] | None:
+        """The arguments of the ``ask_user`` call this form asks, when the pause is one such call."""
+        if len(self.calls) != 1 or self.calls[0]["tool"] != ASK_USER:
+            return None
+        args = self.calls[0]["arguments"]
+        return args if isinstance(args, Mapping) else {"question": str(args)}
+
+    @property
+    def options(self) -> list[str]:
+        """The answers the question offers (none: any text)."""
+        asked = self.question or {}
+        options = asked.get("options")
+        return [str(o) for o in options] if isinstance(options, list) else []
+
+    @property
+    def title(self) -> str:
+        return QUESTION_TITLE if self.question is not None else NODE_TITLE
+
+    @property
+    def actions(self) -> list[dict[str, str]]:
+        return [dict(a) for a in (QUESTION_ACTIONS if self.question is not None else ACTIONS)]
 
     def content(self) -> str:
+        asked = self.question
+        if asked is not None:
+            return f"{str(asked.get('question') or '').strip()}\n\n{{{{#$output.{ANSWER}#}}}}"
         lines = ["The assistant wants to run tools that need your approval:", ""]
         if self.editable:
             lines[0] = "The assistant wants to run a tool that needs your approval:"
@@ -94,6 +133,11 @@ class ApprovalForm:
         return "\n".join(lines)
 
     def inputs(self) -> list[dict[str, Any]]:
+        if self.question is not None:
+            answer: dict[str, Any] = {"type": "paragraph", "output_variable_name": ANSWER, "default": None}
+            if self.options:
+                answer.update(type="select", options=self.options)
+            return [answer]
         reason = {"type": "paragraph", "output_variable_name": REASON, "default": None}
         if not self.editable:
             return [reason]
@@ -111,10 +155,10 @@ class ApprovalForm:
         return {
             "form_id": self.form_id,
             "node_id": self.node_id,
-            "node_title": NODE_TITLE,
+            "node_title": self.title,
             "form_content": self.content(),
             "inputs": self.inputs(),
-            "actions": [dict(a) for a in ACTIONS],
+            "actions": self.actions,
             "display_in_ui": True,
             "form_token": token,
             "resolved_default_values": self.default_values(),
@@ -127,13 +171,13 @@ class ApprovalForm:
             "form_content": self.content(),
             "inputs": self.inputs(),
             "resolved_default_values": self.default_values(),
-            "user_actions": [dict(a) for a in ACTIONS],
+            "user_actions": self.actions,
             "expiration_time": self.expires_at,
         }
 
     def rendered(self, inputs: Mapping[str, Any]) -> str:
         """The content with the submitted values in place of the markers (``human_input_form_filled``)."""
         text = self.content()
-        for name in (ARGUMENTS, REASON):
+        for name in (ARGUMENTS, REASON, ANSWER):
             text = text.replace(f"{{{{#$output.{name}#}}}}", str(inputs.get(name, "") or ""))
         return text

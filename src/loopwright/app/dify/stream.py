@@ -65,11 +65,13 @@ from loopwright.app.dify.events import (
 )
 from loopwright.app.dify.human_input import (
     ACTION_TEXT,
+    ANSWER,
     APPROVE,
     ARGUMENTS,
     NODE_TITLE,
     REASON,
     REJECT,
+    SUBMIT,
     ApprovalForm,
     new_token,
 )
@@ -310,7 +312,12 @@ class DifyStream:
         """The first event of a resumed message, as Dify's after a Human Input node: the form filled
         (approved if any call was, else rejected) or timed out."""
         if timed_out:
-            return HumanInputFormTimeout(self.head, form.node_id, NODE_TITLE, form.expires_at)
+            return HumanInputFormTimeout(self.head, form.node_id, form.title, form.expires_at)
+        if form.question is not None:
+            answer = next((d.answer for d in decisions if d.answer is not None), None)
+            if answer is not None:
+                text, title = form.rendered({ANSWER: answer}), ACTION_TEXT[SUBMIT]
+                return HumanInputFormFilled(self.head, form.node_id, form.title, text, SUBMIT, title)
         action = APPROVE if any(d.approved for d in decisions) else REJECT
         reason = next((d.reason for d in decisions if not d.approved and d.reason), "")
         edited = next((d.arguments for d in decisions if d.arguments is not None), None)

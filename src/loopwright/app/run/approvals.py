@@ -6,7 +6,9 @@ as ``waiting`` and a ``pending_approvals`` row keeps what resuming needs: the ag
 is held — so the decision may come hours later, to any worker, after a restart.
 ``AppRuntime.resume`` takes the row (once: a second decision, or the timeout, finds it gone), checks
 the decisions against the calls waiting, and runs the rest of the message under the same task id.
-After the app's ``approval.timeout`` the calls count as denied: the :class:`ApprovalTimer` resumes
+A call of ``ask_user`` (a question to the user) is decided by its answer (``"answer"``), which
+becomes its observation. After the app's ``approval.timeout`` the calls count as denied (a question
+as answered by nobody): the :class:`ApprovalTimer` resumes
 overdue runs that way, and a decision that arrives late is replaced by the denial.
 """
 
@@ -25,6 +27,7 @@ from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.app.dify.encoder import DifyEncoder
 from loopwright.errors import NotFoundError, UserInputError
 from loopwright.store.models import PendingApproval, unix_seconds
+from loopwright.tools.builtin.ask_user import ASK_USER, NOBODY_ANSWERED
 
 log = logging.getLogger("loopwright.app")
 
@@ -37,9 +40,10 @@ class Decision:
     """One decision as a client sends it."""
 
     call_id: str
-    action: Literal["approve", "deny"]
+    action: Literal["approve", "deny", "answer"]
     reason: str = ""
     arguments: Mapping[str, Any] | None = None  # approve with these arguments instead
+    answer: str = ""  # "answer": the user's answer to an ``ask_user`` call (its observation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +119,7 @@ def resumption(row: PendingApproval, decisions: Sequence[Decision], now: datetim
     arguments that are not an object, are refused); past the deadline every call is denied."""
     interruption = Interruption.from_json(row.run_state)
     waiting = {c.id for c in interruption.calls}
+    questions = {c.id for c in interruption.calls if c.tool == ASK_USER}
     seen: set[str] = set()
     checked: list[ApprovalDecision] = []
     for d in decisions:
@@ -123,16 +128,30 @@ def resumption(row: PendingApproval, decisions: Sequence[Decision], now: datetim
         if d.call_id in seen:
             raise UserInputError(f"tool call {d.call_id!r} has two decisions")
         seen.add(d.call_id)
-        if d.action == "approve":
-            args = dict(d.arguments) if d.arguments is not None else None
-            checked.append(ApprovalDecision.approve(d.call_id, args))
-        else:
-            checked.append(ApprovalDecision.deny(d.call_id, d.reason))
+        checked.append(_decision(d, questions))
     timed_out = now >= row.expires_at
     if timed_out:
-        checked = [ApprovalDecision.deny(c, TIMEOUT_REASON) for c in sorted(waiting)]
+        checked = [_timed_out(c, questions) for c in sorted(waiting)]
     state = json.loads(row.stream_state)
     return Resumption(interruption, checked, state, unix_seconds(row.expires_at), timed_out)
+
+
+def _decision(d: Decision, questions: set[str]) -> ApprovalDecision:
+    if d.action == "answer":
+        if d.call_id not in questions:
+            raise UserInputError(f"tool call {d.call_id!r} is not a question: approve or deny it")
+        return ApprovalDecision.answered(d.call_id, d.answer)
+    if d.action == "approve":
+        args = dict(d.arguments) if d.arguments is not None else None
+        return ApprovalDecision.approve(d.call_id, args)
+    return ApprovalDecision.deny(d.call_id, d.reason)
+
+
+def _timed_out(call_id: str, questions: set[str]) -> ApprovalDecision:
+    """A call nobody decided in time: denied, or a question answered by saying nobody answered."""
+    if call_id in questions:
+        return ApprovalDecision.answered(call_id, NOBODY_ANSWERED)
+    return ApprovalDecision.deny(call_id, TIMEOUT_REASON)
 
 
 class ApprovalTimer:

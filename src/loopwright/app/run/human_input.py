@@ -6,7 +6,9 @@ it decides on, the deadline. ``POST /v1/form/human_input/{form_token}`` maps the
 decisions — ``approve`` approves every call waiting (the one call with the ``arguments`` input's JSON
 object, when it was edited), ``reject`` denies them with the ``reason`` input — marks the form used
 (once: a database update only one request wins) and resumes the run as the approvals endpoint does,
-in the background: the client follows it on ``GET /v1/workflow/{task_id}/events``.
+in the background: the client follows it on ``GET /v1/workflow/{task_id}/events``. A question's
+form (one ``ask_user`` call) has the action ``submit`` and the input ``answer``, which becomes the
+call's observation.
 
 A form is refused (Dify's answers): unknown token, another app's, another user's → 404; used, past its
 deadline, or no longer the pause waiting (decided another way) → 412.
@@ -21,7 +23,16 @@ from datetime import datetime
 from typing import Any
 
 from loopwright.app.dify.events import HumanInputFormFilled, HumanInputFormTimeout
-from loopwright.app.dify.human_input import APPROVE, ARGUMENTS, REASON, REJECT, ApprovalForm, token_digest
+from loopwright.app.dify.human_input import (
+    ANSWER,
+    APPROVE,
+    ARGUMENTS,
+    REASON,
+    REJECT,
+    SUBMIT,
+    ApprovalForm,
+    token_digest,
+)
 from loopwright.app.dify.stream import DifyStream
 from loopwright.app.run.approvals import ApprovalsRequest, Decision, Resumption
 from loopwright.app.run.plan import RunPlan
@@ -40,6 +51,7 @@ __all__ = [
 ]
 
 FORM_NOT_FOUND = "Form not found"
+MAX_ANSWER = 10_000  # characters of an answer kept (it goes into the model's context)
 
 
 class FormClosedError(LoopwrightError):
@@ -135,6 +147,8 @@ def _edited(form: ApprovalForm, inputs: Mapping[str, Any]) -> dict[str, Any] | N
 def submission(opened: OpenForm, action: str, inputs: Mapping[str, Any], user: str) -> ApprovalsRequest:
     """The decisions a submitted form stands for (its action on every call waiting)."""
     form, row = opened.form, opened.row
+    if form.question is not None:
+        return _answer(opened, action, inputs, user)
     if action not in (APPROVE, REJECT):
         raise UserInputError(f"unknown action {action!r}: choose {APPROVE!r} or {REJECT!r}")
     unknown = sorted(set(inputs) - {a["output_variable_name"] for a in form.inputs()})
@@ -148,6 +162,23 @@ def submission(opened: OpenForm, action: str, inputs: Mapping[str, Any], user: s
         decisions = [Decision(c["id"], "approve", arguments=edited) for c in form.calls]
     else:
         decisions = [Decision(c["id"], "deny", reason[:2000]) for c in form.calls]
+    return ApprovalsRequest(row.task_id, row.app_id, user, decisions, response_mode="blocking")
+
+
+def _answer(opened: OpenForm, action: str, inputs: Mapping[str, Any], user: str) -> ApprovalsRequest:
+    """The answer a submitted question form gives its ``ask_user`` call."""
+    form, row = opened.form, opened.row
+    if action != SUBMIT:
+        raise UserInputError(f"unknown action {action!r}: the question's form has only {SUBMIT!r}")
+    unknown = sorted(set(inputs) - {ANSWER})
+    if unknown:
+        raise UserInputError(f"the form has no input {unknown[0]!r}")
+    answer = inputs.get(ANSWER)
+    if not isinstance(answer, str) or not answer.strip():
+        raise UserInputError(f"the form input {ANSWER!r} must be the answer (a string that is not empty)")
+    if form.options and answer not in form.options:
+        raise UserInputError(f"the form input {ANSWER!r} must be one of the options: {form.options}")
+    decisions = [Decision(form.calls[0]["id"], "answer", answer=answer.strip()[:MAX_ANSWER])]
     return ApprovalsRequest(row.task_id, row.app_id, user, decisions, response_mode="blocking")
 
 

@@ -2,6 +2,7 @@
 ``audio``, ``code``) under their Dify names."""
 
 from loopwright.tools.base import Tool
+from loopwright.tools.builtin.ask_user import ASK_USER, Asker, ask_user_tool, terminal_asker
 from loopwright.tools.builtin.audio import AudioEndpoint, asr_tool, tts_tool
 from loopwright.tools.builtin.calculator import calculator_tool
 from loopwright.tools.builtin.code import code_tool
@@ -18,10 +19,12 @@ def builtin_tools(
     *,
     audio: AudioEndpoint | None = None,
     sandbox: Sandbox | None = None,
+    ask: Asker | None = None,
 ) -> list[Tool]:
     """All built-in tools, fresh instances; ``policy`` is the network allow-list ``web_fetch``,
     ``webscraper`` and ``asr`` use, ``audio`` the speech endpoint of ``tts``/``asr``, ``sandbox`` where
-    ``simple_code`` runs code."""
+    ``simple_code`` runs code, ``ask`` who answers ``ask_user`` (None: a call pauses the run for a
+    person, as an approval does)."""
     endpoint = audio or AudioEndpoint()
     return [
         calculator_tool(),
@@ -32,16 +35,21 @@ def builtin_tools(
         tts_tool(endpoint),
         asr_tool(endpoint, policy),
         code_tool(sandbox),
+        ask_user_tool(ask),
     ]
 
 
 __all__ = [
+    "ASK_USER",
+    "Asker",
     "AudioEndpoint",
+    "ask_user_tool",
     "builtin_tools",
     "calculator_tool",
     "code_tool",
     "current_time_tool",
     "time_tools",
     "web_fetch_tool",
+    "terminal_asker",
     "webscraper_tool",
 ]
