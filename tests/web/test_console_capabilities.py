@@ -327,3 +327,59 @@ def test_the_console_speaks_the_browsers_language(world: Any, watched: Any, loca
     assert serious_violations(page) == []
     page.screenshot(path=str(screenshot_path(f"console-{locale}")))
     assert {name: left for name, left in seen.items() if left} == {}
+
+
+def test_a_conversations_log_marks_answer_versions(world: Any, watched: Any) -> None:
+    """A regenerated answer and an edited question (Dify's parent_message_id, as the chat page sends
+    them) show in the console's log as versions of their message, not as more messages."""
+    server, _, _ = world
+    drafter = next(
+        a
+        for a in httpx.get(f"{server.url}/console/api/apps", headers=ADMIN).json()["data"]
+        if a["name"] == "drafter"
+    )
+    key = httpx.post(f"{server.url}/console/api/apps/{drafter['id']}/keys", headers=ADMIN).json()["token"]
+
+    def send(query: str, **where: Any) -> dict[str, Any]:
+        body = {"query": query, "inputs": {}, "user": "bob", "response_mode": "blocking", **where}
+        r = httpx.post(
+            f"{server.url}/v1/chat-messages",
+            json=body,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        answer: dict[str, Any] = r.json()
+        return answer
+
+    first = send("Plan a trip.")
+    conversation = {"conversation_id": first["conversation_id"]}
+    send("And the budget?", **conversation)
+    send("And the budget?", **conversation, parent_message_id=first["message_id"])  # Regenerate
+    send("Plan a short trip.", **conversation, parent_message_id=None)  # the first question, edited
+
+    page = watched(viewport=DESKTOP).page()
+    sign_in(page, server)
+    page.goto(f"{server.url}/console#/apps/{drafter['id']}/logs")
+    page.get_by_role("table", name="Conversations").get_by_role("button", name="Plan a trip.").click()
+    entries = page.get_by_role("list", name="Messages").locator("li.log-message")
+    entries.nth(3).wait_for()
+    marks = [
+        e.locator(".versions-line").inner_text() if e.locator(".versions-line").count() else ""
+        for e in entries.all()
+    ]
+    queries = [e.locator(".query").inner_text() for e in entries.all()]
+    assert queries == [
+        "User: Plan a trip.",
+        "User: And the budget?",
+        "User: And the budget?",
+        "User: Plan a short trip.",
+    ]
+    assert [" ".join(m.split()) for m in marks] == [
+        "version 1 of 2",
+        "version 1 of 2",
+        "version 2 of 2 regenerated",
+        "version 2 of 2 edited question",
+    ]
+    assert serious_violations(page) == []
+    page.screenshot(path=str(screenshot_path("console-log-versions")))

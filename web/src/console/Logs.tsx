@@ -147,7 +147,7 @@ function MessageEntry({ client, message, version }: { client: AdminClient; messa
     <li class={`log-message${version && version.n < version.total ? " older-version" : ""}`} data-message-id={message.id}>
       {version && (
         <p class="versions-line small">
-          <span class="chip version">{t("version_of", { n: version.n, total: version.total })}</span>
+          <span class="chip version">{t("version_of", { n: version.n, total: version.total })}</span>{" "}
           {version.kind !== "first" && <span class={`chip ${version.kind}`}>{t(version.kind === "edited" ? "edited_question" : "regenerated")}</span>}
         </p>
       )}
