@@ -230,9 +230,11 @@ SHOWN_WORDS = """() => {
   page.querySelectorAll(".query, .answer, .log-message .error-text").forEach((e) =>
     e.childNodes.forEach((n) => { if (n.nodeType === Node.TEXT_NODE) n.textContent = ""; }));
   page.querySelectorAll("details:not([open]) > :not(summary)").forEach((e) => e.remove());
+  const names = [...document.querySelectorAll(".wire h3")].map((e) => e.textContent ?? "").filter(Boolean);
   const attributes = [...document.querySelectorAll("[aria-label], [title], [placeholder]")]
     .filter((e) => !e.closest("code, pre, .checks, .mono"))
-    .flatMap((e) => ["aria-label", "title", "placeholder"].map((a) => e.getAttribute(a) ?? ""));
+    .flatMap((e) => ["aria-label", "title", "placeholder"].map((a) => e.getAttribute(a) ?? ""))
+    .map((value) => names.reduce((v, name) => v.split(name).join(""), value));
   document.body.appendChild(page);
   page.hidden = false;
   const text = page.innerText;

@@ -281,6 +281,10 @@ const EN = {
   wire_a2a: "A2A 1.0; JSON-RPC at {url}",
   wire_mcp: "streamable HTTP; the key's app is the server's one tool",
   wire_agui: "POST RunAgentInput, events as SSE (CopilotKit and others)",
+  mode_agent_chat: "agent",
+  mode_agent: "agent",
+  mode_chat: "chat",
+  mode_completion: "text generator",
 };
 
 export type Key = keyof typeof EN;
@@ -563,6 +567,10 @@ const ZH: Record<Key, string> = {
   wire_a2a: "A2A 1.0；JSON-RPC 地址为 {url}",
   wire_mcp: "可流式 HTTP；密钥对应的应用是该服务器唯一的工具",
   wire_agui: "POST RunAgentInput，事件以 SSE 返回（CopilotKit 等）",
+  mode_agent_chat: "智能体",
+  mode_agent: "智能体",
+  mode_chat: "聊天",
+  mode_completion: "文本生成",
 };
 
 const JA: Record<Key, string> = {
@@ -843,6 +851,10 @@ const JA: Record<Key, string> = {
   wire_a2a: "A2A 1.0。JSON-RPC は {url}",
   wire_mcp: "ストリーミング HTTP。キーのアプリがサーバーの唯一のツールです",
   wire_agui: "RunAgentInput を POST、イベントは SSE（CopilotKit など）",
+  mode_agent_chat: "エージェント",
+  mode_agent: "エージェント",
+  mode_chat: "チャット",
+  mode_completion: "テキスト生成",
 };
 
 export const CATALOGUE: Record<Lang, Record<Key, string>> = { en: EN, zh: ZH, ja: JA };
@@ -861,4 +873,9 @@ export function count(n: number, base: Counted): string {
 /** The catalogue's word for a value the server names (a status, a search method), else the value. */
 export function known(key: string, otherwise: string): string {
   return key in EN ? t(key as Key) : otherwise;
+}
+
+/** An app's kind (Dify's mode) in words. */
+export function kindName(mode: string): string {
+  return known(`mode_${mode.replace(/-/g, "_")}`, mode);
 }
