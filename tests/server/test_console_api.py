@@ -379,6 +379,38 @@ async def test_logs_show_conversations_messages_agent_logs_feedback_and_usage(
     assert (await admin.get("/console/api/apps/nope/usage")).status_code == 404
 
 
+async def test_a_logged_conversation_gives_each_messages_versions(
+    admin: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    app_id = await new_app(admin, model=script(tmp_path, ["One.", "Two.", "Two again.", "Edited."]))
+    key = (await admin.post(f"/console/api/apps/{app_id}/keys")).json()["token"]
+    service = {"Authorization": f"Bearer {key}"}
+
+    async def send(query: str, **where: Any) -> dict[str, Any]:
+        body = {"query": query, "user": "alice", "inputs": {}, "response_mode": "blocking", **where}
+        r = await admin.post("/v1/chat-messages", json=body, headers=service)
+        assert r.status_code == 200, r.text
+        answer: dict[str, Any] = r.json()
+        return answer
+
+    reply = await send("Hi")
+    first, conversation = reply["message_id"], {"conversation_id": reply["conversation_id"]}
+    second = (await send("More", **conversation))["message_id"]
+    again = (await send("More", **conversation, parent_message_id=first))["message_id"]  # Regenerate
+    edited = (await send("Hello", **conversation, parent_message_id=None))[
+        "message_id"
+    ]  # the first question, edited
+
+    url = f"/console/api/apps/{app_id}/conversations/{conversation['conversation_id']}"
+    messages = (await admin.get(url)).json()["messages"]
+    assert [(m["id"], m["versions"]) for m in messages] == [
+        (first, {"parent_id": None, "ids": [first, edited]}),
+        (second, {"parent_id": first, "ids": [second, again]}),
+        (again, {"parent_id": first, "ids": [second, again]}),
+        (edited, {"parent_id": None, "ids": [first, edited]}),
+    ]
+
+
 # --- OpenAPI toolsets -----------------------------------------------------------------------------------
 
 SPECS = Path(__file__).parents[1] / "tools" / "openapi" / "fixtures"

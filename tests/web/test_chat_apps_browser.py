@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.web.browser import (
@@ -50,6 +51,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
             "instruction": "Write SQL for {{A}}: {{default_input}}",
             "user_input_form": FORM,
             "script": {"replies": ["```sql\nSELECT * FROM users;\n```", "SELECT 1;"]},
+        },
+        "orders": {
+            "mode": "completion",
+            "instruction": "Write SQL for {{A}}: {{default_input}}",
+            "user_input_form": FORM,
+            "script": {"replies": ["SELECT * FROM orders;"]},
         },
     }
     apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", specs, folder))
@@ -101,3 +108,35 @@ def test_a_completion_app_is_a_form_and_one_answer(world: Any, watched: Any) -> 
     view.get_by_role("button", name="Generate").click()
     view.locator(".completion-result.status-done .answer", has_text="SELECT 1;").wait_for()
     assert view.locator(".completion-result .answer").count() == 1
+
+
+def test_a_completion_answer_can_be_copied_and_rated(world: Any, watched: Any) -> None:
+    """The answer of a completion app has the chat page's Copy and like/dislike buttons; a rating is
+    the message's feedback on the server (Dify's GET /v1/app/feedbacks)."""
+    server, apps = world
+    app = apps["orders"]
+    view = watched(viewport=DESKTOP, permissions=["clipboard-read", "clipboard-write"]).page()
+    view.goto(app.link(server.url))
+    assert view.get_by_role("button", name="Copy").count() == 0  # nothing to copy before an answer
+    view.get_by_label("Database Type").select_option("MySQL")
+    view.get_by_label("Input").fill("every order")
+    view.get_by_role("button", name="Generate").click()
+    result = view.locator(".completion-result.status-done")
+    result.wait_for()
+    answer = result.locator(".answer").inner_text()
+    result.get_by_role("button", name="Copy").click()
+    result.get_by_role("button", name="Copied").wait_for()
+    assert view.evaluate("navigator.clipboard.readText()").strip() == answer.strip()
+    like = result.get_by_role("button", name="Like", exact=True)
+    like.click()
+    result.locator("button.like[aria-pressed=true]").wait_for()
+    result.get_by_label("Feedback comment").fill("Just right.")
+    result.get_by_role("button", name="Send").click()
+    assert serious_violations(view) == []
+    view.screenshot(path=str(screenshot_path("completion-app-feedback")))
+    auth = {"Authorization": f"Bearer {app.key}"}
+    feedbacks = httpx.get(f"{server.url}/v1/app/feedbacks", headers=auth).json()["data"]
+    assert [(f["rating"], f["content"]) for f in feedbacks] == [("like", "Just right.")]
+    result.get_by_role("button", name="Dislike", exact=True).click()
+    result.locator("button.dislike[aria-pressed=true]").wait_for()
+    assert result.locator("button.like[aria-pressed=true]").count() == 0

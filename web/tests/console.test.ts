@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AppConfig } from "../src/console/api";
+import type { AppConfig, MessageLog } from "../src/console/api";
 import {
   chatLink,
   configOf,
@@ -16,6 +16,7 @@ import {
   withAppTool,
   modeOf,
   withMode,
+  versionMark,
 } from "../src/console/logic";
 
 class MemoryStorage implements Storage {
@@ -171,5 +172,21 @@ describe("the kind of app", () => {
     expect(config.tools).toEqual([]);
     expect(config.toolsets).toEqual([]);
     expect(draft.form).toEqual([]); // only a text generator gets the query field
+  });
+});
+
+describe("a logged message's versions", () => {
+  const log = (id: string, query: string, ids: string[]): MessageLog =>
+    ({ id, query, versions: { parent_id: null, ids } }) as unknown as MessageLog;
+
+  it("says which version a message is and how it came to be", () => {
+    const first = log("a", "Plan a trip.", ["a", "b", "c"]);
+    const again = log("b", "Plan a trip.", ["a", "b", "c"]);
+    const edited = log("c", "Plan a short trip.", ["a", "b", "c"]);
+    const byId = new Map([first, again, edited].map((m) => [m.id, m]));
+    expect(versionMark(first, byId)).toEqual({ n: 1, total: 3, kind: "first" });
+    expect(versionMark(again, byId)).toEqual({ n: 2, total: 3, kind: "regenerated" });
+    expect(versionMark(edited, byId)).toEqual({ n: 3, total: 3, kind: "edited" });
+    expect(versionMark(log("d", "Hi", ["d"]), byId)).toBeNull(); // one version: nothing to mark
   });
 });

@@ -228,7 +228,7 @@ function versionSwitch(map: VersionMap, id: string | null, busy: boolean, show: 
   return { i: place.i, n: place.n, busy, onSwitch: (to) => show(place.ids[to - 1]) };
 }
 
-async function copy(text: string): Promise<void> {
+export async function copy(text: string): Promise<void> {
   try {
     await navigator.clipboard.writeText(text);
   } catch {

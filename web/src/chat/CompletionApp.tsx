@@ -5,10 +5,12 @@ import type { ServiceClient } from "../shared/api";
 import { plainError } from "../shared/errors";
 import { t } from "../shared/i18n";
 import { readDifyStream } from "../shared/sse";
-import { AppBadge, type AppSettings } from "./ChatApp";
+import { AppBadge, copy, type AppSettings } from "./ChatApp";
 import { formFields, formProblem, initialValues } from "./form";
 import { InputForm } from "./InputForm";
 import { Markdown } from "./Markdown";
+import { Toolbar, type MessageActions } from "./Message";
+import { newMessage, type MessageView } from "./state";
 import { ThemeToggle } from "./theme";
 
 type Status = "idle" | "running" | "done" | "stopped" | "error";
@@ -22,6 +24,8 @@ export function CompletionApp({ client, settings }: { client: ServiceClient; set
   const [status, setStatus] = useState<Status>("idle");
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [messageId, setMessageId] = useState<string | null>(null); // the answer's, for its feedback
+  const [feedback, setFeedback] = useState<"like" | "dislike" | null>(null);
   const task = useRef<string | null>(null);
   const stopping = useRef(false);
   const running = status === "running";
@@ -35,6 +39,8 @@ export function CompletionApp({ client, settings }: { client: ServiceClient; set
     setNotice(null);
     setError(null);
     setAnswer("");
+    setMessageId(null);
+    setFeedback(null);
     setStatus("running");
     task.current = null;
     stopping.current = false;
@@ -45,6 +51,8 @@ export function CompletionApp({ client, settings }: { client: ServiceClient; set
       if (response.body === null) throw new Error("The server sent no answer.");
       await readDifyStream(response.body, (e) => {
         task.current = str(e.task_id) || task.current;
+        const id = str(e.message_id) || (e.event === "message_end" ? str(e.id) : "");
+        if (id) setMessageId(id);
         if (e.event === "message" || e.event === "agent_message") {
           text += str(e.answer);
           setAnswer(text);
@@ -123,6 +131,9 @@ export function CompletionApp({ client, settings }: { client: ServiceClient; set
         <section class={`completion-result status-${status}`} aria-live="polite" aria-label={t("result")}>
           <h2>{t("result")}</h2>
           {answer !== "" && <Markdown text={answer} class="answer" />}
+          {answer !== "" && !running && (
+            <Toolbar m={answerView(messageId, answer, feedback)} actions={answerActions(client, answer, setFeedback, setError)} />
+          )}
           {answer === "" && status === "idle" && <p class="muted">{t("no_result")}</p>}
           {running && answer === "" && <div class="typing" aria-label={t("assistant_working")}>…</div>}
           {status === "stopped" && <p class="muted">{t("stopped")}</p>}
@@ -136,4 +147,34 @@ export function CompletionApp({ client, settings }: { client: ServiceClient; set
       </main>
     </div>
   );
+}
+
+/** The answer as the chat page's message, for its toolbar (the same Copy and like/dislike buttons). */
+function answerView(id: string | null, answer: string, feedback: "like" | "dislike" | null): MessageView {
+  return { ...newMessage(""), id, answer, feedback, status: "done" };
+}
+
+function answerActions(
+  client: ServiceClient,
+  answer: string,
+  setFeedback: (rating: "like" | "dislike" | null) => void,
+  setError: (error: string | null) => void,
+): MessageActions {
+  return {
+    onCopy: () => void copy(answer),
+    onFeedback: (m, rating, content) => {
+      if (m.id === null) return;
+      client.feedback(m.id, rating, content ?? "").then(
+        () => setFeedback(rating),
+        (e: unknown) => setError(e instanceof Error ? e.message : String(e)),
+      );
+    },
+    onRegenerate: null,
+    onAgentLog: null,
+    onOpenSteps: () => undefined,
+    onReadAloud: null,
+    reading: false,
+    onEdit: null,
+    versions: null,
+  };
 }

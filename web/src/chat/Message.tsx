@@ -261,7 +261,8 @@ function Citations({ citations }: { citations: Citation[] }) {
   );
 }
 
-function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
+/** A message's actions: versions, copy, regenerate, like/dislike (with a comment), read aloud, agent log. */
+export function Toolbar({ m, actions }: { m: MessageView; actions: MessageActions }) {
   const [commenting, setCommenting] = useState<"like" | "dislike" | null>(null);
   const [copied, setCopied] = useState(false);
   const [comment, setComment] = useState("");

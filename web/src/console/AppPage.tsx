@@ -255,51 +255,48 @@ function OpenAPIImport({ client, appId, onAdded }: { client: AdminClient; appId:
     return out;
   };
   return (
-    <Section title="Import an OpenAPI spec as tools">
-      <p class="muted">
-        The key is read from an environment variable of the server when the tools run, so the app's configuration holds
-        no secret. Adding the spec saves a new version (unsaved changes above are dropped).
-      </p>
+    <Section title={t("oa_title")}>
+      <p class="muted">{t("oa_note")}</p>
       <div class="grid2">
         <label>
-          Spec (http(s) URL, or a file path on the server)
+          {t("oa_spec")}
           <input type="text" name="openapi-spec" value={spec} onInput={(e) => { setSpec(e.currentTarget.value); setOperations(null); }} />
         </label>
         <label>
-          Auth
+          {t("oa_auth")}
           <select name="openapi-auth" value={authType} onChange={(e) => setAuthType(e.currentTarget.value)}>
-            <option value="none">none</option>
-            <option value="api_key_header">API key in a header</option>
-            <option value="api_key_query">API key in the query</option>
+            <option value="none">{t("oa_none")}</option>
+            <option value="api_key_header">{t("oa_key_header")}</option>
+            <option value="api_key_query">{t("oa_key_query")}</option>
           </select>
         </label>
         {authType !== "none" && (
           <label>
-            Environment variable with the key
+            {t("oa_key_env")}
             <input type="text" name="openapi-key-env" value={keyEnv} onInput={(e) => setKeyEnv(e.currentTarget.value)} />
           </label>
         )}
         {authType === "api_key_header" && (
           <label>
-            Header and prefix
+            {t("oa_header")}
             <span class="with-button">
               <input type="text" name="openapi-header" value={header} onInput={(e) => setHeader(e.currentTarget.value)} />
               <select name="openapi-prefix" value={prefix} onChange={(e) => setPrefix(e.currentTarget.value)}>
                 <option value="bearer">Bearer</option>
                 <option value="basic">Basic</option>
-                <option value="custom">as given</option>
+                <option value="custom">{t("oa_as_given")}</option>
               </select>
             </span>
           </label>
         )}
         <label>
-          Private hosts it may reach (comma-separated, e.g. 10.0.0.5)
+          {t("oa_hosts")}
           <input type="text" name="openapi-allow-hosts" value={allowHosts} onInput={(e) => setAllowHosts(e.currentTarget.value)} />
         </label>
       </div>
       <p class="row">
         <Action action={async () => { setAdded(null); setOperations((await client.importOpenAPI(appId, source(), true)).operations); }}>
-          Check the spec
+          {t("oa_check")}
         </Action>
         <Action
           kind="primary"
@@ -310,14 +307,14 @@ function OpenAPIImport({ client, appId, onAdded }: { client: AdminClient; appId:
             onAdded();
           }}
         >
-          Add to the app
+          {t("oa_add")}
         </Action>
-        {added !== null && <span class="ok-text">Added as version {added}.</span>}
+        {added !== null && <span class="ok-text">{t("oa_added", { n: added })}</span>}
       </p>
       {operations && (
-        <table class="list compact" aria-label="Operations">
+        <table class="list compact" aria-label={t("oa_operations")}>
           <thead>
-            <tr><th>Tool</th><th>Operation</th><th>Summary</th></tr>
+            <tr><th>{t("col_tool")}</th><th>{t("col_operation")}</th><th>{t("col_summary")}</th></tr>
           </thead>
           <tbody>
             {operations.map((o) => (

@@ -4,7 +4,7 @@ import { useState } from "preact/hooks";
 import type { AdminClient, ImportResult } from "./api";
 import { AppEditor } from "./Editor";
 import { DEFAULT_CONFIG, PLAIN_MODES, draftOf, href } from "./logic";
-import { count, t } from "./i18n";
+import { count, kindName, t } from "./i18n";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
 export function AppList({ client }: { client: AdminClient }) {
@@ -37,7 +37,7 @@ export function AppList({ client }: { client: AdminClient }) {
                 <td>
                   <a href={href({ page: "app", id: a.id, tab: "settings" })}>{a.name}</a>
                 </td>
-                <td>{a.mode}</td>
+                <td>{kindName(a.mode)}</td>
                 <td>
                   <code>{a.model}</code>
                 </td>
@@ -146,7 +146,7 @@ function ImportApp({ client }: { client: AdminClient }) {
         {preview && (
           <div class="import-preview" aria-label={t("import_preview")}>
             <p>
-              <strong>{preview.name}</strong> · {preview.config.mode ?? "agent-chat"} · {t("model")}{" "}
+              <strong>{preview.name}</strong> · {kindName(preview.config.mode ?? "agent-chat")} · {t("model")}{" "}
               <code>{preview.config.model}</code>
               {!PLAIN_MODES.includes(preview.config.mode ?? "agent-chat") && (
                 <>

@@ -15,6 +15,7 @@ import {
   type Draft,
 } from "./logic";
 import { toolTitle } from "../shared/format";
+import { t } from "./i18n";
 import { ErrorLine, Section, message, useLoad } from "./ui";
 
 const FIELD_TYPES = ["text-input", "paragraph", "select", "number", "checkbox", "file", "file-list"];
@@ -48,7 +49,7 @@ export function AppEditor({
     e.preventDefault();
     setError(null);
     if (!draft.name.trim()) {
-      setError("Give the app a name.");
+      setError(t("name_missing"));
       return;
     }
     setSaving(true);
@@ -63,15 +64,15 @@ export function AppEditor({
   };
 
   return (
-    <form class="editor" onSubmit={save} aria-label="App settings">
-      <Section title="App">
+    <form class="editor" onSubmit={save} aria-label={t("settings_form")}>
+      <Section title={t("section_app")}>
         <div class="grid2">
           <label>
-            Name
+            {t("col_name")}
             <input type="text" name="name" value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} />
           </label>
           <label>
-            Description
+            {t("kb_description")}
             <input type="text" name="description" value={draft.description} onInput={(e) => set({ description: e.currentTarget.value })} />
           </label>
         </div>
@@ -80,38 +81,38 @@ export function AppEditor({
       <ModelSection client={client} draft={draft} set={set} />
       <InstructionSection draft={draft} set={set} />
       {!plain && <ToolsSection client={client} appId={appId} draft={draft} set={set} />}
-      <Section title="Limits">
+      <Section title={t("limits")}>
         <div class="grid3">
           <label>
-            Most tool rounds
+            {t("max_rounds")}
             <input type="number" min={0} max={99} name="max_iterations" value={draft.maxIterations} onInput={(e) => set({ maxIterations: e.currentTarget.value })} />
           </label>
           <label>
-            Messages at once (empty: no limit)
+            {t("max_active")}
             <input type="number" min={1} name="max_active_requests" value={draft.maxActiveRequests} onInput={(e) => set({ maxActiveRequests: e.currentTarget.value })} />
           </label>
           <label>
-            History messages (empty: as the context fits)
+            {t("history_limit")}
             <input type="number" min={0} name="history_message_limit" value={draft.historyLimit} onInput={(e) => set({ historyLimit: e.currentTarget.value })} />
           </label>
         </div>
       </Section>
-      <Section title="Conversation start">
+      <Section title={t("conversation_start")}>
         <label>
-          Opening statement
+          {t("opening_statement")}
           <textarea rows={2} name="opening_statement" value={draft.openingStatement} onInput={(e) => set({ openingStatement: e.currentTarget.value })} />
         </label>
         <label>
-          Suggested questions (one per line)
+          {t("suggested_questions")}
           <textarea rows={3} name="suggested_questions" value={draft.suggestedQuestions} onInput={(e) => set({ suggestedQuestions: e.currentTarget.value })} />
         </label>
       </Section>
       <div class="save-bar">
         <button type="submit" class="primary" disabled={saving}>
-          {saving ? "Saving…" : saveLabel}
+          {saving ? t("saving") : saveLabel}
         </button>
         <span class="ok-text" role="status">
-          {saved ? (savedNote ?? "Saved.") : ""}
+          {saved ? (savedNote ?? t("saved")) : ""}
         </span>
         <ErrorLine error={error} />
       </div>
@@ -121,18 +122,18 @@ export function AppEditor({
 
 type Setter = (changes: Partial<Draft>) => void;
 
-const KINDS: [string, string][] = [
-  ["agent-chat", "Agent: a model with tools, in rounds"],
-  ["chat", "Chat: a conversation with the model, no tools"],
-  ["completion", "Text generator: a form in, one answer out"],
-];
+const KINDS = [
+  ["agent-chat", "kind_agent"],
+  ["chat", "kind_chat"],
+  ["completion", "kind_completion"],
+] as const;
 
 /** A new app's kind (Dify's mode), fixed once the app is made. */
 function KindSection({ draft, set }: { draft: Draft; set: Setter }) {
   const mode = modeOf(draft);
   return (
-    <Section title="Kind of app">
-      <div class="stack" role="radiogroup" aria-label="Kind of app">
+    <Section title={t("kind_title")}>
+      <div class="stack" role="radiogroup" aria-label={t("kind_title")}>
         {KINDS.map(([value, label]) => (
           <label key={value} class="check">
             <input
@@ -142,10 +143,10 @@ function KindSection({ draft, set }: { draft: Draft; set: Setter }) {
               checked={mode === value}
               onChange={() => set(withMode(draft, value))}
             />{" "}
-            {label}
+            {t(label)}
           </label>
         ))}
-        <p class="muted">The kind cannot change once the app is made.</p>
+        <p class="muted">{t("kind_fixed")}</p>
       </div>
     </Section>
   );
@@ -168,10 +169,10 @@ function ModelSection({ client, draft, set }: { client: AdminClient; draft: Draf
     }
   };
   return (
-    <Section title="Model">
+    <Section title={t("col_model")}>
       <div class="grid2">
         <label>
-          Model spec
+          {t("model_spec")}
           <span class="with-button">
             <input
               type="text"
@@ -184,24 +185,24 @@ function ModelSection({ client, draft, set }: { client: AdminClient; draft: Draf
               }}
             />
             <button type="button" onClick={test} disabled={testing || !draft.model.trim()}>
-              {testing ? "Testing…" : "Test connection"}
+              {testing ? t("testing") : t("test_connection")}
             </button>
           </span>
         </label>
         <label hidden={PLAIN_MODES.includes(modeOf(draft))}>
-          Strategy
+          {t("col_strategy")}
           <select name="strategy" value={draft.strategy} onChange={(e) => set({ strategy: e.currentTarget.value })}>
-            <option value="auto">auto (function calling when the model can)</option>
-            <option value="function-calling">function calling</option>
+            <option value="auto">{t("strategy_auto")}</option>
+            <option value="function-calling">{t("strategy_function_calling")}</option>
             <option value="react">ReAct</option>
           </select>
         </label>
       </div>
       {check && (
-        <p class={check.ok ? "ok-text" : "error-text"} role="status" aria-label="Connection test">
+        <p class={check.ok ? "ok-text" : "error-text"} role="status" aria-label={t("connection_test")}>
           {check.ok
-            ? `Connected: the model answered "${check.reply.trim()}" in ${(check.latency ?? 0).toFixed(2)} s.`
-            : `Not working: ${check.error}`}
+            ? t("connected", { reply: check.reply.trim(), seconds: (check.latency ?? 0).toFixed(2) })
+            : t("not_working", { error: check.error ?? "" })}
         </p>
       )}
       <ErrorLine error={error} />
@@ -215,34 +216,34 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
   const setField = (i: number, changes: Partial<InputField>) =>
     set({ form: draft.form.map((f, j) => (j === i ? { ...f, ...changes } : f)) });
   return (
-    <Section title="Instruction and input form">
+    <Section title={t("instruction_title")}>
       <label>
         <span>
-          Instruction (<code>{"{{variable}}"}</code> takes a value of the input form)
+          {t("instruction")} (<code>{"{{variable}}"}</code> {t("instruction_help")})
         </span>
         <textarea rows={6} name="instruction" value={draft.instruction} onInput={(e) => set({ instruction: e.currentTarget.value })} />
       </label>
       {variables.length > 0 && (
         <p class="muted">
-          Variables: {variables.map((v) => <code key={v} class="chip">{v}</code>)}
+          {t("variables")} {variables.map((v) => <code key={v} class="chip">{v}</code>)}
         </p>
       )}
       {missing.map((v) => (
         <p key={v} class="warn-text">
-          <code>{`{{${v}}}`}</code> has no field in the form.{" "}
+          <code>{`{{${v}}}`}</code> {t("no_field")}{" "}
           <button type="button" class="link" onClick={() => set({ form: [...draft.form, newField(v)] })}>
-            Add a field for it
+            {t("add_field_for_it")}
           </button>
         </p>
       ))}
-      <table class="list form-fields" aria-label="Input form">
+      <table class="list form-fields" aria-label={t("input_form")}>
         <thead>
           <tr>
-            <th>Variable</th>
-            <th>Label</th>
-            <th>Type</th>
-            <th>Options (select)</th>
-            <th>Required</th>
+            <th>{t("col_variable")}</th>
+            <th>{t("col_label")}</th>
+            <th>{t("col_type")}</th>
+            <th>{t("col_options")}</th>
+            <th>{t("col_required")}</th>
             <th />
           </tr>
         </thead>
@@ -250,16 +251,16 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
           {draft.form.map((f, i) => (
             <tr key={i}>
               <td>
-                <input type="text" aria-label="Variable" value={f.variable} onInput={(e) => setField(i, { variable: e.currentTarget.value })} />
+                <input type="text" aria-label={t("col_variable")} value={f.variable} onInput={(e) => setField(i, { variable: e.currentTarget.value })} />
               </td>
               <td>
-                <input type="text" aria-label="Label" value={f.label} onInput={(e) => setField(i, { label: e.currentTarget.value })} />
+                <input type="text" aria-label={t("col_label")} value={f.label} onInput={(e) => setField(i, { label: e.currentTarget.value })} />
               </td>
               <td>
-                <select aria-label="Type" value={f.type} onChange={(e) => setField(i, { type: e.currentTarget.value })}>
-                  {FIELD_TYPES.map((t) => (
-                    <option key={t} value={t}>
-                      {t}
+                <select aria-label={t("col_type")} value={f.type} onChange={(e) => setField(i, { type: e.currentTarget.value })}>
+                  {FIELD_TYPES.map((type) => (
+                    <option key={type} value={type}>
+                      {type}
                     </option>
                   ))}
                 </select>
@@ -267,7 +268,7 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
               <td>
                 <input
                   type="text"
-                  aria-label="Options"
+                  aria-label={t("options")}
                   disabled={f.type !== "select"}
                   placeholder="a, b, c"
                   value={f.options.join(", ")}
@@ -275,10 +276,10 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
                 />
               </td>
               <td>
-                <input type="checkbox" aria-label="Required" checked={f.required} onChange={(e) => setField(i, { required: e.currentTarget.checked })} />
+                <input type="checkbox" aria-label={t("col_required")} checked={f.required} onChange={(e) => setField(i, { required: e.currentTarget.checked })} />
               </td>
               <td>
-                <button type="button" class="icon" title="Remove the field" onClick={() => set({ form: draft.form.filter((_, j) => j !== i) })}>
+                <button type="button" class="icon" title={t("remove_field")} aria-label={t("remove_field")} onClick={() => set({ form: draft.form.filter((_, j) => j !== i) })}>
                   ✕
                 </button>
               </td>
@@ -287,7 +288,7 @@ function InstructionSection({ draft, set }: { draft: Draft; set: Setter }) {
         </tbody>
       </table>
       <button type="button" onClick={() => set({ form: [...draft.form, newField()] })}>
-        Add a field
+        {t("add_field")}
       </button>
     </Section>
   );
@@ -300,23 +301,23 @@ function ToolsSection({ client, appId, draft, set }: { client: AdminClient; appI
   const otherApps = (apps.data ?? []).filter((a) => a.id !== appId);
   const toggle = (list: string[], item: string, on: boolean) => (on ? [...list, item] : list.filter((x) => x !== item));
   return (
-    <Section title="Tools">
+    <Section title={t("col_tools")}>
       <ErrorLine error={tools.error ?? datasets.error} />
       <fieldset>
-        <legend>Built-in tools</legend>
+        <legend>{t("builtin_tools")}</legend>
         <div class="checks">
-          {(tools.data ?? []).map((t) => (
-            <label key={t.name} class="check" title={t.description}>
-              <input type="checkbox" name={`tool-${t.name}`} checked={draft.tools.includes(t.name)} onChange={(e) => set({ tools: toggle(draft.tools, t.name, e.currentTarget.checked) })} />
-              <span class="tool-title">{toolTitle(t.name, t.label)}</span>
-              <code class="tool-name">{t.name}</code>
+          {(tools.data ?? []).map((tool) => (
+            <label key={tool.name} class="check" title={tool.description}>
+              <input type="checkbox" name={`tool-${tool.name}`} checked={draft.tools.includes(tool.name)} onChange={(e) => set({ tools: toggle(draft.tools, tool.name, e.currentTarget.checked) })} />
+              <span class="tool-title">{toolTitle(tool.name, tool.label)}</span>
+              <code class="tool-name">{tool.name}</code>
             </label>
           ))}
         </div>
       </fieldset>
       <fieldset>
-        <legend>Knowledge bases (one retriever tool each)</legend>
-        {datasets.data && datasets.data.length === 0 && <p class="muted">No knowledge bases yet.</p>}
+        <legend>{t("kb_tools")}</legend>
+        {datasets.data && datasets.data.length === 0 && <p class="muted">{t("no_kbs")}</p>}
         <div class="checks">
           {(datasets.data ?? []).map((d) => (
             <label key={d.id} class="check">
@@ -332,8 +333,8 @@ function ToolsSection({ client, appId, draft, set }: { client: AdminClient; appI
         </div>
       </fieldset>
       <fieldset>
-        <legend>Other apps (each one tool: its query and input form as the parameters)</legend>
-        {apps.data && otherApps.length === 0 && <p class="muted">No other apps.</p>}
+        <legend>{t("app_tools")}</legend>
+        {apps.data && otherApps.length === 0 && <p class="muted">{t("no_other_apps")}</p>}
         <div class="checks">
           {otherApps.map((a) => (
             <label key={a.id} class="check">
@@ -349,8 +350,7 @@ function ToolsSection({ client, appId, draft, set }: { client: AdminClient; appI
         </div>
       </fieldset>
       <label>
-        Other toolsets: OpenAPI specs (with their auth), MCP servers — a JSON list (see docs/tools.md; an app's
-        page also imports an OpenAPI spec and lists its operations)
+        {t("other_toolsets")}
         <textarea
           rows={4}
           name="toolsets"

@@ -1,6 +1,6 @@
 // Knowledge bases: the list and a new one; a knowledge base's documents with their indexing status
 // (polled while any is waiting or being indexed), uploads with progress, and a query to try.
-import { t } from "./i18n";
+import { known, t } from "./i18n";
 import { useEffect, useState } from "preact/hooks";
 import type { AdminClient, Hit } from "./api";
 import { href, when } from "./logic";
@@ -65,7 +65,7 @@ export function KnowledgeList({ client }: { client: AdminClient }) {
                 <td><a href={href({ page: "dataset", id: d.id })}>{d.name}</a></td>
                 <td>{d.document_count}</td>
                 <td>{d.word_count}</td>
-                <td>{d.retrieval_model_dict.search_method.replace("_", " ")}</td>
+                <td>{known(`sm_${d.retrieval_model_dict.search_method}`, d.retrieval_model_dict.search_method.replace(/_/g, " "))}</td>
               </tr>
             ))}
           </tbody>
@@ -127,50 +127,50 @@ export function DatasetPage({ client, datasetId }: { client: AdminClient; datase
   };
 
   if (dataset.error) return <ErrorLine error={dataset.error} />;
-  if (!dataset.data) return <p class="muted">Loading…</p>;
+  if (!dataset.data) return <p class="muted">{t("loading")}</p>;
   return (
     <>
       <div class="page-head">
         <div>
           <h1>{dataset.data.name}</h1>
-          <p class="muted">{dataset.data.description || "No description."} · <code>{dataset.data.id}</code></p>
+          <p class="muted">{dataset.data.description || t("no_description")} · <code>{dataset.data.id}</code></p>
         </div>
         <Action
           kind="danger"
-          confirm={`Delete the knowledge base "${dataset.data.name}" with its documents?`}
+          confirm={t("kb_delete_confirm", { name: dataset.data.name })}
           action={async () => {
             await client.deleteDataset(datasetId);
             window.location.hash = href({ page: "knowledge" });
           }}
         >
-          Delete
+          {t("delete")}
         </Action>
       </div>
-      <Section title="Documents">
+      <Section title={t("kb_documents")}>
         <label class="upload">
-          Upload documents (text, Markdown, HTML, PDF; CSV for Q&amp;A)
+          {t("kb_upload")}
           <input type="file" name="documents" multiple onChange={(e) => upload(e.currentTarget.files)} />
         </label>
         {uploads.map((u) => (
-          <div key={u.name} class="upload-row" aria-label={`Upload of ${u.name}`}>
+          <div key={u.name} class="upload-row" aria-label={t("upload_of", { name: u.name })}>
             <span>{u.name}</span>
             <progress max={1} value={u.fraction} />
-            <span class={u.error ? "error-text" : "muted"}>{u.error ?? (u.fraction >= 1 ? "sent" : `${Math.round(u.fraction * 100)} %`)}</span>
+            <span class={u.error ? "error-text" : "muted"}>{u.error ?? (u.fraction >= 1 ? t("upload_sent") : `${Math.round(u.fraction * 100)} %`)}</span>
           </div>
         ))}
         <ErrorLine error={documents.error} />
-        {documents.data && documents.data.length === 0 && <p class="muted">No documents yet.</p>}
+        {documents.data && documents.data.length === 0 && <p class="muted">{t("no_documents")}</p>}
         {documents.data && documents.data.length > 0 && (
-          <table class="list" aria-label="Documents">
+          <table class="list" aria-label={t("kb_documents")}>
             <thead>
-              <tr><th>Document</th><th>Status</th><th>Segments</th><th>Words</th><th>Added</th><th /></tr>
+              <tr><th>{t("col_document")}</th><th>{t("col_status")}</th><th>{t("col_segments")}</th><th>{t("kb_words")}</th><th>{t("col_added")}</th><th /></tr>
             </thead>
             <tbody>
               {documents.data.map((d) => (
                 <tr key={d.id}>
                   <td>{d.name}</td>
                   <td>
-                    <span class={`status ${d.indexing_status}`}>{d.indexing_status}</span>
+                    <span class={`status ${d.indexing_status}`}>{known(`ix_${d.indexing_status}`, d.indexing_status)}</span>
                     {d.error && <span class="error-text"> {d.error}</span>}
                   </td>
                   <td>{d.segment_count}</td>
@@ -178,7 +178,7 @@ export function DatasetPage({ client, datasetId }: { client: AdminClient; datase
                   <td class="muted">{when(d.created_at)}</td>
                   <td>
                     <Action kind="danger small" action={async () => { await client.deleteDocument(datasetId, d.id); documents.reload(); }}>
-                      Delete
+                      {t("delete")}
                     </Action>
                   </td>
                 </tr>
@@ -197,7 +197,7 @@ function TryQuery({ client, datasetId }: { client: AdminClient; datasetId: strin
   const [hits, setHits] = useState<Hit[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   return (
-    <Section title="Try a query">
+    <Section title={t("try_query")}>
       <form
         class="with-button"
         onSubmit={async (e) => {
@@ -210,20 +210,20 @@ function TryQuery({ client, datasetId }: { client: AdminClient; datasetId: strin
           }
         }}
       >
-        <input type="text" name="query" placeholder="What would a user ask?" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
-        <button type="submit" disabled={!query.trim()}>Search</button>
+        <input type="text" name="query" placeholder={t("query_placeholder")} aria-label={t("try_query")} value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        <button type="submit" disabled={!query.trim()}>{t("kb_search")}</button>
       </form>
       <ErrorLine error={error} />
-      {hits && hits.length === 0 && <p class="muted">Nothing found.</p>}
+      {hits && hits.length === 0 && <p class="muted">{t("nothing_found")}</p>}
       {hits && hits.length > 0 && (
-        <ol class="hits" aria-label="Hits">
+        <ol class="hits" aria-label={t("hits")}>
           {hits.map((h) => (
             <li key={h.segment.id}>
               <p class="muted small">
-                {h.segment.document.name} § {h.segment.position} · score {h.score.toFixed(3)}
+                {h.segment.document.name} § {h.segment.position} · {t("score", { n: h.score.toFixed(3) })}
               </p>
               <p class="hit-text">{h.segment.content}</p>
-              {h.segment.answer && <p class="hit-text"><strong>A:</strong> {h.segment.answer}</p>}
+              {h.segment.answer && <p class="hit-text"><strong>{t("hit_answer")}</strong> {h.segment.answer}</p>}
             </li>
           ))}
         </ol>

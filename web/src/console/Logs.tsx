@@ -1,10 +1,10 @@
 // An app's logs: usage per day, its conversations (every end user's), and a conversation's messages
 // with their agent logs (rounds, tool calls, times, tokens), feedback and the prompts the model received.
-import { count, t } from "./i18n";
+import { count, known, t } from "./i18n";
 import { useState } from "preact/hooks";
 import type { AdminClient, MessageLog, ModelCallView } from "./api";
-import { duration, plural, strategyName } from "../shared/format";
-import { asText, when } from "./logic";
+import { duration, strategyName } from "../shared/format";
+import { asText, versionMark, when, type VersionMark } from "./logic";
 import { Memory } from "./Memory";
 import { Action, Copy, ErrorLine, Section, download, useLoad } from "./ui";
 
@@ -85,33 +85,34 @@ function Conversation({ client, appId, conversationId }: { client: AdminClient; 
   const [evalCase, setEvalCase] = useState<string | null>(null);
   const [memory, setMemory] = useState(false);
   if (found.error) return <ErrorLine error={found.error} />;
-  if (!found.data) return <p class="muted">Loading…</p>;
+  if (!found.data) return <p class="muted">{t("loading")}</p>;
   const conversation = found.data.conversation;
+  const byId = new Map(found.data.messages.map((m) => [m.id, m]));
   return (
     <>
       <Section
-        title={`“${conversation.name}” with ${conversation.user}`}
+        title={t("conversation_with", { name: conversation.name, user: conversation.user })}
         aside={
           <span class="row">
             <Action
               kind="small"
-              title="The conversation as an eval case (YAML) to copy or download into an eval set"
+              title={t("eval_help")}
               action={async () => setEvalCase((await client.evalCase(appId, conversationId)).yaml)}
             >
-              Add to eval set
+              {t("add_to_eval")}
             </Action>
             {conversation.end_user_id && (
               <button type="button" class="small" aria-expanded={memory} onClick={() => setMemory(!memory)}>
-                Memory
+                {t("memory")}
               </button>
             )}
           </span>
         }
       >
         {evalCase !== null && <EvalCase yaml={evalCase} onChange={setEvalCase} name={conversation.name} />}
-        <ol class="log-messages" aria-label="Messages">
+        <ol class="log-messages" aria-label={t("col_messages")}>
           {found.data.messages.map((m) => (
-            <MessageEntry key={m.id} client={client} message={m} />
+            <MessageEntry key={m.id} client={client} message={m} version={versionMark(m, byId)} />
           ))}
         </ol>
       </Section>
@@ -126,41 +127,47 @@ function EvalCase({ yaml, name, onChange }: { yaml: string; name: string; onChan
   return (
     <div class="eval-case">
       <label>
-        Eval case (YAML, editable)
+        {t("eval_case")}
         <textarea class="code-block" rows={Math.min(20, yaml.split("\n").length + 1)} value={yaml} onInput={(e) => onChange((e.currentTarget as HTMLTextAreaElement).value)} />
       </label>
       <p class="row">
-        <Copy text={yaml} label="Copy the eval case" />
+        <Copy text={yaml} label={t("copy_eval")} />
         <button type="button" class="small" onClick={() => download(`${name.replace(/[^\w.-]+/g, "_") || "case"}.eval.yaml`, yaml)}>
-          Download
+          {t("download")}
         </button>
       </p>
     </div>
   );
 }
 
-function MessageEntry({ client, message }: { client: AdminClient; message: MessageLog }) {
+function MessageEntry({ client, message, version }: { client: AdminClient; message: MessageLog; version: VersionMark | null }) {
   const [prompts, setPrompts] = useState<ModelCallView[] | null>(null);
   const log = message.agent_log;
   return (
-    <li class="log-message">
-      <p class="query"><strong>User:</strong> {message.query}</p>
+    <li class={`log-message${version && version.n < version.total ? " older-version" : ""}`} data-message-id={message.id}>
+      {version && (
+        <p class="versions-line small">
+          <span class="chip version">{t("version_of", { n: version.n, total: version.total })}</span>{" "}
+          {version.kind !== "first" && <span class={`chip ${version.kind}`}>{t(version.kind === "edited" ? "edited_question" : "regenerated")}</span>}
+        </p>
+      )}
+      <p class="query"><strong>{t("log_user")}</strong> {message.query}</p>
       <p class={message.status === "error" ? "error-text" : "answer"}>
-        <strong>Answer:</strong> {message.status === "error" ? message.error : message.answer}
+        <strong>{t("log_answer")}</strong> {message.status === "error" ? message.error : message.answer}
       </p>
       <p class="muted small">
-        {when(message.created_at)} · {message.status} · {plural(message.message_tokens + message.answer_tokens, "token")} · {message.total_price} {message.currency} ·{" "}
-        {duration(message.latency) || "—"} · {strategyName(log.meta.agent_mode)} · {plural(log.meta.iterations, "round")}
+        {when(message.created_at)} · {known(`status_${message.status}`, message.status)} · {count(message.message_tokens + message.answer_tokens, "token")} · {message.total_price} {message.currency} ·{" "}
+        {duration(message.latency) || "—"} · {strategy(log.meta.agent_mode)} · {count(log.meta.iterations, "round")}
         {message.feedback.map((f, i) => (
           <span key={i} class={`chip ${f.rating}`}>{f.rating === "like" ? "👍" : "👎"} {f.content ?? ""}</span>
         ))}
       </p>
       <details class="agent-log">
-        <summary>Agent log</summary>
+        <summary>{t("agent_log")}</summary>
         <ol>
           {log.iterations.map((it, i) => (
             <li key={i}>
-              <p class="muted small">Round {i + 1} · {plural(it.tokens, "token")}</p>
+              <p class="muted small">{t("round_n", { n: i + 1 })} · {count(it.tokens, "token")}</p>
               {it.thought && <p class="thought">{it.thought}</p>}
               {it.tool_calls.map((c, j) => (
                 <div key={j} class={`tool-call ${c.status}`}>
@@ -176,7 +183,7 @@ function MessageEntry({ client, message }: { client: AdminClient; message: Messa
       <div>
         {prompts === null ? (
           <Action action={async () => setPrompts(await client.prompts(message.id))} kind="small">
-            Prompts the model received
+            {t("prompts_button")}
           </Action>
         ) : (
           <Prompts calls={prompts} />
@@ -186,15 +193,23 @@ function MessageEntry({ client, message }: { client: AdminClient; message: Messa
   );
 }
 
+/** A strategy's name in the console's language (the shared names, which are English, for the rest). */
+function strategy(id: unknown): string {
+  const name = strategyName(id);
+  if (name === "Function calling") return t("strategy_fc_name");
+  if (name === "Plan and execute") return t("strategy_plan_name");
+  return name;
+}
+
 function Prompts({ calls }: { calls: ModelCallView[] }) {
   return (
-    <div class="prompts" aria-label="Prompts">
+    <div class="prompts" aria-label={t("prompts")}>
       {calls.map((call, i) => (
         <details key={i} open={i === 0}>
           <summary>
-            Call {i + 1} to <code>{call.model}</code> · {plural(call.messages.length, "message")}
-            {call.tools.length > 0 && ` · tools: ${call.tools.map((t) => t.name).join(", ")}`}
-            {call.react_tools && ` · ReAct actions: ${call.react_tools.join(", ")}`}
+            {t("call_n", { n: i + 1 })} <code>{call.model}</code> · {count(call.messages.length, "message")}
+            {call.tools.length > 0 && ` · ${t("call_tools", { names: call.tools.map((tool) => tool.name).join(", ") })}`}
+            {call.react_tools && ` · ${t("call_react", { names: call.react_tools.join(", ") })}`}
           </summary>
           {call.messages.map((m, j) => (
             <div key={j} class={`prompt-message ${m.role}`}>

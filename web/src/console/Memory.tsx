@@ -2,7 +2,7 @@
 // app remembers of an end user (memory.long_term): the working memory to edit, observations to delete.
 import { useState } from "preact/hooks";
 import type { AdminClient, AppConfig, EndUserMemory, Spent } from "./api";
-import { plural } from "../shared/format";
+import { count, t } from "./i18n";
 import { Action, ErrorLine, Section, useLoad } from "./ui";
 
 const today = (): string => new Date().toISOString().slice(0, 10); // the budgets' day is UTC
@@ -25,15 +25,15 @@ interface Caps {
 /** Spent against a day's cap, as a bar and words ("1,234 of 100,000 tokens"); nothing without a cap. */
 function Against({ spent, caps, who }: { spent: Spent; caps: Caps; who: string }) {
   const parts: [string, number, number][] = [];
-  if (caps.tokens !== null) parts.push(["tokens", spent.tokens, caps.tokens]);
+  if (caps.tokens !== null) parts.push([t("unit_tokens"), spent.tokens, caps.tokens]);
   if (caps.cost !== null) parts.push(["USD", Number(spent.cost), caps.cost]);
   return (
     <>
       {parts.map(([unit, used, cap]) => (
         <span key={unit} class="against">
-          <progress max={cap} value={Math.min(used, cap)} aria-label={`${who}: ${unit} spent of the day's cap`} />{" "}
+          <progress max={cap} value={Math.min(used, cap)} aria-label={t("spent_of_cap", { who, unit })} />{" "}
           <span class="small">
-            {used.toLocaleString()} of {cap.toLocaleString()} {unit}
+            {t("used_of_cap", { used: used.toLocaleString(), cap: cap.toLocaleString(), unit })}
           </span>
         </span>
       ))}
@@ -49,10 +49,10 @@ export function Spending({ client, appId, config }: { client: AdminClient; appId
   return (
     <>
       <Section
-        title="Budget usage"
+        title={t("budget_usage")}
         aside={
           <label class="check small">
-            Day (UTC)
+            {t("day_utc")}
             <input type="date" value={day} onChange={(e) => setDay((e.currentTarget as HTMLInputElement).value || today())} />
           </label>
         }
@@ -61,26 +61,26 @@ export function Spending({ client, appId, config }: { client: AdminClient; appId
         {usage.data && (
           <>
             {usage.data.app === null ? (
-              <p class="muted">Nothing counted on {usage.data.day}. Budgets count while the app has a daily cap (budgets in its settings).</p>
+              <p class="muted">{t("nothing_counted", { day: usage.data.day })}</p>
             ) : (
-              <p class="stats" aria-label="The app's spending">
-                <span>{plural(usage.data.app.tokens, "token")}</span>
+              <p class="stats" aria-label={t("app_spending")}>
+                <span>{count(usage.data.app.tokens, "token")}</span>
                 <span>{usage.data.app.cost} USD</span>
-                <span>{plural(usage.data.app.runs, "run")}</span>
-                <Against spent={usage.data.app} caps={caps.app} who="The app" />
+                <span>{count(usage.data.app.runs, "run")}</span>
+                <Against spent={usage.data.app} caps={caps.app} who={t("the_app")} />
               </p>
             )}
             {usage.data.end_users.length > 0 && (
-              <table class="list compact" aria-label="Spending per end user">
+              <table class="list compact" aria-label={t("per_end_user")}>
                 <thead>
-                  <tr><th>End user</th><th>Tokens</th><th>Cost</th><th>Runs</th><th>Of the daily cap</th><th><span class="visually-hidden">Memory</span></th></tr>
+                  <tr><th>{t("col_end_user")}</th><th>{t("col_tokens")}</th><th>{t("col_cost")}</th><th>{t("col_runs")}</th><th>{t("col_of_cap")}</th><th><span class="visually-hidden">{t("memory")}</span></th></tr>
                 </thead>
                 <tbody>
                   {usage.data.end_users.map((u) => (
                     <tr key={u.end_user_id}>
                       <td><code>{u.user}</code></td><td>{u.tokens}</td><td>{u.cost}</td><td>{u.runs}</td>
                       <td><Against spent={u} caps={caps.endUser} who={u.user} /></td>
-                      <td><button type="button" class="small" onClick={() => setEndUser(u.end_user_id)}>Memory</button></td>
+                      <td><button type="button" class="small" onClick={() => setEndUser(u.end_user_id)}>{t("memory")}</button></td>
                     </tr>
                   ))}
                 </tbody>
@@ -102,28 +102,28 @@ export function Memory({ client, appId, endUser, name }: { client: AdminClient; 
   const [said, setSaid] = useState("");
   const memory = shown ?? found.data;
   if (found.error) return <ErrorLine error={found.error} />;
-  if (!memory) return <p class="muted">Loading…</p>;
+  if (!memory) return <p class="muted">{t("loading")}</p>;
   const text = draft ?? memory.working_memory;
   return (
     <Section
-      title={`What the app remembers of ${name ?? "this end user"}`}
+      title={t("remembers_of", { name: name ?? t("this_end_user") })}
       aside={
         <Action
           kind="danger small"
-          confirm="Delete everything the app remembers of this end user?"
+          confirm={t("forget_confirm")}
           action={async () => {
             await client.forgetMemory(appId, endUser);
             setShown({ ...memory, working_memory: "", observations: [] });
             setDraft(null);
-            setSaid("Forgotten.");
+            setSaid(t("forgotten"));
           }}
         >
-          Delete all
+          {t("delete_all")}
         </Action>
       }
     >
       <label>
-        <span>Working memory</span>
+        <span>{t("working_memory")}</span>
         <textarea rows={5} value={text} onInput={(e) => setDraft((e.currentTarget as HTMLTextAreaElement).value)} />
       </label>
       <p class="row">
@@ -132,31 +132,31 @@ export function Memory({ client, appId, endUser, name }: { client: AdminClient; 
           action={async () => {
             setShown(await client.setWorkingMemory(appId, endUser, text));
             setDraft(null);
-            setSaid("Working memory saved.");
+            setSaid(t("working_memory_saved"));
           }}
         >
-          Save working memory
+          {t("save_working_memory")}
         </Action>
         <span class="muted small" role="status">{said}</span>
       </p>
-      <h3>Observations</h3>
+      <h3>{t("observations")}</h3>
       {memory.observations.length === 0 ? (
-        <p class="muted">None.</p>
+        <p class="muted">{t("none")}</p>
       ) : (
-        <ul class="observations" aria-label="Observations">
+        <ul class="observations" aria-label={t("observations")}>
           {memory.observations.map((o) => (
             <li key={o.id} class="row">
               <span class="observation-text">{o.text}</span>
               <span class="muted small">{o.created_at.slice(0, 16).replace("T", " ")}</span>
               <Action
                 kind="small"
-                title="Delete this observation"
+                title={t("delete_observation")}
                 action={async () => {
                   await client.forgetObservation(appId, endUser, o.id);
                   setShown({ ...memory, working_memory: memory.working_memory, observations: memory.observations.filter((x) => x.id !== o.id) });
                 }}
               >
-                Delete
+                {t("delete")}
               </Action>
             </li>
           ))}

@@ -17,37 +17,37 @@ export function wiresOf(origin: string, appId: string): Wire[] {
     {
       name: "Dify Service API",
       url: `${origin}/v1`,
-      what: "Dify's SDKs and clients (the chat page uses it)",
+      what: t("wire_dify"),
       example: `curl ${origin}/v1/chat-messages ${bearer} -H "Content-Type: application/json" \\\n  -d '{"query": "Hello", "inputs": {}, "user": "alice", "response_mode": "streaming"}'`,
     },
     {
       name: "OpenAI Chat Completions",
       url: `${origin}/v1`,
-      what: "an OpenAI client's base_url; the key names the app, the model is echoed",
+      what: t("wire_openai"),
       example: `from openai import OpenAI\nclient = OpenAI(base_url="${origin}/v1", api_key="app-…")\nreply = client.chat.completions.create(model="app", messages=[{"role": "user", "content": "Hello"}])`,
     },
     {
       name: "OpenAI Responses",
       url: `${origin}/v1/responses`,
-      what: "the Responses API (POST; GET /v1/responses/{id})",
+      what: t("wire_responses"),
       example: `client = OpenAI(base_url="${origin}/v1", api_key="app-…")\nresponse = client.responses.create(model="app", input="Hello")`,
     },
     {
       name: "A2A agent card",
       url: `${origin}/a2a/${appId}/.well-known/agent-card.json`,
-      what: `A2A 1.0; JSON-RPC at ${origin}/a2a/${appId}`,
+      what: t("wire_a2a", { url: `${origin}/a2a/${appId}` }),
       example: `curl ${origin}/a2a/${appId}/.well-known/agent-card.json ${bearer}`,
     },
     {
       name: "MCP",
       url: `${origin}/mcp`,
-      what: "streamable HTTP; the key's app is the server's one tool",
+      what: t("wire_mcp"),
       example: `{"mcpServers": {"app": {"url": "${origin}/mcp", "headers": {"Authorization": "Bearer app-…"}}}}`,
     },
     {
       name: "AG-UI",
       url: `${origin}/ag-ui`,
-      what: "POST RunAgentInput, events as SSE (CopilotKit and others)",
+      what: t("wire_agui"),
       example: `curl -N ${origin}/ag-ui ${bearer} -H "Content-Type: application/json" \\\n  -d '{"threadId": "t1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "Hello"}], "tools": [], "context": [], "state": {}, "forwardedProps": {}}'`,
     },
   ];

@@ -195,6 +195,8 @@ export interface MessageLog {
   created_at: number;
   feedback: { rating: string; content: string | null }[];
   agent_log: AgentLog;
+  /** Its place among its versions: the message it follows and every version's id, oldest first. */
+  versions: { parent_id: string | null; ids: string[] };
 }
 
 export interface UsageDay {

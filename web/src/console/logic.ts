@@ -1,7 +1,8 @@
 // The console's logic that needs no browser: where the admin token is kept, the page's route, an app
 // configuration edited as a draft (lines of text for lists, numbers as text), the {{variables}} of an
 // instruction and the input-form fields they still lack. Tested with Vitest (web/tests/console.test.ts).
-import type { AppConfig, InputField } from "./api";
+import type { AppConfig, InputField, MessageLog } from "./api";
+import { t } from "./i18n";
 
 // --- the admin token: sessionStorage of this tab only (closing it forgets the token); the chat page
 // never reads this slot, and the console opens chat pages with rel="noopener" so they get no copy.
@@ -180,9 +181,9 @@ function agentConfigOf(draft: Draft): Partial<AppConfig> {
     try {
       others = JSON.parse(draft.otherToolsets) as Record<string, unknown>[];
     } catch {
-      throw new Error("Other toolsets: not valid JSON (a list of toolset objects).");
+      throw new Error(t("toolsets_not_json"));
     }
-    if (!Array.isArray(others)) throw new Error("Other toolsets: a JSON list of toolset objects.");
+    if (!Array.isArray(others)) throw new Error(t("toolsets_not_list"));
   }
   const withApps = [...others, ...draft.appTools];
   const toolsets = draft.knowledge.length ? [...withApps, { type: "knowledge", datasets: draft.knowledge }] : withApps;
@@ -198,9 +199,9 @@ function agentConfigOf(draft: Draft): Partial<AppConfig> {
     })),
     tools: draft.tools.map((name) => ({ name, form_values: draft.toolValues[name] ?? {} })),
     toolsets,
-    max_iterations: wholeNumber(draft.maxIterations, "Most tool rounds") ?? 10,
-    max_active_requests: wholeNumber(draft.maxActiveRequests, "Messages at once"),
-    history_message_limit: wholeNumber(draft.historyLimit, "History messages"),
+    max_iterations: wholeNumber(draft.maxIterations, t("max_rounds")) ?? 10,
+    max_active_requests: wholeNumber(draft.maxActiveRequests, t("max_active_short")),
+    history_message_limit: wholeNumber(draft.historyLimit, t("history_short")),
     opening_statement: draft.openingStatement,
     suggested_questions: draft.suggestedQuestions
       .split("\n")
@@ -212,7 +213,7 @@ function agentConfigOf(draft: Draft): Partial<AppConfig> {
 function wholeNumber(text: string, what: string): number | null {
   if (!text.trim()) return null;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${what}: a whole number (0 or more), not "${text}".`);
+  if (!Number.isInteger(n) || n < 0) throw new Error(t("whole_number", { what, text }));
   return n;
 }
 
@@ -234,4 +235,23 @@ export function withAppTool(tools: Record<string, unknown>[], appId: string, on:
   if (on && tools.some((t) => t.app_id === appId)) return tools;
   const rest = tools.filter((t) => t.app_id !== appId);
   return on ? [...rest, { type: "app", app_id: appId }] : rest;
+}
+
+/** Where a logged message stands among its versions: the nth of `total`, and how it came to be (a
+ * later version with the first one's question was regenerated; with another question, edited). None
+ * for a message with one version. */
+export interface VersionMark {
+  n: number;
+  total: number;
+  kind: "first" | "regenerated" | "edited";
+}
+
+export function versionMark(message: MessageLog, byId: ReadonlyMap<string, MessageLog>): VersionMark | null {
+  const ids = message.versions?.ids ?? [];
+  const at = ids.indexOf(message.id);
+  if (ids.length < 2 || at < 0) return null;
+  if (at === 0) return { n: 1, total: ids.length, kind: "first" };
+  const first = byId.get(ids[0]);
+  const edited = first !== undefined && first.query !== message.query;
+  return { n: at + 1, total: ids.length, kind: edited ? "edited" : "regenerated" };
 }

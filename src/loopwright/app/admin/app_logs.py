@@ -13,9 +13,10 @@ from decimal import Decimal
 from typing import Any
 
 from loopwright.app.admin.agent_log import agent_log
+from loopwright.app.admin.conversations import VersionsView
 from loopwright.app.lookup import AppLookup
 from loopwright.errors import NotFoundError, UserInputError
-from loopwright.store import logs
+from loopwright.store import logs, threads
 from loopwright.store import repositories as repo
 from loopwright.store.db import Database
 from loopwright.store.models import unix_seconds, utcnow
@@ -97,6 +98,7 @@ class MessageLog:
     created_at: int
     feedback: list[Feedback]
     agent_log: dict[str, Any]  # rounds, tool calls, times, tokens (app.admin.agent_log's shape)
+    versions: VersionsView  # its place among its versions (Regenerate, an edited question)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,7 @@ async def conversation_messages(
         ids = [m.id for m in messages]
         thoughts = await repo.thoughts_of_messages(session, ids)
         feedback = await logs.feedback_of_messages(session, ids)
+        tree = await threads.load_tree(session, conversation_id)
     version = await lookup.config(conv.app_config_id)
     strategy = version.config.strategy if version is not None else "auto"
     head = ConversationLog(
@@ -151,6 +154,7 @@ async def conversation_messages(
                 for f in feedback.get(m.id, [])
             ],
             agent_log(m, thoughts.get(m.id, []), executor=user, strategy=strategy),
+            VersionsView(tree.parent.get(m.id), tree.siblings(m.id)),
         )
         for m in messages
     ]
