@@ -162,6 +162,7 @@ function answerActions(
 ): MessageActions {
   return {
     onCopy: () => void copy(answer),
+    onAnswer: () => undefined, // a completion app runs no tools: no question is ever asked
     onFeedback: (m, rating, content) => {
       if (m.id === null) return;
       client.feedback(m.id, rating, content ?? "").then(
