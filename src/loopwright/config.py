@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import pydantic
 from pydantic import SecretStr, StrictStr
@@ -551,13 +551,24 @@ class ScriptReply(pydantic.BaseModel):
         return Reply.text(self.text, usage=usage)
 
 
+def _text_replies(value: Any) -> Any:
+    """A plain string in a list of replies is a text reply."""
+    if isinstance(value, list):
+        return [{"text": item} if isinstance(item, str) else item for item in value]
+    return value
+
+
+# A scripted model's replies, as a script file and an eval case write them (a string is a text reply)
+ScriptReplies = Annotated[list[ScriptReply], pydantic.BeforeValidator(_text_replies)]
+
+
 class Script(pydantic.BaseModel):
     """A scripted model's JSON file (see docs/configuration.md, "Scripted models"): the replies, and
     the options of :class:`~loopwright.model.scripted.ScriptedModel` that are given."""
 
     model_config = pydantic.ConfigDict(extra="forbid")
 
-    replies: list[ScriptReply]
+    replies: ScriptReplies
     features: list[str] | None = None
     mode: str | None = None
     chunk_size: int | None = None
@@ -565,14 +576,6 @@ class Script(pydantic.BaseModel):
     cycle: bool | None = None
     context_size: int | None = None
     name: str | None = None
-
-    @pydantic.field_validator("replies", mode="before")
-    @classmethod
-    def _plain_strings(cls, value: Any) -> Any:
-        # A plain string is a text reply.
-        if isinstance(value, list):
-            return [{"text": item} if isinstance(item, str) else item for item in value]
-        return value
 
     def build(self) -> ScriptedModel:
         """The model; ``ValueError``/``TypeError`` when ScriptedModel refuses an option."""

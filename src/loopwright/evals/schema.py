@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 import yaml
 
-from loopwright.config import ScriptReply
+from loopwright.config import ScriptReplies
 from loopwright.errors import UserInputError
 
 Number = Annotated[float, pydantic.Field(allow_inf_nan=False)]
@@ -186,16 +186,9 @@ class Turn(_Strict):
     query: str
     inputs: dict[str, Any] = {}
     files: list[dict[str, Any]] = []
-    replies: list[ScriptReply] = []
+    replies: ScriptReplies = []
     tool_outputs: list[ToolOutputRecord] = []
     expect: Expect | None = None
-
-    @pydantic.field_validator("replies", mode="before")
-    @classmethod
-    def _plain_strings(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"text": item} if isinstance(item, str) else item for item in value]
-        return value
 
 
 class Case(_Strict):
