@@ -5,6 +5,7 @@ import type { AgentLog, ServiceClient } from "../shared/api";
 import { duration, strategyName } from "../shared/format";
 import { count, t } from "../shared/i18n";
 import { Markdown } from "./Markdown";
+import { labelOf } from "./state";
 
 export function AgentLogDialog({ client, messageId, onClose }: { client: ServiceClient; messageId: string; onClose: () => void }) {
   const [log, setLog] = useState<AgentLog | null>(null);
@@ -89,16 +90,6 @@ export function AgentLogDialog({ client, messageId, onClose }: { client: Service
       </div>
     </div>
   );
-}
-
-/** A call's label from the log (Dify's {en_US, zh_Hans} or a string), else its name. */
-function labelOf(label: unknown, name: string): string {
-  if (typeof label === "string" && label) return label;
-  if (typeof label === "object" && label !== null) {
-    const en = (label as Record<string, unknown>).en_US;
-    if (typeof en === "string" && en) return en;
-  }
-  return name;
 }
 
 const FOCUSABLE = "button:not(:disabled), [href], input:not(:disabled), summary, [tabindex]:not([tabindex='-1'])";

@@ -271,7 +271,8 @@ export function toolCalls(
   });
 }
 
-function labelOf(label: unknown, name: string): string {
+/** A call's label from the log (Dify's {en_US, zh_Hans} or a string), else its name. */
+export function labelOf(label: unknown, name: string): string {
   if (typeof label === "string" && label) return label;
   if (typeof label === "object" && label !== null) {
     const en = (label as Record<string, unknown>).en_US;
