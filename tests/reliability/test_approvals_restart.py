@@ -61,42 +61,65 @@ def server_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]
     return env
 
 
+def _events(text: str) -> list[dict[str, Any]]:
+    """The data of each SSE frame of a whole stream's text."""
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
 def _stream(base: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> list[dict[str, Any]]:
     r = httpx.post(f"{base}{path}", json=body, headers=headers, timeout=60)
     assert r.status_code == 200, r.text
-    return [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    return _events(r.text)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_a_paused_run_resumes_after_a_server_restart(
-    server_env: dict[str, str], tmp_path: Path, stop: signal.Signals
-) -> None:
+FEATURES = ["tool-call", "stream-tool-call"]
+
+
+def scripted_app(
+    server_env: dict[str, str], tmp_path: Path, app_yaml: str, name: str, first: dict[str, Any]
+) -> tuple[Path, dict[str, str]]:
+    """An app made by the CLI from ``app_yaml`` whose scripted model first replies ``first``: its
+    script file (rewritten for the next process) and its key's headers."""
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": [CALL], "features": ["tool-call", "stream-tool-call"]}))
+    script.write_text(json.dumps({"replies": [first], "features": FEATURES}))
     app_file = tmp_path / "app.yaml"
-    app_file.write_text(APP_YAML.format(script=script))
+    app_file.write_text(app_yaml.format(script=script))
 
     def cli(*args: str) -> str:
         return subprocess.run(
             [str(EXE), *args], env=server_env, capture_output=True, text=True, check=True
         ).stdout.strip()
 
-    app_id = cli("app", "create", "payments", "--from-yaml", str(app_file))
-    headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    body = {"query": "What is 6*7?", "user": "alice", "response_mode": "streaming", "inputs": {}}
+    app_id = cli("app", "create", name, "--from-yaml", str(app_file))
+    return script, {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
 
+
+def paused_then_stopped(
+    server_env: dict[str, str], port: int, headers: dict[str, str], query: str, stop: signal.Signals
+) -> list[dict[str, Any]]:
+    """The events of a streamed message that pauses, after which its server is stopped with ``stop``."""
+    body = {"query": query, "user": "alice", "response_mode": "streaming", "inputs": {}}
     with serve(server_env, port, headers) as server:
-        events = _stream(base, "/v1/chat-messages", body, headers)
+        events = _stream(f"http://127.0.0.1:{port}", "/v1/chat-messages", body, headers)
         server.send_signal(stop)
         server.wait(timeout=30)
+    return events
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_a_paused_run_resumes_after_a_server_restart(
+    server_env: dict[str, str], tmp_path: Path, stop: signal.Signals
+) -> None:
+    script, headers = scripted_app(server_env, tmp_path, APP_YAML, "payments", CALL)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    events = paused_then_stopped(server_env, port, headers, "What is 6*7?", stop)
     (waiting,) = [e for e in events if e["event"] == "tool_approval_required"]
     assert events[-1]["event"] == "workflow_paused"  # Dify 1.13's pause follows (app.run.human_input)
     assert waiting["tool_calls"][0]["id"] == "call_x"
 
     # The new process's model goes on with the rest of the script (a scripted model starts over).
-    script.write_text(json.dumps({"replies": ["It is 42."], "features": ["tool-call", "stream-tool-call"]}))
+    script.write_text(json.dumps({"replies": ["It is 42."], "features": FEATURES}))
     decision = {"user": "alice", "decisions": [{"call_id": "call_x", "action": "approve"}]}
     with serve(server_env, port, headers):
         rest = _stream(base, f"/v1/chat-messages/{waiting['task_id']}/approvals", decision, headers)

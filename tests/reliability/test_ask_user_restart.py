@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 import httpx
 
-from tests.reliability.test_approvals_restart import _stream, server_env
-from tests.reliability.test_human_input_restart import _events
-from tests.reliability.test_kill import EXE, free_port, serve
+from tests.reliability.test_approvals_restart import (
+    FEATURES,
+    _events,
+    paused_then_stopped,
+    scripted_app,
+    server_env,
+)
+from tests.reliability.test_kill import free_port, serve
 
 __all__ = ["server_env"]  # the fixture: SQLite, and PostgreSQL when its URL is set
 
@@ -25,32 +29,15 @@ tools: [{{name: ask_user}}]
 approval: {{timeout: 3600}}
 """
 ASK = {"tool_calls": [["ask_user", {"question": "Which city?", "options": ["Lyon", "Paris"]}, "call_q"]]}
-FEATURES = ["tool-call", "stream-tool-call"]
 
 
 def test_a_question_asked_before_a_restart_is_answered_after(
     server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": [ASK], "features": FEATURES}))
-    app_file = tmp_path / "app.yaml"
-    app_file.write_text(APP_YAML.format(script=script))
-
-    def cli(*args: str) -> str:
-        return subprocess.run(
-            [str(EXE), *args], env=server_env, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    app_id = cli("app", "create", "planner", "--from-yaml", str(app_file))
-    headers = {"Authorization": f"Bearer {cli('key', 'create', '--app', app_id)}"}
+    script, headers = scripted_app(server_env, tmp_path, APP_YAML, "planner", ASK)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    body = {"query": "Plan my trip.", "user": "alice", "response_mode": "streaming", "inputs": {}}
-
-    with serve(server_env, port, headers) as server:
-        events = _stream(base, "/v1/chat-messages", body, headers)
-        server.send_signal(signal.SIGKILL)
-        server.wait(timeout=30)
+    events = paused_then_stopped(server_env, port, headers, "Plan my trip.", signal.SIGKILL)
     (required,) = [e for e in events if e["event"] == "human_input_required"]
     token, task_id = required["data"]["form_token"], required["task_id"]
 
