@@ -41,7 +41,7 @@ async def test_a_run_continues_the_callers_trace(db: Database, new_app: NewApp) 
         )
         assert untraced.status_code == 200
     runtime = server.state.loopwright
-    await runtime.runs.wait_idle()  # saved, and its database work done, before the test's loop closes
+    await runtime.settled()  # saved, and its database work done, before the test's loop closes
     await runtime.journal.settled()
 
     finished = exporter.get_finished_spans()

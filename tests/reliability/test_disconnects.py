@@ -51,7 +51,7 @@ async def test_clients_dropping_mid_stream_lose_nothing(new_app: NewApp, db: Dat
     async with serving(server) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
         task_ids = await asyncio.gather(*(drop_after(client, app.headers, n) for n in points))
         runtime = server.state.loopwright
-        await asyncio.wait_for(runtime.runs.wait_idle(), 120)
+        await asyncio.wait_for(runtime.settled(), 120)
         await runtime.journal.settled()
         await db.writer.flush()
         async with db.sessionmaker() as s:

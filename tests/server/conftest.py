@@ -94,4 +94,4 @@ async def client(server_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=server_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
-    await server_app.state.loopwright.runs.wait_idle()
+    await server_app.state.loopwright.settled()

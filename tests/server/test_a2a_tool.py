@@ -47,7 +47,7 @@ async def test_an_app_asks_another_app_over_a2a_as_its_tool(
             )
         assert reply.status_code == 200, reply.text
         body = reply.json()
-        await server_app.state.loopwright.runs.wait_idle()
+        await server_app.state.loopwright.settled()
         await db.writer.flush()
         async with db.transaction() as s:
             thoughts = await repo.list_thoughts(s, body["message_id"])

@@ -139,11 +139,11 @@ async def test_the_timeout_denies(
     app = await new_app([CALC, "Nobody answered."], **APPROVAL)
     waiting = (await pause(client, app))[-1]
     runtime = server_app.state.loopwright
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     assert await runtime.expire_approvals() == 0  # not yet
     runtime.clock = lambda: utcnow() + timedelta(seconds=601)
     assert await runtime.expire_approvals() == 1
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     message = await stored(db, waiting["message_id"])
     assert message.status == "normal" and message.answer == "Let me compute.\nNobody answered."
     async with db.sessionmaker() as s:

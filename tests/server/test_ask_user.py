@@ -108,10 +108,10 @@ async def test_a_question_nobody_answers_in_time_says_so(
     app = await new_app([ASK, "I will assume Paris."], **CONFIG)
     events = await pause(client, app)
     runtime = server_app.state.loopwright
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     runtime.clock = lambda: utcnow() + timedelta(seconds=601)
     assert await runtime.expire_approvals() == 1
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     rest = await follow(client, app, form_task(events))
     assert rest[0]["event"] == "human_input_form_timeout" and rest[0]["data"]["node_title"] == "Question"
     assert observation(rest) == NOBODY_ANSWERED

@@ -247,7 +247,7 @@ async def http(matrix_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=matrix_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
-    await matrix_app.state.loopwright.runs.wait_idle()
+    await matrix_app.state.loopwright.settled()
 
 
 @pytest.fixture

@@ -168,7 +168,7 @@ async def test_the_admin_api_shows_what_the_app_and_its_end_users_spent(
         admin = {"Authorization": f"Bearer {token}"}
         seen = (await http.get(f"/console/api/apps/{app.id}/budget-usage", headers=admin)).json()
         bad = await http.get(f"/console/api/apps/{app.id}/budget-usage?day=soon", headers=admin)
-        await server.state.loopwright.runs.wait_idle()
+        await server.state.loopwright.settled()
     assert (seen["app"]["tokens"], seen["app"]["runs"]) == (330, 3)
     assert [(u["user"], u["tokens"], u["runs"]) for u in seen["end_users"]] == [
         ("alice", 220, 2),

@@ -153,7 +153,7 @@ async def test_a_chat_app_answers_blocking_in_strict_mode_as_dify_does(db: Datab
         response = await client.post(
             "/v1/chat-messages", json={"inputs": {}, "query": "hi", "user": "alice"}, headers=app.headers
         )
-    await server.state.loopwright.runs.wait_idle()
+    await server.state.loopwright.settled()
     assert response.status_code == 200 and response.json()["answer"] == "Fine."
 
 

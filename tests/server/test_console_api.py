@@ -33,7 +33,7 @@ async def admin(console_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=console_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=ADMIN) as c:
         yield c
-    await console_app.state.loopwright.runs.wait_idle()
+    await console_app.state.loopwright.settled()
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ async def admin(db: Database) -> AsyncIterator[httpx.AsyncClient]:
         transport=httpx.ASGITransport(app=app), base_url="http://testserver", headers=ADMIN
     ) as c:
         yield c
-    await app.state.loopwright.runs.wait_idle()
+    await app.state.loopwright.settled()
 
 
 async def test_a_conversation_becomes_a_case_that_replays_green(

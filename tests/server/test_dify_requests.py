@@ -287,7 +287,7 @@ async def test_dify_strict_refuses_blocking_mode_as_dify(db: Database, new_app: 
             )
         r = await chat(client, app, response_mode="streaming")
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    await server.state.loopwright.runs.wait_idle()
+    await server.state.loopwright.settled()
 
 
 async def test_end_user_detail(client: httpx.AsyncClient, new_app: NewApp) -> None:
@@ -393,7 +393,7 @@ async def test_max_active_requests_refuses_as_dify(new_app: NewApp, server_app: 
             }
             stop = await client.post(f"/v1/chat-messages/{task_id}/stop", json={"user": "alice"})
             assert stop.status_code == 200
-        await runtime.runs.wait_idle()
+        await runtime.settled()
         assert runtime.active.active(app.id) == 0
         assert (await chat(client, app)).status_code == 200
 
@@ -407,7 +407,7 @@ async def test_the_model_names_a_new_conversation_after_its_answer(
     app = await new_app(["It is 5.", TITLE, "Still 5."], generate_conversation_names=True)
     r = await chat(client, app, query="What is 2 + 3?")
     assert r.status_code == 200 and r.json()["answer"] == "It is 5."
-    await server_app.state.loopwright.names_settled()
+    await server_app.state.loopwright.settled()
     naming_call = the_model(server_app).requests[-1].messages
     assert naming_call[0].content == title_prompt("What is 2 + 3?")
     r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
@@ -415,7 +415,7 @@ async def test_the_model_names_a_new_conversation_after_its_answer(
     # auto_generate_name false: the first 20 characters of the query, no model call
     calls = len(the_model(server_app).requests)
     r = await chat(client, app, query="Another question here", auto_generate_name=False)
-    await server_app.state.loopwright.names_settled()
+    await server_app.state.loopwright.settled()
     assert len(the_model(server_app).requests) == calls + 1
     r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
     assert r.json()["data"][0]["name"] == "Another question her…"
@@ -426,7 +426,7 @@ async def test_rename_with_auto_generate_asks_the_apps_model(
 ) -> None:
     app = await new_app(["It is 5.", TITLE])
     conversation_id = (await chat(client, app, query="What is 2 + 3?")).json()["conversation_id"]
-    await server_app.state.loopwright.names_settled()
+    await server_app.state.loopwright.settled()
     r = await client.get("/v1/conversations", params={"user": "alice"}, headers=app.headers)
     assert r.json()["data"][0]["name"] == "What is 2 + 3?"  # the app does not name by itself
     body = {"auto_generate": True, "user": "alice"}

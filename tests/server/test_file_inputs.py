@@ -83,7 +83,7 @@ async def lw(db: Database, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as c:
         c.app = app  # type: ignore[attr-defined]
         yield c
-    await app.state.loopwright.runs.wait_idle()
+    await app.state.loopwright.settled()
 
 
 async def make_app(db: Database, tmp_path: Path, replies: list[Any], **config: Any) -> ServiceApp:
@@ -249,4 +249,4 @@ async def test_a_remote_file_on_a_private_address_is_refused_unless_allow_listed
         assert r.status_code == 400 and r.json()["code"] == "invalid_param"
         assert "the file URL cannot be used" in r.json()["message"] and "127.0.0.1" in r.json()["message"]
         assert seen == []  # never reached
-        await app.state.loopwright.runs.wait_idle()
+        await app.state.loopwright.settled()

@@ -169,12 +169,12 @@ async def test_an_expired_form_is_refused_and_the_timeout_is_announced(
     events = await pause(client, app)
     token = by_name(events, "human_input_required")["data"]["form_token"]
     runtime = server_app.state.loopwright
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     runtime.clock = lambda: utcnow() + timedelta(seconds=601)
     expired = await submit(client, app, token, "approve")
     assert expired.status_code == 412 and expired.json()["code"] == "human_input_form_expired"
     assert await runtime.expire_approvals() == 1
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     rest = await follow(client, app, form_task(events))
     assert rest[0]["event"] == "human_input_form_timeout"
     assert (

@@ -98,7 +98,7 @@ async def test_a_client_that_disconnects_does_not_stop_the_run(
         first = await anext(e async for e in sse_events(r) if e["event"] != "ping")
     # the response is closed here, long before the answer is done
     async with asyncio.timeout(10):
-        await server_app.state.loopwright.runs.wait_idle()
+        await server_app.state.loopwright.settled()
     async with db.transaction() as s:
         message = await s.get(Message, first["message_id"])
         assert message is not None

@@ -188,7 +188,7 @@ async def test_a_cancelled_call_stops_its_run(
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        await asyncio.wait_for(runtime.runs.wait_idle(), 30)
+        await asyncio.wait_for(runtime.settled(), 30)
     await db.writer.flush()
     async with db.sessionmaker() as session:
         stored = await session.get(MessageRow, message_id)

@@ -42,7 +42,7 @@ async def http(console_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=console_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
-    await console_app.state.loopwright.runs.wait_idle()
+    await console_app.state.loopwright.settled()
 
 
 async def memory_app(db: Database, tmp_path: Path, name: str, replies: list[Any]) -> tuple[ServiceApp, str]:

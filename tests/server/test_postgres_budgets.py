@@ -41,7 +41,7 @@ async def test_a_cap_reached_through_one_worker_holds_on_the_other(new_app: NewA
         assert events_of(await chat(first, app))[-1]["event"] == "message_end"
         refused = await chat(second, app)
         assert refused.status_code == 429 and refused.json()["code"] == "budget_exceeded"
-        await one.state.loopwright.runs.wait_idle()
+        await one.state.loopwright.settled()
 
 
 async def test_counters_added_at_once_lose_nothing(db: Database) -> None:

@@ -137,7 +137,7 @@ async def test_a_stream_held_on_one_server_counts_on_the_other(pg: Database, tmp
         # bob's stream is the key's second: allowed, and given back when its run ends
         answered = await second.post("/v1/chat-messages", json=_chat("bob"))
         assert answered.status_code == 200 and "message_end" in answered.text
-        await two.state.loopwright.runs.wait_idle()
+        await two.state.loopwright.settled()
         await limiters[1].released()
         assert await limiters[0].streams("key:" + key_digest(app.key)) == 1  # alice's only
         held()
@@ -202,7 +202,7 @@ async def test_with_limits_off_no_statement_counts(pg: Database, tmp_path: Path)
                 assert (await client.get("/v1/info")).status_code == 200
             answered = await client.post("/v1/chat-messages", json=_chat("alice"))
             assert answered.status_code == 200
-            await runtime.runs.wait_idle()
+            await runtime.settled()
         await runtime.lease.beat()
     limit_tables = [sql for sql in sent if "rate_windows" in sql or "stream_leases" in sql]
     assert sent and limit_tables == []  # the run wrote its rows; nothing touched the limits' tables

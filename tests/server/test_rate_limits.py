@@ -127,7 +127,7 @@ async def test_stream_limit_and_release_when_the_run_ends(
     held()
     answered = await client.post("/v1/chat-messages", json=body, headers=app.headers)
     assert answered.status_code == 200 and "message_end" in answered.text
-    await server_app.state.loopwright.runs.wait_idle()
+    await server_app.state.loopwright.settled()
     assert await limiter.streams(f"user:{app.id}:alice") == 0
     assert await limiter.streams("key:" + key_digest(app.key)) == 0
 

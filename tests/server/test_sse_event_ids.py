@@ -37,7 +37,7 @@ async def client_for(db: Database, settings: Settings) -> AsyncIterator[httpx.As
     server = create_app(db, settings, ping_interval=0.05)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url="http://t") as c:
         yield c
-    await server.state.loopwright.runs.wait_idle()
+    await server.state.loopwright.settled()
 
 
 async def test_a_dify_client_gets_dify_frames_and_an_sse_reader_gets_numbers(

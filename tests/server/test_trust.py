@@ -55,7 +55,7 @@ async def client(server_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
     runtime = server_app.state.loopwright
-    await runtime.runs.wait_idle()
+    await runtime.settled()
     await runtime.annotations.aclose()  # the embedding endpoint's connections
 
 

@@ -433,20 +433,28 @@ def serious_violations(page: Any) -> list[str]:
     return list(found)
 
 
+_FOCUSED_NAME = r"""() => {
+    const e = document.activeElement;
+    if (!e || e === document.body) return "";
+    const label = e.labels && e.labels.length ? e.labels[0].innerText : "";
+    const name = e.getAttribute("aria-label") || label || e.innerText || e.value || "";
+    return name.replace(/\s+/g, " ").trim();
+}"""
+
+
 def focused_name(page: Any) -> str:
     """The accessible name of the focused element, roughly: its aria-label, else its label's text, its
     own text or its value."""
-    return str(
-        page.evaluate(
-            r"""() => {
-                const e = document.activeElement;
-                if (!e || e === document.body) return "";
-                const label = e.labels && e.labels.length ? e.labels[0].innerText : "";
-                const name = e.getAttribute("aria-label") || label || e.innerText || e.value || "";
-                return name.replace(/\s+/g, " ").trim();
-            }"""
-        )
-    )
+    return str(page.evaluate(_FOCUSED_NAME))
+
+
+def wait_focused(page: Any, name: str, timeout_ms: float = 5000) -> None:
+    """Wait until the element named ``name`` has the focus: the page moves the focus back after a
+    dialog or an editor closes, which may take a frame after the element left the page."""
+    try:
+        page.wait_for_function(f"(name) => ({_FOCUSED_NAME})() === name", arg=name, timeout=timeout_ms)
+    except Exception as e:
+        raise AssertionError(f"the focus is on {focused_name(page)!r}, not on {name!r}") from e
 
 
 def tab_to(page: Any, name: str, *, backwards: bool = False, limit: int = 80) -> None:

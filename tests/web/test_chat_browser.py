@@ -26,7 +26,6 @@ from tests.web.browser import (
     chromium,
     create_apps,
     create_dataset,
-    focused_name,
     need_browser,
     png,
     screenshot_path,
@@ -35,6 +34,7 @@ from tests.web.browser import (
     start_server,
     stop_server,
     tab_to,
+    wait_focused,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -570,7 +570,7 @@ def test_the_main_flows_by_keyboard_alone(world: Any, page: Page) -> None:
     only (Tab, Enter, Space, Esc)."""
     server, apps, _ = world
     view = page.open(server, apps["keyboard"])
-    assert focused_name(view) == "Message"  # the box has the focus when the page opens
+    wait_focused(view, "Message")  # the box has the focus when the page opens
     view.keyboard.type("Hello by keyboard")
     view.keyboard.press("Enter")
     view.locator(".exchange.status-done .answer", has_text="First, by keyboard.").wait_for()
@@ -584,7 +584,7 @@ def test_the_main_flows_by_keyboard_alone(world: Any, page: Page) -> None:
         assert view.evaluate("!!document.activeElement.closest('[role=dialog]')")
     view.keyboard.press("Escape")
     log.wait_for(state="detached")
-    assert focused_name(view) == "Agent log"  # back where it was
+    wait_focused(view, "Agent log")  # back where it was
     tab_to(view, "Like", backwards=True)
     view.keyboard.press("Space")
     view.locator("button.like[aria-pressed=true]").wait_for()

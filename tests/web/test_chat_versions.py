@@ -17,12 +17,12 @@ from tests.web.browser import (
     Server,
     chromium,
     create_apps,
-    focused_name,
     need_browser,
     screenshot_path,
     serious_violations,
     start_server,
     stop_server,
+    wait_focused,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -121,7 +121,7 @@ def test_edit_a_question_then_switch_back_to_the_first_branch(world: Any, watche
     # Esc leaves the editor, back on its button; Enter opens it again (keyboard alone)
     editor.press("Escape")
     editor.wait_for(state="detached")
-    assert focused_name(page) == "Edit"
+    wait_focused(page, "Edit")
     page.keyboard.press("Enter")
     editor.wait_for()
     assert serious_violations(page) == []

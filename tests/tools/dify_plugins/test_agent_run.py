@@ -32,7 +32,7 @@ async def client(
     server.state.loopwright.use_plugins(plugins)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url="http://test") as c:
         yield c
-    await server.state.loopwright.runs.wait_idle()
+    await server.state.loopwright.settled()
 
 
 async def new_app(db: Database, tmp_path: Path, replies: list[Any], toolsets: list[dict[str, Any]]) -> str:

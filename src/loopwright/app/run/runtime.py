@@ -317,11 +317,12 @@ class AppRuntime:
         # the row guards against a second run even when no events are kept for a re-attach
         return self.journal.record(head.task_id, 0)
 
-    async def names_settled(self) -> None:
-        """Wait until every run has ended and the conversation names they started are made."""
+    async def settled(self) -> None:
+        """Wait until every run has ended and the work they leave behind is done: the conversation
+        names they started, observations being caught up, detached runs' events drained."""
         await self.runs.wait_idle()
         await asyncio.sleep(0)  # a finished run's callback starts its naming on the next loop turn
-        await asyncio.gather(*self._naming, return_exceptions=True)
+        await asyncio.gather(*self._naming, *self._background, return_exceptions=True)
 
     @property
     def executor(self) -> Executor:
@@ -711,8 +712,11 @@ class AppRuntime:
         """Give up this process's lease (its runs have ended: none of its messages is left running) and
         close what the agents hold open (MCP sessions, the knowledge store); conversation names still
         being made, and observations being caught up, are given up (the next start catches up)."""
-        for task in [*self._naming, *self._background]:
+        left = [*self._naming, *self._background]
+        for task in left:
             task.cancel()
+        # awaited, so none is still inside a database call when the caller's loop closes
+        await asyncio.gather(*left, return_exceptions=True)
         await self.approval_timer.aclose()
         if self.durable is not None:
             await self.durable.aclose()
