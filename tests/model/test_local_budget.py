@@ -47,17 +47,24 @@ def test_threads_are_the_idle_cores(
         local.default_threads.cache_clear()
 
 
-@pytest.mark.parametrize(("running", "threads"), [(1, 2), (2, 1), (3, 1)])
+@pytest.mark.parametrize(
+    ("running", "own", "threads"), [(1, ["R"], 2), (2, ["R"], 1), (3, ["R"], 1), (2, ["R", "R", "S"], 2)]
+)
 def test_threads_are_the_cores_no_other_process_runs_on_now(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, running: int, threads: int
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, running: int, own: list[str], threads: int
 ) -> None:
-    """The tasks running now (this process is one) count, not the minute's average: the load average
-    of 1.5 left behind by the run just ended does not make an idle machine's next run take one
-    thread."""
+    """The tasks running now less this process's own running threads count, not the minute's
+    average: the load average of 1.5 left behind by the run just ended does not make an idle
+    machine's next run take one thread, nor does this process's own start-up work."""
     loadavg = tmp_path / "loadavg"
     loadavg.write_text(f"1.50 1.20 0.90 {running}/300 4242\n")
+    tasks = tmp_path / "task"
+    for i, state in enumerate(own):
+        (tasks / str(100 + i)).mkdir(parents=True)
+        (tasks / str(100 + i) / "stat").write_text(f"{100 + i} (python (x)) {state} 1 2 3\n")
     monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(local, "_PROC_LOADAVG", loadavg)
+    monkeypatch.setattr(local, "_PROC_OWN_TASKS", tasks)
     monkeypatch.setattr(local.os, "getloadavg", lambda: (1.5, 1.2, 0.9))
     local.default_threads.cache_clear()
     try:

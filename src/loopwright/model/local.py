@@ -112,23 +112,41 @@ def default_threads() -> int:
 
 
 _PROC_LOADAVG = Path("/proc/loadavg")
+_PROC_OWN_TASKS = Path("/proc/self/task")
 
 
 def _busy_cores() -> float:
-    """How many cores other processes keep busy now: the tasks running or ready to run other than
-    this process (the fourth field of Linux's /proc/loadavg, "running/total"; the lowest of three
-    readings). The 1-minute load average, the fall-back elsewhere, lags: it still counts the work
-    of the processes that ran just before — a benchmark's earlier runs, or a CLI run just ended —
-    and made the next run pick one thread on an idle machine."""
+    """How many cores other processes keep busy now: the tasks running or ready to run (the fourth
+    field of Linux's /proc/loadavg, "running/total") less this process's own running threads (its
+    start-up work — the database's thread, imports — is not a neighbour; counting it made an idle
+    2-core machine pick one thread for most runs), the lowest of three readings. The 1-minute load
+    average, the fall-back elsewhere, lags: it still counts the work of the processes that ran just
+    before — a benchmark's earlier runs, or a CLI run just ended."""
     try:
-        readings = [int(_PROC_LOADAVG.read_text().split()[3].partition("/")[0]) for _ in range(3)]
-        return float(max(0, min(readings) - 1))  # this process is one of them
+        readings = []
+        for _ in range(3):
+            running = int(_PROC_LOADAVG.read_text().split()[3].partition("/")[0])
+            readings.append(running - max(1, _own_running_threads()))
+        return float(max(0, min(readings)))
     except (OSError, ValueError, IndexError):
         pass
     try:
         return os.getloadavg()[0]
     except OSError:  # not on this platform
         return 0.0
+
+
+def _own_running_threads() -> int:
+    """This process's threads that are running or ready to run (state ``R`` in their
+    /proc/self/task/*/stat, the field after the parenthesised name)."""
+    count = 0
+    for stat in _PROC_OWN_TASKS.glob("*/stat"):
+        try:
+            state = stat.read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread ended meanwhile
+        count += state == "R"
+    return count
 
 
 def _close_all() -> None:
@@ -262,6 +280,13 @@ class LocalModel:
                 raise ModelError(f"cannot load the model at {path}: {e}") from e
             load_seconds = time.perf_counter() - started
             pace = Pace.probe(llama)
+            log.debug(
+                "loaded %s in %.2f s: %d threads, %.0f tokens/s",
+                path.name,
+                load_seconds,
+                self.n_threads,
+                pace.tokens_per_second,
+            )
             loaded = _Loaded(llama, _prompt_formatter(llama), threading.Lock(), load_seconds, pace)
             _cache[key] = loaded
             return loaded
