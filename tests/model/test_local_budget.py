@@ -73,6 +73,17 @@ def test_threads_are_the_cores_no_other_process_runs_on_now(
         local.default_threads.cache_clear()
 
 
+def test_a_process_passing_by_is_not_a_neighbour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another task running at the first reading but gone at a later one (a shell, a process
+    ending) leaves the cores idle; one running at every reading keeps one busy."""
+    monkeypatch.setattr(local.time, "sleep", lambda seconds: None)
+    passing = iter([1, 1, 0, 1, 1])
+    monkeypatch.setattr(local, "_others_running", lambda: next(passing))
+    assert local._busy_cores() == 0
+    monkeypatch.setattr(local, "_others_running", lambda: 1)
+    assert local._busy_cores() == 1
+
+
 def test_an_answering_round_shows_its_text_from_the_action_on() -> None:
     shown = local._Shown(hide_thought=True)
     parts = [

@@ -104,3 +104,77 @@ def test_the_least_recently_used_files_go_past_the_bound(tmp_path: Path) -> None
         os.utime(path, (1000 + i, 1000 + i))
     PromptCache(tmp_path, 250)._trim()
     assert sorted(p.stem for p in tmp_path.glob(f"*{SUFFIX}")) == ["middle", "new"]
+
+
+# --- ContextStates: the tool contexts of the embedded model's choice ----------------------------------
+
+CONTEXT = (
+    b"A calculator computes arithmetic. Questions it answers: What is 17 * 23? How much is 2 to the power 10?"
+)
+
+
+def next_logits(llama: object, probe: list[int]) -> object:
+    """The logits after ``probe`` is evaluated on what the context holds."""
+    from loopwright.model import _local_choice
+
+    llama.eval(probe)  # type: ignore[attr-defined]
+    return _local_choice._last_logits(llama)
+
+
+def test_a_context_kept_in_memory_or_on_disk_reads_as_the_one_evaluated(tmp_path: Path) -> None:
+    """Evaluated once, a context comes back from memory (the same process) or from its file (a model
+    that never held it), and the model reads what follows it exactly as after evaluating it."""
+    import numpy as np
+
+    from loopwright.model.prompt_cache import SEQUENCE_SUFFIX, ContextStates
+
+    cache = PromptCache(tmp_path, 2**30)
+    model = fresh(cache, 1216)
+    llama = model._load_sync().llama
+    tokens = llama.tokenize(CONTEXT, add_bos=False)
+    probe = llama.tokenize(b" What is 3 times 4?", add_bos=False)
+    disk = (cache, str(model.model_path))
+    states = ContextStates()
+    assert states.prime(llama, tokens, disk) == "evaluated"
+    evaluated = next_logits(llama, probe)
+    assert len(list(tmp_path.glob(f"*{SEQUENCE_SUFFIX}"))) == 1
+    llama.reset()
+    llama.eval(llama.tokenize(b"Something else entirely, and longer than the context.", add_bos=False))
+    assert states.prime(llama, tokens, disk) == "memory"
+    assert llama.input_ids[: llama.n_tokens].tolist() == tokens
+    assert np.array_equal(next_logits(llama, probe), evaluated)
+    llama.reset()
+    assert ContextStates().prime(llama, tokens, disk) == "disk"  # a new process: from the file
+    assert np.array_equal(next_logits(llama, probe), evaluated)
+
+
+def test_a_bad_sequence_file_is_evaluated_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from loopwright.model.prompt_cache import SEQUENCE_SUFFIX, ContextStates
+
+    cache = PromptCache(tmp_path, 2**30)
+    model = fresh(cache, 1216)
+    llama = model._load_sync().llama
+    tokens = llama.tokenize(CONTEXT, add_bos=False)
+    disk = (cache, str(model.model_path))
+    ContextStates().prime(llama, tokens, disk)
+    [path] = tmp_path.glob(f"*{SEQUENCE_SUFFIX}")
+    path.write_bytes(b"not a sequence file")
+    llama.reset()
+    assert ContextStates().prime(llama, tokens, disk) == "evaluated"
+    assert "cannot be used" in caplog.text
+    assert llama.input_ids[: llama.n_tokens].tolist() == tokens
+    assert path.stat().st_size > 1000  # saved again, whole
+
+
+def test_memory_keeps_the_recently_used_contexts_within_its_bound(tmp_path: Path) -> None:
+    from loopwright.model.prompt_cache import ContextStates
+
+    llama = fresh(None, 1216)._load_sync().llama
+    texts = [b"Context number one.", b"Context number two.", b"Context number six."]  # one size
+    states = ContextStates()
+    states.prime(llama, llama.tokenize(texts[0], add_bos=False))
+    one = states._held[next(iter(states._held))].size
+    states = ContextStates(max_bytes=int(one * 2.5))
+    for text in texts:
+        states.prime(llama, llama.tokenize(text, add_bos=False))
+    assert [bytes(llama.detokenize(list(k))) for k in states._held] == texts[1:]

@@ -21,12 +21,12 @@ the model's own probabilities decide.
 
 from __future__ import annotations
 
-import ctypes
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from loopwright.model.prompt_cache import KvSnapshot
 
 
 def choose(llama: Any, prompt: str, options: Sequence[tuple[str, str]], neutral: str | None = None) -> str:
@@ -52,20 +52,25 @@ def choose_by_question(
     question: str,
     neutral: str = "N/A",
     in_time: Callable[[], bool] = lambda: True,
+    prime: Callable[[list[int]], object] | None = None,
 ) -> str:
     """The key of the context after which ``question`` is likeliest, relative to ``neutral``;
     ``contexts`` are ``(key, prompt text that the question follows)``. Once ``in_time()`` is false
     (the run's budget is spent) no further context is scored: the best so far, or the last key
-    (``none``, by the caller's order) if none was."""
+    (``none``, by the caller's order) if none was. ``prime``, when given, makes the context hold a
+    context's tokens but its last (``prompt_cache.ContextStates``: kept from an earlier run), so
+    only that token and the question are evaluated."""
     # The contexts take the model's context window from its start; what it held (the system prompt
     # of the conversation, which the reply after this choice reuses) is put back afterwards: copying
     # it is several times faster than evaluating a thousand tokens again.
-    saved = _KvSnapshot.take(llama) if llama.n_tokens > _WORTH_SAVING else None
+    saved = KvSnapshot.take(llama) if llama.n_tokens > _WORTH_SAVING else None
     scores: dict[str, float] = {}
     try:
         for key, context in contexts:
             if not in_time():
                 break
+            if prime is not None:
+                prime(llama.tokenize(context.encode(), add_bos=False, special=True)[:-1])
             evidence = score(llama, context, [("question", question + "\n"), ("neutral", neutral + "\n")])
             scores[key] = evidence["question"] - QUESTION_CALIBRATION * evidence["neutral"]
     finally:
@@ -74,44 +79,6 @@ def choose_by_question(
     if not scores:
         return contexts[-1][0]
     return max(scores, key=scores.__getitem__)
-
-
-class _KvSnapshot:
-    """What the context holds — its KV cache (llama.cpp's state of sequence 0) and its tokens — without
-    llama-cpp-python's ``save_state``, which also copies the scores array (n_batch × vocabulary floats,
-    about 100 MB for the default model) each way and every logit llama.cpp holds: only the KV cache
-    is needed, since the reply after the choice evaluates its prompt's last token again anyway."""
-
-    def __init__(self, kv: Any, size: int, tokens: Any) -> None:
-        self.kv, self.size, self.tokens = kv, size, tokens
-
-    @classmethod
-    def take(cls, llama: Any) -> _KvSnapshot:
-        lib = _low_level()
-        ctx = llama._ctx.ctx
-        size = int(lib.llama_state_seq_get_size(ctx, 0))
-        kv = (ctypes.c_uint8 * size)()
-        copied = int(lib.llama_state_seq_get_data(ctx, kv, size, 0))
-        if copied <= 0 or copied > size:
-            raise RuntimeError("llama.cpp did not copy the context's state")
-        return cls(kv, copied, llama.input_ids[: llama.n_tokens].copy())
-
-    def restore(self, llama: Any) -> None:
-        lib = _low_level()
-        llama._ctx.kv_cache_seq_rm(0, 0, -1)
-        if int(lib.llama_state_seq_set_data(llama._ctx.ctx, self.kv, self.size, 0)) == 0:
-            # Nothing of it is usable: the next reply evaluates its whole prompt.
-            llama.n_tokens = 0
-            return
-        n = len(self.tokens)
-        llama.input_ids[:n] = self.tokens
-        llama.n_tokens = n
-        # The logits are the choice's, not the prompt's: the next generation evaluates its last token.
-        llama._requires_eval = True
-
-
-def _low_level() -> Any:
-    return importlib.import_module("llama_cpp")
 
 
 _WORTH_SAVING = 256  # tokens

@@ -75,7 +75,7 @@ from loopwright.model.entities import (
     UserMessage,
     content_text,
 )
-from loopwright.model.prompt_cache import PromptCache, common_prefix
+from loopwright.model.prompt_cache import ContextStates, PromptCache, common_prefix
 from loopwright.model.settings import ModelSettings
 
 log = logging.getLogger("loopwright.model")
@@ -91,6 +91,8 @@ class _Loaded:
     lock: threading.Lock  # one generation at a time per llama.cpp context
     load_seconds: float
     pace: Pace  # its generation speed: each round's budget (model._local_budget)
+    # the tool contexts its choice evaluated, kept for later runs (model.prompt_cache.ContextStates)
+    contexts: ContextStates = field(default_factory=ContextStates)
 
 
 _cache: dict[tuple[str, int, int], _Loaded] = {}
@@ -119,21 +121,34 @@ def _busy_cores() -> float:
     """How many cores other processes keep busy now: the tasks running or ready to run (the fourth
     field of Linux's /proc/loadavg, "running/total") less this process's own running threads (its
     start-up work — the database's thread, imports — is not a neighbour; counting it made an idle
-    2-core machine pick one thread for most runs), the lowest of three readings. The 1-minute load
-    average, the fall-back elsewhere, lags: it still counts the work of the processes that ran just
-    before — a benchmark's earlier runs, or a CLI run just ended."""
+    2-core machine pick one thread for most runs). A reading that sees others is taken again a few
+    times over ~20 ms and the lowest counts: a process that only passes by (a shell, a process
+    ending) is not a neighbour either. The 1-minute load average, the fall-back elsewhere, lags: it
+    still counts the work of the processes that ran just before — a benchmark's earlier runs, or a
+    CLI run just ended."""
     try:
-        readings = []
-        for _ in range(3):
-            running = int(_PROC_LOADAVG.read_text().split()[3].partition("/")[0])
-            readings.append(running - max(1, _own_running_threads()))
-        return float(max(0, min(readings)))
+        busy = _others_running()
+        for _ in range(_READINGS - 1):
+            if busy == 0:
+                break
+            time.sleep(_READING_GAP)
+            busy = min(busy, _others_running())
+        return float(busy)
     except (OSError, ValueError, IndexError):
         pass
     try:
         return os.getloadavg()[0]
     except OSError:  # not on this platform
         return 0.0
+
+
+_READINGS = 5
+_READING_GAP = 0.005  # seconds
+
+
+def _others_running() -> int:
+    running = int(_PROC_LOADAVG.read_text().split()[3].partition("/")[0])
+    return max(0, running - max(1, _own_running_threads()))
 
 
 def _own_running_threads() -> int:
@@ -488,8 +503,9 @@ class _Request:
     units: list[str] = field(default_factory=list)
 
 
-def _react_grammar(llama: Any, request: _Request) -> Any:
+def _react_grammar(loaded: _Loaded, request: _Request) -> Any:
     """The grammar for a ReAct reply, after the model chose between its options as a whole."""
+    llama = loaded.llama
     if request.react_tools is None:
         return None
     choice = request.tool_choice
@@ -501,8 +517,17 @@ def _react_grammar(llama: Any, request: _Request) -> Any:
             offered = {key for key, _ in options}
             contexts = [(key, text) for key, text in request.question_contexts if key in offered]
             started = time.perf_counter()
+            disk = request.cached[:2] if request.cached is not None else None
+
+            def prime(tokens: list[int]) -> object:
+                return loaded.contexts.prime(llama, tokens, disk)
+
             choice = choose_by_question(
-                llama, contexts, request.question, in_time=lambda: request.clock() < request.run_deadline
+                llama,
+                contexts,
+                request.question,
+                in_time=lambda: request.clock() < request.run_deadline,
+                prime=prime,
             )
             log.debug("chose %s by the question in %.2f s", choice, time.perf_counter() - started)
         else:
@@ -574,7 +599,7 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
         if replies is not None:
             _follow(loaded, request, replies, put, started)
             return
-        grammar = _react_grammar(llama, request)
+        grammar = _react_grammar(loaded, request)
         log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
         action = _fixed_action(loaded, request)
         if action is not None:
