@@ -210,7 +210,12 @@ def test_after_a_short_observation_the_answer_must_state_it() -> None:
     from loopwright.model._local_grammar import react_grammar
 
     grammar = react_grammar([calculator_tool().schema], "auto", observation='49 "exactly"')
-    assert 'char{0,40} "49 \\\\\\"exactly\\\\\\"" char{0,300}' in grammar
+    # the result whole, in one of two sentences, and nothing else around it
+    (rule,) = [line for line in grammar.splitlines() if line.startswith("answer-stating ::= ")]
+    assert rule == (
+        'answer-stating ::= "\\"It is 49 \\\\\\"exactly\\\\\\".\\"" | '
+        '"\\"The answer is 49 \\\\\\"exactly\\\\\\".\\""'
+    )
     llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp reads it
     # A long observation (or none) leaves the answer free.
     assert "answer-stating" not in react_grammar([calculator_tool().schema], "auto", observation="x" * 80)
@@ -250,4 +255,10 @@ def test_an_answer_sentence_after_a_number_is_listed_with_its_subjects_and_units
         "3 boxes of 48 eggs is 144 eggs.",
     ]
     assert answer_sentences([calculator], "auto", **fixed) is None  # a tool may still be called
-    assert answer_sentences([calculator], "none", observation="Friday", subjects=["it"]) is None
+    # a result that is not a number: stated as it is, in the grammar's two sentences
+    friday = answer_sentences([calculator], "none", observation="Friday", subjects=["it"])
+    assert [json.loads(r.partition("Action: ")[2])["action_input"] for r in friday or []] == [
+        "It is Friday.",
+        "The answer is Friday.",
+    ]
+    assert answer_sentences([calculator], "none", observation="x" * 80) is None  # too long to state

@@ -78,8 +78,23 @@ def test_the_answer_names_what_was_computed() -> None:
     assert "What is 15% of 80" not in answer_subjects("What is 15% of 80?", ["What is 15% of 80"])
     assert answer_subjects("What time is it?", ["UTC"]) == [RESULT_SUBJECT]
     assert unit_words(EGGS) == ["boxes", "eggs"]
-    assert unit_words("How long is 26.2 miles in kilometers?") == ["miles", "kilometers"]
     assert unit_words("What is 7 squared?") == []
+    assert unit_words("What is 30 as a percentage of 120?") == []
+
+
+def test_an_answer_names_the_whole_calculation_and_the_unit_converted_to() -> None:
+    """A subject never leaves out a word of the calculation ("the square root of 625", not "625";
+    "Divide 144 by 12", not "144 by 12") nor half of a bracket; a conversion's answer puts the unit
+    it converts to after the number, and never the unit it converts from."""
+    assert answer_subjects("What is the square root of 625?") == ["the square root of 625"]
+    assert answer_subjects("Divide 144 by 12.") == ["Divide 144 by 12"]
+    assert answer_subjects("Calculate (15 + 27) * 3.") == ["(15 + 27) * 3"]
+    assert answer_subjects("Convert 10 kilometers to meters.")[0] == "10 kilometers"
+    assert unit_words("Convert 10 kilometers to meters.") == ["meters"]
+    assert answer_subjects("How long is 26.2 miles in kilometers?")[0] == "26.2 miles"
+    assert unit_words("How long is 26.2 miles in kilometers?") == ["kilometers"]
+    assert answer_subjects("How many centimeters are in 5 inches?")[0] == "5 inches"
+    assert unit_words("How many centimeters are in 5 inches?") == ["centimeters"]
     assert is_number("144") and is_number("-2.5") and not is_number("12:30 UTC")
 
 

@@ -23,7 +23,10 @@ from loopwright.zones import zones_named_in
 THOUGHT_MAX_CHARS = 160
 ANSWER_MAX_CHARS = 300
 STRING_MAX_CHARS = 200
-BEFORE_RESULT_MAX_CHARS = 40  # an answer after a short observation states it within this many characters
+# After a short result that is not a number (a time, a word), the answer is one of these sentences
+# around it, whole: a tiny model let to write around it invented the rest ("Sydney is today's Tokyo
+# on Monday at …" for the time in Tokyo on a Saturday) and ran on past it.
+STATING_LEADS = ("It is ", "The answer is ")
 CHAR_RULE = re.compile(r"^char ::= .*$", re.MULTILINE)
 STRING_RULE = re.compile(r"^string ::= .*$", re.MULTILINE)
 _SAFE_CHAR = r'char ::= [^"\\\n`{}] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
@@ -111,9 +114,8 @@ def react_grammar(
         f"rest ::= [^\\n`{{}}]{{0,{THOUGHT_MAX_CHARS}}} {_literal(_TO_ACTION)}\n"
         f'answer ::= "\\"" char{{1,{ANSWER_MAX_CHARS}}} "\\""\n'
         + (
-            f'answer-stating ::= "\\"" char{{0,{BEFORE_RESULT_MAX_CHARS}}} '
-            f'{_literal(json.dumps(observation)[1:-1])} char{{0,{ANSWER_MAX_CHARS}}} "\\""\n'
-            if observation_fits(observation)
+            "answer-stating ::= " + " | ".join(_literal(json.dumps(s)) for s in stated(observation)) + "\n"
+            if observation is not None and observation_fits(observation)
             else ""
         )
         + (_sentence_rule(observation, subjects, units) if subjects and observation else "")
@@ -215,23 +217,30 @@ def answer_sentences(
     units: Sequence[str] = (),
 ) -> list[str] | None:
     """Every reply ``react_grammar`` allows for the same arguments when it allows nothing but the
-    answer sentence after a numeric result (the fixed thought, then "<subject> is <number>[ <unit>].")
-    — a few replies that differ only in subject and unit — or None when it allows more."""
+    answer sentence after a short result (the fixed thought, then "<subject> is <number>[ <unit>]."
+    after a number, :func:`stated` after anything else) — a few replies that differ only in a few
+    words — or None when it allows more."""
     if _allowed(tools, tool_choice):
         return None  # a tool may still be called
-    if answer_schema is not None or not subjects or not observation_fits(observation):
-        return None
-    assert observation is not None
-    if not is_number(observation):
+    if answer_schema is not None or observation is None or not observation_fits(observation):
         return None
     thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
     head = f"{prefix}{thought}{json.dumps('Final Answer')}{_INPUT_KEY}"
+    if not (subjects and is_number(observation)):
+        return [head + json.dumps(sentence) + "}" for sentence in stated(observation)]
     number = observation.strip()
     return [
         head + json.dumps(f"{subject} is {number}{unit}.") + "}"
         for subject in subjects
         for unit in ["", *(" " + u for u in units)]
     ]
+
+
+def stated(observation: str) -> list[str]:
+    """The answers that state a short result as it is: "It is <result>.", "The answer is <result>."."""
+    result = observation.strip()
+    end = "" if result.endswith((".", "!", "?")) else "."
+    return [f"{lead}{result}{end}" for lead in STATING_LEADS]
 
 
 ACTION_REPLIES_MAX = 32

@@ -90,7 +90,7 @@ _JOINING = frozenset(
 )
 _ASKING = re.compile(
     r"^(?:please\s+)?(?:what(?:'s|\s+is|\s+are)|how\s+much\s+(?:is|are)|calculate|compute|"
-    r"evaluate|work\s+out|find|tell\s+me)\s+",
+    r"evaluate|work\s+out|find|tell\s+me|convert|how\s+many\s+[A-Za-z]+\s+(?:are|is)\s+(?:there\s+)?in)\s+",
     re.IGNORECASE,
 )
 EXPRESSION_MAX_OPERATORS = 4
@@ -183,33 +183,87 @@ def answer_subjects(question: str, arguments: Iterable[str] = ()) -> list[str]:
         numbers = _numbers_in(clause)
         if not numbers:
             continue
-        subjects[clause[numbers[0][0] :].strip()] = None
+        start = numbers[0][0]
+        while start > 0 and clause[start - 1] == "(":
+            start -= 1  # "(15 + 27) * 3", not "15 + 27) * 3"
+        if not _OPERATION_WORDS.search(clause[:start]):  # "the square root of 625" is not "625"
+            # "10 kilometers to meters is 10000 meters": the unit converted to goes after the number
+            subjects[_CONVERTING_TO.sub("", clause[start:]).strip()] = None
         subjects[_ASKING.sub("", clause).strip()] = None
     for argument in arguments:
         if _numbers_in(argument) and argument[:1] in "0123456789(":
             subjects[argument.strip()] = None
-    named = [s for s in subjects if s and '"' not in s and "\\" not in s]
+    named = [s for s in subjects if s and '"' not in s and "\\" not in s and _balanced(s)]
     # "The result" only when the question names nothing: offered beside a name, the model took it
     # every time ("The result is 144." for 3 boxes of 48 eggs).
     return named or [RESULT_SUBJECT]
 
 
-_NOT_UNITS = _JOINING | {"squared", "cubed", "more", "less", "fewer", "times", "is", "are", "in", "into"}
+# Words before a clause's first number that are part of what is computed: a subject that leaves them
+# out names another calculation.
+_OPERATION_WORDS = re.compile(
+    r"\b(?:multiply|divide|add|subtract|sum|product|difference|quotient|root|square|cube|power|half|"
+    r"double|twice|triple|increase|decrease|reduce|raise|average|mean|percent|percentage)\b",
+    re.IGNORECASE,
+)
+
+
+_CONVERTING_TO = re.compile(r"\s+(?:in|to|into)\s+[A-Za-z]{2,20}$")
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+_NOT_UNITS = _JOINING | {
+    "squared",
+    "cubed",
+    "more",
+    "less",
+    "fewer",
+    "times",
+    "is",
+    "are",
+    "in",
+    "into",
+    "as",
+}
 
 
 def unit_words(question: str) -> list[str]:
     """Words that may follow the number in the answer: those after a number in the question ("48
-    eggs") and the last word of a clause that converts ("… in kilometers")."""
+    eggs"); when the question converts ("… in kilometers", "How many feet are in …"), the unit it
+    converts to only — the unit it converts from would state a wrong answer ("5 inches is 12.7
+    inches")."""
+    targets = _conversion_targets(question)
+    if targets:
+        return targets
     words: dict[str, None] = {}
     for _, end, _ in _numbers_in(question):
         follower = re.match(r"\s+([A-Za-z]{2,20})\b", question[end:])
         word = follower.group(1) if follower else ""
         if word and word.lower() not in _NOT_UNITS and not _WORDS_RUN.fullmatch(word):
             words[word] = None
+    return list(words)
+
+
+def _conversion_targets(question: str) -> list[str]:
+    """The units a question converts to: a clause's last word after "in", "to" or "into" ("… in
+    kilometers"), or what "how many" asks for ("How many feet are in 36 inches")."""
+    words: dict[str, None] = {}
     for clause in _clauses(question):
+        if not _numbers_in(clause):
+            continue
         target = re.search(r"\b(?:in|to|into)\s+([A-Za-z]{2,20})$", clause)
-        if target:
-            words[target.group(1)] = None
+        asked = re.match(r"how\s+many\s+([A-Za-z]{2,20})\s+(?:are|is)\s+(?:there\s+)?in\b", clause, re.I)
+        for match in (target, asked):
+            if match and not _WORDS_RUN.fullmatch(match.group(1)):
+                words[match.group(1)] = None
     return list(words)
 
 

@@ -673,7 +673,7 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
 
 def _fixed_replies(request: _Request) -> list[str] | None:
     """The few replies the round's grammar allows, when it allows nothing but the answer sentence
-    after a numeric result (model._local_grammar.answer_sentences), and decoding is greedy (at a
+    after a short result (model._local_grammar.answer_sentences), and decoding is greedy (at a
     temperature above 0 the sampler, not the likeliest token, decides); otherwise None."""
     if request.react_tools is None or request.sampling.get("temperature", 0.0) != 0.0:
         return None
