@@ -151,6 +151,28 @@ async def test_a_react_model_writes_its_plan_as_an_action() -> None:
     assert "5" in str(last.messages)  # the step's result is in the answer round's prompt
 
 
+async def test_a_react_plan_round_carries_the_run_time_so_far() -> None:
+    """As the loop's ReAct rounds do: a model with a budget for the whole run (the embedded model)
+    sizes the answer round from what the plan's rounds left."""
+    now = [100.0]
+
+    def clock() -> float:
+        now[0] += 2.0  # every reading two seconds later
+        return now[0]
+
+    model = ScriptedModel(
+        [
+            react_action(PLAN_TOOL, {"steps": [step("s1", "add", {"a": 2, "b": 3})]}),
+            react_action("Final Answer", "It is 5."),
+        ]
+    )
+    result = await Agent(model=model, tools=[add], strategy="plan", clock=clock).run("What is 2 + 3?")
+    assert result.text == "It is 5."
+    first, last = (r.react for r in model.requests)
+    assert first is not None and last is not None
+    assert 0 < first.elapsed < last.elapsed
+
+
 async def test_a_plan_that_cannot_run_is_sent_back_with_what_is_wrong() -> None:
     model = ScriptedModel(
         [plan(step("s1", "nope", {})), plan(step("s1", "add", {"a": 1, "b": 1})), Reply.text("2")],

@@ -36,6 +36,7 @@ from loopwright.agent._loop import (
     _invoke,
     _model_stream,
     _output_ok,
+    _request,
     _Run,
     _run_calls,
     _timed,
@@ -166,7 +167,8 @@ class PlanRun:
         state, settings = self.state, self.settings
         state.round += 1
         yield RoundStarted(state.round)
-        req = self.strategy.request(state, tools)
+        # a ReAct round carries the run's time so far, as the loop's do (the embedded model's budget)
+        req = _request(self.strategy, state, tools, settings.clock() - state.started_at)
         if note is not None:
             req = _with_note(req, note)
         params = settings.params
