@@ -63,6 +63,28 @@ async def test_metrics_times_on_the_agents_clock() -> None:
     assert result.usage.latency == 3.0  # the rounds' usage carries the same model time
 
 
+class TimedModel(ScriptedModel):
+    """A scripted model with a budget for a whole run (RunTimedModel): notes each round's time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.elapsed: list[float] = []
+
+    def stream_timed(self, messages: Any, *, elapsed: float, **rest: Any) -> Any:
+        self.elapsed.append(elapsed)
+        return self.stream(messages, **rest)
+
+
+async def test_a_model_with_a_run_budget_is_told_the_run_time_of_each_round() -> None:
+    """Function calling, as ReAct rounds are (ReactTurn.elapsed): the embedded model with a native
+    tool-call format sizes each round from what the run has left."""
+    model = TimedModel([Reply.tool_calls(("add", {"a": 1, "b": 2})), Reply.text("3")], features=FC)
+    result = await Agent(model=model, tools=[add], clock=Ticks()).run("go")
+    assert result.text == "3"
+    # Clock reads: start 1; round 1 sent 2 (1 s in); round 2 sent 4 (3 s in)
+    assert model.elapsed == [1.0, 3.0]
+
+
 async def test_a_run_without_text_has_no_time_to_first_token() -> None:
     result = await Agent(model=ScriptedModel([""], features=FC)).run("go")
     assert result.metrics is not None

@@ -188,3 +188,49 @@ async def test_a_native_round_offers_the_tools_and_reads_the_calls(
     deltas = [d for c in chunks for d in c.tool_calls or []]
     assert [(d.name, json.loads(d.arguments)) for d in deltas] == [("calculator", {"expression": "3 * 48"})]
     assert chunks[-1].finish_reason == "tool_calls" and not "".join(c.text for c in chunks)
+
+
+@needs_jinja
+async def test_a_native_round_gets_its_share_of_the_run_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a ReAct round does (model._local_budget): with time for a tool call and the answer after
+    it, the tools are offered within the round's budget; with less, none are; with too little for
+    an answer, the run's honest answer comes without the model."""
+    model = LocalModel(
+        gguf(tmp_path / "qwen.gguf", template("Qwen-Qwen2.5-7B-Instruct")), clock=lambda: 1000.0
+    )
+    qwen = formatter("Qwen-Qwen2.5-7B-Instruct")
+
+    def render(messages: list[dict[str, Any]], tools: Any = None) -> tuple[str, list[str]]:
+        return qwen(messages=messages, tools=tools).prompt, ["<|im_end|>"]
+
+    seen: list[Any] = []
+
+    async def generate(loaded: Any, request: Any) -> AsyncGenerator[LLMChunk, None]:
+        seen.append(request)
+        yield LLMChunk(text="It is 144.")
+        yield LLMChunk(finish_reason="stop")
+
+    monkeypatch.setattr(local, "_generate", generate)
+    # 10 tokens a second: an answer (40 tokens) takes 4 s, a tool call (32) 3.2 s
+    monkeypatch.setitem(local._cache, model._key(), local._Loaded(None, render, None, 0.0, Pace(10.0)))  # type: ignore[arg-type]
+    history = [
+        UserMessage("And 3 boxes of 48 eggs?"),
+        AssistantMessage("", [ToolCall("call_1", "calculator", '{"expression": "3 * 48"}')]),
+        ToolMessage("144", "call_1", "calculator"),
+    ]
+
+    async def text(elapsed: float) -> str:
+        chunks = [c async for c in model.stream_timed(history, elapsed=elapsed, tools=[CALC])]
+        return "".join(c.text for c in chunks)
+
+    assert await text(0.0) == "It is 144."
+    assert "<tools>" in seen[-1].prompt and seen[-1].round_seconds == 12.0
+    assert seen[-1].run_deadline == 1000.0 + 30.0
+    assert await text(24.0) == "It is 144."  # 6 s left: the answer only
+    assert "<tools>" not in seen[-1].prompt and seen[-1].tool_format is None
+    assert seen[-1].round_seconds == pytest.approx(6.0)
+    calls = len(seen)
+    assert await text(29.0) == "I ran out of time; the last result was: 144"  # 1 s left
+    assert len(seen) == calls  # the model was not run

@@ -55,8 +55,9 @@ from loopwright.tools.engine import ProgressSink, ToolEngine, ToolInvokeMeta
 
 log = logging.getLogger("loopwright.agent")
 
-# ReactDecodingModel.stream_react, bound to its model
+# ReactDecodingModel.stream_react and RunTimedModel.stream_timed, bound to their model
 StreamReact = Callable[..., AsyncGenerator[LLMChunk, None]]
+StreamTimed = Callable[..., AsyncGenerator[LLMChunk, None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,8 @@ class LoopSettings:
     # the model's ReactDecodingModel.stream_react, when it has one (checked once per configuration:
     # isinstance on a Protocol costs ~4 µs)
     stream_react: StreamReact | None = None
+    # the model's RunTimedModel.stream_timed, when it has one: its other rounds are told the run's time
+    stream_timed: StreamTimed | None = None
     # structured output: answers that do not follow the schema are sent back at most this many times,
     # and not after ``output_budget`` seconds (on ``clock``) of the run
     max_output_retries: int = 2
@@ -146,6 +149,7 @@ class ModelRequest:
     tools: Sequence[ToolSchema]
     stop: Sequence[str]
     react: ReactTurn | None = None  # ReAct: what the round's prompt offers (see model.base.ReactTurn)
+    elapsed: float = 0.0  # the run's seconds so far as the round starts
 
 
 class Strategy(Protocol):
@@ -200,7 +204,6 @@ async def run_loop(
     run = _Run(settings, engine, context, guard, approval, steps, decisions or {})
     clock = settings.clock
     state.started_at = clock() - state.elapsed  # a resumed run: its time so far counts
-    stream_react = settings.stream_react
     cap = min(settings.max_iterations, 99) + 1
     budget = _limited(budget or settings.budget)
     if state.pending is not None:  # a resumed run: the round that waited for decisions goes first
@@ -222,7 +225,7 @@ async def run_loop(
         _check_call(budget, model, req, state)  # before the round starts: no empty round is left
         yield RoundStarted(rnd, offered)
         reply: RoundReply | None = None
-        chunks = _model_stream(model, stream_react, req, _round_params(settings, req, rnd))
+        chunks = _model_stream(model, settings, req, _round_params(settings, req, rnd))
         items = strategy.read(chunks, state)
         # Closed in any case (as ``aclosing`` would, without its three calls per generator): a consumer
         # that stops listening closes the model's stream right away.
@@ -274,9 +277,10 @@ async def run_loop(
 def _request(
     strategy: Strategy, state: RunState, tools: Sequence[ToolSchema], elapsed: float
 ) -> ModelRequest:
-    """The round's request; a ReAct round's offer carries the run's time so far (``elapsed``), for a
-    model with a budget for the whole run (the embedded model)."""
+    """The round's request, with the run's time so far (``elapsed``; in a ReAct round's offer too), for
+    a model with a budget for the whole run (the embedded model)."""
     req = strategy.request(state, tools)
+    req.elapsed = elapsed
     if req.react is not None:
         req.react = replace(req.react, elapsed=elapsed)
     return req
@@ -493,12 +497,18 @@ def _timed(usage: Usage | None, elapsed: float) -> Usage:
 
 
 def _model_stream(
-    model: Model, stream_react: StreamReact | None, req: ModelRequest, params: ModelSettings
+    model: Model, settings: LoopSettings, req: ModelRequest, params: ModelSettings
 ) -> AsyncGenerator[LLMChunk, None]:
     """The model's reply to one round: a ReAct round goes to a model that takes its offer as data
-    (ReactDecodingModel) through ``stream_react``; everything else through ``stream``."""
-    if req.react is not None and stream_react is not None:
-        return stream_react(req.messages, req.react, stop=req.stop, params=params)
+    (ReactDecodingModel) through ``stream_react``; any other round to a model with a budget for a
+    whole run (RunTimedModel) through ``stream_timed``, with the run's time so far; everything else
+    through ``stream``."""
+    if req.react is not None and settings.stream_react is not None:
+        return settings.stream_react(req.messages, req.react, stop=req.stop, params=params)
+    if settings.stream_timed is not None:
+        return settings.stream_timed(
+            req.messages, elapsed=req.elapsed, tools=req.tools, stop=req.stop, params=params
+        )
     return model.stream(req.messages, tools=req.tools, stop=req.stop, params=params)
 
 

@@ -177,7 +177,7 @@ class PlanRun:
             params["tool_choice"] = tool_choice
         clock = settings.clock
         started = clock()
-        chunks = _model_stream(self.model, settings.stream_react, req, params)
+        chunks = _model_stream(self.model, settings, req, params)
         items = self.strategy.read(chunks, state)
         reply: RoundReply | None = None
         try:

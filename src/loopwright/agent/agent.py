@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loopwright.agent._factory import StrategyName, create_strategy
-from loopwright.agent._loop import LoopSettings, LoopTools, StreamReact
+from loopwright.agent._loop import LoopSettings, LoopTools, StreamReact, StreamTimed
 from loopwright.agent._react import ParserMode, ReactStrategy
 from loopwright.agent.approvals import ApprovalDecision, Interruption
 from loopwright.agent.budget import Budget
@@ -257,6 +257,7 @@ def _prepare(agent: Agent, callback_tasks: set[asyncio.Task[None]] | None = None
         repeat_limit=agent.repeated_call_limit or None,
         clock=agent.clock,
         stream_react=_stream_react(model),
+        stream_timed=_stream_timed(model),
         max_output_retries=agent.output_retries,
         output_budget=agent.output_time_budget,
         approval_names=frozenset(agent.approval_required),
@@ -283,6 +284,12 @@ def _stream_react(model: Model) -> StreamReact | None:
     """The model's ``stream_react`` when it is a ReactDecodingModel: the check ``isinstance`` makes on
     that one-method Protocol, without its cost (~4 µs, a walk of the class's attributes)."""
     method = getattr(model, "stream_react", None)
+    return method if callable(method) else None
+
+
+def _stream_timed(model: Model) -> StreamTimed | None:
+    """The model's ``stream_timed`` when it is a RunTimedModel (checked as ``_stream_react`` is)."""
+    method = getattr(model, "stream_timed", None)
     return method if callable(method) else None
 
 

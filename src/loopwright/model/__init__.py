@@ -6,6 +6,7 @@ from loopwright.model.base import (
     ReactDecodingModel,
     ReactPromptModel,
     ReactTurn,
+    RunTimedModel,
     estimate_message_tokens,
     estimate_tokens,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "ModelSettings",
     "PromptMessage",
     "ReactDecodingModel",
+    "RunTimedModel",
     "ReactPromptModel",
     "ReactTurn",
     "SystemMessage",

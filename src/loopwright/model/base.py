@@ -103,6 +103,23 @@ class ReactDecodingModel(Protocol):
     ) -> AsyncGenerator[LLMChunk, None]: ...
 
 
+@runtime_checkable
+class RunTimedModel(Protocol):
+    """A model with a time budget for a whole run (the embedded model). For a round that is not a
+    ReAct round (whose ``ReactTurn`` carries the time), the agent calls ``stream_timed`` — ``stream``
+    with the run's seconds so far as the round starts — instead of ``stream``."""
+
+    def stream_timed(
+        self,
+        messages: Sequence[PromptMessage],
+        *,
+        elapsed: float,
+        tools: Sequence[ToolSchema] = (),
+        stop: Sequence[str] = (),
+        params: ModelSettings | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]: ...
+
+
 # Words, numbers, and single punctuation marks: close to what BPE tokenizers produce for English prose,
 # within ~15 %, and it needs no vocabulary file.
 _TOKEN_RE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")

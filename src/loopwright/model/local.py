@@ -42,7 +42,14 @@ from types import ModuleType
 from typing import Any
 
 from loopwright.model._gguf import GGUFError, read_string
-from loopwright.model._local_budget import ROUND_SECONDS, RUN_SECONDS, Pace, out_of_time_answer, plan_round
+from loopwright.model._local_budget import (
+    ROUND_SECONDS,
+    RUN_SECONDS,
+    Pace,
+    RoundPlan,
+    out_of_time_answer,
+    plan_round,
+)
 from loopwright.model._local_choice import choose, choose_by_question, follow
 from loopwright.model._local_grammar import (
     DECISION_PREFIX,
@@ -348,6 +355,21 @@ class LocalModel:
         offered tools, and the choice of a tool is calibrated against a neutral question."""
         return self._stream(messages, turn, stop, params or {})
 
+    def stream_timed(
+        self,
+        messages: Sequence[PromptMessage],
+        *,
+        elapsed: float,
+        tools: Sequence[ToolSchema] = (),
+        stop: Sequence[str] = (),
+        params: ModelSettings | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]:
+        """``stream`` as a round of a run that has taken ``elapsed`` seconds (RunTimedModel): the
+        round gets its share of the run's budget, as a ReAct round does; with too little left for a
+        tool call and the answer after it, no tools are offered; with too little for an answer, the
+        run's honest answer comes instead of the model's."""
+        return self._stream(messages, None, stop, params or {}, tools, elapsed)
+
     async def _stream(
         self,
         messages: Sequence[PromptMessage],
@@ -355,11 +377,13 @@ class LocalModel:
         stop: Sequence[str],
         params: ModelSettings,
         tools: Sequence[ToolSchema] = (),
+        elapsed: float | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
         loaded = _cache.get(self._key()) or await self._load_now()
-        request = self._request(loaded, messages, turn, stop, params, tools)
+        request = self._request(loaded, messages, turn, stop, params, tools, elapsed)
         if request.out_of_time is not None:  # the run's time is spent: its honest answer, no model
-            yield LLMChunk(text=_out_of_time_action(request.out_of_time))
+            answer = request.out_of_time
+            yield LLMChunk(text=answer if request.react_tools is None else _out_of_time_action(answer))
             yield LLMChunk(usage=Usage(), finish_reason="stop")
             return
         if request.tool_format is not None:
@@ -382,11 +406,17 @@ class LocalModel:
         stop: Sequence[str],
         params: ModelSettings,
         tools: Sequence[ToolSchema] = (),
+        elapsed: float | None = None,
     ) -> _Request:
         """What llama.cpp is asked for: a plain reply (``turn`` None), with tools offered natively
-        when the model has a tool-call format, or a ReAct round's."""
+        when the model has a tool-call format, or a ReAct round's. ``elapsed``: the run's seconds so
+        far, for a plain reply within a run (a ReAct round's are in ``turn``)."""
         if turn is not None:
             messages = _with_tool_examples(messages, turn.tools)
+            elapsed = turn.elapsed
+        plan = self._round_plan(loaded, elapsed, bool(turn.tools if turn is not None else tools))
+        if plan is not None and plan.answer_only:
+            tools = ()  # too little time left for a tool call and the answer after it
         native = self.tool_format if tools and turn is None else None
         prompt, template_stops = self._render(loaded, messages, tools if native else ())
         if native is not None:
@@ -404,8 +434,14 @@ class LocalModel:
             clock=self.clock,
             tool_format=native,
         )
-        if turn is not None:
-            self._budget(request, loaded, turn)
+        if plan is not None and elapsed is not None and self.run_seconds is not None:
+            request.round_seconds = plan.seconds
+            request.run_deadline = self.clock() + self.run_seconds - elapsed
+            if plan.out_of_time:
+                observation = turn.observation if turn is not None else _last_observation(messages)
+                request.out_of_time = out_of_time_answer(observation)
+            elif plan.answer_only and turn is not None and turn.tools:
+                request.tool_choice = "none"
         if self.prompt_cache is not None and messages and isinstance(messages[0], SystemMessage):
             request.cached = (self.prompt_cache, str(self.model_path), self._render(loaded, messages[:1])[0])
         if turn is not None and request.out_of_time is None:
@@ -416,19 +452,13 @@ class LocalModel:
         request.sampling.setdefault("repeat_penalty", 1.1)
         return request
 
-    def _budget(self, request: _Request, loaded: _Loaded, turn: ReactTurn) -> None:
-        """The round's share of the run's budget (model._local_budget.plan_round)."""
-        if self.run_seconds is None:
-            return
-        left = self.run_seconds - turn.elapsed
-        tools = bool(turn.tools)
-        plan = plan_round(loaded.pace, round_seconds=self.round_seconds, run_left=left, tools=tools)
-        request.round_seconds = plan.seconds
-        request.run_deadline = self.clock() + left
-        if plan.out_of_time:
-            request.out_of_time = out_of_time_answer(turn.observation)
-        elif plan.answer_only and turn.tools:
-            request.tool_choice = "none"
+    def _round_plan(self, loaded: _Loaded, elapsed: float | None, tools: bool) -> RoundPlan | None:
+        """The round's share of the run's budget (model._local_budget.plan_round); None outside a run
+        (no ``elapsed``) or without a run budget."""
+        if self.run_seconds is None or elapsed is None:
+            return None
+        left = self.run_seconds - elapsed
+        return plan_round(loaded.pace, round_seconds=self.round_seconds, run_left=left, tools=tools)
 
     def _react(
         self, request: _Request, loaded: _Loaded, messages: Sequence[PromptMessage], turn: ReactTurn
@@ -756,6 +786,16 @@ async def _native_calls(
         deltas = [ToolCallDelta(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
         yield LLMChunk(tool_calls=deltas)
     yield LLMChunk(usage=last.usage, finish_reason="tool_calls" if calls else last.finish_reason)
+
+
+def _last_observation(messages: Sequence[PromptMessage]) -> str | None:
+    """What the last tool call returned, when the prompt ends with tool results."""
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            return content_text(message.content)
+        if not isinstance(message, AssistantMessage):
+            return None
+    return None
 
 
 def _out_of_time_action(answer: str) -> str:

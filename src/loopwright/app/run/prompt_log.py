@@ -88,6 +88,17 @@ class RecordingModel:
     def count_tokens(self, messages: Sequence[PromptMessage]) -> int:
         return self._model.count_tokens(messages)
 
+    def _note(
+        self,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSchema],
+        stop: Sequence[str],
+        params: ModelSettings | None,
+    ) -> None:
+        self._log.note(
+            ModelCall(self._model.name, list(messages), list(tools), list(stop), dict(params or {}))
+        )
+
     def stream(
         self,
         messages: Sequence[PromptMessage],
@@ -96,10 +107,29 @@ class RecordingModel:
         stop: Sequence[str] = (),
         params: ModelSettings | None = None,
     ) -> AsyncGenerator[LLMChunk, None]:
-        self._log.note(
-            ModelCall(self._model.name, list(messages), list(tools), list(stop), dict(params or {}))
-        )
+        self._note(messages, tools, stop, params)
         return self._model.stream(messages, tools=tools, stop=stop, params=params)
+
+    def stream_timed(
+        self,
+        messages: Sequence[PromptMessage],
+        *,
+        elapsed: float,
+        tools: Sequence[ToolSchema] = (),
+        stop: Sequence[str] = (),
+        params: ModelSettings | None = None,
+    ) -> AsyncGenerator[LLMChunk, None]:
+        """Noted as ``stream`` is: a model with a budget for a whole run (RunTimedModel) is told the
+        run's time through it, any other is called through ``stream`` (rather than this attribute
+        reaching the model's own past the log)."""
+        timed = getattr(self._model, "stream_timed", None)
+        if timed is None:
+            return self.stream(messages, tools=tools, stop=stop, params=params)
+        self._note(messages, tools, stop, params)
+        result: AsyncGenerator[LLMChunk, None] = timed(
+            messages, elapsed=elapsed, tools=tools, stop=stop, params=params
+        )
+        return result
 
 
 class _RecordingReactModel(RecordingModel):
