@@ -32,7 +32,7 @@ import importlib
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,12 +121,17 @@ class PromptCache:
         llama_cpp = importlib.import_module("llama_cpp")
         n = len(prefix)
         tokens = (llama_cpp.llama_token * n)(*prefix)
+        self._write(path, lambda file: llama_cpp.llama_state_save_file(llama._ctx.ctx, file, tokens, n))
+
+    def _write(self, path: Path, write: Callable[[bytes], object]) -> None:
+        """Write ``path`` with llama.cpp's ``write(file name)`` (false when it failed), whole or not at
+        all for a reader in another process, then keep the folder within its bound."""
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            if not llama_cpp.llama_state_save_file(llama._ctx.ctx, str(partial).encode(), tokens, n):
-                raise OSError("llama.cpp could not write the session file")
-            os.replace(partial, path)  # whole or not at all, for a reader in another process
+            if not write(str(partial).encode()):
+                raise OSError(f"llama.cpp could not write {path.name}")
+            os.replace(partial, path)
         except OSError as e:
             log.warning("prompt cache: cannot save to %s: %s", self.directory, e)
             with contextlib.suppress(OSError):
@@ -161,22 +166,9 @@ class PromptCache:
         """Keep the context's sequence 0, which holds exactly ``tokens``, as a file."""
         llama_cpp = importlib.import_module("llama_cpp")
         path = self.directory / f"{self._key(llama, model_id, tokens)}{SEQUENCE_SUFFIX}"
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
         n = len(tokens)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            written = llama_cpp.llama_state_seq_save_file(
-                llama._ctx.ctx, str(partial).encode(), 0, (llama_cpp.llama_token * n)(*tokens), n
-            )
-            if not written:
-                raise OSError("llama.cpp could not write the sequence file")
-            os.replace(partial, path)
-        except OSError as e:
-            log.warning("prompt cache: cannot save to %s: %s", self.directory, e)
-            with contextlib.suppress(OSError):
-                partial.unlink()
-            return
-        self._trim()
+        held = (llama_cpp.llama_token * n)(*tokens)
+        self._write(path, lambda file: llama_cpp.llama_state_seq_save_file(llama._ctx.ctx, file, 0, held, n))
 
     def _trim(self) -> None:
         """Remove the least recently used files past the size bound."""
