@@ -82,6 +82,14 @@ def test_the_answer_names_what_was_computed() -> None:
     assert unit_words("What is 30 as a percentage of 120?") == []
 
 
+def test_a_percentage_of_a_number_is_a_stated_calculation() -> None:
+    """ "50 as a percentage of 200" is copied into the calculator, which reads it as written; the
+    model writing it anew wrote "50 / 200" (0.25)."""
+    assert not is_word_problem("What is 50 as a percentage of 200?")
+    assert answer_subjects("What is 50 as a percentage of 200?") == ["50 as a percentage of 200"]
+    assert is_word_problem("A shirt costs 40 dollars and is 25% off. How much is the discounted price?")
+
+
 def test_an_answer_names_the_whole_calculation_and_the_unit_converted_to() -> None:
     """A subject never leaves out a word of the calculation ("the square root of 625", not "625";
     "Divide 144 by 12", not "144 by 12") nor half of a bracket; a conversion's answer puts the unit

@@ -55,9 +55,14 @@ _WORDS_RUN = re.compile(rf"\b(?:{_NUMBER_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBE
 _DIGITS = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\d+(?:\.\d+)?")
 _CLAUSE_END = re.compile(r"[.;:!?](?:\s+|$)|,\s+")
 # The words that join two numbers in a calculation the question states: "17 times 23", "89 from
-# 250", "12% of 250", "2 to the power of 10", "345 and 789" ("add 345 and 789").
+# 250", "12% of 250", "2 to the power of 10", "345 and 789" ("add 345 and 789"), "50 as a percentage
+# of 200" (which the calculator reads as it is written).
 _JOINING = frozenset(
     [
+        "as",
+        "a",
+        "an",
+        "percentage",
         "plus",
         "minus",
         "times",

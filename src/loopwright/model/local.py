@@ -383,7 +383,7 @@ class LocalModel:
         request = self._request(loaded, messages, turn, stop, params, tools, elapsed)
         if request.out_of_time is not None:  # the run's time is spent: its honest answer, no model
             answer = request.out_of_time
-            yield LLMChunk(text=answer if request.react_tools is None else _out_of_time_action(answer))
+            yield LLMChunk(text=answer if turn is None else _out_of_time_action(answer))
             yield LLMChunk(usage=Usage(), finish_reason="stop")
             return
         if request.tool_format is not None:
