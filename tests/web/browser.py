@@ -4,6 +4,7 @@ a small HTTP API on 127.0.0.1 whose tools the tests can hold open, and the scree
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -275,6 +276,28 @@ def stop_server(server: Server) -> None:
         server.process.kill()
         server.process.communicate()
     server.log.close()
+
+
+@contextlib.contextmanager
+def serving_apps(
+    folder: Path, specs: dict[str, dict[str, Any]]
+) -> Iterator[tuple[Server, dict[str, ChatApp]]]:
+    """The apps of ``specs`` (``create_apps``) in a SQLite database in ``folder``, served by
+    ``loopwright serve`` there until the block ends."""
+    db_path = folder / "web.db"
+    apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", specs, folder))
+    server = start_server(folder, db_path)
+    try:
+        yield server, apps
+    finally:
+        stop_server(server)
+
+
+def send(page: Any, text: str) -> None:
+    """Type ``text`` into the chat page's message box and send it (Enter)."""
+    box = page.get_by_label("Message")
+    box.fill(text)
+    box.press("Enter")
 
 
 def screenshot_path(name: str) -> Path:

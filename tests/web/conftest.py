@@ -1,6 +1,7 @@
 """What every browser test shares: each browser context it opens is watched (tests/web/browser.py
 ``Watch``), and the test fails on a console error, an uncaught exception or a request that leaves
-127.0.0.1. The ``browser`` fixture comes from the test module (its server and world)."""
+127.0.0.1. ``browser`` is one Chromium per test module, started after the module's ``world`` (its
+server and apps)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import Watch
+from tests.web.browser import Watch, chromium
+
+
+@pytest.fixture(scope="module")
+def browser(world: Any) -> Iterator[Any]:
+    yield from chromium()
 
 
 @pytest.fixture

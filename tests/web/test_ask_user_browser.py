@@ -5,7 +5,6 @@ the answer goes through the run's human-input form and the rest of the answer st
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,13 +14,11 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
-    create_apps,
     need_browser,
     screenshot_path,
+    send,
     serious_violations,
-    start_server,
-    stop_server,
+    serving_apps,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,8 +33,6 @@ ASK_UNITS = {
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict[str, ChatApp]]]:
     need_browser()
-    folder = tmp_path_factory.mktemp("ask-user")
-    db_path = folder / "web.db"
     tools = [{"name": "ask_user"}]
     specs: dict[str, dict[str, Any]] = {
         "planner": {
@@ -46,26 +41,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
         },
         "units": {"tools": tools, "script": {"replies": [ASK_UNITS, "Metric it is."], "features": FC}},
     }
-    apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", specs, folder))
-    server = start_server(folder, db_path)
-    try:
-        yield server, apps
-    finally:
-        stop_server(server)
-
-
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
+    with serving_apps(tmp_path_factory.mktemp("ask-user"), specs) as served:
+        yield served
 
 
 def test_the_question_is_answered_on_the_page(world: Any, watched: Any) -> None:
     server, apps = world
     view = watched(viewport=DESKTOP, color_scheme="light").page()
     view.goto(apps["planner"].link(server.url))
-    box = view.get_by_label("Message")
-    box.fill("Plan my trip.")
-    box.press("Enter")
+    send(view, "Plan my trip.")
     question = view.get_by_role("form", name="The assistant asks you")
     question.wait_for()
     assert question.locator(".question-text").inner_text() == "Which city do you leave from?"
@@ -87,9 +71,7 @@ def test_options_are_buttons(world: Any, watched: Any) -> None:
     server, apps = world
     view = watched(viewport=DESKTOP, color_scheme="light").page()
     view.goto(apps["units"].link(server.url))
-    box = view.get_by_label("Message")
-    box.fill("Convert 5 miles.")
-    box.press("Enter")
+    send(view, "Convert 5 miles.")
     question = view.get_by_role("form", name="The assistant asks you")
     question.wait_for()
     assert question.get_by_label("Your answer").count() == 0

@@ -5,7 +5,6 @@ a form and one streamed answer, not a chat thread."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,13 +15,11 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
-    create_apps,
     need_browser,
     screenshot_path,
+    send,
     serious_violations,
-    start_server,
-    stop_server,
+    serving_apps,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -42,8 +39,6 @@ FORM = [
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict[str, ChatApp]]]:
     need_browser()
-    folder = tmp_path_factory.mktemp("chat-apps")
-    db_path = folder / "web.db"
     specs: dict[str, dict[str, Any]] = {
         "helper": {"mode": "chat", "instruction": "Be kind.", "script": {"replies": ["Hello **there**."]}},
         "sql": {
@@ -59,26 +54,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
             "script": {"replies": ["SELECT * FROM orders;"]},
         },
     }
-    apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", specs, folder))
-    server = start_server(folder, db_path)
-    try:
-        yield server, apps
-    finally:
-        stop_server(server)
-
-
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
+    with serving_apps(tmp_path_factory.mktemp("chat-apps"), specs) as served:
+        yield served
 
 
 def test_a_chat_app_answers_without_agent_rounds(world: Any, watched: Any) -> None:
     server, apps = world
     view = watched(viewport=DESKTOP, color_scheme="light").page()
     view.goto(apps["helper"].link(server.url))
-    box = view.get_by_label("Message")
-    box.fill("Hi")
-    box.press("Enter")
+    send(view, "Hi")
     view.locator(".exchange.status-done").wait_for()
     assert view.locator(".exchange .answer strong").inner_text() == "there"
     assert view.locator(".exchange details.steps").count() == 0  # no "Worked · rounds" for a chat app

@@ -23,12 +23,12 @@ from tests.web.browser import (
     CuttableProxy,
     Server,
     Watch,
-    chromium,
     create_apps,
     create_dataset,
     need_browser,
     png,
     screenshot_path,
+    send,
     serious_violations,
     serve_tool_api,
     start_server,
@@ -182,11 +182,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
         tool_server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
-
-
 class Page:
     """A page of a fresh, watched browser context (it fails the test on a console error or a request
     off 127.0.0.1: tests/web/conftest.py)."""
@@ -202,9 +197,7 @@ class Page:
         return self.page
 
     def send(self, text: str) -> None:
-        box = self.page.get_by_label("Message")
-        box.fill(text)
-        box.press("Enter")
+        send(self.page, text)
 
 
 @pytest.fixture

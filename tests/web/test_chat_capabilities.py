@@ -14,10 +14,10 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
     create_apps,
     need_browser,
     screenshot_path,
+    send,
     serious_violations,
     serve_tool_api,
     start_server,
@@ -100,16 +100,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
         tool_server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
-
-
 def ask(page: Any, server: Server, app: ChatApp, text: str) -> None:
     page.goto(app.link(server.url))
-    box = page.get_by_label("Message")
-    box.fill(text)
-    box.press("Enter")
+    send(page, text)
 
 
 def test_a_plan_ticks_and_a_called_app_shows_its_progress_and_rounds(world: Any, watched: Any) -> None:

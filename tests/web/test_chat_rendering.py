@@ -20,10 +20,10 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
     create_apps,
     need_browser,
     screenshot_path,
+    send,
     serious_violations,
     start_server,
     stop_server,
@@ -107,16 +107,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
         stop_server(server)
 
 
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
-
-
 def ask(page: Any, server: Server, app: ChatApp, text: str) -> None:
     page.goto(app.link(server.url))
-    box = page.get_by_label("Message")
-    box.fill(text)
-    box.press("Enter")
+    send(page, text)
     page.locator(".exchange.status-done").wait_for()
 
 

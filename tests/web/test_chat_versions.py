@@ -5,7 +5,6 @@ reload, from the history)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,13 +14,11 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
-    create_apps,
     need_browser,
     screenshot_path,
+    send,
     serious_violations,
-    start_server,
-    stop_server,
+    serving_apps,
     wait_focused,
 )
 
@@ -33,8 +30,6 @@ FC = ["tool-call", "multi-tool-call", "stream-tool-call"]
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict[str, ChatApp]]]:
     need_browser()
-    folder = tmp_path_factory.mktemp("web-versions")
-    db_path = folder / "web.db"
     specs = {
         "regenerating": {
             "script": {"replies": ["Paris is in France.", "It has 2 million people.", "About 2.1 million."]},
@@ -45,23 +40,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, di
     }
     for spec in specs.values():
         spec["script"]["features"] = FC
-    apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", specs, folder))
-    server = start_server(folder, db_path)
-    try:
-        yield server, apps
-    finally:
-        stop_server(server)
-
-
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
-
-
-def send(page: Any, text: str) -> None:
-    box = page.get_by_label("Message")
-    box.fill(text)
-    box.press("Enter")
+    with serving_apps(tmp_path_factory.mktemp("web-versions"), specs) as served:
+        yield served
 
 
 def answers(page: Any) -> list[str]:

@@ -19,10 +19,10 @@ from tests.web.browser import (
     PHONE,
     Server,
     Watch,
-    chromium,
     focused_name,
     need_browser,
     screenshot_path,
+    send,
     serious_violations,
     serve_tool_api,
     start_server,
@@ -63,11 +63,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Pa
         tool_api.release.set()
         tool_server.shutdown()
         tool_server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
 
 
 class Console:
@@ -140,9 +135,7 @@ def test_create_an_app_make_a_key_and_chat_with_it(console: Console, world: Any)
     assert chat.evaluate(f"sessionStorage.getItem('{TOKEN_SLOT}')") is None
     chat.get_by_text("I was set up in the console").wait_for()
     chat.get_by_label("customer").fill("Ada")  # the input form the console made
-    box = chat.get_by_label("Message")
-    box.fill("Hi there")
-    box.press("Enter")
+    send(chat, "Hi there")
     chat.locator(".exchange.status-done").wait_for()
     assert "Hello from the app made in the console." in chat.locator(".exchange .answer").inner_text()
     chat.close()

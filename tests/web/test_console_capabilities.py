@@ -20,7 +20,6 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
     create_apps,
     create_dataset,
     need_browser,
@@ -87,11 +86,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Ch
         yield server, app, end_user_id
     finally:
         stop_server(server)
-
-
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
 
 
 def sign_in(page: Any, server: Server) -> None:

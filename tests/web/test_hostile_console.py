@@ -20,7 +20,6 @@ from tests.web.browser import (
     DESKTOP,
     ChatApp,
     Server,
-    chromium,
     create_apps,
     need_browser,
     start_server,
@@ -64,11 +63,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Ch
         yield server, app
     finally:
         stop_server(server)
-
-
-@pytest.fixture(scope="module")
-def browser(world: Any) -> Iterator[Any]:
-    yield from chromium()
 
 
 def _nothing_ran(page: Any, dialogs: list[str], shown: Any) -> None:

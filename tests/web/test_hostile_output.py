@@ -6,14 +6,13 @@ through the test, which records it and aborts any to another host)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 
-from tests.web.browser import Server, chromium, create_apps, need_browser, start_server, stop_server
+from tests.web.browser import Server, chromium, need_browser, send, serving_apps
 from tests.web.hostile import ANSWER, KEPT, OUTSIDE
 
 pytestmark = pytest.mark.timeout(180)
@@ -22,15 +21,9 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Any]]:
     need_browser()
-    folder = tmp_path_factory.mktemp("hostile")
-    db_path = folder / "web.db"
     spec = {"hostile": {"script": {"replies": [ANSWER], "features": ["tool-call"]}}}
-    apps = asyncio.run(create_apps(f"sqlite+aiosqlite:///{db_path}", spec, folder))
-    server = start_server(folder, db_path)
-    try:
+    with serving_apps(tmp_path_factory.mktemp("hostile"), spec) as (server, apps):
         yield server, apps["hostile"]
-    finally:
-        stop_server(server)
 
 
 def test_hostile_answers_run_no_script_and_reach_no_outside_host(world: tuple[Server, Any]) -> None:
@@ -58,9 +51,7 @@ def _render_and_check(browser: Any, server: Server, app: Any) -> None:
     context.route("**/*", lambda route: _only_loopback(route, left))
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(app.link(server.url))
-    box = page.get_by_label("Message")
-    box.fill("show me everything")
-    box.press("Enter")
+    send(page, "show me everything")
     page.locator(".exchange.status-done").wait_for()
     answer = page.locator(".exchange .answer")
     answer.get_by_text("The end.").wait_for()
