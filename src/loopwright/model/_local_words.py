@@ -236,7 +236,6 @@ _NOT_UNITS = _JOINING | {
     "are",
     "in",
     "into",
-    "as",
 }
 
 

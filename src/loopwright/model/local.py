@@ -106,7 +106,6 @@ _cache: dict[tuple[str, int, int], _Loaded] = {}
 _cache_lock = threading.Lock()
 
 
-@atexit.register
 @functools.cache
 def default_threads() -> int:
     """llama.cpp's thread count, chosen once per process: every idle core, up to 8 (a quiet 2-core
@@ -171,6 +170,7 @@ def _own_running_threads() -> int:
     return count
 
 
+@atexit.register
 def _close_all() -> None:
     # Free the models while the interpreter is whole: llama-cpp-python's own finaliser runs during
     # shutdown, when module globals may already be gone, and prints a TypeError traceback.
