@@ -12,7 +12,7 @@ from loopwright.zones import zone_of_city
 
 
 async def current_time(timezone: str = "UTC") -> str:
-    """Get the current date, day of the week and time.
+    """The time now: the current date, time and day of the week.
 
     Args:
         timezone: An IANA timezone name such as "UTC", "Europe/Paris" or "Asia/Tokyo", or the city
