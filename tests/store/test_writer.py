@@ -112,6 +112,24 @@ async def test_close_applies_what_is_queued(tmp_path: Path) -> None:
         await again.close()
 
 
+async def test_a_write_after_the_database_closed_is_refused_and_starts_nothing(tmp_path: Path) -> None:
+    """Work still running as its database closes (a run ending while its process shuts down) gets an
+    error for its write, and no writer starts a connection that would outlive the event loop."""
+    import asyncio
+
+    from loopwright.store.writer import DatabaseClosedError
+
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'closed.db'}")
+    await db.create_all()
+    app_id = await new_app(db)
+    await db.close()
+    assert db.closed
+    late = db.writer.submit(insert_user(app_id, "late"))
+    with pytest.raises(DatabaseClosedError):
+        await late
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "loopwright-db-writer"]
+
+
 async def test_rows_are_written_together_parents_first_updates_last(db: Database) -> None:
     app_id = "11111111-2222-3333-4444-555555555555"  # inserted last, but needed by the rows before
     gate = asyncio.Event()

@@ -88,6 +88,7 @@ class Database:
             self.engine, expire_on_commit=False
         )
         self.writer = WriteBehind(self.sessionmaker)
+        self.closed = False
 
     def session(self) -> AsyncSession:
         """A new session; use as ``async with db.session() as s:`` and commit yourself."""
@@ -115,7 +116,10 @@ class Database:
             await conn.run_sync(_upgrade, revision)
 
     async def close(self) -> None:
-        await self.writer.close()
+        """Apply the queued writes and release the connections; later writes through ``writer`` are
+        refused (``closed`` says so to work that would start after it)."""
+        self.closed = True
+        await self.writer.close(final=True)
         await self.engine.dispose()
 
 

@@ -82,6 +82,7 @@ class WriteBehind:
         self._held: dict[str, list[_Pending]] = {}
         self._task: asyncio.Task[None] | None = None
         self._in_flight = 0
+        self._shut = False  # closed for good (its database was closed): writes are refused
         self.batches = 0  # transactions committed, for benchmarks and tests
 
     @property
@@ -93,10 +94,15 @@ class WriteBehind:
         """Queue ``op``; the returned future resolves when it is committed (or holds its error).
         Nobody has to await it: a failed write is logged either way."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done():
-            self._task = loop.create_task(self._drain(), name="loopwright-db-writer")
         done: asyncio.Future[None] = loop.create_future()
         done.add_done_callback(_consume_error)
+        if self._shut:
+            # A task still running when its database was closed (and its event loop is ending): a
+            # new writer would start a connection that outlives the loop.
+            done.set_exception(DatabaseClosedError("the database is closed: the write was not applied"))
+            return done
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._drain(), name="loopwright-db-writer")
         item = _Pending(op, done, key)
         parked = self._held.get(key) if key is not None else None
         if parked is not None:
@@ -136,9 +142,11 @@ class WriteBehind:
         marker = self.submit(_nothing)
         await asyncio.wait({marker})
 
-    async def close(self) -> None:
-        """Apply what is queued, then stop the writer task."""
+    async def close(self, *, final: bool = False) -> None:
+        """Apply what is queued, then stop the writer task (it starts again on the next write, unless
+        ``final``: the database is being closed, and later writes are refused)."""
         await self.flush()
+        self._shut = self._shut or final
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -223,6 +231,10 @@ def _runs_of_same_keys(rows: list[Mapping[str, Any]]) -> list[list[Mapping[str, 
         else:
             runs.append([row])
     return runs
+
+
+class DatabaseClosedError(RuntimeError):
+    """A write submitted after its database was closed."""
 
 
 def _settle(item: _Pending, error: BaseException | None) -> None:

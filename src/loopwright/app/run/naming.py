@@ -111,7 +111,12 @@ async def rename_after_answer(db: Database, model: Model, conversation_id: str, 
 def rename_in_background(
     db: Database, model: Model, conversation_id: str, query: str, tasks: set[asyncio.Task[None]]
 ) -> None:
-    """Start :func:`rename_after_answer`; ``tasks`` keeps it alive until it ends."""
-    task = asyncio.get_running_loop().create_task(rename_after_answer(db, model, conversation_id, query))
+    """Start :func:`rename_after_answer`; ``tasks`` keeps it alive until it ends. Not once ``db`` is
+    closed (a run that ended as its process shut down): the work would outlive the database."""
+    if db.closed:
+        return
+    task = asyncio.get_running_loop().create_task(
+        rename_after_answer(db, model, conversation_id, query), name="loopwright-naming"
+    )
     tasks.add(task)
     task.add_done_callback(tasks.discard)
