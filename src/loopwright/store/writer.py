@@ -33,6 +33,7 @@ from sqlalchemy import Table, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from loopwright.errors import StorageError
 from loopwright.store.models import Base
 
 log = logging.getLogger("loopwright.store")
@@ -233,7 +234,7 @@ def _runs_of_same_keys(rows: list[Mapping[str, Any]]) -> list[list[Mapping[str, 
     return runs
 
 
-class DatabaseClosedError(RuntimeError):
+class DatabaseClosedError(StorageError):
     """A write submitted after its database was closed."""
 
 
