@@ -151,11 +151,12 @@ def test_the_template_is_read_from_the_gguf_header(tmp_path: Path) -> None:
     assert LocalModel(tmp_path / "missing.gguf").features == frozenset()
 
 
-@needs_jinja
-async def test_a_native_round_offers_the_tools_and_reads_the_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    model = LocalModel(gguf(tmp_path / "qwen.gguf", template("Qwen-Qwen2.5-7B-Instruct")))
+def qwen_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replies: list[LLMChunk], **options: Any
+) -> tuple[LocalModel, list[Any]]:
+    """A model with Qwen 2.5's chat template whose "generation" gives ``replies`` (llama.cpp is not
+    loaded, 10 tokens a second), and the requests it was given."""
+    model = LocalModel(gguf(tmp_path / "qwen.gguf", template("Qwen-Qwen2.5-7B-Instruct")), **options)
     qwen = formatter("Qwen-Qwen2.5-7B-Instruct")
 
     def render(messages: list[dict[str, Any]], tools: Any = None) -> tuple[str, list[str]]:
@@ -165,12 +166,24 @@ async def test_a_native_round_offers_the_tools_and_reads_the_calls(
 
     async def generate(loaded: Any, request: Any) -> AsyncGenerator[LLMChunk, None]:
         seen.append(request)
-        yield LLMChunk(text='<tool_call>\n{"name": "calculator", ')
-        yield LLMChunk(text='"arguments": {"expression": "3 * 48"}}\n</tool_call>')
-        yield LLMChunk(finish_reason="stop")
+        for chunk in replies:
+            yield chunk
 
     monkeypatch.setattr(local, "_generate", generate)
     monkeypatch.setitem(local._cache, model._key(), local._Loaded(None, render, None, 0.0, Pace(10.0)))  # type: ignore[arg-type]
+    return model, seen
+
+
+@needs_jinja
+async def test_a_native_round_offers_the_tools_and_reads_the_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call = [
+        LLMChunk(text='<tool_call>\n{"name": "calculator", '),
+        LLMChunk(text='"arguments": {"expression": "3 * 48"}}\n</tool_call>'),
+        LLMChunk(finish_reason="stop"),
+    ]
+    model, seen = qwen_model(tmp_path, monkeypatch, call)
     history = [
         SystemMessage("Be brief."),
         UserMessage("What is 2 + 2?"),
@@ -197,24 +210,9 @@ async def test_a_native_round_gets_its_share_of_the_run_budget(
     """As a ReAct round does (model._local_budget): with time for a tool call and the answer after
     it, the tools are offered within the round's budget; with less, none are; with too little for
     an answer, the run's honest answer comes without the model."""
-    model = LocalModel(
-        gguf(tmp_path / "qwen.gguf", template("Qwen-Qwen2.5-7B-Instruct")), clock=lambda: 1000.0
-    )
-    qwen = formatter("Qwen-Qwen2.5-7B-Instruct")
-
-    def render(messages: list[dict[str, Any]], tools: Any = None) -> tuple[str, list[str]]:
-        return qwen(messages=messages, tools=tools).prompt, ["<|im_end|>"]
-
-    seen: list[Any] = []
-
-    async def generate(loaded: Any, request: Any) -> AsyncGenerator[LLMChunk, None]:
-        seen.append(request)
-        yield LLMChunk(text="It is 144.")
-        yield LLMChunk(finish_reason="stop")
-
-    monkeypatch.setattr(local, "_generate", generate)
+    answer = [LLMChunk(text="It is 144."), LLMChunk(finish_reason="stop")]
     # 10 tokens a second: an answer (40 tokens) takes 4 s, a tool call (32) 3.2 s
-    monkeypatch.setitem(local._cache, model._key(), local._Loaded(None, render, None, 0.0, Pace(10.0)))  # type: ignore[arg-type]
+    model, seen = qwen_model(tmp_path, monkeypatch, answer, clock=lambda: 1000.0)
     history = [
         UserMessage("And 3 boxes of 48 eggs?"),
         AssistantMessage("", [ToolCall("call_1", "calculator", '{"expression": "3 * 48"}')]),
