@@ -414,8 +414,8 @@ class LocalModel:
         if turn is not None:
             messages = _with_tool_examples(messages, turn.tools)
             elapsed = turn.elapsed
-        plan = self._round_plan(loaded, elapsed, bool(turn.tools if turn is not None else tools))
-        if plan is not None and plan.answer_only:
+        budget = self._round_plan(loaded, elapsed, bool(turn.tools if turn is not None else tools))
+        if budget is not None and budget[0].answer_only:
             tools = ()  # too little time left for a tool call and the answer after it
         native = self.tool_format if tools and turn is None else None
         prompt, template_stops = self._render(loaded, messages, tools if native else ())
@@ -434,9 +434,10 @@ class LocalModel:
             clock=self.clock,
             tool_format=native,
         )
-        if plan is not None and elapsed is not None and self.run_seconds is not None:
+        if budget is not None:
+            plan, left = budget
             request.round_seconds = plan.seconds
-            request.run_deadline = self.clock() + self.run_seconds - elapsed
+            request.run_deadline = self.clock() + left
             if plan.out_of_time:
                 observation = turn.observation if turn is not None else _last_observation(messages)
                 request.out_of_time = out_of_time_answer(observation)
@@ -452,13 +453,15 @@ class LocalModel:
         request.sampling.setdefault("repeat_penalty", 1.1)
         return request
 
-    def _round_plan(self, loaded: _Loaded, elapsed: float | None, tools: bool) -> RoundPlan | None:
-        """The round's share of the run's budget (model._local_budget.plan_round); None outside a run
-        (no ``elapsed``) or without a run budget."""
+    def _round_plan(
+        self, loaded: _Loaded, elapsed: float | None, tools: bool
+    ) -> tuple[RoundPlan, float] | None:
+        """The round's share of the run's budget (model._local_budget.plan_round) and the run's
+        seconds left; None outside a run (no ``elapsed``) or without a run budget."""
         if self.run_seconds is None or elapsed is None:
             return None
         left = self.run_seconds - elapsed
-        return plan_round(loaded.pace, round_seconds=self.round_seconds, run_left=left, tools=tools)
+        return plan_round(loaded.pace, round_seconds=self.round_seconds, run_left=left, tools=tools), left
 
     def _react(
         self, request: _Request, loaded: _Loaded, messages: Sequence[PromptMessage], turn: ReactTurn
@@ -627,13 +630,13 @@ def _run_generation(loaded: _Loaded, request: _Request, cancel: threading.Event,
             log.debug("prompt cache: prefix %s (%.2f s)", source, time.perf_counter() - started)
         replies = _fixed_replies(request)
         if replies is not None:
-            _follow(loaded, request, replies, put, started)
+            _follow(loaded, request, replies, put, started, len(tokens))
             return
         grammar = _react_grammar(loaded, request)
         log.debug("choice and grammar ready after %.2f s", time.perf_counter() - started)
         action = _fixed_action(loaded, request)
         if action is not None:
-            _put_reply(loaded, request, action, put, started)
+            _put_reply(loaded, request, action, put, started, len(tokens))
             return
         prompt_tokens = len(tokens)
         generated: list[str] = []
@@ -718,7 +721,9 @@ def _fixed_replies(request: _Request) -> list[str] | None:
     )
 
 
-def _follow(loaded: _Loaded, request: _Request, replies: list[str], put: Any, started: float) -> None:
+def _follow(
+    loaded: _Loaded, request: _Request, replies: list[str], put: Any, started: float, prompt_tokens: int
+) -> None:
     """A round whose reply is fixed but for a few choices (which subject, which unit): the model
     makes each choice (model._local_choice.follow: greedy decoding among the replies, as under the
     grammar) and the fixed stretches between them are evaluated at once instead of generated one
@@ -726,7 +731,7 @@ def _follow(loaded: _Loaded, request: _Request, replies: list[str], put: Any, st
     penalty = float(request.sampling.get("repeat_penalty", 1.0))
     reply = replies[follow(loaded.llama, request.prompt, replies, penalty)]
     request.chosen = "none"
-    _put_reply(loaded, request, reply, put, started)
+    _put_reply(loaded, request, reply, put, started, prompt_tokens)
 
 
 def _fixed_action(loaded: _Loaded, request: _Request) -> str | None:
@@ -746,8 +751,11 @@ def _fixed_action(loaded: _Loaded, request: _Request) -> str | None:
     return f"{request.prefix}{DECISION_PREFIX} {chosen}.{replies[0]}"
 
 
-def _put_reply(loaded: _Loaded, request: _Request, reply: str, put: Any, started: float) -> None:
-    """Pass on a reply made without token-by-token generation, with its usage."""
+def _put_reply(
+    loaded: _Loaded, request: _Request, reply: str, put: Any, started: float, prompt_tokens: int
+) -> None:
+    """Pass on a reply made without token-by-token generation, with its usage (``prompt_tokens``: the
+    prompt's, counted when it was tokenized for the round)."""
     llama = loaded.llama
     shown = _Shown(hide_thought=request.chosen == "none")
     if shown.feed(reply):
@@ -758,7 +766,6 @@ def _put_reply(loaded: _Loaded, request: _Request, reply: str, put: Any, started
         time.perf_counter() - started,
         completion_tokens,
     )
-    prompt_tokens = len(llama.tokenize(request.prompt.encode(), add_bos=False, special=True))
     usage = Usage(
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
