@@ -40,6 +40,11 @@ OBSERVATION_MAX_CHARS = 60
 _THOUGHT_CHARS = re.compile(r"[^\n`{}]+")
 
 
+def answering_thought(observation: str) -> str:
+    """The thought that answers after a tool's result, as the prompt's worked examples write it."""
+    return f"{FINAL_DECISION} The observation {observation} answers the question."
+
+
 def observation_fits(observation: str | None) -> bool:
     """Whether an observation is short and plain enough to be quoted in a thought (one line, none of
     the characters a thought may not hold)."""
@@ -100,7 +105,7 @@ def react_grammar(
         action = _literal(json.dumps("Final Answer") + _INPUT_KEY)
         if observation_fits(observation):
             assert observation is not None
-            thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+            thought = answering_thought(observation) + _TO_ACTION
             if answer_schema is None:
                 # The answer states the result: a tiny model that copied the question into the
                 # tool's argument went on to copy it into the answer too ("What is 7 squared"), or
@@ -224,7 +229,7 @@ def answer_sentences(
         return None  # a tool may still be called
     if answer_schema is not None or observation is None or not observation_fits(observation):
         return None
-    thought = f"{FINAL_DECISION} The observation {observation} answers the question.{_TO_ACTION}"
+    thought = answering_thought(observation) + _TO_ACTION
     head = f"{prefix}{thought}{json.dumps('Final Answer')}{_INPUT_KEY}"
     if not (subjects and is_number(observation)):
         return [head + json.dumps(sentence) + "}" for sentence in stated(observation)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from loopwright.model._local_grammar import DECISION_PREFIX, FINAL_DECISION
+from loopwright.model._local_grammar import DECISION_PREFIX, answering_thought
 from loopwright.model.entities import ToolSchema
 
 SMALL_MODEL_REACT_TEMPLATE = """You are a helpful assistant. You answer questions, using a tool when the \
@@ -85,7 +85,7 @@ def render_tool_examples(tools: Sequence[ToolSchema]) -> str:
                 f"Thought: {DECISION_PREFIX} {tool.name}. The question needs {tool.name}.\n\n"
                 f"Action: {action}\n\n"
                 f"Observation: {example.result}\n\n"
-                f"Thought: {FINAL_DECISION} The observation {example.result} answers the question.\n\n"
+                f"Thought: {answering_thought(example.result)}\n\n"
                 f"Action: {answer}\n\n"
             )
             number += 1
