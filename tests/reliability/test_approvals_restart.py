@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,41 @@ def paused_then_stopped(
         server.send_signal(stop)
         server.wait(timeout=30)
     return events
+
+
+@dataclass
+class KilledAtAForm:
+    """A message paused on Dify's Human Input form whose server was killed (SIGKILL): what the next
+    process on the same database is asked about."""
+
+    script: Path  # the scripted model's replies, rewritten for the next process
+    headers: dict[str, str]
+    port: int
+    token: str  # the form's
+    task_id: str
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def form_url(self) -> str:
+        return f"{self.base}/v1/form/human_input/{self.token}"
+
+    def rest(self) -> list[dict[str, Any]]:
+        """The message's events from the re-attached stream (``GET /v1/workflow/{task_id}/events``)."""
+        url = f"{self.base}/v1/workflow/{self.task_id}/events"
+        return _events(httpx.get(url, params={"user": "alice"}, headers=self.headers, timeout=60).text)
+
+
+def killed_at_a_form(
+    server_env: dict[str, str], tmp_path: Path, app_yaml: str, name: str, first: dict[str, Any], query: str
+) -> KilledAtAForm:
+    """``query`` to a new app (``scripted_app``) streamed until it pauses on a form, then SIGKILL."""
+    script, headers = scripted_app(server_env, tmp_path, app_yaml, name, first)
+    port = free_port()
+    events = paused_then_stopped(server_env, port, headers, query, signal.SIGKILL)
+    (required,) = [e for e in events if e["event"] == "human_input_required"]
+    return KilledAtAForm(script, headers, port, required["data"]["form_token"], required["task_id"])
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])

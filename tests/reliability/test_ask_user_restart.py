@@ -6,19 +6,16 @@ call's observation."""
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 
 import httpx
 
 from tests.reliability.test_approvals_restart import (
     FEATURES,
-    _events,
-    paused_then_stopped,
-    scripted_app,
+    killed_at_a_form,
     server_env,
 )
-from tests.reliability.test_kill import free_port, serve
+from tests.reliability.test_kill import serve
 
 __all__ = ["server_env"]  # the fixture: SQLite, and PostgreSQL when its URL is set
 
@@ -34,27 +31,17 @@ ASK = {"tool_calls": [["ask_user", {"question": "Which city?", "options": ["Lyon
 def test_a_question_asked_before_a_restart_is_answered_after(
     server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    script, headers = scripted_app(server_env, tmp_path, APP_YAML, "planner", ASK)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    events = paused_then_stopped(server_env, port, headers, "Plan my trip.", signal.SIGKILL)
-    (required,) = [e for e in events if e["event"] == "human_input_required"]
-    token, task_id = required["data"]["form_token"], required["task_id"]
-
-    script.write_text(json.dumps({"replies": ["From Paris, then."], "features": FEATURES}))
-    with serve(server_env, port, headers):
-        form = httpx.get(f"{base}/v1/form/human_input/{token}", headers=headers, timeout=30)
+    paused = killed_at_a_form(server_env, tmp_path, APP_YAML, "planner", ASK, "Plan my trip.")
+    paused.script.write_text(json.dumps({"replies": ["From Paris, then."], "features": FEATURES}))
+    with serve(server_env, paused.port, paused.headers):
+        form = httpx.get(paused.form_url(), headers=paused.headers, timeout=30)
         assert form.status_code == 200, form.text
         assert [a["id"] for a in form.json()["user_actions"]] == ["submit"]
         assert form.json()["inputs"][0]["options"] == ["Lyon", "Paris"]
         answer = {"inputs": {"answer": "Paris"}, "action": "submit", "user": "alice"}
-        submitted = httpx.post(
-            f"{base}/v1/form/human_input/{token}", json=answer, headers=headers, timeout=30
-        )
+        submitted = httpx.post(paused.form_url(), json=answer, headers=paused.headers, timeout=30)
         assert submitted.status_code == 200, submitted.text
-        params = {"user": "alice"}
-        url = f"{base}/v1/workflow/{task_id}/events"
-        rest = _events(httpx.get(url, params=params, headers=headers, timeout=60).text)
+        rest = paused.rest()
     assert rest[0]["event"] == "human_input_form_filled", [(e["event"], e.get("message")) for e in rest]
     assert rest[0]["data"]["action_id"] == "submit"
     assert rest[-1]["event"] == "message_end"
