@@ -213,11 +213,16 @@ class KvSnapshot:
             # Nothing of it is usable: what comes next evaluates its whole prompt.
             llama.n_tokens = 0
             return
-        n = len(self.tokens)
-        llama.input_ids[:n] = self.tokens
-        llama.n_tokens = n
-        # The logits are not the held text's: the next generation evaluates its last token again.
-        llama._requires_eval = True
+        _holding(llama, self.tokens)
+
+
+def _holding(llama: Any, tokens: Sequence[int]) -> None:
+    """Tell llama-cpp-python that the context holds ``tokens`` (its KV cache was just put back)."""
+    n = len(tokens)
+    llama.input_ids[:n] = tokens
+    llama.n_tokens = n
+    # The logits are not the held text's: the next generation evaluates its last token again.
+    llama._requires_eval = True
 
 
 @dataclass
@@ -243,9 +248,7 @@ class ContextStates:
         source = "evaluated"
         llama._ctx.kv_cache_seq_rm(0, 0, -1)
         if disk is not None and disk[0].load_sequence(llama, disk[1], key):
-            llama.input_ids[: len(key)] = key
-            llama.n_tokens = len(key)
-            llama._requires_eval = True
+            _holding(llama, key)
             source = "disk"
         else:
             llama.n_tokens = 0
