@@ -166,7 +166,7 @@ def test_every_grammar_parses(choice: str, offered: int) -> None:
 async def test_the_choice_of_tool_is_scored_by_the_model(model: LocalModel) -> None:
     from loopwright.model import _local_choice as local_choice
 
-    loaded = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values()))
+    loaded = __import__("loopwright.model.local", fromlist=["_cache"])._cache[model._key()]
     prompt = "Question: What is the capital of France?\nAnswer: The capital of France is"
     scores = local_choice.score(loaded.llama, prompt, [("paris", " Paris."), ("tokyo", " Tokyo.")])
     assert scores["paris"] > scores["tokyo"]  # the model's own probabilities, not word matching
@@ -188,7 +188,7 @@ async def test_the_tool_is_chosen_by_how_likely_the_question_is_after_its_exampl
     from loopwright.model import _local_choice as local_choice
     from loopwright.model._local_prompt import question_context
 
-    loaded = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values()))
+    loaded = __import__("loopwright.model.local", fromlist=["_cache"])._cache[model._key()]
     tools = {t.name: t.schema for t in builtin_tools() if t.name in ("calculator", "current_time")}
     contexts = [(name, question_context(schema)) for name, schema in tools.items()]
     contexts.append(("none", question_context(None)))
@@ -211,7 +211,7 @@ async def test_the_choice_puts_back_exactly_what_the_context_held(model: LocalMo
     from loopwright.model import _local_choice as local_choice
     from loopwright.model._local_prompt import question_context
 
-    llama = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values())).llama
+    llama = __import__("loopwright.model.local", fromlist=["_cache"])._cache[model._key()].llama
     held = llama.tokenize((model.react_template or "").encode(), add_bos=False, special=True)
     assert len(held) > local_choice._WORTH_SAVING
     llama.reset()
@@ -234,7 +234,7 @@ async def test_an_option_scored_in_one_decode_scores_as_token_by_token(model: Lo
     a token."""
     from loopwright.model import _local_choice as local_choice
 
-    llama = next(iter(__import__("loopwright.model.local", fromlist=["_cache"])._cache.values())).llama
+    llama = __import__("loopwright.model.local", fromlist=["_cache"])._cache[model._key()].llama
     prompt = "Question: What is the capital of France?\nAnswer: The capital of France is"
     option = " Paris, a city on the Seine."
     batched = local_choice.score(llama, prompt, [("paris", option)])["paris"]
